@@ -1,0 +1,135 @@
+"""Effective batch size: what one optimizer step consumes under data parallelism.
+
+    global batch        B = b * d * k      (micro-batch b, data-parallel devices d,
+                                            gradient-accumulation steps k)
+    per device per step     b * k
+    tokens per step     T = B * s          (sequence length s)
+
+The inverse asks for k given a target B; it exists only when b * d divides B.
+
+>>> r = effective_batch(BatchInput(micro_batch=4, devices=128, grad_accum=4, seq_len=8192))
+>>> r.global_batch_size, r.samples_per_device_per_step, r.tokens_per_step
+(2048, 16, 16777216)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpscale.calculators._result import Result
+from dpscale.calculators.scaling import MAX_DEVICES
+from dpscale.validation import InputError
+
+__all__ = [
+    "BatchInput",
+    "BatchResult",
+    "GradAccumInput",
+    "GradAccumResult",
+    "effective_batch",
+    "grad_accum_for",
+]
+
+MAX_MICRO_BATCH = 1_000_000
+MAX_GRAD_ACCUM = 1_000_000
+MAX_SEQ_LEN = 100_000_000
+
+
+class BatchInput(BaseModel):
+    """Micro-batch, data-parallel devices, accumulation steps and an optional sequence length."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    micro_batch: int = Field(
+        ge=1, le=MAX_MICRO_BATCH, description="Samples per device per micro-step."
+    )
+    devices: int = Field(ge=1, le=MAX_DEVICES, description="Data-parallel devices (replicas).")
+    grad_accum: int = Field(
+        default=1, ge=1, le=MAX_GRAD_ACCUM, description="Micro-steps per optimizer step."
+    )
+    seq_len: int | None = Field(
+        default=None, ge=1, le=MAX_SEQ_LEN, description="Tokens per sample (optional)."
+    )
+
+
+@dataclass(frozen=True)
+class BatchResult(Result):
+    micro_batch: int
+    devices: int
+    grad_accum: int
+    seq_len: int | None
+    global_batch_size: int
+    samples_per_device_per_step: int
+    tokens_per_step: int | None
+
+
+def effective_batch(inputs: BatchInput) -> BatchResult:
+    """Global batch, samples per device per step and, with a sequence length, tokens per step."""
+    per_device = inputs.micro_batch * inputs.grad_accum
+    global_batch = per_device * inputs.devices
+    return BatchResult(
+        micro_batch=inputs.micro_batch,
+        devices=inputs.devices,
+        grad_accum=inputs.grad_accum,
+        seq_len=inputs.seq_len,
+        global_batch_size=global_batch,
+        samples_per_device_per_step=per_device,
+        tokens_per_step=None if inputs.seq_len is None else global_batch * inputs.seq_len,
+    )
+
+
+class GradAccumInput(BaseModel):
+    """A target global batch with the micro-batch and device count that must reach it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    target_global_batch: int = Field(
+        ge=1, le=MAX_MICRO_BATCH * MAX_DEVICES, description="Wanted global batch size."
+    )
+    micro_batch: int = Field(
+        ge=1, le=MAX_MICRO_BATCH, description="Samples per device per micro-step."
+    )
+    devices: int = Field(ge=1, le=MAX_DEVICES, description="Data-parallel devices (replicas).")
+
+
+@dataclass(frozen=True)
+class GradAccumResult(Result):
+    target_global_batch: int
+    micro_batch: int
+    devices: int
+    grad_accum: int
+    global_batch_size: int
+
+
+def grad_accum_for(inputs: GradAccumInput) -> GradAccumResult:
+    """The accumulation steps k with b * d * k equal to the target global batch.
+
+    >>> grad_accum_for(GradAccumInput(target_global_batch=2048, micro_batch=4, devices=128))
+    GradAccumResult(target_global_batch=2048, micro_batch=4, devices=128, grad_accum=4, ...)
+    >>> grad_accum_for(GradAccumInput(target_global_batch=1000, micro_batch=4, devices=128))
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: target_global_batch: 1,000 is not a multiple of micro-batch x ...
+    """
+    per_step = inputs.micro_batch * inputs.devices
+    steps, remainder = divmod(inputs.target_global_batch, per_step)
+    if remainder:
+        below = max(steps, 1)
+        options = [f"{below * per_step:,} ({below} step{'s' * (below > 1)})"]
+        if steps >= 1:
+            options.append(f"{(steps + 1) * per_step:,} ({steps + 1} steps)")
+        raise InputError.single(
+            "target_global_batch",
+            f"{inputs.target_global_batch:,} is not a multiple of micro-batch x devices = "
+            f"{per_step:,}; the nearest that {'are' if len(options) > 1 else 'is'}: "
+            + " and ".join(options),
+            inputs.target_global_batch,
+        )
+    return GradAccumResult(
+        target_global_batch=inputs.target_global_batch,
+        micro_batch=inputs.micro_batch,
+        devices=inputs.devices,
+        grad_accum=steps,
+        global_batch_size=inputs.target_global_batch,
+    )

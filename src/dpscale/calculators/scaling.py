@@ -1,0 +1,171 @@
+"""The data-parallel scaling calculator: ideal, actual and lost throughput, and speedup.
+
+With ``d`` devices, per-device throughput ``v`` and scaling efficiency ``E`` in [0, 1]
+(the formulas of the reference calculator "データ並列スケーリングの計算"):
+
+    I = d * v        ideal throughput
+    A = I * E        actual throughput
+    S = d * E        speedup over one device
+    L = I - A        throughput lost to synchronisation
+
+The unit of ``v`` (samples/s, tokens/s, ...) carries through to ``I``, ``A`` and ``L``.
+Every function works element-wise on numpy arrays, for sweeps.
+
+>>> r = data_parallel_scaling(64, 2000, 0.9)
+>>> r.ideal_throughput, r.actual_throughput, r.speedup, r.lost_throughput
+(128000.0, 115200.0, 57.6, 12800.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpscale.calculators._result import Result
+from dpscale.validation import check_array, parse
+
+__all__ = [
+    "MAX_DEVICES",
+    "MAX_THROUGHPUT",
+    "ScalingInput",
+    "ScalingQuery",
+    "ScalingResult",
+    "actual_throughput",
+    "data_parallel_scaling",
+    "ideal_throughput",
+    "scaling_from_query",
+    "speedup",
+]
+
+MAX_DEVICES = 10_000_000
+"""Far beyond any cluster built; bounds the arithmetic so results stay finite."""
+MAX_THROUGHPUT = 1e15
+"""Per device, in any unit: a trillion tokens/s per device is already absurd."""
+UNIT_PATTERN = r"^[^\x00-\x1f\x7f<>\"'&]{1,24}$"
+
+
+class ScalingInput(BaseModel):
+    """The calculator's inputs as the library takes them (efficiency as a fraction)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    devices: int = Field(ge=1, le=MAX_DEVICES, description="Number of devices d.")
+    per_device_throughput: float = Field(
+        ge=0, le=MAX_THROUGHPUT, allow_inf_nan=False, description="One device's throughput v."
+    )
+    efficiency: float = Field(ge=0, le=1, allow_inf_nan=False, description="E, a fraction.")
+    unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Unit of v.")
+
+
+class ScalingQuery(BaseModel):
+    """The inputs as a person types them on the CLI, the page and the API (efficiency in %)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    devices: int = Field(ge=1, le=MAX_DEVICES, description="Number of devices.")
+    throughput: float = Field(
+        ge=0, le=MAX_THROUGHPUT, allow_inf_nan=False, description="Per-device throughput."
+    )
+    efficiency: float = Field(
+        ge=0, le=100, allow_inf_nan=False, description="Scaling efficiency in percent."
+    )
+    unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Throughput unit.")
+
+    def to_input(self) -> ScalingInput:
+        return ScalingInput(
+            devices=self.devices,
+            per_device_throughput=self.throughput,
+            efficiency=self.efficiency / 100,
+            unit=self.unit,
+        )
+
+
+@dataclass(frozen=True)
+class ScalingResult(Result):
+    """Inputs and results; arrays when the inputs were arrays."""
+
+    devices: Any
+    per_device_throughput: Any
+    efficiency: Any
+    unit: str
+    ideal_throughput: Any
+    actual_throughput: Any
+    speedup: Any
+    lost_throughput: Any
+
+
+def ideal_throughput(devices: ArrayLike, per_device_throughput: ArrayLike) -> Any:
+    """I = d * v: every device as fast as one alone.
+
+    >>> int(ideal_throughput(64, 2000))
+    128000
+    """
+    return np.multiply(devices, per_device_throughput)
+
+
+def actual_throughput(ideal: ArrayLike, efficiency: ArrayLike) -> Any:
+    """A = I * E: the ideal discounted by the scaling efficiency.
+
+    >>> float(actual_throughput(128000, 0.9))
+    115200.0
+    """
+    return np.multiply(ideal, efficiency)
+
+
+def speedup(devices: ArrayLike, efficiency: ArrayLike) -> Any:
+    """S = d * E: how many times one device's throughput the group delivers.
+
+    >>> float(speedup(8, 0.9))
+    7.2
+    """
+    return np.multiply(devices, efficiency)
+
+
+def _scalar_or_array(value: np.ndarray) -> Any:
+    return float(value) if value.ndim == 0 else value
+
+
+def data_parallel_scaling(
+    devices: ArrayLike,
+    per_device_throughput: ArrayLike,
+    efficiency: ArrayLike,
+    *,
+    unit: str = "samples/s",
+) -> ScalingResult:
+    """All of I, A, S and the lost throughput, checked and element-wise.
+
+    Raises :class:`dpscale.validation.InputError` naming the first bad input.
+
+    >>> r = data_parallel_scaling([8, 64], 1000, 0.9)
+    >>> r.actual_throughput.tolist(), r.speedup.tolist()
+    ([7200.0, 57600.0], [7.2, 57.6])
+    """
+    d = check_array(ScalingInput, "devices", devices)
+    v = check_array(ScalingInput, "per_device_throughput", per_device_throughput)
+    e = check_array(ScalingInput, "efficiency", efficiency)
+    parse(ScalingInput, {"devices": 1, "per_device_throughput": 0, "efficiency": 0, "unit": unit})
+    ideal = ideal_throughput(d, v)
+    actual = actual_throughput(ideal, e)
+    scalar = d.ndim == v.ndim == e.ndim == 0
+    return ScalingResult(
+        devices=int(d) if scalar else d.astype(np.int64),
+        per_device_throughput=_scalar_or_array(v),
+        efficiency=_scalar_or_array(e),
+        unit=unit,
+        ideal_throughput=_scalar_or_array(ideal),
+        actual_throughput=_scalar_or_array(actual),
+        speedup=_scalar_or_array(speedup(d, e)),
+        lost_throughput=_scalar_or_array(ideal - actual),
+    )
+
+
+def scaling_from_query(query: ScalingQuery) -> ScalingResult:
+    """The result for inputs as typed on a surface (efficiency in percent)."""
+    inputs = query.to_input()
+    return data_parallel_scaling(
+        inputs.devices, inputs.per_device_throughput, inputs.efficiency, unit=inputs.unit
+    )

@@ -1,0 +1,1 @@
+"""The ``dpscale`` command line: one command per capability, ``--json`` everywhere."""

@@ -1,0 +1,94 @@
+"""What every command shares: reading input through the input models, failing with one clear
+line, printing JSON, and English number formatting for tables and sentences."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Mapping
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from pydantic import BaseModel
+
+from dpscale.units import UnitError
+from dpscale.validation import InputError, parse
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+JSON_HELP = "Print one JSON object instead of a table."
+
+
+class CommandError(Exception):
+    """A user error found while a command runs: reported as one line, exit status 2."""
+
+
+def fail(message: str) -> NoReturn:
+    """Report a user error as one line on stderr and exit with status 2."""
+    raise CommandError(message)
+
+
+def option_name(field: str, options: Mapping[str, str] | None = None) -> str:
+    """The CLI option for ``field``: ``per_device_throughput`` -> ``--per-device-throughput``."""
+    if options and field in options:
+        return options[field]
+    return "--" + field.replace("_", "-")
+
+
+def read_input(
+    model: type[ModelT], data: Mapping[str, Any], options: Mapping[str, str] | None = None
+) -> ModelT:
+    """Validate ``data`` into ``model``; on bad input, fail naming the option and its range."""
+    try:
+        return parse(model, {key: value for key, value in data.items() if value is not None})
+    except InputError as err:
+        fail("; ".join(issue.sentence(option_name(issue.field, options)) for issue in err.issues))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("refusing to print a non-finite number")
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def print_json(payload: Mapping[str, Any]) -> None:
+    """Print ``payload`` as one JSON object; NaN and infinity are refused, never printed."""
+    typer.echo(json.dumps(_finite(payload), ensure_ascii=False, allow_nan=False))
+
+
+def number(value: float, digits: int = 4) -> str:
+    """A number for people, in English: 128,000 / 57.6 / 0.0123 / 1.23e+20.
+
+    >>> number(115200.0), number(57.6), number(0.012345), number(2.5e20)
+    ('115,200', '57.6', '0.01235', '2.5e+20')
+    """
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    if abs(value) >= 1e15:
+        return f"{value:.{digits}g}"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def percent(fraction: float, digits: int = 4) -> str:
+    """A fraction as a percentage: 0.9 -> '90 %', 0.272727 -> '27.27 %'."""
+    return f"{number(fraction * 100, digits)} %"
+
+
+def handle_errors(exc: BaseException) -> NoReturn:
+    """Exit with one line for a user error (status 2); re-raise anything else."""
+    if isinstance(exc, CommandError | InputError | UnitError):
+        sys.stderr.write(f"dpscale: error: {exc}\n")
+        raise SystemExit(2)
+    raise exc

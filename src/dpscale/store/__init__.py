@@ -1,0 +1,1 @@
+"""Stored data: feedback from the pages and measurement runs (SQLAlchemy)."""

@@ -1,0 +1,247 @@
+"""Input rules, stated once on the input model, reported the same way on every surface.
+
+Every input model is a pydantic model whose fields carry their allowed range as ordinary
+constraints (``Field(ge=1, le=10_000_000)``). When input breaks a rule, :class:`InputError`
+turns pydantic's error into one :class:`FieldIssue` per field, each holding the :class:`Rule`
+read back from the model, so the CLI, the web form and the JSON API all name the field and
+its allowed range in the same words (the web translates them from the same parts).
+
+>>> from pydantic import BaseModel, Field
+>>> class Example(BaseModel):
+...     devices: int = Field(ge=1, le=1000)
+>>> try:
+...     parse(Example, {"devices": "2.5"})
+... except InputError as err:
+...     print(err.issues[0].sentence("--devices"))
+--devices must be a whole number from 1 to 1,000 (got 2.5)
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import annotated_types
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["FieldIssue", "InputError", "Rule", "check_array", "parse", "rule_of"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def _number(value: float) -> str:
+    """A bound as a person writes it: 10,000,000, 0.5, 1e+15."""
+    if float(value).is_integer() and abs(value) < 1e12:
+        return f"{int(value):,}"
+    return f"{value:,.6g}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a field allows, read from its type and constraints."""
+
+    integer: bool = False
+    number: bool = True
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] = ()
+    max_length: int | None = None
+
+    def describe(self) -> str:
+        """The rule in English, as the object of "must be".
+
+        >>> Rule(integer=True, low=1, high=64).describe()
+        'a whole number from 1 to 64'
+        >>> Rule(low=0, low_open=True).describe()
+        'a number greater than 0'
+        >>> Rule(number=False, choices=("tcp", "rdma")).describe()
+        'one of: tcp, rdma'
+        """
+        if self.choices:
+            return "one of: " + ", ".join(self.choices)
+        if not self.number:
+            if self.max_length is not None:
+                return f"a text of at most {self.max_length:,} characters"
+            return "a valid value"
+        kind = "a whole number" if self.integer else "a number"
+        low, high = self.low, self.high
+        if low is not None and high is not None and not (self.low_open or self.high_open):
+            return f"{kind} from {_number(low)} to {_number(high)}"
+        parts = []
+        if low is not None:
+            parts.append(f"greater than {_number(low)}" if self.low_open else f">= {_number(low)}")
+        if high is not None:
+            parts.append(f"less than {_number(high)}" if self.high_open else f"<= {_number(high)}")
+        return f"{kind} {' and '.join(parts)}" if parts else f"a finite {kind[2:]}"
+
+    def admits(self, values: np.ndarray) -> np.ndarray:
+        """Element-wise: which values keep the rule (numeric rules only)."""
+        ok = np.isfinite(values)
+        if self.integer:
+            ok &= np.equal(np.floor(values), values, where=ok, out=np.zeros_like(ok))
+        if self.low is not None:
+            ok &= values > self.low if self.low_open else values >= self.low
+        if self.high is not None:
+            ok &= values < self.high if self.high_open else values <= self.high
+        return np.asarray(ok, dtype=bool)
+
+
+@dataclass(frozen=True)
+class FieldIssue:
+    """One field's broken rule."""
+
+    field: str
+    rule: Rule | None
+    value: object = None
+    missing: bool = False
+    detail: str = ""
+
+    def sentence(self, label: str | None = None) -> str:
+        """The issue in English, naming the field as ``label`` (default: its name)."""
+        name = label or self.field
+        if self.missing:
+            return f"{name} is required" + (f": {self.rule.describe()}" if self.rule else "")
+        if self.rule is None:
+            return f"{name}: {self.detail}"
+        return f"{name} must be {self.rule.describe()} (got {_shown(self.value)})"
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, float) and not math.isnan(value) and value.is_integer():
+        value = int(value)
+    text = (
+        str(value)
+        if isinstance(value, int | float) or (isinstance(value, str) and value.strip())
+        else repr(value)
+    )
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class InputError(ValueError):
+    """Input that breaks one or more field rules; ``issues`` says which and how."""
+
+    def __init__(self, issues: Iterable[FieldIssue]) -> None:
+        self.issues = tuple(issues)
+        super().__init__("; ".join(issue.sentence() for issue in self.issues))
+
+    @classmethod
+    def single(cls, field: str, message: str, value: object = None) -> InputError:
+        """An issue that no field rule expresses (a cross-field check)."""
+        return cls([FieldIssue(field=field, rule=None, value=value, detail=message)])
+
+    @classmethod
+    def from_validation_error(cls, exc: ValidationError, model: type[BaseModel]) -> InputError:
+        issues: dict[str, FieldIssue] = {}
+        for error in exc.errors(include_url=False):
+            loc = error["loc"]
+            field = str(loc[0]) if loc else "input"
+            if field in issues:
+                continue
+            rule = rule_of(model, field) if field in model.model_fields and len(loc) == 1 else None
+            missing = error["type"] == "missing"
+            detail = str(error["msg"])
+            if rule is None and len(loc) > 1:
+                field_path = ".".join(str(part) for part in loc)
+                detail = f"{field_path}: {detail}"
+            issues[field] = FieldIssue(
+                field=field, rule=rule, value=error.get("input"), missing=missing, detail=detail
+            )
+        return cls(issues.values())
+
+
+def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
+    """Validate ``data`` into ``model``; raise :class:`InputError` naming each bad field."""
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        raise InputError.from_validation_error(exc, model) from None
+
+
+def _choices(annotation: object) -> tuple[str, ...]:
+    if typing.get_origin(annotation) is Literal:
+        return tuple(str(arg) for arg in typing.get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return tuple(str(member.value) for member in annotation)
+    return ()
+
+
+def _strip_optional(annotation: object) -> object:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def rule_of(model: type[BaseModel], field: str) -> Rule:
+    """The rule of ``model.field``, read from its annotation and constraints.
+
+    >>> from pydantic import BaseModel, Field
+    >>> class M(BaseModel):
+    ...     efficiency: float = Field(ge=0, le=1)
+    >>> rule_of(M, "efficiency").describe()
+    'a number from 0 to 1'
+    """
+    info = model.model_fields[field]
+    annotation = _strip_optional(info.annotation)
+    choices = _choices(annotation)
+    integer = annotation is int
+    number = annotation in (int, float)
+    low = high = None
+    low_open = high_open = False
+    max_length = None
+    for meta in info.metadata:
+        if isinstance(meta, annotated_types.Ge):
+            low = float(typing.cast(float, meta.ge))
+        elif isinstance(meta, annotated_types.Gt):
+            low, low_open = float(typing.cast(float, meta.gt)), True
+        elif isinstance(meta, annotated_types.Le):
+            high = float(typing.cast(float, meta.le))
+        elif isinstance(meta, annotated_types.Lt):
+            high, high_open = float(typing.cast(float, meta.lt)), True
+        elif isinstance(meta, annotated_types.MaxLen):
+            max_length = meta.max_length
+        elif hasattr(meta, "max_length") and meta.max_length is not None:
+            max_length = int(meta.max_length)
+    return Rule(
+        integer=integer,
+        number=number and not choices,
+        low=low,
+        high=high,
+        low_open=low_open,
+        high_open=high_open,
+        choices=choices,
+        max_length=max_length,
+    )
+
+
+def check_array(model: type[BaseModel], field: str, values: Any) -> np.ndarray:
+    """``values`` as a float array, every element checked against ``model.field``'s rule.
+
+    The vectorised twin of :func:`parse` for sweeps: the same rule, the same message,
+    naming the first offending element.
+
+    >>> from pydantic import BaseModel, Field
+    >>> class M(BaseModel):
+    ...     devices: int = Field(ge=1)
+    >>> check_array(M, "devices", [1, 2, 8]).tolist()
+    [1.0, 2.0, 8.0]
+    """
+    rule = rule_of(model, field)
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError([FieldIssue(field=field, rule=rule, value=values)]) from None
+    bad = ~rule.admits(array)
+    if bad.any():
+        first = array[bad].flat[0]
+        raise InputError([FieldIssue(field=field, rule=rule, value=float(first))])
+    return array
