@@ -1,0 +1,181 @@
+"""``dpscale calc|batch|bubble`` end to end: output, JSON, and one-line errors for bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpscale.cli.main import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+WORKED = ("calc", "--devices", "64", "--throughput", "2000", "--efficiency", "90")
+
+
+def test_calc_table_shows_the_reference_sentences(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, *WORKED)
+    assert status == 0
+    flat = " ".join(out.split())
+    assert "115,200 samples/s" in flat
+    assert "64 devices x 90 % = 57.6x" in flat
+    assert "64 x 2,000 = 128,000" in flat
+    assert "12,800" in flat
+
+
+def test_calc_json(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, *WORKED, "--json", "--unit", "tokens/s")
+    assert status == 0
+    assert json.loads(out) == {
+        "devices": 64,
+        "per_device_throughput": 2000.0,
+        "efficiency": 0.9,
+        "unit": "tokens/s",
+        "ideal_throughput": 128000.0,
+        "actual_throughput": 115200.0,
+        "speedup": 57.6,
+        "lost_throughput": 12800.0,
+    }
+
+
+@pytest.mark.parametrize("efficiency", ["90%", "90 %", "90"])
+def test_efficiency_percent_spellings(capsys: pytest.CaptureFixture[str], efficiency: str) -> None:
+    status, out, _ = run(capsys, "calc", "-d", "8", "-t", "1000", "-e", efficiency, "--json")
+    assert status == 0
+    assert json.loads(out)["actual_throughput"] == 7200.0
+    assert json.loads(out)["speedup"] == 7.2
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--devices", "0", "--devices must be a whole number from 1 to 10,000,000 (got 0)"),
+        ("--devices", "2.5", "--devices must be a whole number from 1 to 10,000,000 (got 2.5)"),
+        ("--devices", "abc", "--devices must be a whole number from 1 to 10,000,000 (got abc)"),
+        ("--devices", "1e30", "--devices must be a whole number from 1 to 10,000,000"),
+        ("--efficiency", "101", "--efficiency must be a number from 0 to 100 (got 101)"),
+        ("--efficiency", "-1", "--efficiency must be a number from 0 to 100 (got -1)"),
+        ("--efficiency", "abc%", "--efficiency must be a number from 0 to 100 (got abc)"),
+        ("--throughput", "nan", "--throughput must be a number from 0 to 1e+15 (got nan)"),
+        ("--throughput", "inf", "--throughput must be a number from 0 to 1e+15 (got inf)"),
+        ("--throughput", "-5", "--throughput must be a number from 0 to 1e+15 (got -5)"),
+        ("--throughput", "1e300", "--throughput must be a number from 0 to 1e+15"),
+        ("--unit", "", "--unit"),
+    ],
+)
+def test_calc_bad_input(
+    capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    args = dict(zip(WORKED[1::2], WORKED[2::2], strict=True))
+    args[option] = value
+    flat = [item for pair in args.items() for item in pair]
+    status, out, err = run(capsys, "calc", *flat, "--json")
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert message in err
+
+
+def test_missing_option_names_it_and_its_range(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "calc", "--devices", "64", "--throughput", "2000")
+    assert status == 2
+    assert err == "dpscale: error: --efficiency is required: a number from 0 to 100\n"
+
+
+def test_unknown_option_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, *WORKED, "--bogus")
+    assert status == 2
+    assert err.count("\n") == 1
+    assert "--bogus" in err
+
+
+def test_batch_json(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys, "batch", "--micro-batch", "4", "--devices", "128", "--grad-accum", "4",
+        "--seq-len", "8192", "--json",
+    )  # fmt: skip
+    assert status == 0
+    payload = json.loads(out)
+    assert payload["global_batch_size"] == 2048
+    assert payload["samples_per_device_per_step"] == 16
+    assert payload["tokens_per_step"] == 16_777_216
+
+
+def test_batch_without_seq_len_has_no_tokens_key(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "batch", "--micro-batch", "4", "--devices", "8", "--json")
+    assert json.loads(out) == {
+        "micro_batch": 4,
+        "devices": 8,
+        "grad_accum": 1,
+        "global_batch_size": 32,
+        "samples_per_device_per_step": 4,
+    }
+
+
+def test_batch_target_solves_grad_accum(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(
+        capsys, "batch", "-b", "4", "-d", "128", "--target-global-batch", "2048", "--json"
+    )
+    assert json.loads(out)["grad_accum"] == 4
+
+
+def test_batch_target_that_does_not_divide(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "batch", "-b", "4", "-d", "128", "--target-global-batch", "1000")
+    assert status == 2
+    assert "512 (1 step) and 1,024 (2 steps)" in err
+
+
+def test_bubble_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "bubble", "--stages", "4", "--micro-batches", "8", "--json")
+    payload = json.loads(out)
+    assert payload["bubble_fraction"] == pytest.approx(0.272727, abs=1e-6)
+    assert payload["bubble_ratio"] == 0.375
+    assert payload["efficiency"] == pytest.approx(0.727273, abs=1e-6)
+    status, out, err = run(capsys, "bubble", "-p", "4", "-m", "8", "-v", "2")
+    assert status == 0
+    assert "15.79 %" in out
+    assert err.startswith("warning: micro-batches (8) < 4 x stages (16)")
+
+
+def test_bubble_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "bubble", "--stages", "0", "--micro-batches", "8")
+    assert status == 2
+    assert err == "dpscale: error: --stages must be a whole number from 1 to 100,000 (got 0)\n"
+
+
+@pytest.mark.parametrize("command", ["calc", "batch", "bubble"])
+def test_help_shows_an_example(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    status, out, _ = run(capsys, command, "--help")
+    assert status == 0
+    assert f"dpscale {command} --" in " ".join(out.split())
+
+
+def test_python_dash_m_runs_the_real_process() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dpscale", *WORKED, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["actual_throughput"] == 115200.0
+
+
+def test_bad_input_in_a_real_process_has_no_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dpscale", "calc", "-d", "abc", "-t", "1", "-e", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("dpscale: error: --devices")

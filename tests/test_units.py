@@ -1,0 +1,63 @@
+"""Quantities parsed at the edges into SI."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpscale.units import (
+    UnitError,
+    format_bandwidth,
+    parse_bandwidth,
+    parse_bytes,
+    parse_count,
+    parse_duration,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "bytes_per_s"),
+    [
+        ("25 Gbit/s", 3.125e9),
+        ("25 Gbps", 3.125e9),
+        ("25 Gb/s", 3.125e9),
+        ("100Gbit/s", 12.5e9),
+        ("3.2 Tbit/s", 400e9),
+        ("12 GB/s", 12e9),
+        ("130 GB/s", 130e9),
+        ("1 GiB/s", 2**30),
+        ("800 Mbit/s", 1e8),
+        (5, 5.0),
+    ],
+)
+def test_bandwidths(text: str, bytes_per_s: float) -> None:
+    assert parse_bandwidth(text) == pytest.approx(bytes_per_s)
+
+
+def test_sizes_and_durations() -> None:
+    assert parse_bytes("25 MB") == 25e6
+    assert parse_bytes("25 MiB") == 25 * 2**20
+    assert parse_duration("5 us") == pytest.approx(5e-6)
+    assert parse_duration("5 µs") == pytest.approx(5e-6)
+    assert parse_duration("2 ms") == pytest.approx(2e-3)
+
+
+@pytest.mark.parametrize(("text", "count"), [("138M", 138e6), ("1.2B", 1.2e9), ("7e9", 7e9)])
+def test_counts(text: str, count: float) -> None:
+    assert parse_count(text) == pytest.approx(count)
+
+
+@pytest.mark.parametrize("text", ["abc", "5 s", "-3 GB/s", "nan GB/s", "inf Gbit/s", "", "12 GB"])
+def test_bad_bandwidths(text: str) -> None:
+    with pytest.raises(UnitError):
+        parse_bandwidth(text)
+
+
+@pytest.mark.parametrize("text", ["lots", "-1M", "1X"])
+def test_bad_counts(text: str) -> None:
+    with pytest.raises(UnitError):
+        parse_count(text)
+
+
+@given(st.floats(min_value=1, max_value=1e15))
+def test_format_round_trips_to_three_digits(value: float) -> None:
+    assert parse_bandwidth(format_bandwidth(value)) == pytest.approx(value, rel=5e-3)

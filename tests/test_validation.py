@@ -1,0 +1,53 @@
+"""Rules read from input models and reported in one shape."""
+
+from typing import Literal
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from dpscale.validation import InputError, Rule, check_array, parse, rule_of
+
+
+class Example(BaseModel):
+    devices: int = Field(ge=1, le=1000)
+    share: float = Field(gt=0, le=1)
+    transport: Literal["tcp", "rdma"] = "tcp"
+    name: str = Field(default="x", max_length=8)
+
+
+def test_rules_are_read_from_the_model() -> None:
+    assert rule_of(Example, "devices") == Rule(integer=True, low=1, high=1000)
+    assert rule_of(Example, "share").describe() == "a number greater than 0 and <= 1"
+    assert rule_of(Example, "transport").describe() == "one of: tcp, rdma"
+    assert rule_of(Example, "name").describe() == "a text of at most 8 characters"
+
+
+def test_every_bad_field_is_reported_once() -> None:
+    with pytest.raises(InputError) as caught:
+        parse(Example, {"devices": "0", "share": "2", "transport": "udp", "name": "x" * 9})
+    sentences = [issue.sentence() for issue in caught.value.issues]
+    assert sentences == [
+        "devices must be a whole number from 1 to 1,000 (got 0)",
+        "share must be a number greater than 0 and <= 1 (got 2)",
+        "transport must be one of: tcp, rdma (got udp)",
+        "name must be a text of at most 8 characters (got xxxxxxxxx)",
+    ]
+
+
+def test_missing_field() -> None:
+    with pytest.raises(InputError) as caught:
+        parse(Example, {"share": 0.5})
+    assert caught.value.issues[0].sentence("--devices") == (
+        "--devices is required: a whole number from 1 to 1,000"
+    )
+
+
+def test_check_array_names_the_first_bad_element() -> None:
+    assert check_array(Example, "devices", np.arange(1, 4)).tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(InputError, match=r"got 0\)"):
+        check_array(Example, "devices", [1, 0, 2000])
+    with pytest.raises(InputError, match="got nan"):
+        check_array(Example, "share", [0.5, float("nan")])
+    with pytest.raises(InputError, match="devices"):
+        check_array(Example, "devices", ["a", "b"])
