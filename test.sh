@@ -7,7 +7,9 @@ scripts/setup.sh dev
 scripts/system-deps.sh
 source scripts/postgres.sh   # starts a throw-away server; exports DPSCALE_TEST_POSTGRES_URL
 
-.venv/bin/ruff check src tests benchmarks
-.venv/bin/ruff format --check src tests benchmarks
+lint_paths=(src tests)
+[ -d benchmarks ] && lint_paths+=(benchmarks)
+.venv/bin/ruff check "${lint_paths[@]}"
+.venv/bin/ruff format --check "${lint_paths[@]}"
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"

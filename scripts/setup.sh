@@ -13,6 +13,8 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+# This machine's pip configuration names local indexes that may be absent: keep their noise out.
+exec 2> >(grep --line-buffered -v "^WARNING: Location 'file://" >&2)
 if [[ "$extras" == *dev* || "$extras" == *measure* ]]; then
     # Pin the CPU build first: an unpinned torch would pull a multi-GB CUDA build.
     .venv/bin/python -c 'import torch' 2>/dev/null || "${pip[@]}" "torch==2.13.0"
