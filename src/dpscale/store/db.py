@@ -8,16 +8,16 @@ in WAL mode so that concurrent writers wait for each other instead of failing.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
-__all__ = ["Base", "database_url", "engine", "session"]
+__all__ = ["Base", "database_url", "dispose", "engine", "session"]
 
 ENV_VAR = "DPSCALE_DATABASE_URL"
 
@@ -49,10 +49,35 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-@cache
+_engines: dict[str, tuple[Engine, sessionmaker[Session]]] = {}
+_lock = threading.Lock()
+
+
 def engine(url: str | None = None) -> Engine:
-    """The engine for ``url`` (default: :func:`database_url`), with every table created."""
-    url = url or database_url()
+    """The engine for ``url`` (default: :func:`database_url`), with every table created.
+
+    One engine per URL for the life of the process: engines hold the connection pool.
+    """
+    return _entry(url or database_url())[0]
+
+
+def _entry(url: str) -> tuple[Engine, sessionmaker[Session]]:
+    with _lock:
+        if url not in _engines:
+            created = _create_engine(url)
+            _engines[url] = (created, sessionmaker(created, expire_on_commit=False))
+        return _engines[url]
+
+
+def dispose(url: str | None = None) -> None:
+    """Close the pooled connections of ``url``'s engine and forget it (tests, shutdown)."""
+    with _lock:
+        entry = _engines.pop(url or database_url(), None)
+    if entry is not None:
+        entry[0].dispose()
+
+
+def _create_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +105,6 @@ def _import_tables() -> None:
 @contextmanager
 def session(url: str | None = None) -> Iterator[Session]:
     """A session that commits on success and rolls back on error."""
-    factory = sessionmaker(engine(url), expire_on_commit=False)
+    factory = _entry(url or database_url())[1]
     with factory() as active, active.begin():
         yield active

@@ -1,0 +1,62 @@
+"""The database layer on SQLite (default) and on a real PostgreSQL server."""
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import String, select, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from dpscale.store import db
+
+
+class Note(db.Base):
+    __tablename__ = "test_note"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    body: Mapped[str] = mapped_column(String(200))
+
+
+def round_trip(url: str) -> list[str]:
+    with db.session(url) as session:
+        session.add_all([Note(body="first"), Note(body="<b>second</b>")])
+    with db.session(url) as session:
+        return list(session.scalars(select(Note.body).order_by(Note.id)))
+
+
+def test_default_url_is_a_sqlite_file_in_the_user_data_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("DPSCALE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert db.database_url() == f"sqlite:///{tmp_path / 'dpscale' / 'dpscale.sqlite3'}"
+
+
+def test_sqlite_round_trip_in_wal_mode(sqlite_url: str) -> None:
+    assert round_trip(sqlite_url) == ["first", "<b>second</b>"]
+    with db.engine(sqlite_url).connect() as connection:
+        assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+    db.dispose(sqlite_url)
+
+
+def test_environment_variable_names_the_database(sqlite_url: str) -> None:
+    assert db.database_url() == sqlite_url
+    assert db.engine() is db.engine(sqlite_url)
+    db.dispose()
+
+
+def test_a_failed_session_rolls_back(sqlite_url: str) -> None:
+    def add_then_fail() -> None:
+        with db.session() as session:
+            session.add(Note(body="lost"))
+            session.flush()
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        add_then_fail()
+    with db.session() as session:
+        assert list(session.scalars(select(Note.body))) == []
+    db.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_round_trip(postgres_url: str) -> None:
+    assert round_trip(postgres_url) == ["first", "<b>second</b>"]
