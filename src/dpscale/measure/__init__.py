@@ -1,0 +1,13 @@
+"""Measuring data-parallel scaling with torch.distributed (the optional ``measure`` extra).
+
+Nothing here imports torch at import time: :mod:`~dpscale.measure.collectives` and
+:mod:`~dpscale.measure.training` import it inside the functions that run on a rank, so the
+CLI starts fast and can say how to install the extra when torch is missing.
+
+Modules: ``config`` (settings and the plan), ``collectives`` and ``training`` (what a rank
+times, and the summaries), ``worker`` (one rank, under torchrun or srun), ``launch`` (every
+world size on one machine, with timeouts and clean-up), ``report`` (the run as JSON and tables).
+"""
+
+INSTALL_HINT = "pip install 'dpscale[measure]'"
+"""How to get torch for ``dpscale measure``."""

@@ -1,0 +1,149 @@
+"""A run as one JSON object, assembled from the event streams of its world sizes, and its
+summary table.
+
+Efficiency is per-device throughput relative to the smallest world size measured (one
+device in the default sweep): ``E(n) = (X(n) / n) / (X(b) / b)``.
+
+>>> rows = add_efficiency([{"devices": 2, "per_device_throughput": 90.0},
+...                        {"devices": 1, "per_device_throughput": 100.0}])
+>>> [(r["devices"], r["efficiency"]) for r in rows]
+[(1, 1.0), (2, 0.9)]
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from dpscale.calculators._result import tidy
+from dpscale.measure.config import MeasureConfig
+
+__all__ = ["add_efficiency", "new_run_id", "payload_from_streams", "print_summary"]
+
+Event = Mapping[str, Any]
+
+
+def _tidy(value: Any) -> Any:
+    """Floats to 12 significant digits, through dicts and lists (timer noise below that)."""
+    if isinstance(value, Mapping):
+        return {key: _tidy(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_tidy(item) for item in value]
+    return tidy(value)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A sortable, readable id: ``20260130-101500-3fa2c1`` (UTC time and 24 random bits)."""
+    moment = now or datetime.now(UTC)
+    return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def add_efficiency(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``results`` sorted by devices, each with ``efficiency`` and ``baseline_devices``."""
+    rows = sorted((dict(row) for row in results), key=lambda row: row["devices"])
+    if rows:
+        base = rows[0]
+        for row in rows:
+            row["efficiency"] = row["per_device_throughput"] / base["per_device_throughput"]
+            row["baseline_devices"] = base["devices"]
+    return rows
+
+
+def _environment(starts: Sequence[Event]) -> dict[str, Any]:
+    if not starts:
+        return {}
+    merged = dict(starts[0]["environment"])
+    merged["device_count"] = max(start["environment"]["device_count"] for start in starts)
+    for key in ("device_names", "hosts"):
+        merged[key] = sorted({value for start in starts for value in start["environment"][key]})
+    return merged
+
+
+def payload_from_streams(
+    streams: Sequence[Sequence[Event]],
+    config: MeasureConfig,
+    *,
+    run_id: str | None = None,
+    backend: str | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """The run from each world size's events; partial when any stream did not finish."""
+    starts = [event for stream in streams for event in stream if event["type"] == "start"]
+    measurements = [
+        event for stream in streams for event in stream if event["type"] == "measurement"
+    ]
+    finished = bool(streams) and all(
+        any(event["type"] == "done" for event in stream) for stream in streams
+    )
+    results = add_efficiency(m["summary"] for m in measurements if m["kind"] == "training")
+    collectives = [m["summary"] for m in measurements if m["kind"] == "collective"]
+    timings = [
+        {
+            "kind": m["kind"],
+            "op": m["summary"].get("op"),
+            "devices": m["summary"]["devices"],
+            "bytes": m["summary"].get("bytes"),
+            "rank_times_s": m["rank_times_s"],
+        }
+        for m in measurements
+    ]
+    return {
+        "run_id": run_id or new_run_id(),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "backend": backend or (starts[0]["backend"] if starts else config.backend),
+        "partial": error is not None or not finished,
+        "error": error,
+        "environment": _environment(starts),
+        "config": config.model_dump(mode="json"),
+        "results": _tidy(results),
+        "collectives": _tidy(collectives),
+        "timings": timings,
+    }
+
+
+def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
+    """The run as two tables: training scaling, then collective bandwidth."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from dpscale.units import format_bandwidth, format_bytes, format_duration
+
+    console = console or Console(soft_wrap=True)
+    env = payload.get("environment") or {}
+    title = f"Run {payload['run_id']}: {payload['backend']}"
+    if env:
+        title += f", {', '.join(env['device_names'])} on {', '.join(env['hosts'])}"
+    if payload["partial"]:
+        title += " (PARTIAL)"
+    table = Table(title=title, title_justify="left")
+    for name in ("Devices", "Throughput", "Per device", "Efficiency", "Step p50", "Step p95"):
+        table.add_column(name, justify="right")
+    table.add_column("Rank spread", justify="right")
+    for row in payload["results"]:
+        table.add_row(
+            f"{row['devices']:,}",
+            f"{row['throughput']:,.1f} {row['unit']}",
+            f"{row['per_device_throughput']:,.1f}",
+            f"{row['efficiency'] * 100:.1f} %",
+            format_duration(row["step_time_p50_s"]),
+            format_duration(row["step_time_p95_s"]),
+            f"{row['rank_spread'] * 100:.1f} % (rank {row['slowest_rank']})",
+        )
+    if payload["results"]:
+        console.print(table)
+    bandwidth = Table(title="Collectives (busbw as nccl-tests defines it)", title_justify="left")
+    for name in ("Op", "Devices", "Size", "Time", "algbw", "busbw"):
+        bandwidth.add_column(name, justify="right" if name != "Op" else "left")
+    for row in payload["collectives"]:
+        bandwidth.add_row(
+            row["op"],
+            f"{row['devices']:,}",
+            format_bytes(row["bytes"]),
+            format_duration(row["time_s"]),
+            format_bandwidth(row["algbw"]),
+            format_bandwidth(row["busbw"]),
+        )
+    if payload["collectives"]:
+        console.print(bandwidth)

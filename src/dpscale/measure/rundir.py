@@ -1,0 +1,59 @@
+"""The run directory that ranks and the launcher share on one machine.
+
+Rank 0 appends one JSON line per finished measurement to ``events.jsonl``, so whatever was
+measured survives a rank that dies later. Every rank keeps ``rank-<r>.json`` current (pid,
+host, which measurement it is in, a counter of finished iterations, a heartbeat time and, on
+failure, the error), which lets the launcher tell a dead or hung rank by its number.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EVENTS", "RESULT", "append_event", "read_events", "read_statuses", "write_status"]
+
+EVENTS = "events.jsonl"
+RESULT = "run.json"
+
+
+def append_event(run_dir: Path, event: dict[str, Any]) -> None:
+    """Append ``event`` as one line; readers only ever see whole lines."""
+    with (run_dir / EVENTS).open("a", encoding="utf-8") as stream:
+        stream.write(json.dumps(event, allow_nan=False) + "\n")
+        stream.flush()
+
+
+def read_events(run_dir: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Events appended since byte ``offset``, and the offset to read from next time."""
+    path = run_dir / EVENTS
+    if not path.exists():
+        return [], offset
+    with path.open("rb") as stream:
+        stream.seek(offset)
+        data = stream.read()
+    end = data.rfind(b"\n") + 1
+    lines = data[:end].decode("utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()], offset + end
+
+
+def write_status(run_dir: Path, rank: int, status: dict[str, Any]) -> None:
+    """Replace rank ``rank``'s status atomically (readers never see half a file)."""
+    path = run_dir / f"rank-{rank}.json"
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(status), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def read_statuses(run_dir: Path) -> dict[int, dict[str, Any]]:
+    """Every rank's latest status, by rank."""
+    statuses = {}
+    for path in run_dir.glob("rank-*.json"):
+        try:
+            status = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        statuses[int(status["rank"])] = status
+    return statuses

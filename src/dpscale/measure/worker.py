@@ -1,0 +1,382 @@
+"""One rank of a measurement: the module torchrun (or SLURM ``srun``) starts on every rank.
+
+On one machine ``dpscale measure`` runs it for you, once per world size. Across nodes, start it
+yourself with the launcher of the cluster; rank 0 collects every rank's timings and writes
+the run to ``--out`` (``run.json``; store it with ``dpscale runs import``)::
+
+    torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
+        --rdzv-endpoint node0:29500 --rdzv-id measure1 \\
+        -m dpscale.measure.worker --out runs/measure1 --model-params 25M
+
+The rank comes from torch's variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, set by
+torchrun) or SLURM's (``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``); ``MASTER_ADDR``
+and ``MASTER_PORT`` name rank 0. Backend ``auto`` is NCCL where CUDA is available, with rank
+``r`` on GPU ``LOCAL_RANK``; else gloo on the CPU. With ``--world-sizes 1,8,16`` one job
+measures several world sizes on the first 1, 8, 16 ranks (process subgroups), the other ranks
+waiting at a barrier after each measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from dpscale.measure import rundir
+from dpscale.measure.config import (
+    OPTION_NAMES,
+    MeasureConfig,
+    PlanItem,
+    default_world_sizes,
+    measurement_plan,
+    read_config,
+)
+from dpscale.validation import InputError
+
+__all__ = ["RankIdentity", "WorkerSetupError", "main", "rank_identity", "resolve_backend"]
+
+HEARTBEAT_S = 0.5
+"""How often each rank rewrites its status file (the launcher's sign of life)."""
+
+
+class WorkerSetupError(RuntimeError):
+    """The process was not started as a rank (no torch or SLURM variables)."""
+
+
+@dataclass(frozen=True)
+class RankIdentity:
+    rank: int
+    world_size: int
+    local_rank: int
+
+
+def rank_identity(env: Mapping[str, str]) -> RankIdentity:
+    """This process's rank, from torchrun's variables or else SLURM's.
+
+    >>> rank_identity({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "n0"})
+    RankIdentity(rank=3, world_size=8, local_rank=1)
+    >>> rank_identity({"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "5",
+    ...                "MASTER_ADDR": "n0"})
+    RankIdentity(rank=5, world_size=16, local_rank=5)
+    """
+    if "RANK" in env and "WORLD_SIZE" in env:
+        names = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+    elif "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
+        names = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
+    else:
+        raise WorkerSetupError(
+            "not started as a rank: RANK and WORLD_SIZE (set by torchrun) or SLURM_PROCID and "
+            "SLURM_NTASKS (set by srun) are missing; run it under torchrun or srun, or use "
+            "`dpscale measure` on one machine"
+        )
+    if not env.get("MASTER_ADDR"):
+        raise WorkerSetupError(
+            "MASTER_ADDR is not set: export rank 0's host name as MASTER_ADDR (and a free port "
+            "as MASTER_PORT) before srun; torchrun sets both"
+        )
+    rank, world = int(env[names[0]]), int(env[names[1]])
+    return RankIdentity(rank, world, int(env.get(names[2], rank)))
+
+
+def resolve_backend(requested: str) -> str:
+    """``auto``: NCCL where CUDA is available, else gloo."""
+    import torch
+
+    if requested == "auto":
+        return "nccl" if torch.cuda.is_available() else "gloo"
+    return requested
+
+
+def _die_with_parent() -> None:
+    """On Linux, ask the kernel to kill this rank when its launcher dies: no orphans."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class _Status:
+    """This rank's status file, rewritten on each change and by a heartbeat thread."""
+
+    def __init__(self, run_dir: Path, identity: RankIdentity) -> None:
+        self._run_dir = run_dir
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self.data: dict[str, Any] = {
+            "rank": identity.rank,
+            "world_size": identity.world_size,
+            "local_rank": identity.local_rank,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "state": "starting",
+            "index": -1,
+            "label": "start-up",
+            "ticks": 0,
+            "error": None,
+        }
+        self._thread = threading.Thread(target=self._beat, name="dpscale-heartbeat", daemon=True)
+
+    def _write(self) -> None:
+        with self._lock:
+            self.data["heartbeat"] = time.time()
+            rundir.write_status(self._run_dir, self.data["rank"], self.data)
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(HEARTBEAT_S):
+            self._write()
+
+    def start(self) -> None:
+        self._write()
+        self._thread.start()
+
+    def update(self, **changes: Any) -> None:
+        with self._lock:
+            self.data.update(changes)
+        self._write()
+
+    def tick(self) -> None:
+        self.data["ticks"] += 1
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+
+def _environment(infos: Sequence[dict[str, Any]], backend: str) -> dict[str, Any]:
+    import torch
+
+    nccl = None
+    if backend == "nccl":
+        version = torch.cuda.nccl.version()  # type: ignore[no-untyped-call]
+        nccl = ".".join(str(part) for part in version)
+    return {
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "backend": backend,
+        "cuda_version": torch.version.cuda,
+        "nccl_version": nccl,
+        "device_count": len(infos),
+        "device_names": sorted({info["device"] for info in infos}),
+        "hosts": sorted({info["host"] for info in infos}),
+    }
+
+
+def _measure(
+    item: PlanItem,
+    config: MeasureConfig,
+    *,
+    group: Any,
+    device: Any,
+    rank: int,
+    tick: Callable[[], None],
+) -> tuple[int, list[float]]:
+    if item.kind == "training":
+        from dpscale.measure.training import time_training
+
+        times = time_training(config, group=group, device=device, rank=rank, on_iteration=tick)
+        return 0, times
+    from dpscale.measure.collectives import time_collective
+
+    return time_collective(
+        item.op,
+        item.nbytes,
+        group=group,
+        devices=item.devices,
+        device=device,
+        iterations=config.iterations,
+        warmup=config.warmup,
+        on_iteration=tick,
+    )
+
+
+def _summary(item: PlanItem, config: MeasureConfig, moved: int, times: list[list[float]]) -> Any:
+    if item.kind == "training":
+        from dpscale.measure.training import summarise_training
+
+        samples = item.devices * config.micro_batch * config.grad_accum
+        return summarise_training(item.devices, samples, times)
+    from dpscale.measure.collectives import summarise_collective
+
+    return summarise_collective(item.op, item.devices, moved, times)
+
+
+def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> dict[str, Any] | None:
+    """Run this rank's part of the plan; rank 0 returns (and, with ``report``, writes) the run."""
+    import torch
+    import torch.distributed as dist
+
+    identity = rank_identity(os.environ)
+    os.environ.setdefault("MASTER_PORT", "29500")
+    os.environ.update(
+        RANK=str(identity.rank),
+        WORLD_SIZE=str(identity.world_size),
+        LOCAL_RANK=str(identity.local_rank),
+    )
+    _die_with_parent()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    status = _Status(run_dir, identity)
+    status.start()
+    lead = identity.rank == 0
+    try:
+        backend = resolve_backend(config.backend)
+        if backend == "nccl":
+            device = torch.device("cuda", identity.local_rank)
+            torch.cuda.set_device(device)
+            name = torch.cuda.get_device_name(device)
+        else:
+            device, name = torch.device("cpu"), _cpu_name()
+        dist.init_process_group(
+            backend,
+            timeout=timedelta(seconds=config.timeout_s),
+            device_id=device if device.type == "cuda" else None,
+        )
+        world = identity.world_size
+        world_sizes = config.world_sizes or default_world_sizes(world)
+        if max(world_sizes) > world:
+            raise InputError.single(
+                "world_sizes", f"must not exceed the job's world size {world}", world_sizes
+            )
+        groups = {k: None if k == world else dist.new_group(list(range(k))) for k in world_sizes}
+        barrier_devices = [identity.local_rank] if device.type == "cuda" else None
+        info = {"rank": identity.rank, "host": socket.gethostname(), "device": name}
+        infos: list[Any] | None = [None] * world if lead else None
+        dist.gather_object(info, infos, dst=0)
+        plan = measurement_plan(config, world_sizes)
+        if lead:
+            assert infos is not None
+            rundir.append_event(
+                run_dir,
+                {
+                    "type": "start",
+                    "world_size": world,
+                    "backend": backend,
+                    "environment": _environment(infos, backend),
+                    "config": config.model_dump(mode="json"),
+                    "plan": [item.label for item in plan],
+                },
+            )
+        for index, item in enumerate(plan):
+            status.update(state="running", index=index, label=item.label)
+            if identity.rank < item.devices:
+                group = groups[item.devices]
+                moved, times = _measure(
+                    item, config, group=group, device=device, rank=identity.rank, tick=status.tick
+                )
+                gathered: list[Any] | None = [None] * item.devices if lead else None
+                dist.gather_object(times, gathered, dst=0, group=group)
+                if lead:
+                    assert gathered is not None
+                    rundir.append_event(
+                        run_dir,
+                        {
+                            "type": "measurement",
+                            "index": index,
+                            "label": item.label,
+                            "kind": item.kind,
+                            "summary": _summary(item, config, moved, gathered),
+                            "rank_times_s": gathered,
+                        },
+                    )
+            dist.barrier(device_ids=barrier_devices)
+        status.update(state="done", index=len(plan), label="finished")
+        if lead:
+            rundir.append_event(run_dir, {"type": "done"})
+    except BaseException as exc:
+        status.update(state="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        raise
+    finally:
+        status.stop()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    if not lead:
+        return None
+    from dpscale.measure.report import payload_from_streams
+
+    payload = payload_from_streams([rundir.read_events(run_dir)[0]], config)
+    if report:
+        import json
+
+        (run_dir / rundir.RESULT).write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    return payload
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m dpscale.measure.worker",
+        description="One rank of a dpscale measurement (run it under torchrun or srun).",
+    )
+    parser.add_argument("--out", required=True, help="Run directory (rank 0 writes run.json).")
+    parser.add_argument("--config-file", help="Settings as JSON (instead of the options).")
+    parser.add_argument(
+        "--no-report", action="store_true", help="Leave the run to the launcher (dpscale measure)."
+    )
+    for field, info in MeasureConfig.model_fields.items():
+        if field == "nproc":
+            continue
+        flag = OPTION_NAMES.get(field, "--" + field.replace("_", "-"))
+        if info.annotation is bool:
+            parser.add_argument(flag, dest=field, action=argparse.BooleanOptionalAction)
+        else:
+            parser.add_argument(flag, dest=field, help=info.description)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.config_file:
+            import json
+
+            options = json.loads(Path(args.config_file).read_text(encoding="utf-8"))
+        else:
+            options = {
+                ("timeout" if field == "timeout_s" else field): getattr(args, field)
+                for field in MeasureConfig.model_fields
+                if field != "nproc"
+            }
+        config = read_config(options)
+        payload = run_rank(config, Path(args.out), report=not args.no_report)
+    except InputError as err:
+        for issue in err.issues:
+            label = OPTION_NAMES.get(issue.field, "--" + issue.field.replace("_", "-"))
+            sys.stderr.write(f"dpscale.measure.worker: error: {issue.sentence(label)}\n")
+        return 2
+    except WorkerSetupError as err:
+        sys.stderr.write(f"dpscale.measure.worker: error: {err}\n")
+        return 2
+    if payload is not None and not args.no_report:
+        from dpscale.measure.report import print_summary
+
+        print_summary(payload)
+        print(
+            f"run written to {Path(args.out) / rundir.RESULT}; store it with: "
+            f"dpscale runs import {Path(args.out) / rundir.RESULT}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
