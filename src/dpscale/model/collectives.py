@@ -1,0 +1,267 @@
+"""Latency-bandwidth (alpha-beta) costs of the collectives data-parallel training uses.
+
+A collective over ``N`` devices on ``n`` nodes of up to ``g`` devices moves, per device, a
+multiple of the message size ``S`` through the slowest link it crosses. nccl-tests names that
+multiple the *bus bandwidth factor* (doc/PERFORMANCE.md), so that ``busbw = algbw * factor``
+with ``algbw = S / t`` is comparable with the hardware's link speed:
+
+    all-reduce        2 (N-1) / N
+    reduce-scatter    (N-1) / N        (S is the full, unsharded size)
+    all-gather        (N-1) / N        (S is the gathered size)
+    broadcast         1
+
+Costs (``B`` bus bandwidth: the intra-node link alone on one node, else the smaller of it and
+the node's achieved network bandwidth; ``a`` per-step latencies; constants from NCCL's tuning
+model, ``src/graph/tuning.cc``):
+
+    ring          t = L * (a0 + (2(N-1) - 2(n-1)) a_intra + 2(n-1) a_net) + S 2(N-1)/N / B
+                  L = 1.9 across nodes ("plateau effect of ring" for large all-reduces), else 1
+    tree          t = 2 ((g-1) h_intra + ceil(log2 n) h_net) + S c / (0.9 B)
+                  NCCL's double binary tree: c = 2, except c = 1 on exactly two nodes, where
+                  each node sends only half (trees "can reach up to 2x the network bandwidth",
+                  NVIDIA/nccl#307); 0.9 is NCCL's tree bandwidth factor; a hop also pays the
+                  pipeline fill of one 256 KiB chunk, h = a + 256 KiB / link bandwidth.
+    hierarchical  reduce-scatter inside the node, all-reduce of the 1/g shards across nodes
+                  (each device using 1/g of the node's network), all-gather inside the node:
+                  t = 2(g-1) a_intra + 2(n-1) a_net + S 2(g-1)/g / B_intra + S 2(n-1)/n / B_net
+    auto          the cheaper of ring and tree for each message, as NCCL picks by its model.
+
+Every function works element-wise on numpy arrays (message sizes and topologies broadcast).
+
+>>> topo = Topology.build(devices=16, devices_per_node=4, intra_bandwidth=12e9,
+...                       inter_bandwidth=3e9, intra_latency=5.7e-6, inter_latency=9.6e-6)
+>>> cost = all_reduce(24e6, topo, "ring")
+>>> round(float(cost.bandwidth_time), 4), round(float(cost.latency) * 1e6, 1)
+(0.015, 385.3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S
+
+__all__ = [
+    "ALGORITHMS",
+    "LIMITS",
+    "Algorithm",
+    "CollectiveCost",
+    "Topology",
+    "all_gather",
+    "all_reduce",
+    "broadcast",
+    "bus_factor",
+    "reduce_scatter",
+]
+
+Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
+ALGORITHMS: tuple[str, ...] = ("ring", "tree", "hierarchical")
+"""Codes 0, 1, 2 in cost arrays; -1 in an algorithm array asks for auto."""
+LIMITS: tuple[str, ...] = ("none", "intra_node_bandwidth", "inter_node_bandwidth", "latency")
+"""What limits a collective: codes 0-3 in ``CollectiveCost.limited_by``."""
+
+RING_PLATEAU = 1.9
+"""NCCL tuning.cc: multi-node ring all-reduce latency x1.9 for large messages."""
+TREE_BANDWIDTH_FACTOR = 0.9
+"""NCCL tuning.cc: tree bus bandwidth = 0.9 x the channels' bandwidth."""
+TREE_CHUNK_BYTES = 256 * 1024
+"""NCCL tuning.cc: tree/Simple hop latency is "the latency of a 256kB chunk"."""
+
+Op = Literal["all_reduce", "reduce_scatter", "all_gather", "broadcast"]
+
+
+def bus_factor(op: Op, devices: ArrayLike) -> Any:
+    """nccl-tests' bus bandwidth factor: ``busbw = algbw * bus_factor``.
+
+    >>> float(bus_factor("all_reduce", 16)), float(bus_factor("all_gather", 4))
+    (1.875, 0.75)
+    """
+    n = np.asarray(devices, dtype=float)
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in ("reduce_scatter", "all_gather"):
+        return (n - 1) / n
+    return np.ones_like(n)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Device counts and links as broadcastable float arrays (bandwidths achieved, SI)."""
+
+    devices: np.ndarray
+    devices_per_node: np.ndarray
+    intra_bandwidth: np.ndarray
+    inter_bandwidth: np.ndarray
+    intra_latency: np.ndarray
+    inter_latency: np.ndarray
+    nodes: np.ndarray
+    local: np.ndarray
+    bandwidth: np.ndarray
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        devices: ArrayLike,
+        devices_per_node: ArrayLike,
+        intra_bandwidth: ArrayLike,
+        inter_bandwidth: ArrayLike,
+        intra_latency: ArrayLike,
+        inter_latency: ArrayLike,
+    ) -> Topology:
+        """``inter_bandwidth`` is what one node's network achieves (after the transport)."""
+        d = np.asarray(devices, dtype=float)
+        g = np.asarray(devices_per_node, dtype=float)
+        intra = np.asarray(intra_bandwidth, dtype=float)
+        inter = np.asarray(inter_bandwidth, dtype=float)
+        nodes = np.ceil(d / g)
+        return cls(
+            devices=d,
+            devices_per_node=g,
+            intra_bandwidth=intra,
+            inter_bandwidth=inter,
+            intra_latency=np.asarray(intra_latency, dtype=float),
+            inter_latency=np.asarray(inter_latency, dtype=float),
+            nodes=nodes,
+            local=np.minimum(d, g),
+            bandwidth=np.where(nodes > 1, np.minimum(intra, inter), intra),
+        )
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """Time of one collective and its parts; ``algorithm`` and ``limited_by`` are codes."""
+
+    time: Any
+    latency: Any
+    bandwidth_time: Any
+    algorithm: Any
+    limited_by: Any
+
+
+def _limit(topo: Topology, latency: Any, bandwidth_time: Any, inter_limits: Any) -> Any:
+    code = np.where(inter_limits, 2, 1)
+    code = np.where(latency > bandwidth_time, 3, code)
+    return np.where(topo.devices > 1, code, 0)
+
+
+def _flat_inter_limits(topo: Topology) -> Any:
+    return (topo.nodes > 1) & (topo.inter_bandwidth < topo.intra_bandwidth)
+
+
+def _ring_latency(topo: Topology, steps: Any, inter_steps: Any) -> Any:
+    hops = (steps - inter_steps) * topo.intra_latency + inter_steps * topo.inter_latency
+    return NCCL_RING_BASE_LATENCY_S + hops
+
+
+def _ring_all_reduce(size: Any, topo: Topology) -> tuple[Any, Any, Any]:
+    steps, inter_steps = 2 * (topo.devices - 1), 2 * (topo.nodes - 1)
+    latency = _ring_latency(topo, steps, inter_steps) * np.where(topo.nodes > 1, RING_PLATEAU, 1.0)
+    bandwidth_time = size * bus_factor("all_reduce", topo.devices) / topo.bandwidth
+    return latency, bandwidth_time, _flat_inter_limits(topo)
+
+
+def _tree_all_reduce(size: Any, topo: Topology) -> tuple[Any, Any, Any]:
+    intra_hop = topo.intra_latency + TREE_CHUNK_BYTES / topo.intra_bandwidth
+    inter_hop = topo.inter_latency + TREE_CHUNK_BYTES / topo.inter_bandwidth
+    depth = np.ceil(np.log2(np.maximum(topo.nodes, 1)))
+    latency = 2 * ((topo.local - 1) * intra_hop + depth * inter_hop)
+    per_node = np.where(topo.nodes == 2, 1.0, 2.0)
+    bandwidth_time = size * per_node / (TREE_BANDWIDTH_FACTOR * topo.bandwidth)
+    return latency, bandwidth_time, _flat_inter_limits(topo)
+
+
+def _hierarchical_all_reduce(size: Any, topo: Topology) -> tuple[Any, Any, Any]:
+    g, n = topo.local, topo.nodes
+    latency = 2 * (g - 1) * topo.intra_latency + 2 * (n - 1) * topo.inter_latency
+    intra_time = size * bus_factor("all_reduce", g) / topo.intra_bandwidth
+    inter_time = size * bus_factor("all_reduce", n) / topo.inter_bandwidth
+    return NCCL_RING_BASE_LATENCY_S + latency, intra_time + inter_time, inter_time > intra_time
+
+
+_ALL_REDUCE = (_ring_all_reduce, _tree_all_reduce, _hierarchical_all_reduce)
+
+
+def _codes(algorithm: Algorithm | ArrayLike) -> Any:
+    if isinstance(algorithm, str):
+        if algorithm == "auto":
+            return np.asarray(-1)
+        return np.asarray(ALGORITHMS.index(algorithm))
+    return np.asarray(algorithm)
+
+
+def all_reduce(
+    size: ArrayLike, topo: Topology, algorithm: Algorithm | ArrayLike = "auto"
+) -> CollectiveCost:
+    """All-reduce of ``size`` bytes per device; ``algorithm`` a name or an array of codes.
+
+    >>> topo = Topology.build(devices=[1, 8, 16], devices_per_node=8, intra_bandwidth=130e9,
+    ...                       inter_bandwidth=48e9, intra_latency=3.4e-6, inter_latency=9.6e-6)
+    >>> cost = all_reduce(25e6, topo)
+    >>> [ALGORITHMS[int(a)] for a in cost.algorithm], [LIMITS[int(x)] for x in cost.limited_by]
+    (['ring', 'ring', 'tree'], ['none', 'intra_node_bandwidth', 'inter_node_bandwidth'])
+    """
+    s = np.asarray(size, dtype=float)
+    code = _codes(algorithm)
+    parts = [f(s, topo) for f in _ALL_REDUCE]
+    times = [lat + bw for lat, bw, _ in parts]
+    auto = np.where(times[1] < times[0], 1, 0)
+    chosen = np.broadcast_to(np.where(code < 0, auto, code), np.shape(times[0]))
+
+    def pick(index: int) -> Any:
+        return np.choose(chosen, [part[index] for part in parts])
+
+    latency, bandwidth_time, inter_limits = pick(0), pick(1), pick(2)
+    single = topo.devices <= 1
+    latency = np.where(single, 0.0, latency)
+    bandwidth_time = np.where(single, 0.0, bandwidth_time)
+    return CollectiveCost(
+        time=latency + bandwidth_time,
+        latency=latency,
+        bandwidth_time=bandwidth_time,
+        algorithm=chosen,
+        limited_by=_limit(topo, latency, bandwidth_time, inter_limits),
+    )
+
+
+def _ring_collective(op: Op, size: ArrayLike, topo: Topology) -> CollectiveCost:
+    s = np.asarray(size, dtype=float)
+    steps = topo.devices - 1 if op != "broadcast" else topo.devices
+    inter_steps = topo.nodes - 1 if op != "broadcast" else topo.nodes
+    latency = _ring_latency(topo, steps, inter_steps)
+    bandwidth_time = s * bus_factor(op, topo.devices) / topo.bandwidth
+    single = topo.devices <= 1
+    latency = np.where(single, 0.0, latency)
+    bandwidth_time = np.where(single, 0.0, bandwidth_time)
+    return CollectiveCost(
+        time=latency + bandwidth_time,
+        latency=latency,
+        bandwidth_time=bandwidth_time,
+        algorithm=np.zeros(np.shape(bandwidth_time), dtype=int),
+        limited_by=_limit(topo, latency, bandwidth_time, _flat_inter_limits(topo)),
+    )
+
+
+def reduce_scatter(size: ArrayLike, topo: Topology) -> CollectiveCost:
+    """Ring reduce-scatter of ``size`` bytes (the full gradient) into 1/N shards.
+
+    >>> topo = Topology.build(devices=8, devices_per_node=8, intra_bandwidth=100e9,
+    ...                       inter_bandwidth=10e9, intra_latency=0, inter_latency=0)
+    >>> round(float(reduce_scatter(800e6, topo).time), 6)
+    0.007008
+    """
+    return _ring_collective("reduce_scatter", size, topo)
+
+
+def all_gather(size: ArrayLike, topo: Topology) -> CollectiveCost:
+    """Ring all-gather producing ``size`` bytes on every device."""
+    return _ring_collective("all_gather", size, topo)
+
+
+def broadcast(size: ArrayLike, topo: Topology) -> CollectiveCost:
+    """Ring broadcast of ``size`` bytes from one device to all."""
+    return _ring_collective("broadcast", size, topo)

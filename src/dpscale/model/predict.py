@@ -1,0 +1,174 @@
+"""``predict(query)``: the efficiency curve E(N) and its step breakdown, plus the answers.
+
+The one entry point every surface calls: the CLI, the web page and the JSON API turn their
+input into a :class:`~dpscale.model.query.PredictQuery` and print, render or return
+``predict(query).to_dict()``.
+
+>>> q = PredictQuery(params="138e6", micro_batch=64, per_device_throughput=130.9,
+...     devices_per_node=4, intra_node_bandwidth="12 GB/s", inter_node_bandwidth="25 Gbit/s",
+...     transport="rdma", devices="1,16", target_efficiency=0.9)
+>>> result = predict(q).to_dict()
+>>> [p["devices"] for p in result["points"]], round(result["points"][1]["efficiency"], 3)
+([1, 16], 0.863)
+>>> result["questions"]["max_devices"], result["questions"]["grad_accum_needed"]
+(8, 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpscale.calculators._result import tidy
+from dpscale.model.collectives import ALGORITHMS, LIMITS
+from dpscale.model.query import PredictQuery
+from dpscale.model.questions import best_bucket, grad_accum_for, max_devices, micro_batch_for
+from dpscale.model.scenario import Scenario, evaluate
+from dpscale.model.step import Step
+
+__all__ = ["Answers", "PredictionResult", "predict", "predict_scenario"]
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What to change to reach ``target_efficiency`` at ``at_devices`` (the largest asked)."""
+
+    target_efficiency: float
+    max_devices: int | None
+    at_devices: int
+    efficiency_at_devices: float
+    grad_accum_needed: int | None
+    micro_batch_needed: int | None
+    best_bucket_bytes: float
+    best_bucket_exposed_comm_time_s: float
+    best_bucket_efficiency: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: tidy(value) for key, value in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class PredictionResult:
+    """The scenario, the step model at each device count, and the answers if a target was set."""
+
+    scenario: Scenario
+    step: Step
+    answers: Answers | None = None
+
+    def points(self) -> list[dict[str, Any]]:
+        s, sc = self.step, self.scenario
+        devices = s.devices.astype(np.int64)
+        nodes = np.ceil(s.devices / sc.hardware.devices_per_node).astype(np.int64)
+        ideal = s.devices * sc.per_device_throughput
+        actual = ideal * s.efficiency
+        columns = {
+            "devices": devices,
+            "nodes": nodes,
+            "efficiency": s.efficiency,
+            "ideal_throughput": ideal,
+            "actual_throughput": actual,
+            "speedup": s.devices * s.efficiency,
+            "step_time_s": s.step_time,
+            "compute_time_s": s.compute_time,
+            "comm_time_s": s.comm_time,
+            "exposed_comm_time_s": s.exposed_comm_time,
+            "bus_bandwidth_bytes_per_s": s.bus_bandwidth,
+            "buckets": s.buckets.astype(np.int64),
+        }
+        lists = {key: tidy(np.asarray(value)) for key, value in columns.items()}
+        limited = [LIMITS[int(code)] for code in s.limited_by]
+        algorithm = [ALGORITHMS[int(code)] for code in s.algorithm]
+        return [
+            {
+                **{key: lists[key][i] for key in columns},
+                "limited_by": limited[i],
+                "algorithm": algorithm[i] if sc.strategy == "ddp" else "ring",
+            }
+            for i in range(len(devices))
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        sc, hw = self.scenario, self.scenario.hardware
+        payload: dict[str, Any] = {
+            "points": self.points(),
+            "unit": sc.unit,
+            "inputs": tidy_dict(
+                {
+                    "params": sc.params,
+                    "grad_dtype": sc.grad_dtype,
+                    "gradient_bytes": sc.gradient_bytes,
+                    "micro_batch": sc.micro_batch,
+                    "grad_accum": sc.grad_accum,
+                    "per_device_throughput": sc.per_device_throughput,
+                    "bucket_bytes": sc.bucket_bytes,
+                    "strategy": sc.strategy,
+                    "algorithm": sc.algorithm,
+                    "backward_fraction": sc.backward_fraction,
+                    "overlap": sc.overlap,
+                    "overlap_slowdown": sc.overlap_slowdown,
+                    "step_overhead_s": sc.step_overhead,
+                }
+            ),
+            "hardware": tidy_dict(
+                {
+                    "name": hw.name,
+                    "devices_per_node": hw.devices_per_node,
+                    "intra_node_bandwidth_bytes_per_s": hw.intra_bandwidth,
+                    "intra_node_latency_s": hw.intra_latency,
+                    "inter_node_bandwidth_bytes_per_s": hw.inter_bandwidth,
+                    "inter_node_latency_s": hw.inter_latency,
+                    "transport": hw.transport,
+                    "transport_efficiency": hw.transport_efficiency,
+                    "inter_node_effective_bandwidth_bytes_per_s": hw.inter_effective_bandwidth,
+                    "calibration": sc.calibration,
+                }
+            ),
+        }
+        if self.answers is not None:
+            payload["questions"] = self.answers.to_dict()
+        return payload
+
+
+def tidy_dict(values: dict[str, Any]) -> dict[str, Any]:
+    return {key: tidy(value) for key, value in values.items()}
+
+
+def _answers(scenario: Scenario, target: float, at_devices: int) -> Answers:
+    bucket = best_bucket(scenario, devices=at_devices)
+    here = evaluate(scenario, devices=at_devices)
+    return Answers(
+        target_efficiency=target,
+        max_devices=max_devices(scenario, target),
+        at_devices=at_devices,
+        efficiency_at_devices=float(here.efficiency),
+        grad_accum_needed=grad_accum_for(scenario, target, devices=at_devices),
+        micro_batch_needed=micro_batch_for(scenario, target, devices=at_devices),
+        best_bucket_bytes=bucket.bucket_bytes,
+        best_bucket_exposed_comm_time_s=bucket.exposed_comm_time_s,
+        best_bucket_efficiency=bucket.efficiency,
+    )
+
+
+def predict_scenario(
+    scenario: Scenario, devices: list[int], target_efficiency: float | None = None
+) -> PredictionResult:
+    """The prediction for a resolved scenario (for callers that calibrated it)."""
+    step = evaluate(scenario, devices=np.asarray(devices, dtype=float))
+    answers = (
+        _answers(scenario, target_efficiency, max(devices))
+        if target_efficiency is not None
+        else None
+    )
+    return PredictionResult(scenario=scenario, step=step, answers=answers)
+
+
+def predict(query: PredictQuery, scenario: Scenario | None = None) -> PredictionResult:
+    """Predict E(N) for ``query``; ``scenario`` replaces its resolution (a calibrated one).
+
+    Raises :class:`dpscale.validation.InputError` naming the field for input no rule on the
+    model can express (an unreadable bandwidth, a missing hardware value, a bad device list).
+    """
+    resolved = scenario if scenario is not None else query.scenario()
+    return predict_scenario(resolved, query.device_counts(), query.target_efficiency)

@@ -1,0 +1,95 @@
+"""Hardware presets: data files shipped in the package, loaded by name, every value sourced.
+
+Each ``presets/<name>.toml`` holds a ``title`` and one table per value with ``value`` (a
+bandwidth or latency with its unit, a count, a transport) and ``source``.
+
+>>> "dgx-h100" in preset_names()
+True
+>>> preset = load_preset("dgx1-v100")
+>>> preset.hardware.devices_per_node, preset.hardware.inter_bandwidth
+(8, 50000000000.0)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from dpscale.model.hardware import Hardware
+from dpscale.units import parse_bandwidth, parse_duration
+from dpscale.validation import InputError
+
+__all__ = ["Preset", "load_preset", "preset_names"]
+
+_FIELDS = (
+    "devices_per_node",
+    "intra_node_bandwidth",
+    "intra_node_latency",
+    "inter_node_bandwidth",
+    "inter_node_latency",
+    "transport",
+)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named hardware description: the values as written, their sources, and the hardware."""
+
+    name: str
+    title: str
+    values: dict[str, Any]
+    sources: dict[str, str]
+    hardware: Hardware
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "values": dict(self.values),
+            "sources": dict(self.sources),
+        }
+
+
+def _files() -> Any:
+    return resources.files("dpscale.model").joinpath("presets")
+
+
+@cache
+def preset_names() -> tuple[str, ...]:
+    """Names of the shipped presets, sorted."""
+    return tuple(
+        sorted(
+            entry.name.removesuffix(".toml")
+            for entry in _files().iterdir()
+            if entry.name.endswith(".toml")
+        )
+    )
+
+
+@cache
+def load_preset(name: str) -> Preset:
+    """The preset called ``name``; :class:`InputError` on ``hardware`` when there is none."""
+    if name not in preset_names():
+        raise InputError.single(
+            "hardware",
+            f"no preset named {name!r}; choose one of: {', '.join(preset_names())}",
+            name,
+        )
+    data = tomllib.loads(_files().joinpath(f"{name}.toml").read_text(encoding="utf-8"))
+    values = {field: data[field]["value"] for field in _FIELDS}
+    sources = {field: str(data[field]["source"]) for field in _FIELDS}
+    hardware = Hardware(
+        devices_per_node=int(values["devices_per_node"]),
+        intra_bandwidth=parse_bandwidth(values["intra_node_bandwidth"]),
+        inter_bandwidth=parse_bandwidth(values["inter_node_bandwidth"]),
+        transport=values["transport"],
+        intra_latency=parse_duration(values["intra_node_latency"]),
+        inter_latency=parse_duration(values["inter_node_latency"]),
+        name=name,
+    )
+    return Preset(
+        name=name, title=str(data["title"]), values=values, sources=sources, hardware=hardware
+    )

@@ -1,0 +1,232 @@
+"""The prediction's inputs as people type them, on the CLI, the page and the API.
+
+Field names are the CLI flags in snake_case (``--per-device-throughput`` is
+``per_device_throughput``). Bandwidths, latencies and sizes are text with units ("25 Gbit/s",
+"130 GB/s", "5 us", "25 MiB"); counts take SI suffixes ("138M", "1.2B"). A ``hardware``
+preset fills the hardware fields; any hardware field given as well overrides the preset's.
+
+``devices`` lists device counts, comma-separated; each item is
+
+    64          one count
+    1-512       every count from 1 to 512
+    1..512      doubling from 1 up to 512: 1, 2, 4, ..., 512 (and 512 itself if doubling
+                misses it: 3..100 is 3, 6, 12, 24, 48, 96, 100)
+
+>>> parse_devices("1,16,128"), parse_devices("1..16"), parse_devices("6-8,1")
+([1, 16, 128], [1, 2, 4, 8, 16], [1, 6, 7, 8])
+>>> q = PredictQuery(params="138M", micro_batch=64, per_device_throughput=130.9,
+...                  hardware="dgx1-v100", devices="1,16")
+>>> q.scenario().hardware.devices_per_node, q.scenario().gradient_bytes
+(8, 552000000.0)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, UNIT_PATTERN
+from dpscale.model.collectives import Algorithm
+from dpscale.model.hardware import Hardware, Transport
+from dpscale.model.presets import load_preset
+from dpscale.model.scenario import Scenario
+from dpscale.model.step import BACKWARD_FRACTION, OVERLAP_SLOWDOWN, GradDtype, Strategy
+from dpscale.units import UnitError, parse_bandwidth, parse_bytes, parse_count, parse_duration
+from dpscale.validation import InputError
+
+__all__ = ["MAX_POINTS", "PredictQuery", "parse_devices"]
+
+MAX_POINTS = 100_000
+"""Device counts one query may ask for: enough for any curve, bounded for the web."""
+MAX_PARAMS = 1e15
+MAX_BANDWIDTH = 1e15
+"""Bytes/s: a petabyte per second is beyond any link built."""
+MAX_LATENCY = 1.0
+MAX_BUCKET = 1e13
+MAX_OVERHEAD = 3600.0
+
+_ITEM = re.compile(r"^\s*(\d+)\s*(?:(-|\.\.)\s*(\d+)\s*)?$")
+
+
+def _devices_error(message: str, value: str) -> InputError:
+    return InputError.single("devices", message, value)
+
+
+def parse_devices(text: str) -> list[int]:
+    """Sorted distinct device counts from ``"1,16,128"``, ``"1-512"`` or ``"1..512"``."""
+    counts: set[int] = set()
+    for item in str(text).split(","):
+        match = _ITEM.match(item)
+        if not match:
+            raise _devices_error(
+                f"cannot read {item.strip()!r}: write counts like 1,16,128 or ranges 1-512 "
+                "(every count) or 1..512 (doubling)",
+                text,
+            )
+        low = int(match.group(1))
+        high = int(match.group(3)) if match.group(3) else low
+        if not 1 <= low <= high <= MAX_DEVICES:
+            raise _devices_error(
+                f"counts must be whole numbers from 1 to {MAX_DEVICES:,}, ranges low to high "
+                f"(got {item.strip()!r})",
+                text,
+            )
+        if match.group(2) == "..":
+            value = low
+            while value < high:
+                counts.add(value)
+                value *= 2
+            counts.add(high)
+        else:
+            if high - low + 1 > MAX_POINTS:
+                raise _devices_error(f"at most {MAX_POINTS:,} device counts per query", text)
+            counts.update(range(low, high + 1))
+        if len(counts) > MAX_POINTS:
+            raise _devices_error(f"at most {MAX_POINTS:,} device counts per query", text)
+    return sorted(counts)
+
+
+class PredictQuery(BaseModel):
+    """Inputs of ``dpscale predict``; :meth:`scenario` resolves units and presets."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    params: float = Field(
+        gt=0, le=MAX_PARAMS, allow_inf_nan=False, description="Parameters (138e6, 138M, 1.2B)."
+    )
+    grad_dtype: GradDtype = Field(default="fp32", description="Gradient precision.")
+    micro_batch: int = Field(ge=1, le=10_000_000, description="Samples per device per micro-step.")
+    grad_accum: int = Field(default=1, ge=1, le=1_000_000, description="Micro-steps per step.")
+    per_device_throughput: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_THROUGHPUT,
+        allow_inf_nan=False,
+        description="One device alone, samples/s (or give flops_per_sample and achieved_tflops).",
+    )
+    flops_per_sample: float | None = Field(
+        default=None, gt=0, le=1e21, allow_inf_nan=False, description="Training FLOPs per sample."
+    )
+    achieved_tflops: float | None = Field(
+        default=None, gt=0, le=1e6, allow_inf_nan=False, description="Achieved TFLOP/s per device."
+    )
+    hardware: str | None = Field(
+        default=None, max_length=40, description="Hardware preset name (dgx-h100, ...)."
+    )
+    devices_per_node: int | None = Field(default=None, ge=1, le=1024, description="Per node.")
+    intra_node_bandwidth: str | None = Field(
+        default=None, max_length=40, description="All-reduce bus bandwidth per device in a node."
+    )
+    inter_node_bandwidth: str | None = Field(
+        default=None, max_length=40, description="Nominal network bandwidth of one node."
+    )
+    intra_node_latency: str | None = Field(default=None, max_length=40, description="Per hop.")
+    inter_node_latency: str | None = Field(default=None, max_length=40, description="Per hop.")
+    transport: Transport | None = Field(default=None, description="Network transport.")
+    devices: str = Field(default="1..1024", max_length=400, description="Device counts.")
+    bucket_size: str = Field(default="25 MiB", max_length=40, description="DDP bucket size.")
+    algorithm: Algorithm = Field(default="auto", description="All-reduce algorithm.")
+    strategy: Strategy = Field(default="ddp", description="Data-parallel strategy.")
+    backward_fraction: float = Field(
+        default=BACKWARD_FRACTION, gt=0, lt=1, allow_inf_nan=False, description="Backward share."
+    )
+    overlap: bool = Field(default=True, description="Gradient communication overlaps backward.")
+    overlap_slowdown: float = Field(
+        default=OVERLAP_SLOWDOWN, ge=0, le=1, allow_inf_nan=False, description="Compute slowdown."
+    )
+    step_overhead: str = Field(default="0 s", max_length=40, description="Per-step overhead.")
+    target_efficiency: float | None = Field(
+        default=None, gt=0, le=1, allow_inf_nan=False, description="Target efficiency (0-1]."
+    )
+    unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Throughput unit.")
+
+    @field_validator("params", "flops_per_sample", mode="before")
+    @classmethod
+    def _count(cls, value: Any) -> Any:
+        """Accept "138M" and "1.2B"; anything unreadable is left for the rule to report."""
+        if isinstance(value, str):
+            try:
+                return parse_count(value)
+            except UnitError:
+                return value
+        return value
+
+    def device_counts(self) -> list[int]:
+        return parse_devices(self.devices)
+
+    def _throughput(self) -> float:
+        if self.per_device_throughput is not None:
+            return self.per_device_throughput
+        if self.flops_per_sample is not None and self.achieved_tflops is not None:
+            return self.achieved_tflops * 1e12 / self.flops_per_sample
+        raise InputError.single(
+            "per_device_throughput",
+            "is required (or give both flops_per_sample and achieved_tflops)",
+        )
+
+    def _hardware(self) -> Hardware:
+        preset = load_preset(self.hardware).hardware if self.hardware else None
+        values: dict[str, Any] = {}
+        for field, parser, high in (
+            ("intra_node_bandwidth", parse_bandwidth, MAX_BANDWIDTH),
+            ("inter_node_bandwidth", parse_bandwidth, MAX_BANDWIDTH),
+            ("intra_node_latency", parse_duration, MAX_LATENCY),
+            ("inter_node_latency", parse_duration, MAX_LATENCY),
+        ):
+            text = getattr(self, field)
+            if text is not None:
+                values[field] = _quantity(field, text, parser, high, "bandwidth" in field)
+        chosen: dict[str, Any] = {
+            "devices_per_node": self.devices_per_node,
+            "intra_bandwidth": values.get("intra_node_bandwidth"),
+            "inter_bandwidth": values.get("inter_node_bandwidth"),
+            "transport": self.transport,
+            "intra_latency": values.get("intra_node_latency"),
+            "inter_latency": values.get("inter_node_latency"),
+        }
+        given: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
+        if preset is not None:
+            return replace(preset, **given)
+        for key, field in (
+            ("devices_per_node", "devices_per_node"),
+            ("intra_bandwidth", "intra_node_bandwidth"),
+            ("inter_bandwidth", "inter_node_bandwidth"),
+        ):
+            if key not in given:
+                raise InputError.single(field, "is required unless a hardware preset is given")
+        return Hardware(**given)
+
+    def scenario(self) -> Scenario:
+        """Units parsed, preset applied, cross-field rules checked; :class:`InputError` if not."""
+        return Scenario(
+            params=self.params,
+            grad_dtype=self.grad_dtype,
+            micro_batch=self.micro_batch,
+            grad_accum=self.grad_accum,
+            per_device_throughput=self._throughput(),
+            hardware=self._hardware(),
+            bucket_bytes=_quantity("bucket_size", self.bucket_size, parse_bytes, MAX_BUCKET, True),
+            backward_fraction=self.backward_fraction,
+            overlap=self.overlap,
+            overlap_slowdown=self.overlap_slowdown,
+            step_overhead=_quantity(
+                "step_overhead", self.step_overhead, parse_duration, MAX_OVERHEAD, False
+            ),
+            strategy=self.strategy,
+            algorithm=self.algorithm,
+            unit=self.unit,
+        )
+
+
+def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -> float:
+    try:
+        value = float(parser(text))
+    except UnitError as err:
+        raise InputError.single(field, str(err), text) from None
+    if (positive and value <= 0) or value > high:
+        low = "greater than 0" if positive else ">= 0"
+        raise InputError.single(field, f"must be {low} and at most {high:g} in SI units", text)
+    return value

@@ -1,0 +1,101 @@
+"""The questions people ask of a prediction, each answered by one vectorised sweep.
+
+- the largest device count whose efficiency stays at or above a target;
+- the gradient-accumulation steps, or the micro-batch, that reach a target at a device count
+  (fewer synchronisations per sample, or more compute per synchronisation);
+- the DDP bucket size that minimises the communication left exposed after backward.
+
+A sweep evaluates every candidate at once and picks the answer, so the answer is exact for
+the model, not the result of an iteration that might stop early.
+
+>>> from dpscale.model.hardware import Hardware
+>>> from dpscale.model.scenario import Scenario
+>>> hw = Hardware(devices_per_node=4, intra_bandwidth=12e9, inter_bandwidth=3.125e9,
+...               transport="tcp")
+>>> sc = Scenario(params=138e6, grad_dtype="fp32", micro_batch=64, grad_accum=1,
+...               per_device_throughput=130.9, hardware=hw)
+>>> max_devices(sc, 0.9)
+4
+>>> grad_accum_for(sc, 0.9, devices=16)
+7
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpscale.model.scenario import Scenario, evaluate
+
+__all__ = [
+    "MAX_ACCUM_SEARCH",
+    "MAX_DEVICES_SEARCH",
+    "MAX_MICRO_BATCH_SEARCH",
+    "BucketAnswer",
+    "best_bucket",
+    "grad_accum_for",
+    "max_devices",
+    "micro_batch_for",
+]
+
+MAX_DEVICES_SEARCH = 65_536
+"""Device counts searched for the largest one that keeps the target (every count up to it)."""
+MAX_ACCUM_SEARCH = 4_096
+MAX_MICRO_BATCH_SEARCH = 65_536
+_BUCKETS = 2.0 ** np.arange(16, 35)
+"""Candidate buckets: 64 KiB to 16 GiB, doubling (and one bucket holding everything)."""
+
+
+def max_devices(scenario: Scenario, target: float, limit: int = MAX_DEVICES_SEARCH) -> int | None:
+    """The largest N <= ``limit`` whose predicted efficiency is at least ``target``."""
+    counts = np.arange(1, limit + 1, dtype=float)
+    ok = evaluate(scenario, devices=counts).efficiency >= target
+    return int(counts[ok][-1]) if ok.any() else None
+
+
+def grad_accum_for(
+    scenario: Scenario, target: float, *, devices: int, limit: int = MAX_ACCUM_SEARCH
+) -> int | None:
+    """The fewest accumulation steps reaching ``target`` at ``devices`` (None: not by ``limit``)."""
+    steps = np.arange(1, limit + 1, dtype=float)
+    ok = evaluate(scenario, devices=devices, grad_accum=steps).efficiency >= target
+    return int(steps[ok][0]) if ok.any() else None
+
+
+def micro_batch_for(
+    scenario: Scenario, target: float, *, devices: int, limit: int = MAX_MICRO_BATCH_SEARCH
+) -> int | None:
+    """The smallest micro-batch that reaches ``target`` at ``devices`` (memory not checked)."""
+    sizes = np.arange(1, limit + 1, dtype=float)
+    ok = evaluate(scenario, devices=devices, micro_batch=sizes).efficiency >= target
+    return int(sizes[ok][0]) if ok.any() else None
+
+
+@dataclass(frozen=True)
+class BucketAnswer:
+    """The best bucket size at a device count, against the scenario's own."""
+
+    devices: int
+    bucket_bytes: float
+    exposed_comm_time_s: float
+    efficiency: float
+    current_bucket_bytes: float
+    current_exposed_comm_time_s: float
+
+
+def best_bucket(scenario: Scenario, *, devices: int) -> BucketAnswer:
+    """The bucket size (64 KiB ... 16 GiB, or all gradients in one) that exposes least."""
+    candidates = np.append(_BUCKETS, scenario.gradient_bytes)
+    candidates = np.unique(candidates[candidates <= max(scenario.gradient_bytes, _BUCKETS[0])])
+    step = evaluate(scenario, devices=devices, bucket_bytes=candidates)
+    best = int(np.argmin(step.exposed_comm_time))
+    current = evaluate(scenario, devices=devices)
+    return BucketAnswer(
+        devices=devices,
+        bucket_bytes=float(candidates[best]),
+        exposed_comm_time_s=float(step.exposed_comm_time[best]),
+        efficiency=float(step.efficiency[best]),
+        current_bucket_bytes=scenario.bucket_bytes,
+        current_exposed_comm_time_s=float(current.exposed_comm_time),
+    )

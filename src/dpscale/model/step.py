@@ -1,0 +1,204 @@
+"""One optimizer step of data-parallel training: compute, gradient communication, overlap.
+
+Per device, a micro-step of ``b`` samples at ``v`` samples/s takes ``t = b / v``: a forward
+pass ``(1 - f) t`` and a backward pass ``f t``. Backward costs about twice the forward
+(f = 2/3): a layer's backward computes the gradients of its inputs and of its weights, each as
+costly as its forward (the 2N + 4N = 6N FLOPs per token of Kaplan et al. 2020, arXiv
+2001.08361, sec. 2.1). With ``m`` accumulation steps, the step computes for ``m t``.
+
+Gradients (``P`` parameters of ``p`` bytes each: fp32 4, bf16/fp16 2, fp8 1) are all-reduced
+once per optimizer step, during the last micro-step's backward, in ``k = ceil(P p / bucket)``
+buckets (PyTorch DDP: ``bucket_cap_mb=25``, i.e. 25 MiB), each launched as backward produces
+it. Taking the gradient bytes as produced evenly over the backward window ``W``, bucket ``i``
+is ready at ``i W / k`` and the buckets share one communication stream, each taking ``c``; the
+last finishes at ``max(W + c, W / k + k c)``. The exposed communication is that finish minus
+``W``: the last bucket's own time when communication keeps up, the surplus of communication
+over backward when it does not.
+
+Overlap is not free: collectives run kernels and move memory on the device beside the backward
+kernels, which slows them. Lee et al. (2025, arXiv 2507.03114) measured an average computational
+slowdown of 18.9 % for compute overlapped with communication (A100, H100, MI250, MI210); the
+backward is stretched by that share of the time the two overlap.
+
+ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054, sec. 7) and FSDP move other volumes:
+
+    ddp     all-reduce gradients, once per step, overlapped with the last backward
+    zero1   reduce-scatter gradients once per step (overlapped), all-gather updated
+            parameters after the optimizer step (exposed): 2x the parameter bytes, as DDP
+    zero2   as zero1, but the reduce-scatter runs in every micro-step (gradients are sharded)
+    zero3   every micro-step all-gathers parameters for the forward and again for the
+    / fsdp  backward, and reduce-scatters gradients: 3x the parameter bytes per micro-step
+
+Everything here is element-wise over numpy arrays, so one call evaluates any number of
+(configuration, device count) points.
+
+>>> s = data_parallel_step(devices=[1, 16], params=138e6, bytes_per_value=4, micro_batch=64,
+...     per_device_throughput=130.9, devices_per_node=4, intra_bandwidth=12e9,
+...     inter_bandwidth=1.5625e9)
+>>> [round(float(e), 3) for e in s.efficiency]
+[1.0, 0.578]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpscale.model.collectives import (
+    Algorithm,
+    Topology,
+    all_gather,
+    all_reduce,
+    reduce_scatter,
+)
+from dpscale.model.hardware import NET_HOP_LATENCY_S, NVLINK_HOP_LATENCY_S
+
+__all__ = [
+    "BACKWARD_FRACTION",
+    "BYTES_PER_VALUE",
+    "DDP_BUCKET_BYTES",
+    "OVERLAP_SLOWDOWN",
+    "STRATEGIES",
+    "GradDtype",
+    "Step",
+    "Strategy",
+    "data_parallel_step",
+    "exposed_after_overlap",
+]
+
+GradDtype = Literal["fp32", "bf16", "fp16", "fp8"]
+BYTES_PER_VALUE: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
+STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
+"""Codes 0-4 in strategy arrays; fsdp (FULL_SHARD) moves what zero3 moves."""
+
+BACKWARD_FRACTION = 2 / 3
+"""Share of a micro-step's compute spent in backward (6N = 2N forward + 4N backward)."""
+DDP_BUCKET_BYTES = 25 * 1024 * 1024
+"""torch.nn.parallel.DistributedDataParallel(bucket_cap_mb=25): 25 MiB."""
+OVERLAP_SLOWDOWN = 0.189
+"""Average slowdown of compute overlapped with communication (arXiv 2507.03114)."""
+
+
+def exposed_after_overlap(per_bucket: Any, buckets: Any, window: Any, slowdown: Any) -> Any:
+    """Communication time left after a compute window it overlaps with.
+
+    ``buckets`` collectives of ``per_bucket`` seconds each, bucket i ready at ``i window /
+    buckets``, on one stream; the window is stretched by ``slowdown`` times the overlap.
+
+    >>> round(float(exposed_after_overlap(0.01, 4, 1.0, 0.0)), 6)  # keeps up: the last bucket
+    0.01
+    >>> round(float(exposed_after_overlap(0.5, 4, 1.0, 0.0)), 3)  # falls behind
+    1.25
+    """
+    total = per_bucket * buckets
+    stretched = window + slowdown * np.minimum(total - per_bucket, window)
+    finish = np.maximum(stretched + per_bucket, window / buckets + total)
+    return finish - window
+
+
+@dataclass(frozen=True)
+class Step:
+    """One optimizer step per point, SI units; arrays shaped as the broadcast inputs."""
+
+    devices: Any
+    compute_time: Any
+    comm_time: Any
+    exposed_comm_time: Any
+    step_time: Any
+    efficiency: Any
+    algorithm: Any
+    limited_by: Any
+    bus_bandwidth: Any
+    buckets: Any
+
+
+def data_parallel_step(
+    *,
+    devices: ArrayLike,
+    params: ArrayLike,
+    bytes_per_value: ArrayLike,
+    micro_batch: ArrayLike,
+    per_device_throughput: ArrayLike,
+    devices_per_node: ArrayLike,
+    intra_bandwidth: ArrayLike,
+    inter_bandwidth: ArrayLike,
+    grad_accum: ArrayLike = 1,
+    intra_latency: ArrayLike = NVLINK_HOP_LATENCY_S,
+    inter_latency: ArrayLike = NET_HOP_LATENCY_S,
+    bucket_bytes: ArrayLike = DDP_BUCKET_BYTES,
+    backward_fraction: ArrayLike = BACKWARD_FRACTION,
+    overlap: ArrayLike = True,
+    overlap_slowdown: ArrayLike = OVERLAP_SLOWDOWN,
+    step_overhead: ArrayLike = 0.0,
+    strategy: Strategy | ArrayLike = "ddp",
+    algorithm: Algorithm | ArrayLike = "auto",
+) -> Step:
+    """The step time and efficiency at each point (``inter_bandwidth`` as achieved).
+
+    ``step_overhead`` (seconds) is added to every step on more than one device; it is zero
+    unless a measurement says otherwise.
+    """
+    topo = Topology.build(
+        devices=devices,
+        devices_per_node=devices_per_node,
+        intra_bandwidth=intra_bandwidth,
+        inter_bandwidth=inter_bandwidth,
+        intra_latency=intra_latency,
+        inter_latency=inter_latency,
+    )
+    size = np.asarray(params, dtype=float) * np.asarray(bytes_per_value, dtype=float)
+    m = np.asarray(grad_accum, dtype=float)
+    micro = np.asarray(micro_batch, dtype=float) / np.asarray(per_device_throughput, dtype=float)
+    f = np.asarray(backward_fraction, dtype=float)
+    backward, forward = micro * f, micro * (1 - f)
+    buckets = np.maximum(1.0, np.ceil(size / np.asarray(bucket_bytes, dtype=float)))
+    bucket = size / buckets
+    s = np.where(np.asarray(overlap, dtype=bool), np.asarray(overlap_slowdown, dtype=float), 0.0)
+    hide = np.asarray(overlap, dtype=bool)
+    code = (
+        np.asarray(STRATEGIES.index(strategy))
+        if isinstance(strategy, str)
+        else np.asarray(strategy)
+    )
+
+    ar = all_reduce(bucket, topo, algorithm)
+    rs = reduce_scatter(bucket, topo)
+    ag = all_gather(bucket, topo)
+
+    def exposed(per_bucket: Any, window: Any) -> Any:
+        return np.where(
+            hide, exposed_after_overlap(per_bucket, buckets, window, s), per_bucket * buckets
+        )
+
+    gather_after = buckets * ag.time
+    ddp = (exposed(ar.time, backward), buckets * ar.time)
+    zero1 = (exposed(rs.time, backward) + gather_after, buckets * (rs.time + ag.time))
+    zero2 = (m * exposed(rs.time, backward) + gather_after, buckets * (m * rs.time + ag.time))
+    zero3_exposed = m * (exposed(ag.time, forward) + exposed(ag.time + rs.time, backward))
+    zero3 = (zero3_exposed, m * buckets * (2 * ag.time + rs.time))
+    table = (ddp, zero1, zero2, zero3, zero3)
+    exposed_time = np.choose(code, [row[0] for row in table])
+    comm_time = np.choose(code, [row[1] for row in table])
+
+    multi = topo.devices > 1
+    compute = m * micro
+    overhead = np.where(multi, np.asarray(step_overhead, dtype=float), 0.0)
+    step_time = compute + exposed_time + overhead
+    sharded = code > 0
+    shape = np.shape(step_time)
+    return Step(
+        devices=topo.devices,
+        compute_time=np.broadcast_to(compute, shape),
+        comm_time=comm_time,
+        exposed_comm_time=exposed_time,
+        step_time=step_time,
+        efficiency=compute / step_time,
+        algorithm=np.where(sharded, 0, ar.algorithm),
+        limited_by=np.where(sharded, rs.limited_by, ar.limited_by),
+        bus_bandwidth=np.broadcast_to(np.where(multi, topo.bandwidth, 0.0), shape),
+        buckets=np.broadcast_to(buckets, shape),
+    )
