@@ -1,0 +1,210 @@
+"""``dpscale fit``: fit a scaling model to measured points and extrapolate with intervals."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from dpscale.cli._common import JSON_HELP, fail, number, option_name, percent, print_json
+
+EXAMPLE = (
+    "Example: dpscale fit points.csv --at 128,256 --devices-per-node 8 --plot fit.svg  "
+    "(points.csv: a header line 'devices,throughput', then one measurement a line)"
+)
+
+OPTIONS = {
+    "at": "--at",
+    "model": "--model",
+    "devices_per_node": "--devices-per-node",
+    "target_efficiency": "--target-efficiency",
+    "plot": "--plot",
+}
+
+
+def _read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read(10_000_000)
+    except FileNotFoundError:
+        fail(f"{path}: no such file")
+    except IsADirectoryError:
+        fail(f"{path}: is a directory, not a file of points")
+    except UnicodeDecodeError:
+        fail(f"{path}: not a text file (expected CSV or JSON in UTF-8)")
+    except OSError as err:
+        fail(f"{path}: {err.strerror}")
+
+
+def _run_points(run_id: str) -> tuple[str, Any]:
+    """The points of a stored measurement run as CSV text, and the run itself."""
+    try:
+        from dpscale.store.runs import get_run
+    except ImportError:
+        fail(
+            "--run needs stored measurement runs (dpscale.store.runs), which this "
+            "installation does not have; pass the run's results as a CSV file instead"
+        )
+    from dpscale.fit.data import points_from_run
+    from dpscale.validation import InputError
+
+    try:
+        run = get_run(run_id)
+    except LookupError:
+        run = None
+    if not run:
+        fail(f"--run: no stored measurement run with id {run_id!r}")
+    try:
+        return points_from_run(run).to_csv(), run
+    except InputError as err:
+        fail("; ".join(issue.sentence(f"--run {run_id}") for issue in err.issues))
+
+
+def fit(
+    file: str = typer.Argument(
+        None,
+        metavar="[FILE]",
+        help="CSV ('devices,throughput' lines) or JSON file of measured points; - reads stdin.",
+        show_default=False,
+    ),
+    run: str = typer.Option(None, "--run", metavar="ID", help="Fit a stored measurement run."),
+    model: str = typer.Option(
+        "auto", "--model", "-m", metavar="auto|amdahl|usl|comm", help="Model to fit."
+    ),
+    at: str = typer.Option(
+        None,
+        "--at",
+        metavar="INT,...",
+        help="Device counts to predict at (default: measured, then 2x, 4x, 8x the largest).",
+    ),
+    devices_per_node: str = typer.Option(
+        None, "--devices-per-node", "-g", metavar="INT", help="Devices in one node (comm model)."
+    ),
+    target_efficiency: str = typer.Option(
+        None,
+        "--target-efficiency",
+        metavar="PERCENT",
+        help="Report where efficiency falls below this (default 80).",
+    ),
+    plot: str = typer.Option(
+        None, "--plot", metavar="FILE", help="Write the chart to FILE (.svg, .png or .pdf)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fit Amdahl, USL or a communication-aware model to measured throughput and extrapolate
+    with 95 % prediction intervals; 'auto' chooses by AICc and says why."""
+    from dpscale.cli._common import read_input
+    from dpscale.fit import FitQuery
+    from dpscale.fit import fit as fit_query
+    from dpscale.validation import InputError
+
+    if (file is None) == (run is None):
+        fail("give either a FILE of points or --run ID (one of them)")
+    labels = dict(OPTIONS)
+    if file is not None:
+        text, labels["points"] = _read_text(file), file
+        stored: Any = None
+    else:
+        text, stored = _run_points(run)
+        labels["points"] = f"--run {run}"
+    if devices_per_node is None and isinstance(stored, dict):
+        node = stored.get("devices_per_node")
+        devices_per_node = str(node) if isinstance(node, int) else None
+    query = read_input(
+        FitQuery,
+        {
+            "points": text,
+            "model": model,
+            "at": at,
+            "devices_per_node": devices_per_node,
+            "target_efficiency": None
+            if target_efficiency is None
+            else target_efficiency.strip().removesuffix("%").strip(),
+        },
+        labels,
+    )
+    try:
+        result = fit_query(query)
+        if plot is not None:
+            from dpscale.fit.plot import save_plot
+
+            save_plot(result, plot)
+    except InputError as err:
+        fail("; ".join(issue.sentence(option_name(issue.field, labels)) for issue in err.issues))
+    if as_json:
+        print_json(result.to_dict())
+        return
+    _print_report(result.to_dict(), plot)
+
+
+def _interval(low: float, high: float | None) -> str:
+    return f"{number(low)} to {'?' if high is None else number(high)}"
+
+
+def _print_report(data: dict[str, Any], plot: str | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=True)
+    console.print(f"[bold]{data['model_title']}[/bold] ({data['model']}): {data['formula']}")
+    console.print(f"Why: {data['selection']['reason']}.")
+    parameters = Table(title="Parameters (95 % confidence intervals)", title_justify="left")
+    for column in ("Parameter", "Value", "95 % interval", "Meaning"):
+        parameters.add_column(column, justify="right" if column != "Meaning" else "left")
+    for name, value in data["parameters"].items():
+        parameters.add_row(
+            name,
+            number(value["value"]),
+            _interval(value["low"], value["high"]),
+            value["description"],
+        )
+    console.print(parameters)
+    base = data["baseline"]
+    predictions = Table(
+        title=f"Predictions (95 % prediction intervals; efficiency relative to "
+        f"{base['description']})",
+        title_justify="left",
+    )
+    for column in ("Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval", ""):
+        predictions.add_column(column, justify="right")
+    for p in data["predictions"]:
+        predictions.add_row(
+            f"{p['devices']:,}",
+            number(p["throughput"]),
+            _interval(p["throughput_low"], p["throughput_high"]),
+            percent(p["efficiency"], 3),
+            f"{percent(p['efficiency_low'], 3)} to {percent(p['efficiency_high'], 3)}",
+            "extrapolated" if p["extrapolated"] else "",
+        )
+    console.print(predictions)
+    if data["r_squared"] is not None:
+        console.print(f"R² = {data['r_squared']:.4f} over {data['points']} points")
+    if data["peak"] is not None:
+        peak = data["peak"]
+        console.print(
+            f"Throughput peaks at {number(peak['devices'])} devices "
+            f"(95 %: {_interval(peak['devices_low'], peak['devices_high'])}), "
+            f"at {number(peak['throughput'])}."
+        )
+    target = data["efficiency_target"]
+    goal = percent(target["efficiency"], 3)
+    if target["devices"] is None:
+        console.print(f"Efficiency stays above {goal} up to 10,000,000 devices.")
+    else:
+        low, high = target["devices_low"], target["devices_high"]
+        console.print(
+            f"Efficiency falls below {goal} at {target['devices']:,} devices "
+            f"(95 %: {'?' if low is None else f'{low:,}'} to "
+            f"{'beyond 10,000,000' if high is None else f'{high:,}'})."
+        )
+    for note in data["notes"]:
+        console.print(f"Note: {note}")
+    if plot is not None:
+        console.print(f"Chart written to {plot}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("fit", epilog=EXAMPLE)(fit)

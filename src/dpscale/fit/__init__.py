@@ -1,0 +1,29 @@
+"""Scaling laws fitted to measured points, extrapolated with honest 95 % intervals.
+
+>>> from dpscale.fit import FitQuery, fit
+>>> result = fit(FitQuery(points="1,100\\n2,190\\n4,345\\n8,580\\n16,880", model="usl"))
+>>> result.model, sorted(result.to_dict()["parameters"])
+('usl', ['kappa', 'sigma', 'single_device_throughput'])
+"""
+
+from dpscale.fit.data import Points, parse_device_counts, parse_points, points_from_run
+from dpscale.fit.models import MODEL_NAMES, ScalingModel, comm_model
+from dpscale.fit.query import FitOptions, FitQuery, fit
+from dpscale.fit.result import Baseline, FitResult, Prediction, Target
+
+__all__ = [
+    "MODEL_NAMES",
+    "Baseline",
+    "FitOptions",
+    "FitQuery",
+    "FitResult",
+    "Points",
+    "Prediction",
+    "ScalingModel",
+    "Target",
+    "comm_model",
+    "fit",
+    "parse_device_counts",
+    "parse_points",
+    "points_from_run",
+]

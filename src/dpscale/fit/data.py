@@ -1,0 +1,300 @@
+"""Measured points: read from CSV, JSON, a pasted table or a stored run, checked once.
+
+A point is one measurement: a device count and the throughput measured there (any unit, the
+same for every point). Device counts may repeat (repeated measurements). Every rule lives on
+:class:`Point`; a bad cell is reported with its line and column (or item and key for JSON),
+so the CLI, the page and the API say the same thing.
+
+>>> points = parse_points("devices,throughput\\n1,100\\n8,720\\n8,735\\n")
+>>> points.devices.tolist(), points.throughput.tolist()
+([1, 8, 8], [100.0, 720.0, 735.0])
+>>> print(points.to_csv())
+devices,throughput
+1,100
+8,720
+8,735
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from dpscale.validation import FieldIssue, InputError, Rule, rule_of
+
+__all__ = [
+    "MAX_AT",
+    "MAX_DEVICES",
+    "MAX_POINTS",
+    "MAX_TEXT",
+    "MAX_THROUGHPUT",
+    "Point",
+    "Points",
+    "parse_device_counts",
+    "parse_points",
+    "points_from_run",
+]
+
+MAX_DEVICES = 10_000_000
+"""Far beyond any cluster built; keeps every formula finite."""
+MAX_THROUGHPUT = 1e15
+"""In any unit: a trillion tokens/s per device is already absurd."""
+MAX_POINTS = 10_000
+"""More measurements than anyone takes; bounds the work one request can cause."""
+MAX_TEXT = 500_000
+"""Characters of pasted or uploaded text."""
+MAX_AT = 200
+"""Device counts to predict at in one request."""
+
+COLUMNS = ("devices", "throughput")
+
+
+class Point(BaseModel):
+    """The rules of one measured point."""
+
+    devices: int = Field(ge=1, le=MAX_DEVICES, description="Number of devices measured.")
+    throughput: float = Field(
+        gt=0, le=MAX_THROUGHPUT, allow_inf_nan=False, description="Total throughput measured."
+    )
+
+
+@dataclass(frozen=True)
+class Points:
+    """Checked measurements: integer device counts and positive throughputs, same length."""
+
+    devices: np.ndarray
+    throughput: np.ndarray
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[float, float]]) -> Points:
+        """Points from ``(devices, throughput)`` pairs, checked like any other input.
+
+        >>> Points.of([(1, 10.0), (4, 36.0)]).distinct_devices.tolist()
+        [1, 4]
+        """
+        return _checked([(f"point {i}", d, t) for i, (d, t) in enumerate(pairs, start=1)])
+
+    @property
+    def distinct_devices(self) -> np.ndarray:
+        return np.unique(self.devices)
+
+    def __len__(self) -> int:
+        return int(self.devices.size)
+
+    def to_csv(self) -> str:
+        """The points as the CSV they can be read back from (for share links and downloads)."""
+        rows = [",".join(COLUMNS)]
+        rows += [f"{d},{_plain(t)}" for d, t in zip(self.devices, self.throughput, strict=True)]
+        return "\n".join(rows)
+
+
+def _plain(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def _issue(where: str, message: str) -> InputError:
+    return InputError([FieldIssue(field="points", rule=None, detail=f"{where}{message}")])
+
+
+def _number(text: object, where: str, column: str) -> float:
+    """A cell as a float, or an error naming the cell."""
+    if isinstance(text, bool) or text is None:
+        raise _issue(where, f", {column}: {_shown(text)} is not a number")
+    if isinstance(text, int | float):
+        return float(text)
+    cell = str(text).strip().replace("_", "")
+    if not cell:
+        raise _issue(where, f", {column}: missing value")
+    try:
+        return float(cell)
+    except ValueError:
+        raise _issue(where, f", {column}: {_shown(cell)} is not a number") from None
+
+
+def _shown(value: object) -> str:
+    text = repr(value) if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
+    """Check every row against :class:`Point` and the cross-row rules."""
+    if len(rows) > MAX_POINTS:
+        raise _issue("", f"at most {MAX_POINTS:,} points are accepted (got {len(rows):,})")
+    devices = np.empty(len(rows), dtype=np.int64)
+    throughput = np.empty(len(rows), dtype=float)
+    rules: dict[str, Rule] = {column: rule_of(Point, column) for column in COLUMNS}
+    for index, (where, raw_devices, raw_throughput) in enumerate(rows):
+        for column, raw in zip(COLUMNS, (raw_devices, raw_throughput), strict=True):
+            value = _number(raw, where, column)
+            if not rules[column].admits(np.array([value]))[0]:
+                shown = int(value) if math.isfinite(value) and value.is_integer() else value
+                raise _issue(
+                    where, f", column {column} must be {rules[column].describe()} (got {shown})"
+                )
+            if column == "devices":
+                devices[index] = int(value)
+            else:
+                throughput[index] = value
+    distinct = np.unique(devices)
+    if distinct.size < 2:
+        got = "no points" if not rows else f"only {distinct[0]:,} devices"
+        raise _issue(
+            "", f"measurements at two or more different device counts are needed (got {got})"
+        )
+    order = np.argsort(devices, kind="stable")
+    return Points(devices=devices[order], throughput=throughput[order])
+
+
+def _split(line: str) -> list[str]:
+    for separator in (",", ";", "\t"):
+        if separator in line:
+            return [cell.strip() for cell in line.split(separator)]
+    return line.split()
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell.replace("_", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def _table_rows(text: str) -> list[tuple[str, object, object]]:
+    """Rows of a CSV or pasted table; a header naming devices and throughput is optional."""
+    lines = [
+        (number, line)
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if not lines:
+        return []
+    first_number, first = lines[0]
+    cells = _split(first)
+    columns = (0, 1)
+    if not all(_is_number(cell) for cell in cells if cell):
+        names = [re.sub(r"[\s\"']", "", cell).lower() for cell in cells]
+        missing = [column for column in COLUMNS if column not in names]
+        if missing:
+            raise _issue(
+                f"line {first_number}",
+                f": the header must name the columns devices and throughput "
+                f"(missing {', '.join(missing)}; found {', '.join(cells)})",
+            )
+        columns = (names.index("devices"), names.index("throughput"))
+        lines = lines[1:]
+    rows: list[tuple[str, object, object]] = []
+    for number, line in lines:
+        cells = _split(line)
+        where = f"line {number}"
+        values: list[object] = []
+        for column, index in zip(COLUMNS, columns, strict=True):
+            if index >= len(cells) or not cells[index]:
+                raise _issue(where, f", {column}: missing value")
+            values.append(cells[index])
+        rows.append((where, values[0], values[1]))
+    return rows
+
+
+def _json_rows(data: Any) -> list[tuple[str, object, object]]:
+    """Rows of the JSON forms: a list of objects or pairs, ``{"points"|"results": [...]}``,
+    or columns ``{"devices": [...], "throughput": [...]}``."""
+    if isinstance(data, Mapping):
+        if isinstance(data.get("devices"), list) and isinstance(data.get("throughput"), list):
+            if len(data["devices"]) != len(data["throughput"]):
+                raise _issue("", "devices and throughput must be lists of the same length")
+            data = [
+                {"devices": d, "throughput": t}
+                for d, t in zip(data["devices"], data["throughput"], strict=True)
+            ]
+        else:
+            for key in ("points", "results"):
+                if isinstance(data.get(key), list):
+                    data = data[key]
+                    break
+    if not isinstance(data, list):
+        raise _issue(
+            "",
+            'JSON must be a list of {"devices": ..., "throughput": ...} objects '
+            'or an object with a "points" list',
+        )
+    rows: list[tuple[str, object, object]] = []
+    for number, item in enumerate(data, start=1):
+        where = f"item {number}"
+        if isinstance(item, Mapping):
+            values = []
+            for column in COLUMNS:
+                if column not in item:
+                    raise _issue(where, f", {column}: missing value")
+                values.append(item[column])
+            rows.append((where, values[0], values[1]))
+        elif isinstance(item, list) and len(item) == 2:
+            rows.append((where, item[0], item[1]))
+        else:
+            raise _issue(where, ': expected {"devices": ..., "throughput": ...}')
+    return rows
+
+
+def parse_points(text: str) -> Points:
+    """Points from CSV, a pasted table (comma, semicolon, tab or spaces) or JSON text.
+
+    Raises :class:`InputError` on the field ``points``, naming the line and column.
+
+    >>> parse_points('[{"devices": 2, "throughput": 19.5}, {"devices": 4, "throughput": 38}]'
+    ...              ).throughput.tolist()
+    [19.5, 38.0]
+    >>> parse_points("devices\\tthroughput\\n1\\t10\\n2\\tabc")
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: points: line 3, throughput: 'abc' is not a number
+    """
+    if len(text) > MAX_TEXT:
+        raise _issue("", f"at most {MAX_TEXT:,} characters are accepted (got {len(text):,})")
+    text = text.lstrip("\ufeff")
+    if text.lstrip()[:1] in ("[", "{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise _issue(f"line {err.lineno}", f", column {err.colno}: {err.msg}") from None
+        return _checked(_json_rows(data))
+    return _checked(_table_rows(text))
+
+
+def points_from_run(run: Mapping[str, Any]) -> Points:
+    """Points from a stored measurement run (``{"results": [{"devices", "throughput"}, ...]}``)."""
+    return _checked(_json_rows({"results": run.get("results")}))
+
+
+def parse_device_counts(text: str, field: str = "at") -> tuple[int, ...]:
+    """Device counts to predict at, from ``"128,256"`` (commas or spaces), sorted, unique.
+
+    >>> parse_device_counts("256, 128 128")
+    (128, 256)
+    >>> parse_device_counts("64,2.5")
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: at must be a whole number from 1 to 10,000,000 (got 2.5)
+    """
+    rule = rule_of(Point, "devices")
+    cells = [cell for cell in re.split(r"[\s,;]+", text.strip()) if cell]
+    if len(cells) > MAX_AT:
+        raise InputError.single(
+            field, f"at most {MAX_AT} device counts are accepted (got {len(cells)})"
+        )
+    counts = set()
+    for cell in cells:
+        try:
+            value = float(cell.replace("_", ""))
+        except ValueError:
+            raise InputError([FieldIssue(field=field, rule=rule, value=cell)]) from None
+        if not rule.admits(np.array([value]))[0]:
+            raise InputError([FieldIssue(field=field, rule=rule, value=value)])
+        counts.add(int(value))
+    return tuple(sorted(counts))

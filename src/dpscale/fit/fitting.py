@@ -1,0 +1,213 @@
+"""Fitting one scaling model to measured points, and choosing a model by AICc.
+
+Each model is fitted by bounded nonlinear least squares (``scipy.optimize.least_squares``,
+trust-region reflective) on ``ln X``: the residuals are relative errors, so every point is
+weighted by the inverse of its throughput squared and a 1 % miss at 512 devices counts as
+much as a 1 % miss at 2. Loss parameters are kept ``>= 0`` (and fractions ``<= 1``). The
+start comes from a non-negative linear fit of ``N / X``, in which every model is linear.
+
+``auto`` compares the models that the points can identify by the corrected Akaike
+information criterion (Hurvich & Tsai, Biometrika 1989; Burnham & Anderson, "Model Selection
+and Multimodel Inference", 2002, sec. 2.4):
+
+    AICc = n ln(RSS / n) + 2k + 2k(k + 1) / (n - k - 1)      k = parameters + 1 (the noise)
+
+>>> from dpscale.fit.data import Points
+>>> from dpscale.fit.models import MODELS
+>>> points = Points.of([(1, 100), (2, 190), (4, 345), (8, 580), (16, 880)])
+>>> fitted = fit_model(MODELS["amdahl"], points)
+>>> round(fitted.losses[0], 4), round(float(fitted.throughput([32])[0]))
+(0.0546, 1190)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpscale.fit.data import Points
+from dpscale.fit.intervals import covariance, log_interval, noise_scale, t_quantile
+from dpscale.fit.models import ScalingModel
+
+__all__ = ["AICC_NOISE_FLOOR", "ModelFit", "NotIdentifiableError", "aicc", "fit_model"]
+
+AICC_NOISE_FLOOR = 1e-3
+"""Relative misfit below which points count as fitted exactly (0.1 %, the rounding of
+published figures): two models that both pass through every point tie on fit, and AICc's
+penalty then prefers the one with fewer parameters instead of comparing rounding noise."""
+
+
+class NotIdentifiableError(ValueError):
+    """The points cannot pin down this model's parameters; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """One model fitted to the points, with what intervals and selection need."""
+
+    model: ScalingModel
+    points: Points
+    log_rate: float
+    losses: tuple[float, ...]
+    cov: np.ndarray = field(repr=False)
+    rss: float
+    noise: float
+    """Relative noise estimate ``s`` (prior-weighted, see :mod:`dpscale.fit.intervals`)."""
+    nu: float
+    """Degrees of freedom of ``s``."""
+
+    @property
+    def dof(self) -> int:
+        return len(self.points) - self.model.size
+
+    @property
+    def rate(self) -> float:
+        return math.exp(self.log_rate)
+
+    def throughput(self, devices: ArrayLike) -> np.ndarray:
+        return self.model.throughput(self.log_rate, self.losses, devices)
+
+    def interval(self, devices: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fitted throughput and its 95 % prediction interval at each device count."""
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
+        centre = self.model.log_throughput(self.log_rate, self.losses, n)
+        # X(N) <= lam N: the fit's part of the interval stops at the top of lam's interval.
+        cap = self.log_rate + t_quantile(self.nu) * self.standard_errors()[0] + np.log(n)
+        low, high = log_interval(
+            centre,
+            self.model.gradient(self.losses, n),
+            self.cov,
+            noise=self.noise,
+            nu=self.nu,
+            cap=cap,
+        )
+        return np.exp(centre), np.exp(low), np.exp(high)
+
+    def efficiency_interval(
+        self, devices: ArrayLike, baseline: int, *, noise: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Efficiency relative to the fitted curve at ``baseline`` devices, with its 95 %
+        interval: a prediction interval for a new measurement (``noise``) or, without it, a
+        confidence interval for the curve. ``ln E(N) = ln X(N) - ln X(N0) - ln(N / N0)``, so
+        the throughput of one device cancels and the interval is zero wide at ``N0``."""
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
+        model, losses = self.model, self.losses
+        centre = np.log(model.denominator(losses, [baseline]) / model.denominator(losses, n))
+        low, high = log_interval(
+            centre,
+            model.gradient(losses, n) - model.gradient(losses, [baseline]),
+            self.cov,
+            noise=self.noise if noise else 0.0,
+            nu=self.nu,
+            cap=0.0,  # efficiency never exceeds 1 on the curve
+        )
+        return np.exp(centre), np.exp(low), np.exp(high)
+
+    def standard_errors(self) -> np.ndarray:
+        return np.asarray(np.sqrt(np.maximum(np.diag(self.cov), 0.0)))
+
+    def r_squared(self) -> float | None:
+        """1 - SS_res / SS_tot of throughput (not of its logarithm); None for flat data."""
+        y = self.points.throughput
+        total = float(np.sum((y - y.mean()) ** 2))
+        if total <= 0:
+            return None
+        return 1.0 - float(np.sum((y - self.throughput(self.points.devices)) ** 2)) / total
+
+    def aicc(self) -> float | None:
+        return aicc(self.rss, len(self.points), self.model.size)
+
+
+def aicc(rss: float, n: int, parameters: int) -> float | None:
+    """AICc of a least-squares fit; None where it is undefined (n <= k + 1).
+
+    >>> round(aicc(0.001, 8, 2), 2)
+    -59.9
+    >>> aicc(0.001, 4, 2) is None
+    True
+    """
+    k = parameters + 1
+    if n - k - 1 <= 0:
+        return None
+    rss = max(rss, n * AICC_NOISE_FLOOR**2)
+    return n * math.log(rss / n) + 2 * k + 2 * k * (k + 1) / (n - k - 1)
+
+
+def _identifiable(model: ScalingModel, points: Points) -> None:
+    distinct = points.distinct_devices.astype(float)
+    design = np.column_stack([np.ones_like(distinct), model.terms(distinct)])
+    scale = np.maximum(np.abs(design).max(axis=0), 1e-300)
+    if np.linalg.matrix_rank(design / scale, tol=1e-9) == model.size:
+        return
+    if model.name == "usl":
+        raise NotIdentifiableError("USL needs measurements at three or more device counts")
+    g = model.devices_per_node or 1
+    raise NotIdentifiableError(
+        f"the comm model needs three or more device counts, at least one below a full node "
+        f"(fewer than {g:,} devices) and one beyond a node (more than {g:,})"
+    )
+
+
+def _start(model: ScalingModel, points: Points) -> np.ndarray:
+    """Non-negative least squares of N / X = c0 + sum_k c_k g_k(N), weighted to relative error."""
+    from scipy.optimize import nnls
+
+    n = points.devices.astype(float)
+    time = n / points.throughput
+    design = np.column_stack([np.ones_like(n), model.terms(n)]) / time[:, None]
+    scale = np.maximum(np.abs(design).max(axis=0), 1e-300)
+    coef, _ = nnls(design / scale, np.ones_like(n))
+    coef = coef / scale
+    c0 = coef[0] if coef[0] > 0 else float(time.min())
+    upper = np.array([p.upper for p in model.losses])
+    losses = np.minimum(coef[1:] / c0, upper)
+    return np.concatenate([[-math.log(c0)], losses])
+
+
+def fit_model(model: ScalingModel, points: Points) -> ModelFit:
+    """Fit ``model`` to ``points``; raise :class:`NotIdentifiableError` if the points cannot."""
+    from scipy.optimize import least_squares
+
+    _identifiable(model, points)
+    n = points.devices.astype(float)
+    log_y = np.log(points.throughput)
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        return np.asarray(log_y - model.log_throughput(theta[0], theta[1:], n))
+
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        return -model.gradient(theta[1:], n)
+
+    lower = np.zeros(model.size)
+    lower[0] = -np.inf
+    upper = np.array([np.inf] + [p.upper for p in model.losses])
+    first = _start(model, points)
+    linear = np.concatenate([[float(np.mean(log_y - np.log(n)))], np.zeros(len(model.losses))])
+    solutions = [
+        least_squares(
+            residuals,
+            np.clip(start, lower, upper),
+            jac=jacobian,
+            bounds=(lower, upper),
+            x_scale="jac",
+            method="trf",
+        )
+        for start in (first, linear)
+    ]
+    best = min(solutions, key=lambda solution: float(solution.cost))
+    theta = np.asarray(best.x, dtype=float)
+    rss = float(np.sum(residuals(theta) ** 2))
+    noise, nu = noise_scale(rss, len(points) - model.size)
+    return ModelFit(
+        model=model,
+        points=points,
+        log_rate=float(theta[0]),
+        losses=tuple(float(value) for value in theta[1:]),
+        cov=covariance(jacobian(theta), noise),
+        rss=rss,
+        noise=noise,
+        nu=nu,
+    )

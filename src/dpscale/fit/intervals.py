@@ -1,0 +1,102 @@
+"""Uncertainty of a fit: noise estimate, parameter covariance and 95 % intervals.
+
+Throughput noise is relative (a run a few percent slower, whatever its size), so fits are
+made on ``ln X``, where that noise has one standard deviation ``s`` for every point. The
+intervals follow the delta method (Seber & Wild, "Nonlinear Regression", 1989, ch. 2 and 5):
+
+    Cov(theta) = s^2 (J^T J)^-1                   J: d residual / d theta at the optimum
+    ln X(N) +- t_{nu, 0.975} sqrt(g^T Cov g + s^2)   g: d ln X(N) / d theta
+
+``g`` grows with distance from the measured device counts, so the prediction interval widens
+the further one extrapolates. Few points say little about ``s``: it is estimated with a weak
+prior of :data:`NOISE_PRIOR` relative noise worth :data:`NOISE_PRIOR_WEIGHT` observation
+(the conjugate scaled-inverse-chi-squared prior; Gelman et al., "Bayesian Data Analysis",
+3rd ed., sec. 3.2), and ``t`` has ``n - k + NOISE_PRIOR_WEIGHT`` degrees of freedom. With
+two points and two parameters the fit passes through both, yet the interval stays honest.
+
+>>> s, nu = noise_scale(rss=0.0, dof=0)
+>>> round(s, 3), nu, round(t_quantile(nu), 2)
+(0.02, 1.0, 12.71)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "LEVEL",
+    "NOISE_PRIOR",
+    "NOISE_PRIOR_WEIGHT",
+    "covariance",
+    "log_interval",
+    "noise_scale",
+    "t_quantile",
+]
+
+LEVEL = 0.95
+"""Two-sided level of every reported interval."""
+NOISE_PRIOR = 0.02
+"""Relative run-to-run noise assumed before seeing the residuals: repeated throughput
+benchmarks of one setup typically differ by one to a few percent."""
+NOISE_PRIOR_WEIGHT = 1.0
+"""How many observations that assumption is worth: one, so a handful of residuals outweigh it."""
+
+
+def noise_scale(rss: float, dof: int) -> tuple[float, float]:
+    """``(s, nu)``: the relative noise estimate and its degrees of freedom.
+
+    ``s^2 = (nu0 s0^2 + RSS) / (nu0 + dof)`` from the residual sum of squares of ``ln X``.
+
+    >>> s, nu = noise_scale(rss=8 * 0.03**2, dof=8)
+    >>> round(s, 4), nu
+    (0.0291, 9.0)
+    """
+    nu = NOISE_PRIOR_WEIGHT + max(dof, 0)
+    return math.sqrt((NOISE_PRIOR_WEIGHT * NOISE_PRIOR**2 + rss) / nu), nu
+
+
+def t_quantile(nu: float, level: float = LEVEL) -> float:
+    """Two-sided Student-t quantile, ``t_{nu, (1 + level) / 2}``.
+
+    >>> round(t_quantile(1e9), 3)
+    1.96
+    """
+    from scipy import stats
+
+    return float(stats.t.ppf(0.5 + level / 2, nu))
+
+
+def covariance(jacobian: np.ndarray, s: float) -> np.ndarray:
+    """``s^2 (J^T J)^-1`` (pseudo-inverse, so a flat direction gives a large, finite value)."""
+    return np.asarray(s**2 * np.linalg.pinv(jacobian.T @ jacobian))
+
+
+def log_interval(
+    centre: np.ndarray,
+    gradient: np.ndarray,
+    cov: np.ndarray,
+    *,
+    noise: float,
+    nu: float,
+    cap: np.ndarray | float = np.inf,
+) -> tuple[np.ndarray, np.ndarray]:
+    """95 % interval of a log quantity: ``centre +- t sqrt(g^T Cov g + noise^2)``.
+
+    The curve can never exceed ``cap`` (no model here beats linear scaling), so the part of
+    the interval that comes from the fit stops there; measurement noise still adds on top.
+
+    >>> low, high = log_interval(np.array([0.0]), np.array([[1.0]]), np.array([[0.01]]),
+    ...                          noise=0.0, nu=1e9, cap=0.1)
+    >>> round(float(low[0]), 3), round(float(high[0]), 3)
+    (-0.196, 0.1)
+    """
+    t = t_quantile(nu)
+    fit_half = t * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", gradient, cov, gradient), 0.0))
+    fit_up = np.minimum(fit_half, np.maximum(cap - centre, 0.0))
+    noise_half = t * noise
+    low = centre - np.hypot(fit_half, noise_half)
+    high = centre + np.hypot(fit_up, noise_half)
+    # exp() of anything beyond +-700 is not a float; such an interval means "anything".
+    return np.clip(low, -700.0, 700.0), np.clip(high, -700.0, 700.0)

@@ -1,0 +1,194 @@
+"""Scaling models: Amdahl, the Universal Scalability Law and a communication-aware model.
+
+All three share one form. With ``lam`` the throughput of one device and ``p_k >= 0`` the
+model's loss parameters, the throughput of ``N`` devices is
+
+    X(N) = lam * N / D(N),      D(N) = 1 + sum_k p_k * g_k(N)
+
+so ``N / X(N)``, the time one device spends per unit of work, is linear in the parameters.
+That gives every fit a linear first guess and a Jacobian in closed form.
+
+- Amdahl (G. Amdahl, AFIPS 1967): ``g = [N - 1]``, ``p = [sigma]``, the serial fraction.
+- USL (N. Gunther, "Guerrilla Capacity Planning", 2007): ``g = [N - 1, N (N - 1)]``,
+  ``p = [sigma, kappa]`` (contention, coherency); throughput peaks at
+  ``N* = sqrt((1 - sigma) / kappa)``.
+- comm: a data-parallel step is compute plus a hierarchical ring all-reduce of the gradients
+  (reduce-scatter inside the node, ring across nodes, all-gather inside the node; Patarasuk &
+  Yuan, JPDC 2009; the layout NCCL uses). With ``m = min(N, g)`` devices in a node of ``g`` and
+  ``n = ceil(N / g)`` nodes, the ring sends ``2 (m - 1) / m`` and ``2 (n - 1) / n`` gradient
+  volumes over the intra- and inter-node links, so
+  ``g = [2 (m - 1) / m, 2 (n - 1) / n]`` and ``p = [a, b]``: the time one gradient volume takes
+  on each kind of link, as a fraction of the compute time of a step. The efficiency steps down
+  when the first node is full and flattens to ``1 / (1 + 2 a + 2 b)`` beyond: the plateau.
+
+>>> amdahl = MODELS["amdahl"]
+>>> float(amdahl.throughput(np.log(100.0), [0.05], 11)[0])
+733.333333333...
+>>> comm = comm_model(8)
+>>> comm.terms(np.array([1, 8, 16, 64])).round(3).tolist()
+[[0.0, 0.0], [1.75, 0.0], [1.75, 1.0], [1.75, 1.75]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["MODELS", "MODEL_NAMES", "ModelName", "Parameter", "ScalingModel", "comm_model"]
+
+ModelName = Literal["amdahl", "usl", "comm"]
+MODEL_NAMES: tuple[ModelName, ...] = ("amdahl", "usl", "comm")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One fitted parameter: its JSON name, its bounds and what it means."""
+
+    name: str
+    description: str
+    upper: float = np.inf
+
+
+@dataclass(frozen=True)
+class ScalingModel:
+    """``X(N) = lam N / (1 + sum_k p_k g_k(N))`` for one choice of loss terms ``g_k``."""
+
+    name: ModelName
+    title: str
+    formula: str
+    rate: Parameter
+    losses: tuple[Parameter, ...]
+    terms: Callable[[np.ndarray], np.ndarray]
+    """Device counts (n,) -> loss terms g_k(N), shape (n, k)."""
+    devices_per_node: int | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of fitted parameters."""
+        return 1 + len(self.losses)
+
+    def denominator(self, losses: ArrayLike, devices: ArrayLike) -> np.ndarray:
+        """D(N) = 1 + sum_k p_k g_k(N)."""
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
+        return np.asarray(1.0 + self.terms(n) @ np.asarray(losses, dtype=float))
+
+    def log_throughput(self, log_rate: float, losses: ArrayLike, devices: ArrayLike) -> np.ndarray:
+        """ln X(N) = ln lam + ln N - ln D(N)."""
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
+        return np.asarray(log_rate + np.log(n) - np.log(self.denominator(losses, n)))
+
+    def throughput(self, log_rate: float, losses: ArrayLike, devices: ArrayLike) -> np.ndarray:
+        """X(N) for each device count."""
+        return np.asarray(np.exp(self.log_throughput(log_rate, losses, devices)))
+
+    def gradient(self, losses: ArrayLike, devices: ArrayLike) -> np.ndarray:
+        """d ln X(N) / d (ln lam, p_1, ..., p_k), shape (n, 1 + k)."""
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
+        g = self.terms(n)
+        d = 1.0 + g @ np.asarray(losses, dtype=float)
+        return np.asarray(np.column_stack([np.ones_like(n), -g / d[:, None]]))
+
+    def peak_devices(self, losses: ArrayLike) -> float | None:
+        """N where throughput peaks, where the model has one (USL with kappa > 0).
+
+        >>> MODELS["usl"].peak_devices([0.02, 1e-4])
+        98.9949...
+        """
+        if self.name != "usl":
+            return None
+        sigma, kappa = (float(value) for value in np.asarray(losses, dtype=float))
+        if kappa <= 0 or sigma >= 1:
+            return None
+        return float(np.sqrt((1 - sigma) / kappa))
+
+
+def _amdahl_terms(n: np.ndarray) -> np.ndarray:
+    return (n - 1.0)[:, None]
+
+
+def _usl_terms(n: np.ndarray) -> np.ndarray:
+    return np.column_stack([n - 1.0, n * (n - 1.0)])
+
+
+RATE_ONE = Parameter(
+    "single_device_throughput", "Throughput of one device (the unit of the measured points)."
+)
+
+MODELS: dict[str, ScalingModel] = {
+    "amdahl": ScalingModel(
+        name="amdahl",
+        title="Amdahl's law",
+        formula="X(N) = λN / (1 + σ(N − 1))",
+        rate=RATE_ONE,
+        losses=(
+            Parameter("serial_fraction", "σ: share of one device's work that does not scale.", 1),
+        ),
+        terms=_amdahl_terms,
+    ),
+    "usl": ScalingModel(
+        name="usl",
+        title="Universal Scalability Law",
+        formula="X(N) = λN / (1 + σ(N − 1) + κN(N − 1))",
+        rate=RATE_ONE,
+        losses=(
+            Parameter("sigma", "σ: contention, the part of the work that serialises.", 1),
+            Parameter("kappa", "κ: coherency, a cost paid between every pair of devices."),
+        ),
+        terms=_usl_terms,
+    ),
+}
+
+
+def comm_model(devices_per_node: int | None) -> ScalingModel:
+    """The communication-aware model for nodes of ``devices_per_node`` devices.
+
+    Without a node size every device is treated as its own node: one flat ring, whose only
+    cost is ``b`` and whose efficiency flattens to ``1 / (1 + 2 b)``.
+
+    >>> [p.name for p in comm_model(None).losses]
+    ['inter_node_cost']
+    """
+    g = devices_per_node or 1
+
+    def terms(n: np.ndarray) -> np.ndarray:
+        inside = np.minimum(n, g)
+        nodes = np.ceil(n / g)
+        inter = 2.0 * (nodes - 1.0) / nodes
+        if g == 1:
+            return inter[:, None]
+        return np.column_stack([2.0 * (inside - 1.0) / inside, inter])
+
+    rate = Parameter(
+        "per_device_throughput",
+        "Throughput of one device computing alone (no communication).",
+    )
+    inter = Parameter(
+        "inter_node_cost",
+        "Time of one gradient volume over the inter-node network, as a fraction of the "
+        "compute time of a step; a ring across n nodes sends 2(n − 1)/n volumes."
+        if g > 1
+        else "Time of one gradient volume between devices, as a fraction of the compute time "
+        "of a step; a ring across N devices sends 2(N − 1)/N volumes.",
+    )
+    intra = Parameter(
+        "intra_node_cost",
+        "Time of one gradient volume over the links inside a node, as a fraction of the "
+        "compute time of a step; a ring across m devices of a node sends 2(m − 1)/m volumes.",
+    )
+    return ScalingModel(
+        name="comm",
+        title="Communication-aware model (hierarchical ring all-reduce)",
+        formula=(
+            "X(N) = λN / (1 + a·2(m − 1)/m + b·2(n − 1)/n), m = min(N, g), n = ⌈N/g⌉"
+            if g > 1
+            else "X(N) = λN / (1 + b·2(N − 1)/N)"
+        ),
+        rate=rate,
+        losses=(intra, inter) if g > 1 else (inter,),
+        terms=terms,
+        devices_per_node=devices_per_node,
+    )

@@ -1,0 +1,131 @@
+"""The fit as a chart: measured points, fitted curve, 95 % band and the ideal line.
+
+Drawn with matplotlib's object API on the Agg canvas (no pyplot, no global state), so web
+workers can draw concurrently. SVG keeps its text as text (``svg.fonttype = none``): the
+browser renders it with its own fonts, Japanese included, and the same input always gives
+the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from dpscale.fit.result import FitResult
+from dpscale.validation import InputError
+
+__all__ = ["FORMATS", "PlotLabels", "plot_svg", "render", "save_plot"]
+
+PlotFormat = Literal["svg", "png", "pdf"]
+FORMATS: tuple[PlotFormat, ...] = ("svg", "png", "pdf")
+
+
+@dataclass(frozen=True)
+class PlotLabels:
+    """Every text on the chart, so that a page can pass its own language."""
+
+    title: str = "Scaling fit: {model}"
+    devices: str = "Devices"
+    throughput: str = "Throughput"
+    measured: str = "Measured"
+    fitted: str = "Fitted ({model})"
+    band: str = "95 % prediction interval"
+    ideal: str = "Ideal (linear from {devices} devices)"
+    predicted: str = "Predicted"
+
+
+def _grid(result: FitResult) -> np.ndarray:
+    """Device counts to draw the curve at: dense on a log scale, plus every integer up to 64
+    and each node boundary, so the step of the comm model shows where it is."""
+    points = result.fitted.points
+    counts = [p.devices for p in result.predictions]
+    low = float(min(points.devices.min(), *counts))
+    high = float(max(points.devices.max(), *counts))
+    grid = [np.geomspace(low, high, 240), np.arange(1, 65, dtype=float)]
+    node = result.fitted.model.devices_per_node
+    if node:
+        edges = np.arange(node, high + node, node, dtype=float)[:200]
+        grid += [edges, edges + 1]
+    merged = np.unique(np.concatenate(grid))
+    return np.asarray(merged[(merged >= low) & (merged <= high)])
+
+
+def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None = None) -> bytes:
+    """The chart as SVG, PNG or PDF bytes."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    labels = labels or PlotLabels()
+    model = result.fitted.model.name
+    baseline = result.baseline
+    points = result.fitted.points
+    grid = _grid(result)
+    curve, low, high = result.curve(grid)
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dpscale"}):
+        figure = Figure(figsize=(7.0, 4.5), layout="constrained")
+        FigureCanvasAgg(figure)
+        axes = figure.add_subplot()
+        axes.fill_between(grid, low, high, color="#4c78a8", alpha=0.18, label=labels.band)
+        axes.plot(
+            grid,
+            grid / baseline.devices * baseline.throughput,
+            linestyle="--",
+            color="#888888",
+            label=labels.ideal.format(devices=f"{baseline.devices:,}"),
+        )
+        axes.plot(grid, curve, color="#4c78a8", label=labels.fitted.format(model=model))
+        axes.scatter(
+            points.devices, points.throughput, color="#e45756", zorder=3, label=labels.measured
+        )
+        extrapolated = [p for p in result.predictions if p.extrapolated]
+        if extrapolated:
+            axes.errorbar(
+                [p.devices for p in extrapolated],
+                [p.throughput for p in extrapolated],
+                yerr=[
+                    [p.throughput - p.throughput_low for p in extrapolated],
+                    [p.throughput_high - p.throughput for p in extrapolated],
+                ],
+                fmt="D",
+                color="#4c78a8",
+                capsize=3,
+                label=labels.predicted,
+            )
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log")
+        axes.set_xlabel(labels.devices)
+        axes.set_ylabel(labels.throughput)
+        axes.set_title(labels.title.format(model=model), loc="left")
+        axes.grid(True, which="major", alpha=0.3)
+        axes.legend(loc="upper left", fontsize="small")
+        buffer = io.BytesIO()
+        metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt, {})
+        figure.savefig(buffer, format=fmt, metadata=metadata)
+    return buffer.getvalue()
+
+
+def plot_svg(result: FitResult, labels: PlotLabels | None = None) -> str:
+    """The chart as SVG text, for a page to inline."""
+    return render(result, "svg", labels).decode("utf-8")
+
+
+def save_plot(result: FitResult, path: str | Path, labels: PlotLabels | None = None) -> Path:
+    """Write the chart to ``path``; the suffix (.svg, .png, .pdf) picks the format."""
+    target = Path(path)
+    suffix = target.suffix.lower().lstrip(".")
+    fmt = next((known for known in FORMATS if known == suffix), None)
+    if fmt is None:
+        raise InputError.single(
+            "plot", f"the file name must end in .svg, .png or .pdf (got {target.name!r})"
+        )
+    data = render(result, fmt, labels)
+    try:
+        target.write_bytes(data)
+    except OSError as err:
+        raise InputError.single("plot", f"cannot write {target}: {err.strerror}") from None
+    return target

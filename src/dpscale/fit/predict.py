@@ -1,0 +1,175 @@
+"""From points to a :class:`FitResult`: choose and fit a model, predict, and say what the
+points can and cannot tell.
+
+>>> from dpscale.fit.data import Points
+>>> points = Points.of([(1, 100), (2, 190), (4, 345), (8, 580), (16, 880)])
+>>> result = fit_points(points, model="amdahl", at=(32,))
+>>> p = result.predictions[0]
+>>> p.devices, round(p.throughput), round(p.efficiency, 3), p.throughput_low < p.throughput
+(32, 1190, 0.371, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from dpscale.fit.data import MAX_DEVICES, Points
+from dpscale.fit.fitting import ModelFit
+from dpscale.fit.intervals import NOISE_PRIOR
+from dpscale.fit.result import Baseline, FitResult, Prediction, Target
+from dpscale.fit.selection import ModelChoice, choose
+
+__all__ = ["SUPERLINEAR", "default_devices", "fit_points"]
+
+SUPERLINEAR = 1.02
+"""Measured efficiency above which points are called superlinear (2 %: beyond typical noise)."""
+
+
+def default_devices(points: Points) -> tuple[int, ...]:
+    """Where to predict when nobody asked: every measured count, then 2, 4 and 8 times the
+    largest (capped at 10,000,000)."""
+    largest = int(points.devices.max())
+    beyond = [min(largest * factor, MAX_DEVICES) for factor in (2, 4, 8)]
+    return tuple(sorted({*points.distinct_devices.tolist(), *beyond}))
+
+
+def _baseline(fitted: ModelFit) -> Baseline:
+    points = fitted.points
+    devices = int(points.devices.min())
+    measured = float(points.throughput[points.devices == devices].mean())
+    description = (
+        "one device (measured)"
+        if devices == 1
+        else f"{devices:,} devices, the fewest measured (one device was not measured)"
+    )
+    throughput = float(fitted.throughput([devices])[0])
+    return Baseline(devices, throughput, measured, description)
+
+
+def _first_below(efficiency: Callable[[int], float], target: float, start: int) -> int | None:
+    """Smallest N >= start with efficiency(N) < target (efficiency falls with N)."""
+    if efficiency(start) < target:
+        return start
+    if efficiency(MAX_DEVICES) >= target:
+        return None
+    low, high = start, MAX_DEVICES
+    while high - low > 1:
+        middle = (low + high) // 2
+        if efficiency(middle) < target:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _target(fitted: ModelFit, target: float, baseline: int) -> Target:
+    """Where the fitted efficiency, and each edge of its 95 % confidence band, falls below
+    ``target``."""
+
+    def edge(index: int) -> Callable[[int], float]:
+        def efficiency(devices: int) -> float:
+            return float(fitted.efficiency_interval([devices], baseline, noise=False)[index][0])
+
+        return efficiency
+
+    return Target(
+        efficiency=target,
+        devices=_first_below(edge(0), target, baseline),
+        devices_low=_first_below(edge(1), target, baseline),
+        devices_high=_first_below(edge(2), target, baseline),
+    )
+
+
+def _means(points: Points) -> tuple[np.ndarray, np.ndarray]:
+    devices = points.distinct_devices
+    means = np.array([points.throughput[points.devices == d].mean() for d in devices])
+    return devices, means
+
+
+def _notes(fitted: ModelFit, baseline: Baseline, predictions: Sequence[Prediction]) -> list[str]:
+    notes = []
+    n, k = len(fitted.points), fitted.model.size
+    if n <= k:
+        notes.append(
+            f"{n} points and {k} parameters: the curve passes through every point, so the "
+            f"points cannot show their noise; the intervals assume {NOISE_PRIOR:.0%} "
+            f"relative noise."
+        )
+    devices, means = _means(fitted.points)
+    efficiency = means * baseline.devices / (devices * baseline.measured_throughput)
+    if max(fitted.losses, default=0.0) <= 1e-9:
+        best = int(np.argmax(efficiency))
+        if efficiency[best] > SUPERLINEAR:
+            notes.append(
+                f"Superlinear: {devices[best]:,} devices reach {efficiency[best]:.0%} of "
+                f"linear scaling (caches or less work per device can do that); none of these "
+                f"models can, so the fit is linear scaling."
+            )
+        else:
+            notes.append(
+                "The points show no loss from adding devices: the fit is linear scaling, and "
+                "nothing measured says where that stops."
+            )
+    drops = np.flatnonzero(np.diff(means) < 0)
+    if drops.size:
+        i = int(drops[np.argmin(np.diff(means)[drops] / means[drops])])
+        follow = (
+            "USL can follow a fall (past its peak)"
+            if fitted.model.name == "usl"
+            else f"the {fitted.model.name} model never falls, so it passes between the points"
+        )
+        notes.append(
+            f"Throughput falls from {means[i]:,.6g} at {devices[i]:,} devices to "
+            f"{means[i + 1]:,.6g} at {devices[i + 1]:,}: {follow}."
+        )
+    if fitted.model.name == "comm" and fitted.model.devices_per_node is None:
+        notes.append(
+            "No devices per node given: the comm model treats every device as its own node "
+            "(one flat ring), so it shows no step at a node boundary."
+        )
+    far = [p.devices for p in predictions if p.extrapolated]
+    if far:
+        notes.append(
+            f"Predictions outside the measured {int(devices[0]):,}-{int(devices[-1]):,} "
+            f"devices are extrapolated: the interval covers the uncertainty of this model's "
+            f"fit, not a change the points cannot show (another network tier, a new topology)."
+        )
+    return notes
+
+
+def fit_points(
+    points: Points,
+    *,
+    model: ModelChoice = "auto",
+    at: Sequence[int] = (),
+    devices_per_node: int | None = None,
+    target_efficiency: float = 0.8,
+) -> FitResult:
+    """Fit ``points``, predict at ``at`` (default: :func:`default_devices`), find where
+    efficiency (a fraction) falls below ``target_efficiency``."""
+    fitted, selection = choose(points, model, devices_per_node)
+    baseline = _baseline(fitted)
+    counts = np.array(at or default_devices(points), dtype=float)
+    centre, low, high = fitted.interval(counts)
+    efficiency = fitted.efficiency_interval(counts, baseline.devices)
+    smallest, largest = points.devices.min(), points.devices.max()
+    predictions = tuple(
+        Prediction(
+            devices=int(n),
+            throughput=float(x),
+            throughput_low=float(lo),
+            throughput_high=float(hi),
+            efficiency=float(e),
+            efficiency_low=float(e_low),
+            efficiency_high=float(e_high),
+            extrapolated=bool(n < smallest or n > largest),
+        )
+        for n, x, lo, hi, e, e_low, e_high in zip(
+            counts, centre, low, high, *efficiency, strict=True
+        )
+    )
+    target = _target(fitted, target_efficiency, baseline.devices)
+    notes = _notes(fitted, baseline, predictions)
+    return FitResult(fitted, selection, baseline, predictions, target, tuple(notes))

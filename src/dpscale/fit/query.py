@@ -1,0 +1,115 @@
+"""The fit's inputs as a person gives them on every surface, and the one function they call.
+
+The CLI, the page (pasted table, upload, share link ``?points=...``) and the JSON API all
+build a :class:`FitQuery` and call :func:`fit`, so they accept the same input and report the
+same error for the same mistake.
+
+>>> query = FitQuery(points="devices,throughput\\n1,100\\n8,700\\n16,1250", at="64")
+>>> result = fit(query)
+>>> result.model, result.predictions[0].devices
+('comm', 64)
+>>> fit(FitQuery(points="devices,throughput\\n8,700\\n8,710"))
+Traceback (most recent call last):
+...
+dpscale.validation.InputError: points: measurements at two or more different device counts \
+are needed (got only 8 devices)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpscale.fit.data import MAX_DEVICES, MAX_TEXT, Points, parse_device_counts, parse_points
+from dpscale.fit.predict import fit_points
+from dpscale.fit.result import FitResult
+from dpscale.fit.selection import ModelChoice
+from dpscale.validation import parse
+
+__all__ = ["FitOptions", "FitQuery", "fit"]
+
+
+class FitQuery(BaseModel):
+    """Inputs as typed: points as text, device counts as ``"128,256"``, target in percent."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    points: str = Field(
+        min_length=1,
+        max_length=MAX_TEXT,
+        description="Measured points: CSV lines 'devices,throughput' (header optional), "
+        "a pasted table, or JSON.",
+    )
+    model: ModelChoice = Field(default="auto", description="Scaling model to fit.")
+    at: str = Field(
+        default="",
+        max_length=4000,
+        description="Device counts to predict at, e.g. '128,256' (default: the measured "
+        "counts and 2, 4 and 8 times the largest).",
+    )
+    devices_per_node: int | None = Field(
+        default=None, ge=1, le=MAX_DEVICES, description="Devices in one node (comm model)."
+    )
+    target_efficiency: float = Field(
+        default=80,
+        gt=0,
+        lt=100,
+        allow_inf_nan=False,
+        description="Report where efficiency falls below this, in percent.",
+    )
+
+    def device_counts(self) -> tuple[int, ...]:
+        return parse_device_counts(self.at, "at")
+
+
+class FitOptions(BaseModel):
+    """The options as the library takes them (target efficiency as a fraction)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: ModelChoice = "auto"
+    at: tuple[Annotated[int, Field(ge=1, le=MAX_DEVICES)], ...] = ()
+    devices_per_node: int | None = Field(default=None, ge=1, le=MAX_DEVICES)
+    target_efficiency: float = Field(default=0.8, gt=0, lt=1, allow_inf_nan=False)
+
+
+def fit(
+    data: FitQuery | Points,
+    *,
+    model: ModelChoice = "auto",
+    at: Sequence[int] = (),
+    devices_per_node: int | None = None,
+    target_efficiency: float = 0.8,
+) -> FitResult:
+    """Fit a scaling model to measured points and extrapolate with 95 % intervals.
+
+    ``data`` is a :class:`FitQuery` (its fields then give every option; the target in percent)
+    or :class:`Points` with the options as keywords (the target as a fraction).
+    Raises :class:`dpscale.validation.InputError` naming the field (and line) at fault.
+    """
+    if isinstance(data, FitQuery):
+        return fit_points(
+            parse_points(data.points),
+            model=data.model,
+            at=data.device_counts(),
+            devices_per_node=data.devices_per_node,
+            target_efficiency=data.target_efficiency / 100,
+        )
+    options = parse(
+        FitOptions,
+        {
+            "model": model,
+            "at": tuple(at),
+            "devices_per_node": devices_per_node,
+            "target_efficiency": target_efficiency,
+        },
+    )
+    return fit_points(
+        data,
+        model=options.model,
+        at=tuple(sorted(set(options.at))),
+        devices_per_node=options.devices_per_node,
+        target_efficiency=options.target_efficiency,
+    )

@@ -1,0 +1,168 @@
+"""What a fit reports: parameters with intervals, predictions, the peak and the efficiency
+target, each with the baseline that efficiency is measured against."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpscale.calculators._result import Result, tidy
+from dpscale.fit.data import MAX_DEVICES
+from dpscale.fit.fitting import ModelFit
+from dpscale.fit.intervals import LEVEL, t_quantile
+from dpscale.fit.selection import Selection
+
+__all__ = ["Baseline", "FitResult", "Prediction", "Target"]
+
+
+@dataclass(frozen=True)
+class Prediction(Result):
+    """Throughput and efficiency at one device count, with the 95 % prediction interval."""
+
+    devices: int
+    throughput: float
+    throughput_low: float
+    throughput_high: float
+    efficiency: float
+    efficiency_low: float
+    efficiency_high: float
+    extrapolated: bool
+    """Outside the range of measured device counts."""
+
+
+@dataclass(frozen=True)
+class Baseline(Result):
+    """What efficiency is relative to: one device if measured, else the fewest measured."""
+
+    devices: int
+    throughput: float
+    """Fitted throughput there (the curve's value, less noisy than any one measurement)."""
+    measured_throughput: float
+    """Mean of the measurements there."""
+    description: str
+
+
+@dataclass(frozen=True)
+class Target(Result):
+    """Where efficiency falls below the target (None: not up to 10,000,000 devices)."""
+
+    efficiency: float
+    devices: int | None
+    devices_low: int | None
+    """Earliest, from the pessimistic edge of the interval."""
+    devices_high: int | None
+    """Latest, from the optimistic edge of the interval."""
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """A fitted scaling model and everything reported from it; ``to_dict()`` is the JSON."""
+
+    fitted: ModelFit
+    selection: Selection
+    baseline: Baseline
+    predictions: tuple[Prediction, ...]
+    target: Target
+    notes: tuple[str, ...]
+
+    @property
+    def model(self) -> str:
+        return self.fitted.model.name
+
+    @property
+    def r_squared(self) -> float | None:
+        return self.fitted.r_squared()
+
+    @property
+    def peak_devices(self) -> float | None:
+        peak = self.fitted.model.peak_devices(self.fitted.losses)
+        return peak if peak is not None and peak <= MAX_DEVICES else None
+
+    def curve(self, devices: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fitted throughput and 95 % prediction interval at each device count (for plots)."""
+        return self.fitted.interval(devices)
+
+    def parameters(self) -> dict[str, dict[str, Any]]:
+        """Each parameter's value, 95 % confidence interval and meaning."""
+        fitted = self.fitted
+        t = t_quantile(fitted.nu)
+        se = fitted.standard_errors()
+        rate = fitted.model.rate
+        out: dict[str, dict[str, Any]] = {
+            rate.name: {
+                "value": fitted.rate,
+                "low": math.exp(fitted.log_rate - t * se[0]),
+                "high": math.exp(fitted.log_rate + t * se[0]),
+                "description": rate.description,
+            }
+        }
+        for index, (parameter, value) in enumerate(
+            zip(fitted.model.losses, fitted.losses, strict=True), start=1
+        ):
+            out[parameter.name] = {
+                "value": value,
+                "low": max(value - t * se[index], 0.0),
+                "high": min(value + t * se[index], parameter.upper),
+                "description": parameter.description,
+            }
+        return out
+
+    def peak(self) -> dict[str, Any] | None:
+        """USL's peak N* = sqrt((1 - sigma) / kappa) with a delta-method interval on ln N*.
+
+        The upper end is None where the interval of kappa reaches 0: then the points do not
+        rule out that throughput never peaks.
+        """
+        peak = self.peak_devices
+        if peak is None:
+            return None
+        fitted = self.fitted
+        sigma, kappa = fitted.losses
+        gradient = np.array([0.0, -0.5 / (1 - sigma), -0.5 / kappa])
+        se_log = math.sqrt(max(float(gradient @ fitted.cov @ gradient), 0.0))
+        t = t_quantile(fitted.nu)
+        kappa_low = kappa - t * fitted.standard_errors()[2]
+        high = math.exp(math.log(peak) + t * se_log)
+        return {
+            "devices": peak,
+            "devices_low": math.exp(math.log(peak) - t * se_log),
+            "devices_high": high if kappa_low > 0 and high <= MAX_DEVICES else None,
+            "throughput": float(fitted.throughput([peak])[0]),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        fitted = self.fitted
+        peak = self.peak()
+        data: dict[str, Any] = {
+            "model": self.model,
+            "model_title": fitted.model.title,
+            "formula": fitted.model.formula,
+            "devices_per_node": fitted.model.devices_per_node,
+            "parameters": self.parameters(),
+            "r_squared": self.r_squared,
+            "noise": fitted.noise,
+            "interval_level": LEVEL,
+            "points": len(fitted.points),
+            "baseline": self.baseline.to_dict(),
+            "predictions": [prediction.to_dict() for prediction in self.predictions],
+            "peak_devices": None if peak is None else peak["devices"],
+            "peak": peak,
+            "efficiency_target": self.target.to_dict(),
+            "selection": self.selection.to_dict(),
+            "notes": list(self.notes),
+        }
+        tidied: dict[str, Any] = _tidy(data)
+        return tidied
+
+
+def _tidy(value: Any) -> Any:
+    """:func:`tidy` through nested dictionaries."""
+    if isinstance(value, dict):
+        return {key: _tidy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_tidy(item) for item in value]
+    return tidy(value)
