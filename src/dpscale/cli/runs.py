@@ -1,0 +1,151 @@
+"""``dpscale runs``: the stored measurement runs: list, show, export, import."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from dpscale.cli._common import JSON_HELP, fail, percent, print_json
+
+runs_app = typer.Typer(
+    name="runs",
+    help="Stored measurement runs (from dpscale measure): list, show, export, import.",
+    no_args_is_help=True,
+)
+
+
+def _get(run_id: str) -> dict[str, Any]:
+    from dpscale.store.runs import get_run
+
+    try:
+        return get_run(run_id)
+    except LookupError as err:
+        fail(str(err.args[0]))
+
+
+@runs_app.command("list")
+def list_command(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Every stored run, newest first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from dpscale.store.runs import list_runs
+    from dpscale.units import format_bandwidth
+
+    runs = list_runs()
+    if as_json:
+        print_json({"runs": runs})
+        return
+    if not runs:
+        typer.echo("No runs stored yet: dpscale measure stores one.")
+        return
+    table = Table(title="Measurement runs", title_justify="left")
+    for name in ("Run", "When (UTC)", "Backend", "Devices", "Efficiency", "all-reduce busbw"):
+        table.add_column(name)
+    table.add_column("Hosts")
+    for run in runs:
+        efficiency = run["efficiency"]
+        busbw = run["all_reduce_busbw"]
+        table.add_row(
+            run["run_id"] + (" (partial)" if run["partial"] else ""),
+            run["created_at"].replace("T", " ").removesuffix("+00:00"),
+            run["backend"],
+            ", ".join(str(devices) for devices in run["devices"]) or "-",
+            percent(efficiency) if efficiency is not None else "-",
+            format_bandwidth(busbw) if busbw is not None else "-",
+            ", ".join(run["hosts"]),
+        )
+    Console(soft_wrap=True).print(table)
+
+
+@runs_app.command("show")
+def show_command(
+    run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run's id (dpscale runs list)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """One run: environment, training scaling and collective bandwidth."""
+    run = _get(run_id)
+    if as_json:
+        print_json(run)
+        return
+    from dpscale.measure.report import print_summary
+
+    env = run["environment"]
+    if env:
+        typer.echo(
+            f"torch {env['torch_version']}, {env['backend']}, {env['device_count']} devices "
+            f"on {', '.join(env['hosts'])}; measured {run['created_at']}"
+        )
+    print_summary(run)
+    if run["error"]:
+        typer.echo(f"Partial run: {run['error']}")
+
+
+@runs_app.command("export")
+def export_command(
+    run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run's id (dpscale runs list)."),
+    output: Path = typer.Option(None, "--output", "-o", help="Write to this file, not stdout."),
+    as_json: bool = typer.Option(
+        False, "--json", help="The whole run as JSON (default: raw timings as CSV)."
+    ),
+) -> None:
+    """Raw per-rank timings as CSV, or with --json the whole run.
+
+    CSV columns: kind, op, devices, bytes, rank, iteration, time_s.
+    """
+    run = _get(run_id)
+    stream = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
+    try:
+        if as_json:
+            stream.write(json.dumps(run, ensure_ascii=False, allow_nan=False) + "\n")
+            return
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(("kind", "op", "devices", "bytes", "rank", "iteration", "time_s"))
+        for timing in run["timings"]:
+            for rank, times in enumerate(timing["rank_times_s"]):
+                for iteration, seconds in enumerate(times):
+                    writer.writerow(
+                        (
+                            timing["kind"],
+                            timing["op"] or "",
+                            timing["devices"],
+                            "" if timing["bytes"] is None else timing["bytes"],
+                            rank,
+                            iteration,
+                            repr(seconds),
+                        )
+                    )
+    finally:
+        if output:
+            stream.close()
+
+
+@runs_app.command("import")
+def import_command(
+    path: Path = typer.Argument(..., metavar="RUN_JSON", help="run.json written by the worker."),
+) -> None:
+    """Store a run that rank 0 of a cluster job wrote (python -m dpscale.measure.worker)."""
+    from dpscale.store.runs import save_run
+
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        fail(f"cannot read {path}: {err.strerror}")
+    except ValueError as err:
+        fail(f"{path} is not JSON: {err}")
+    if not isinstance(payload, dict):
+        fail(f"{path} holds no run object")
+    try:
+        run_id = save_run(payload)
+    except ValueError as err:
+        fail(f"{path}: {err}")
+    typer.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(runs_app, name="runs")
