@@ -1,0 +1,53 @@
+"""``dpscale feedback export``: what readers answered to "Was this helpful?"."""
+
+from __future__ import annotations
+
+import typer
+
+from dpscale.cli._common import fail, print_json
+
+COLUMNS = ("id", "created_at", "calculator", "lang", "helpful", "comment")
+
+feedback_app = typer.Typer(
+    name="feedback",
+    help="Feedback sent from the web pages (stored in DPSCALE_DATABASE_URL).",
+    no_args_is_help=True,
+)
+
+
+@feedback_app.command("export", epilog="Example: dpscale feedback export --csv > feedback.csv")
+def export(
+    as_json: bool = typer.Option(False, "--json", help='One JSON object: {"feedback": [...]}.'),
+    as_csv: bool = typer.Option(False, "--csv", help="CSV with a header row."),
+) -> None:
+    """Print every stored answer, oldest first (a table unless --json or --csv)."""
+    if as_json and as_csv:
+        fail("choose one of --json and --csv")
+    from dpscale.store.feedback import list_feedback
+
+    rows = list_feedback()
+    if as_json:
+        print_json({"feedback": rows})
+        return
+    if as_csv:
+        import csv
+        import sys
+
+        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"Feedback ({len(rows)})", title_justify="left")
+    for column in COLUMNS:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(escape(str(row[column])) for column in COLUMNS))
+    Console(soft_wrap=True).print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(feedback_app)

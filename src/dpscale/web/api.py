@@ -1,0 +1,186 @@
+"""The JSON API: ``/api/v1/{calculator}`` with the CLI's parameter names and JSON keys, and
+``POST /api/v1/feedback``.
+
+Inputs are checked by the calculator's own input models, so a bad value gets the CLI's message
+(naming the parameter and its range) with status 422. The OpenAPI description of each endpoint
+is built from the same models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from dpscale.store.feedback import FeedbackInput
+from dpscale.validation import InputError, Rule
+from dpscale.web.feedback import store_feedback
+from dpscale.web.forms import MAX_VALUE_LENGTH, api_errors
+from dpscale.web.i18n import localizer
+from dpscale.web.registry import Calculator, InputField, calculators
+from dpscale.web.security import same_origin
+
+__all__ = ["add_api_routes"]
+
+_ERRORS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "detail": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
+                "required": ["field", "message"],
+            },
+        }
+    },
+    "required": ["detail"],
+}
+
+
+def _invalid(err: InputError) -> JSONResponse:
+    return JSONResponse({"detail": api_errors(err)}, status_code=422)
+
+
+def _schema(spec: InputField) -> dict[str, Any]:
+    rule: Rule = spec.rule
+    schema: dict[str, Any]
+    if rule.choices:
+        schema = {"type": "string", "enum": list(rule.choices)}
+    elif rule.number:
+        schema = {"type": "integer" if rule.integer else "number"}
+        for key, bound, is_open in (
+            ("minimum", rule.low, rule.low_open),
+            ("maximum", rule.high, rule.high_open),
+        ):
+            if bound is not None:
+                value = int(bound) if rule.integer else bound
+                schema["exclusiveM" + key[1:] if is_open else key] = value
+    else:
+        field = spec.model.model_fields[spec.name]
+        schema = {"type": "string"}
+        pattern = next((getattr(m, "pattern", None) for m in field.metadata), None)
+        if pattern:
+            schema["pattern"] = pattern
+    if spec.default:
+        if not rule.number:
+            schema["example"] = spec.default
+        else:
+            schema["example"] = int(spec.default) if rule.integer else float(spec.default)
+    return schema
+
+
+def _parameters(calc: Calculator) -> list[dict[str, Any]]:
+    english = localizer("en")
+    return [
+        {
+            "name": spec.name,
+            "in": "query",
+            "required": spec.required,
+            "description": english.gettext(spec.label)
+            + (f". {english.gettext(spec.help)}" if spec.help else "")
+            + f" (CLI: {spec.option})",
+            "schema": _schema(spec),
+        }
+        for spec in calc.fields
+    ]
+
+
+def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
+    def compute(request: Request) -> JSONResponse:
+        values = {
+            f.name: request.query_params[f.name].strip()[:MAX_VALUE_LENGTH]
+            for f in calc.fields
+            if request.query_params.get(f.name, "").strip()
+        }
+        try:
+            result = calc.compute(values)
+        except InputError as err:
+            return _invalid(err)
+        return JSONResponse(calc.to_json(result))
+
+    return compute
+
+
+def _calculator_routes(router: APIRouter) -> None:
+    for calc in calculators().values():
+        english = localizer("en")
+        example = "&".join(f"{k}={v}" for k, v in calc.defaults().items())
+        router.add_api_route(
+            f"/api/v1/{calc.slug}",
+            _endpoint(calc),
+            methods=["GET"],
+            name=f"api_{calc.command}",
+            summary=english.gettext(calc.title),
+            description=english.gettext(calc.summary)
+            + f"\n\nThe same as `dpscale {calc.command} --json`. "
+            + f"Example: `/api/v1/{calc.slug}?{example}`",
+            tags=["calculators"],
+            openapi_extra={"parameters": _parameters(calc)},
+            responses={
+                200: {"description": f"The keys of `dpscale {calc.command} --json`."},
+                422: {
+                    "description": "A message per bad parameter, naming it and its range.",
+                    "content": {"application/json": {"schema": _ERRORS_SCHEMA}},
+                },
+            },
+        )
+        if calc.command != calc.slug:
+            router.add_api_route(
+                f"/api/v1/{calc.command}",
+                _endpoint(calc),
+                methods=["GET"],
+                include_in_schema=False,
+            )
+
+
+async def feedback(request: Request) -> JSONResponse:
+    """Store one answer to "Was this helpful?" from a page of this site."""
+    if not same_origin(request, require=False):
+        return JSONResponse(
+            {"detail": [{"field": "origin", "message": "cross-origin posts are refused"}]},
+            status_code=403,
+        )
+    try:
+        data = json.loads(await request.body())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        data = None
+    if not isinstance(data, dict):
+        return _invalid(InputError.single("body", "must be a JSON object"))
+    try:
+        new_id = store_feedback(data)
+    except InputError as err:
+        return _invalid(err)
+    return JSONResponse({"id": new_id, "stored": True}, status_code=201)
+
+
+def add_api_routes(app: FastAPI) -> None:
+    router = APIRouter()
+    _calculator_routes(router)
+    router.add_api_route(
+        "/api/v1/feedback",
+        feedback,
+        methods=["POST"],
+        summary="Send feedback",
+        description="Was this calculator helpful? Stored with an optional comment.",
+        tags=["feedback"],
+        status_code=201,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": FeedbackInput.model_json_schema()}},
+            }
+        },
+        responses={
+            201: {"description": "Stored."},
+            403: {"description": "Posted from another site's page."},
+            422: {
+                "description": "A message per bad field.",
+                "content": {"application/json": {"schema": _ERRORS_SCHEMA}},
+            },
+        },
+    )
+    app.include_router(router)

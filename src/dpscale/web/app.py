@@ -1,0 +1,61 @@
+"""The web app factory: pages, embed views, JSON API, static files and security headers.
+
+Run it with ``dpscale serve`` or any ASGI server:
+``uvicorn --factory dpscale.web.app:create_app``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+
+from dpscale.web import api, views
+from dpscale.web.i18n import LANGUAGES, localizer
+from dpscale.web.registry import calculators
+from dpscale.web.security import SecurityHeaders
+from dpscale.web.templating import STATIC_DIR, environment
+
+__all__ = ["create_app"]
+
+
+class _Static(StaticFiles):
+    """Static files, cached for a year: their URLs carry a hash of their content."""
+
+    def file_response(self, *args: object, **kwargs: object) -> Response:
+        response = super().file_response(*args, **kwargs)  # type: ignore[arg-type]
+        response.headers["Cache-Control"] = "public, max-age=31536000, immutable"
+        return response
+
+
+def create_app() -> FastAPI:
+    """A new app; catalogues and templates are loaded before the first request."""
+    app = FastAPI(
+        title="dpscale",
+        version=version("dpscale"),
+        summary="Data-parallel training scaling calculators.",
+        description="The calculators of the dpscale pages as JSON, with the CLI's parameter "
+        "names and keys. Bad input gets status 422 and a message per parameter.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+    for lang in LANGUAGES:  # fail at start-up, not on a user's request, if a catalogue is broken
+        localizer(lang.code)
+        environment(lang.code)
+    calculators()
+    app.add_middleware(SecurityHeaders)
+    app.mount("/static", _Static(directory=STATIC_DIR), name="static")
+    api.add_api_routes(app)
+    app.include_router(views.router)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code == 404 and not request.url.path.startswith("/api/"):
+            return views.not_found(request)
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+
+    return app

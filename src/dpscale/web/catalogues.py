@@ -1,0 +1,79 @@
+"""Keep the message catalogues in step with the code: ``python -m dpscale.web.catalogues``.
+
+Extracts every message from the web package (the rules are in ``babel.cfg``), writes the
+template ``locales/messages.pot``, and updates each language's ``messages.po``: new messages
+are added untranslated, changed ones are marked fuzzy, and the English catalogue is filled
+with the English text itself. A translator then fills in the empty and fuzzy entries;
+``tests/web/test_catalogues.py`` fails until every catalogue is complete.
+
+To add a language: create ``locales/<code>/LC_MESSAGES/messages.po`` (copy the English one and
+blank its translations), add its :class:`~dpscale.web.i18n.Language` to
+:data:`dpscale.web.i18n.LANGUAGES`, run this module, and translate.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.extract import extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
+from babel.messages.pofile import read_po, write_po
+
+from dpscale.web.i18n import LANGUAGES, LOCALES_DIR, catalogue_path
+
+__all__ = ["PLACEHOLDER", "extract", "placeholders", "update"]
+
+PACKAGE_DIR = Path(__file__).parent
+PLACEHOLDER = re.compile(r"%\([a-z_]+\)s|%%")
+
+
+def placeholders(text: str) -> list[str]:
+    """The ``%(name)s`` placeholders and ``%%`` escapes of a message, sorted.
+
+    >>> placeholders("%(devices)s × %(efficiency)s = 100%%")
+    ['%%', '%(devices)s', '%(efficiency)s']
+    """
+    return sorted(PLACEHOLDER.findall(text))
+
+
+def extract() -> Catalog:
+    """Every message the web package shows, with where it comes from."""
+    with (PACKAGE_DIR / "babel.cfg").open() as config:
+        method_map, options_map = parse_mapping_cfg(config)  # type: ignore[no-untyped-call]
+    template = Catalog(project="dpscale", fuzzy=False)
+    for filename, lineno, message, comments, context in extract_from_dir(
+        PACKAGE_DIR, method_map, options_map
+    ):
+        template.add(message, None, [(filename, lineno)], auto_comments=comments, context=context)
+    return template
+
+
+def update() -> None:
+    template = extract()
+    with (LOCALES_DIR / "messages.pot").open("wb") as out:
+        write_po(out, template, omit_header=False, sort_output=True)
+    for lang in LANGUAGES:
+        path = catalogue_path(lang.code)
+        if path.exists():
+            with path.open("rb") as source:
+                catalog = read_po(source, locale=lang.locale)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            catalog = Catalog(locale=lang.locale, project="dpscale", fuzzy=False)
+        catalog.update(template, no_fuzzy_matching=False)
+        catalog.obsolete.clear()
+        if lang.code == "en":
+            for message in catalog:
+                if message.id:
+                    message.string = message.id
+                    message.flags.discard("fuzzy")
+        catalog.fuzzy = False
+        with path.open("wb") as out:
+            write_po(out, catalog, sort_output=True, include_previous=False)
+
+
+if __name__ == "__main__":
+    update()
+    print(f"updated {LOCALES_DIR}")

@@ -1,0 +1,154 @@
+"""What a calculator page's templates are given: fields, results, links, formulas, article values.
+
+The full page, the embed view and the live fragment are all rendered from this one context, so
+a value shown in one reads the same in the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.requests import Request
+
+from dpscale.store.feedback import MAX_COMMENT_LENGTH
+from dpscale.web.forms import FormState, query_string, read_form
+from dpscale.web.i18n import LANGUAGES, Localizer, localizer
+from dpscale.web.registry import Calculator, ResultItem, calculators
+from dpscale.web.templating import mathml
+
+__all__ = ["REGIONS", "FieldView", "calculator_context", "site_url"]
+
+REGIONS = ("results", "chart", "share", "report", "embed")
+"""The parts of a page that change with its inputs; the fragment endpoint renders each."""
+
+
+@dataclass(frozen=True)
+class FieldView:
+    name: str
+    label: str
+    help: str
+    value: str
+    default: str
+    error: str
+    suffix: str
+    inputmode: str
+    required: bool
+    suggestions: tuple[str, ...]
+
+
+def site_url(request: Request) -> str:
+    """The app's absolute base URL, without a trailing slash."""
+    return str(request.base_url).rstrip("/")
+
+
+def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldView]:
+    modes = {"integer": "numeric", "decimal": "decimal", "text": "text"}
+    return [
+        FieldView(
+            name=f.name,
+            label=loc.gettext(f.label),
+            help=loc.gettext(f.help) if f.help else "",
+            value=state.values.get(f.name, ""),
+            default=f.default,
+            error=state.errors.get(f.name, ""),
+            suffix=f.suffix,
+            inputmode=modes[f.kind],
+            required=f.required,
+            suggestions=f.suggestions,
+        )
+        for f in calc.fields
+    ]
+
+
+def _share_links(title: str, text: str, url: str, loc: Localizer) -> list[tuple[str, str, str]]:
+    """(key, label, href) for X, Facebook, LINE and e-mail."""
+    body = f"{text}\n{url}" if text else url
+    return [
+        ("x", "X", "https://x.com/intent/post?" + urlencode({"text": title, "url": url})),
+        (
+            "facebook",
+            "Facebook",
+            "https://www.facebook.com/sharer/sharer.php?u=" + quote(url, safe=""),
+        ),
+        ("line", "LINE", "https://social-plugins.line.me/lineit/share?url=" + quote(url, safe="")),
+        (
+            "email",
+            loc.gettext("E-mail"),
+            f"mailto:?subject={quote(title, safe='')}&body={quote(body, safe='')}",
+        ),
+    ]
+
+
+def _example(calc: Calculator, loc: Localizer) -> tuple[dict[str, str], dict[str, ResultItem]]:
+    """The worked example of the article: the default inputs and their results, computed."""
+    state = read_form(calc, {}, loc)
+    inputs = {}
+    for f in calc.fields:
+        if f.default:
+            inputs[f.name] = f.default if f.kind == "text" else loc.number(float(f.default))
+    items = {item.key: item for item in state.presentation.items} if state.presentation else {}
+    return inputs, items
+
+
+def calculator_context(
+    request: Request, calc: Calculator, code: str, state: FormState, **extra: Any
+) -> dict[str, Any]:
+    loc = localizer(code)
+    base = site_url(request)
+    query = query_string(calc, state.values)
+    suffix = f"?{query}" if query else ""
+    page_path = f"/{code}/{calc.slug}"
+    page_url = base + page_path + suffix
+    title = loc.gettext(calc.title)
+    items = state.presentation.items if state.presentation else ()
+    headline = items[0].sentence if items else ""
+    every = list(calculators().values())
+    example_inputs, example = _example(calc, loc)
+    now = datetime.now(UTC)
+    context: dict[str, Any] = {
+        "lang": code,
+        "loc": loc,
+        "calc": calc,
+        "title": title,
+        "summary": loc.gettext(calc.summary),
+        "state": state,
+        "fields": _fields(calc, state, loc),
+        "query": query,
+        "page_path": page_path,
+        "page_url": page_url,
+        "reset_href": page_path + "?" + query_string(calc, calc.defaults()),
+        "embed_path": f"/embed/{code}/{calc.slug}{suffix}",
+        "embed_url": f"{base}/embed/{code}/{calc.slug}{suffix}",
+        "fragment_path": f"/fragment/{code}/{calc.slug}",
+        "chart_src": (
+            f"/chart/{code}/{calc.slug}.svg{suffix}" if calc.chart and state.valid else ""
+        ),
+        "chart_alt": loc.gettext(calc.chart_alt) if calc.chart_alt else "",
+        "has_chart": calc.chart is not None,
+        "share": _share_links(title, headline, page_url, loc),
+        "formulas": [(loc.gettext(f.label), mathml(f.latex)) for f in calc.formulas],
+        "alternates": [
+            (lang.code, lang.name, f"{base}/{lang.code}/{calc.slug}{suffix}") for lang in LANGUAGES
+        ],
+        "x_default": f"{base}/en/{calc.slug}",
+        "canonical": f"{base}{page_path}",
+        "others": [other for other in every if other.slug != calc.slug],
+        "calc_titles": {other.slug: loc.gettext(other.title) for other in every},
+        "calc_summaries": {other.slug: loc.gettext(other.summary) for other in every},
+        "example_inputs": example_inputs,
+        "example": example,
+        "updated": loc.date(calc.updated),
+        "updated_iso": calc.updated.isoformat(),
+        "today": loc.date(now.date()),
+        "today_iso": now.date().isoformat(),
+        "feedback_sent": False,
+        "feedback_error": "",
+        "feedback_comment": "",
+        "feedback_helpful": "",
+        "max_comment": MAX_COMMENT_LENGTH,
+    }
+    context.update(extra)
+    return context

@@ -1,0 +1,144 @@
+"""A calculator page's inputs: read from the query string, computed, and any broken rule told
+at its field in the page's language.
+
+The rule is the input model's (:class:`dpscale.validation.Rule`); only its wording is the
+page's. The JSON API words the same issue as the CLI does, naming the parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from dpscale.validation import FieldIssue, InputError, Rule
+from dpscale.web.i18n import Localizer
+from dpscale.web.registry import Calculator, Presentation
+
+__all__ = ["FormState", "api_errors", "issue_message", "query_string", "read_form"]
+
+MAX_VALUE_LENGTH = 200
+"""Longer query values are cut before they reach a model or a page."""
+
+
+@dataclass
+class FormState:
+    """What a page shows for one set of inputs."""
+
+    values: dict[str, str]
+    """Each field's text as typed (or its default)."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """Field name to message, in the page's language."""
+    missing: tuple[str, ...] = ()
+    result: Any = None
+    presentation: Presentation | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.result is not None
+
+
+def _values(calc: Calculator, query: Mapping[str, str]) -> dict[str, str]:
+    """The fields' texts: as given; a fresh page (no field in the query) gets the defaults."""
+    if not any(f.name in query for f in calc.fields):
+        return calc.defaults()
+    return {
+        f.name: str(query[f.name]).strip()[:MAX_VALUE_LENGTH]
+        for f in calc.fields
+        if f.name in query
+    }
+
+
+def _limit(value: float | None, loc: Localizer) -> str:
+    return "" if value is None else loc.number(value, 12)
+
+
+def rule_message(rule: Rule | None, loc: Localizer) -> str:
+    """What ``rule`` allows, as an instruction in the page's language."""
+    _ = loc.gettext
+    if rule is None:
+        return _("Check this value.")
+    if rule.choices:
+        return _("Choose one of: %(choices)s.", choices=", ".join(rule.choices))
+    if not rule.number:
+        if rule.max_length is not None:
+            return _("Enter at most %(count)s characters.", count=loc.number(rule.max_length))
+        return _("This value is not allowed here.")
+    kind = _("a whole number") if rule.integer else _("a number")
+    low, high = _limit(rule.low, loc), _limit(rule.high, loc)
+    if rule.low is not None and rule.high is not None:
+        if rule.low_open:
+            return _(
+                "Enter %(kind)s greater than %(low)s and at most %(high)s.",
+                kind=kind,
+                low=low,
+                high=high,
+            )
+        return _("Enter %(kind)s from %(low)s to %(high)s.", kind=kind, low=low, high=high)
+    if rule.low is not None:
+        if rule.low_open:
+            return _("Enter %(kind)s greater than %(low)s.", kind=kind, low=low)
+        return _("Enter %(kind)s of at least %(low)s.", kind=kind, low=low)
+    if rule.high is not None:
+        return _("Enter %(kind)s of at most %(high)s.", kind=kind, high=high)
+    return _("Enter %(kind)s.", kind=kind)
+
+
+def issue_message(
+    issue: FieldIssue, calc: Calculator, values: Mapping[str, str], loc: Localizer
+) -> str:
+    """The message shown at the field for ``issue``."""
+    if issue.rule is None and calc.explain is not None:
+        explained = calc.explain(issue, values, loc)
+        if explained:
+            return explained
+    spec = calc.field(issue.field)
+    if spec is not None and spec.invalid and not issue.missing:
+        message = loc.gettext(spec.invalid)
+    else:
+        message = rule_message(issue.rule, loc)
+    if issue.missing:
+        return loc.gettext("Required. %(rule)s", rule=message)
+    given = values.get(issue.field, "")
+    if given:
+        return loc.gettext("%(rule)s You entered: %(value)s", rule=message, value=given[:40])
+    return message
+
+
+def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> FormState:
+    """Compute ``calc`` for the query's inputs; never raises for bad input."""
+    values = _values(calc, query)
+    given = {name: text for name, text in values.items() if text}
+    state = FormState(values=values)
+    try:
+        state.result = calc.compute(given)
+    except InputError as err:
+        fields = {f.name for f in calc.fields}
+        missing = [i.field for i in err.issues if i.missing and i.field not in given]
+        state.missing = tuple(missing)
+        for issue in err.issues:
+            if issue.field in missing:
+                continue
+            name = issue.field if issue.field in fields else calc.fields[0].name
+            state.errors.setdefault(name, issue_message(issue, calc, values, loc))
+        return state
+    state.presentation = calc.present(state.result, loc)
+    return state
+
+
+def query_string(calc: Calculator, values: Mapping[str, str]) -> str:
+    """The share link's query: the fields in page order, empty ones left out.
+
+    >>> from dpscale.web.registry import find
+    >>> calc = find("data-parallel-scaling")
+    >>> query_string(calc, {"efficiency": "90", "devices": "64", "unit": ""})
+    'devices=64&efficiency=90'
+    """
+    pairs = [(f.name, values[f.name]) for f in calc.fields if values.get(f.name)]
+    return urlencode(pairs, safe="/")
+
+
+def api_errors(err: InputError) -> list[dict[str, str]]:
+    """One ``{"field", "message"}`` per broken rule, worded as on the CLI."""
+    return [{"field": issue.field, "message": issue.sentence(issue.field)} for issue in err.issues]

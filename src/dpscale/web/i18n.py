@@ -1,0 +1,176 @@
+"""Languages, message catalogues and locale number formats for the web pages.
+
+The languages offered are listed once, in :data:`LANGUAGES`. Adding one means adding its
+catalogue, ``locales/<code>/LC_MESSAGES/messages.po``, and one :class:`Language` entry here;
+routes, the language switch, ``hreflang`` alternates and the catalogue test follow from the list.
+
+Catalogues are read from their ``.po`` source and compiled in memory on first use, so no
+compiled ``.mo`` file has to be built or committed.
+
+>>> en = localizer("en")
+>>> en.number(115200.0), en.number(57.6), en.percent(0.9)
+('115,200', '57.6', '90%')
+>>> localizer("ja").number(1234567.5), localizer("ja").percent(0.2727272)
+('1,234,567.5', '27.27%')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from functools import cache
+from io import BytesIO
+from pathlib import Path
+
+from babel.core import Locale, negotiate_locale
+from babel.dates import format_date
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.numbers import format_decimal, format_percent, format_scientific
+from babel.support import Translations
+
+__all__ = [
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
+    "LOCALES_DIR",
+    "N_",
+    "Language",
+    "Localizer",
+    "catalogue_path",
+    "language",
+    "localizer",
+    "preferred_language",
+]
+
+LOCALES_DIR = Path(__file__).parent / "locales"
+
+
+@dataclass(frozen=True)
+class Language:
+    """One language the pages are offered in."""
+
+    code: str
+    """URL segment, ``<html lang>``, ``hreflang`` and catalogue folder (BCP 47: ``pt-BR``)."""
+    locale: str
+    """Babel locale identifier for number and date formats (``pt_BR``, ``zh_Hant``)."""
+    name: str
+    """The language's own name, shown in the language switch."""
+
+
+LANGUAGES: tuple[Language, ...] = (
+    Language("ja", "ja", "日本語"),
+    Language("en", "en", "English"),
+)
+DEFAULT_LANGUAGE = "en"
+_BY_CODE = {lang.code: lang for lang in LANGUAGES}
+
+
+def N_(message: str) -> str:  # noqa: N802 - the gettext convention for "mark, translate later"
+    """Mark ``message`` for extraction; it is translated where it is shown."""
+    return message
+
+
+def language(code: str) -> Language | None:
+    """The language with URL code ``code``, or None when it is not offered."""
+    return _BY_CODE.get(code)
+
+
+def catalogue_path(code: str) -> Path:
+    return LOCALES_DIR / code / "LC_MESSAGES" / "messages.po"
+
+
+@cache
+def _translations(code: str) -> Translations:
+    lang = _BY_CODE[code]
+    with catalogue_path(code).open("rb") as source:
+        catalog = read_po(source, locale=lang.locale)
+    compiled = BytesIO()
+    write_mo(compiled, catalog)  # fuzzy entries are left out, as msgfmt does
+    compiled.seek(0)
+    return Translations(fp=compiled)
+
+
+def _significant(value: float, digits: int) -> float:
+    if value == 0 or not math.isfinite(value):
+        return value
+    return float(f"{value:.{digits}g}")
+
+
+@dataclass(frozen=True)
+class Localizer:
+    """Messages, numbers and dates in one language."""
+
+    language: Language
+    translations: Translations
+
+    @property
+    def code(self) -> str:
+        return self.language.code
+
+    @property
+    def locale(self) -> Locale:
+        return Locale.parse(self.language.locale)
+
+    def gettext(self, message: str, **values: object) -> str:
+        """``message`` translated, then filled with ``values`` (``%(name)s`` placeholders)."""
+        text: str = self.translations.gettext(message)
+        return text % values if values else text
+
+    def number(self, value: float, digits: int = 6) -> str:
+        """``value`` rounded to ``digits`` significant digits in the locale's format."""
+        if abs(value) >= 1e15:
+            return str(format_scientific(value, format="0.###E0", locale=self.language.locale))
+        return str(
+            format_decimal(
+                _significant(float(value), digits),
+                locale=self.language.locale,
+                decimal_quantization=False,
+            )
+        )
+
+    def percent(self, fraction: float, digits: int = 4) -> str:
+        """A fraction as the locale writes a percentage: 0.9 -> '90%'."""
+        rounded = _significant(float(fraction) * 100, digits) / 100
+        return str(format_percent(rounded, locale=self.language.locale, decimal_quantization=False))
+
+    def date(self, day: date) -> str:
+        return str(format_date(day, format="long", locale=self.language.locale))
+
+
+@cache
+def localizer(code: str) -> Localizer:
+    """The :class:`Localizer` for an offered language code (KeyError otherwise)."""
+    return Localizer(_BY_CODE[code], _translations(code))
+
+
+def preferred_language(accept_language: str | None, codes: Iterable[str] | None = None) -> str:
+    """The offered language a browser prefers most, from its ``Accept-Language`` header.
+
+    >>> preferred_language("ja-JP,ja;q=0.9,en;q=0.8")
+    'ja'
+    >>> preferred_language("fr-CH, fr;q=0.9, en;q=0.8"), preferred_language(None)
+    ('en', 'en')
+    """
+    available = list(codes or _BY_CODE)
+    wanted: list[tuple[float, int, str]] = []
+    for position, part in enumerate((accept_language or "").split(",")):
+        tag, _, params = part.strip().partition(";")
+        quality = 1.0
+        if params.strip().startswith("q="):
+            try:
+                quality = float(params.strip()[2:])
+            except ValueError:
+                quality = 0.0
+        if tag and tag != "*" and quality > 0:
+            wanted.append((-quality, position, tag))
+    ranked = [tag for _, _, tag in sorted(wanted)]
+    # An exact or script/region match first ("pt-BR", "zh-Hant"), then the bare language.
+    found = negotiate_locale(ranked, available, sep="-")
+    if found is None:
+        found = negotiate_locale([tag.split("-")[0] for tag in ranked], available, sep="-")
+    by_lower = {code.lower(): code for code in available}
+    if found is not None and found.lower() in by_lower:
+        return by_lower[found.lower()]
+    return DEFAULT_LANGUAGE

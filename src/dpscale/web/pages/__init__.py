@@ -1,0 +1,1 @@
+"""One module per calculator page, each defining ``CALCULATOR`` (see ``dpscale.web.registry``)."""

@@ -1,0 +1,157 @@
+"""The calculators the web app serves, one :class:`Calculator` entry each.
+
+An entry says everything the app needs to serve a calculator: its URL slug, its input fields
+(each tied to the input model that holds its rule), the pure function that computes it, how its
+results read on the page, its formulas, its article template and, if it has one, its chart.
+The index, the "next" links, the embed view, the JSON API, share links and the fragment that
+updates a page as the user types are all derived from these entries.
+
+To add a calculator, write ``dpscale/web/pages/<name>.py`` defining ``CALCULATOR``, its article
+``templates/articles/<slug>.html``, the translations of its messages, and add ``<name>`` to
+:data:`PAGE_MODULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cache
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from dpscale.validation import FieldIssue, Rule, rule_of
+
+__all__ = [
+    "PAGE_MODULES",
+    "Calculator",
+    "Formula",
+    "InputField",
+    "Presentation",
+    "ResultItem",
+    "calculators",
+    "find",
+]
+
+# Each module named here is dpscale/web/pages/<name>.py and defines CALCULATOR; the order is
+# the order of the index and of the "next" links.
+PAGE_MODULES = ("scaling", "batch", "bubble")
+
+
+@dataclass(frozen=True)
+class InputField:
+    """One input of a calculator page: a query parameter with the CLI's option name."""
+
+    name: str
+    """Query parameter and API parameter (the CLI option without ``--``, with underscores)."""
+    model: type[BaseModel]
+    """The input model whose field of the same name holds the rule."""
+    label: str
+    """Message id of the label."""
+    help: str = ""
+    """Message id of the hint under the box."""
+    default: str = ""
+    """Value on a fresh page and after Reset (empty: the field starts empty)."""
+    suffix: str = ""
+    """Unit shown after the box (not translated: '%', 'samples')."""
+    kind: Literal["integer", "decimal", "text"] = "decimal"
+    required: bool = True
+    suggestions: tuple[str, ...] = ()
+    """Values offered in a datalist (the throughput unit)."""
+    invalid: str = ""
+    """Message id saying what the field allows, where the rule alone cannot (a pattern)."""
+
+    @property
+    def rule(self) -> Rule:
+        return rule_of(self.model, self.name)
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class ResultItem:
+    """One result as the page shows it: label, formatted value, and the sentence behind it."""
+
+    key: str
+    """The JSON key it comes from (``actual_throughput``)."""
+    label: str
+    value: str
+    sentence: str
+    primary: bool = False
+
+
+@dataclass(frozen=True)
+class Presentation:
+    items: tuple[ResultItem, ...]
+    notes: tuple[str, ...] = ()
+    """Warnings about the inputs, already translated."""
+
+
+@dataclass(frozen=True)
+class Formula:
+    label: str
+    """Message id naming the quantity."""
+    latex: str
+    """The formula in LaTeX, converted to MathML for the page."""
+
+
+@dataclass(frozen=True)
+class Calculator:
+    slug: str
+    """URL segment: ``/{lang}/{slug}``, ``/embed/{lang}/{slug}``, ``/api/v1/{slug}``."""
+    command: str
+    """The CLI command computing the same thing (``calc``); also an API alias."""
+    title: str
+    """Message id of the page title."""
+    summary: str
+    """Message id of the one-line description on the index and under the title."""
+    fields: tuple[InputField, ...]
+    compute: Callable[[Mapping[str, str]], Any]
+    """Query values (empty ones removed) to a result with ``to_dict()``; raises InputError."""
+    present: Callable[[Any, Any], Presentation]
+    """(result, Localizer) to the result items and notes shown on the page."""
+    formulas: tuple[Formula, ...]
+    updated: date
+    """When the article was last revised."""
+    article: str = ""
+    """Article template; default ``articles/<slug>.html``."""
+    chart: Callable[[Any, Any], str] | None = None
+    """(result, Localizer) to an SVG document, or None for no chart."""
+    chart_alt: str = ""
+    """Message id describing the chart for screen readers."""
+    explain: Callable[[FieldIssue, Mapping[str, str], Any], str | None] | None = None
+    """(issue, field texts, Localizer) to a message for a cross-field issue (no rule)."""
+    to_json: Callable[[Any], dict[str, Any]] = field(default=lambda result: result.to_dict())
+    """The API's JSON object: the same keys as ``dpscale <command> --json``."""
+
+    @property
+    def template(self) -> str:
+        return self.article or f"articles/{self.slug}.html"
+
+    def defaults(self) -> dict[str, str]:
+        return {f.name: f.default for f in self.fields if f.default}
+
+    def field(self, name: str) -> InputField | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+
+@cache
+def calculators() -> dict[str, Calculator]:
+    """Every calculator by slug, in :data:`PAGE_MODULES` order."""
+    found: dict[str, Calculator] = {}
+    for name in PAGE_MODULES:
+        entry: Calculator = importlib.import_module(f"dpscale.web.pages.{name}").CALCULATOR
+        found[entry.slug] = entry
+    return found
+
+
+def find(name: str) -> Calculator | None:
+    """The calculator with slug (or CLI command name) ``name``."""
+    every = calculators()
+    if name in every:
+        return every[name]
+    return next((calc for calc in every.values() if calc.command == name), None)

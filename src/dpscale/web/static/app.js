@@ -1,0 +1,219 @@
+/* dpscale pages: live results, copy, print, reset, feedback.
+ * The pages work without this file (a GET form and plain links); it only makes them quicker.
+ * No framework, no build step: the server renders every piece of HTML, this swaps them in. */
+(function () {
+  "use strict";
+
+  var root = document.documentElement;
+  root.classList.remove("no-js");
+  root.classList.add("js");
+
+  function debounce(fn, ms) {
+    var timer = null;
+    return function () {
+      clearTimeout(timer);
+      timer = setTimeout(fn, ms);
+    };
+  }
+
+  function each(selector, fn, scope) {
+    Array.prototype.forEach.call((scope || document).querySelectorAll(selector), fn);
+  }
+
+  function say(el, text) {
+    if (!el) return;
+    el.textContent = text;
+  }
+
+  /* Copy text to the clipboard; fall back to selecting a field for older browsers. */
+  function copy(text, fallbackField) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text);
+    }
+    return new Promise(function (resolve, reject) {
+      if (!fallbackField) return reject(new Error("no field"));
+      fallbackField.focus();
+      fallbackField.select();
+      (document.execCommand && document.execCommand("copy")) ? resolve() : reject(new Error("copy"));
+    });
+  }
+
+  /* Links that carry the page's inputs (language switch, full-page link of the embed). */
+  function keepQuery(query) {
+    each("a[data-keep-query]", function (a) {
+      var url = new URL(a.getAttribute("href"), location.href);
+      url.search = query ? "?" + query : "";
+      a.setAttribute("href", url.toString());
+    });
+    each("input[data-query]", function (input) {
+      input.value = query;
+    });
+  }
+
+  function showErrors(form, errors) {
+    each("[data-error-for]", function (el) {
+      var name = el.getAttribute("data-error-for");
+      var message = errors[name] || "";
+      var input = form.elements.namedItem(name);
+      el.textContent = message;
+      var field = el.closest(".field");
+      if (field) field.classList.toggle("has-error", Boolean(message));
+      if (input) {
+        if (message) input.setAttribute("aria-invalid", "true");
+        else input.removeAttribute("aria-invalid");
+      }
+    }, form);
+  }
+
+  function setupCalculator(form) {
+    var endpoint = form.getAttribute("data-fragment");
+    var pending = null;
+    var count = 0;
+
+    function update() {
+      var params = new URLSearchParams();
+      new FormData(form).forEach(function (value, name) {
+        params.append(name, String(value).trim());
+      });
+      if (pending) pending.abort();
+      pending = new AbortController();
+      var mine = ++count;
+      form.setAttribute("aria-busy", "true");
+      fetch(endpoint + "?" + params.toString(), {
+        signal: pending.signal,
+        headers: { Accept: "application/json" },
+        credentials: "same-origin"
+      })
+        .then(function (response) {
+          if (!response.ok) throw new Error("HTTP " + response.status);
+          return response.json();
+        })
+        .then(function (data) {
+          if (mine !== count) return;
+          Object.keys(data.regions).forEach(function (name) {
+            each('[data-live="' + name + '"]', function (el) {
+              el.innerHTML = data.regions[name];
+            });
+          });
+          showErrors(form, data.errors);
+          history.replaceState(null, "", location.pathname + (data.query ? "?" + data.query : ""));
+          keepQuery(data.query);
+          form.removeAttribute("aria-busy");
+          form.setAttribute("data-state", data.valid ? "valid" : "invalid");
+          form.setAttribute("data-updates", String(mine));
+        })
+        .catch(function (error) {
+          if (error.name !== "AbortError") form.removeAttribute("aria-busy");
+        });
+    }
+
+    var later = debounce(update, 250);
+    form.addEventListener("input", later);
+    form.addEventListener("change", later);
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      update();
+    });
+
+    each("[data-reset]", function (link) {
+      link.addEventListener("click", function (event) {
+        event.preventDefault();
+        each("input[data-default]", function (input) {
+          input.value = input.getAttribute("data-default");
+        }, form);
+        update();
+      });
+    });
+  }
+
+  function setupTools() {
+    var status = document.querySelector("[data-status]");
+    each("[data-copy-link]", function (button) {
+      button.addEventListener("click", function () {
+        var url = location.href.split("#")[0];
+        copy(url, document.querySelector("[data-share-url]")).then(
+          function () {
+            document.body.setAttribute("data-copied", url);
+            say(status, button.getAttribute("data-done"));
+          },
+          function () {
+            say(status, button.getAttribute("data-failed"));
+          }
+        );
+      });
+    });
+    each("[data-print]", function (button) {
+      button.addEventListener("click", function () {
+        window.print();
+      });
+    });
+    each("[data-copy-embed]", function (button) {
+      button.addEventListener("click", function () {
+        var code = document.querySelector("[data-embed-code]");
+        var done = document.querySelector("[data-embed-status]");
+        if (!code) return;
+        copy(code.value, code).then(
+          function () {
+            document.body.setAttribute("data-copied", code.value);
+            say(done, button.getAttribute("data-done"));
+          },
+          function () {
+            say(done, button.getAttribute("data-failed"));
+          }
+        );
+      });
+    });
+  }
+
+  function setupFeedback(form) {
+    var error = form.querySelector("[data-feedback-error]");
+    var thanks = document.querySelector("[data-feedback-thanks]");
+    var comment = form.querySelector("textarea");
+    each('input[name="helpful"]', function (radio) {
+      radio.addEventListener("change", function () {
+        form.classList.add("chosen");
+        if (comment) comment.focus();
+      });
+    }, form);
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var choice = form.querySelector('input[name="helpful"]:checked');
+      if (!choice) {
+        say(error, form.getAttribute("data-msg-choose"));
+        return;
+      }
+      var body = {
+        calculator: form.getAttribute("data-calculator"),
+        lang: form.getAttribute("data-lang"),
+        helpful: choice.value === "yes",
+        comment: comment ? comment.value : ""
+      };
+      fetch("/api/v1/feedback", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        credentials: "same-origin",
+        body: JSON.stringify(body)
+      })
+        .then(function (response) {
+          if (response.status !== 201) throw new Error("HTTP " + response.status);
+          form.hidden = true;
+          if (thanks) {
+            thanks.hidden = false;
+            thanks.focus();
+          }
+        })
+        .catch(function () {
+          say(error, form.getAttribute("data-msg-failed"));
+        });
+    });
+  }
+
+  function start() {
+    each("form[data-calculator]", setupCalculator);
+    each("form[data-feedback]", setupFeedback);
+    setupTools();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

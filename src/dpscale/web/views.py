@@ -1,0 +1,169 @@
+"""The HTML side: index, calculator pages, embed views, live fragments, charts, feedback form."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException
+
+from dpscale.validation import InputError
+from dpscale.web.context import REGIONS, calculator_context, site_url
+from dpscale.web.feedback import feedback_message, store_feedback
+from dpscale.web.forms import query_string, read_form
+from dpscale.web.i18n import LANGUAGES, language, localizer, preferred_language
+from dpscale.web.registry import Calculator, calculators
+from dpscale.web.security import same_origin
+from dpscale.web.templating import render
+
+__all__ = ["not_found", "router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+def _language(code: str) -> str:
+    if language(code) is None:
+        raise HTTPException(404)
+    return code
+
+
+def _calculator(slug: str) -> Calculator:
+    calc = calculators().get(slug)
+    if calc is None:
+        raise HTTPException(404)
+    return calc
+
+
+def _query(request: Request) -> dict[str, str]:
+    return dict(request.query_params)
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/")
+def root(request: Request) -> RedirectResponse:
+    code = preferred_language(request.headers.get("accept-language"))
+    return RedirectResponse(f"/{code}/", status_code=302, headers={"Vary": "Accept-Language"})
+
+
+@router.get("/{code}", response_class=HTMLResponse)
+def language_root(code: str) -> RedirectResponse:
+    return RedirectResponse(f"/{_language(code)}/", status_code=301)
+
+
+@router.get("/{code}/", response_class=HTMLResponse)
+def index(request: Request, code: str) -> HTMLResponse:
+    loc = localizer(_language(code))
+    base = site_url(request)
+    entries = [
+        (calc.slug, loc.gettext(calc.title), loc.gettext(calc.summary))
+        for calc in calculators().values()
+    ]
+    html = render(
+        code,
+        "index.html",
+        lang=code,
+        loc=loc,
+        entries=entries,
+        alternates=[(lang.code, lang.name, f"{base}/{lang.code}/") for lang in LANGUAGES],
+        x_default=f"{base}/en/",
+        canonical=f"{base}/{code}/",
+    )
+    return HTMLResponse(html)
+
+
+@router.get("/{code}/{slug}", response_class=HTMLResponse)
+def page(request: Request, code: str, slug: str) -> HTMLResponse:
+    calc = _calculator(slug)
+    loc = localizer(_language(code))
+    state = read_form(calc, _query(request), loc)
+    sent = request.query_params.get("feedback") == "sent"
+    context = calculator_context(request, calc, code, state, feedback_sent=sent)
+    return HTMLResponse(render(code, "calculator.html", **context))
+
+
+@router.get("/embed/{code}/{slug}", response_class=HTMLResponse)
+def embed(request: Request, code: str, slug: str) -> HTMLResponse:
+    calc = _calculator(slug)
+    state = read_form(calc, _query(request), localizer(_language(code)))
+    context = calculator_context(request, calc, code, state)
+    return HTMLResponse(render(code, "embed.html", **context))
+
+
+@router.get("/fragment/{code}/{slug}")
+def fragment(request: Request, code: str, slug: str) -> JSONResponse:
+    """The parts of a page that depend on its inputs, for the script that updates it live."""
+    calc = _calculator(slug)
+    state = read_form(calc, _query(request), localizer(_language(code)))
+    context = calculator_context(request, calc, code, state)
+    regions = {name: render(code, f"regions/{name}.html", **context) for name in REGIONS}
+    payload: dict[str, Any] = {
+        "valid": state.valid,
+        "query": context["query"],
+        "errors": state.errors,
+        "missing": list(state.missing),
+        "regions": regions,
+    }
+    return JSONResponse(payload, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/chart/{code}/{slug}.svg")
+def chart(request: Request, code: str, slug: str) -> Response:
+    calc = _calculator(slug)
+    loc = localizer(_language(code))
+    if calc.chart is None:
+        raise HTTPException(404)
+    state = read_form(calc, _query(request), loc)
+    if not state.valid:
+        message = " ".join(state.errors.values()) or loc.gettext("Fill in every field.")
+        return Response(message, status_code=422, media_type="text/plain; charset=utf-8")
+    svg = calc.chart(state.result, loc)
+    return Response(
+        svg, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"}
+    )
+
+
+@router.post("/{code}/{slug}/feedback", response_class=HTMLResponse)
+async def feedback_form(request: Request, code: str, slug: str) -> Response:
+    """The page's feedback form without JavaScript: store, then back to the page."""
+    calc = _calculator(slug)
+    loc = localizer(_language(code))
+    if not same_origin(request, require=True):
+        return HTMLResponse(
+            loc.gettext("This form can only be sent from this site's own pages."),
+            status_code=403,
+        )
+    form = await request.form()
+    helpful, comment = str(form.get("helpful", "")), str(form.get("comment", ""))
+    values = dict(parse_qsl(str(form.get("query", ""))))
+    state = read_form(calc, values, loc)
+    try:
+        store_feedback({"calculator": slug, "lang": code, "helpful": helpful, "comment": comment})
+    except InputError as err:
+        context = calculator_context(
+            request,
+            calc,
+            code,
+            state,
+            feedback_error=feedback_message(err.issues[0], loc),
+            feedback_comment=comment,
+            feedback_helpful=helpful,
+        )
+        return HTMLResponse(render(code, "calculator.html", **context), status_code=422)
+    back = query_string(calc, state.values)
+    target = f"/{code}/{slug}?" + (f"{back}&" if back else "") + "feedback=sent#feedback"
+    return RedirectResponse(target, status_code=303)
+
+
+def not_found(request: Request) -> HTMLResponse:
+    """The 404 page, in the language of the address when it names one."""
+    first = request.url.path.strip("/").split("/")[0]
+    code = first if language(first) else preferred_language(request.headers.get("accept-language"))
+    entries = [(calc.slug, localizer(code).gettext(calc.title)) for calc in calculators().values()]
+    html = render(code, "not_found.html", lang=code, loc=localizer(code), entries=entries)
+    return HTMLResponse(html, status_code=404)
