@@ -1,0 +1,297 @@
+"""``dpscale predict``: predicted scaling efficiency E(N), its step breakdown, what to change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from dpscale.cli._common import (
+    JSON_HELP,
+    fail,
+    number,
+    option_name,
+    percent,
+    print_json,
+    read_input,
+)
+
+EXAMPLE = (
+    "Example: dpscale predict --params 138e6 --grad-dtype fp32 --micro-batch 64 "
+    '--per-device-throughput 130.9 --devices-per-node 4 --intra-node-bandwidth "12 GB/s" '
+    '--inter-node-bandwidth "25 Gbit/s" --transport rdma --devices 1,16,128,512 '
+    "--target-efficiency 90%"
+)
+
+
+def _fraction(text: str | None) -> str | None:
+    """'90%' is 0.9; a bare number is a fraction (0.9)."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if stripped.endswith("%"):
+        try:
+            return str(float(stripped.removesuffix("%").strip()) / 100)
+        except ValueError:
+            return stripped
+    return stripped
+
+
+def _option(metavar: str, help_text: str, *names: str) -> Any:
+    return typer.Option(None, *names, metavar=metavar, help=help_text)
+
+
+def predict(
+    params: str = _option("COUNT", "Model parameters: 138e6, 138M, 1.2B.", "--params"),
+    grad_dtype: str = typer.Option(
+        "fp32", "--grad-dtype", help="Gradient precision: fp32, bf16, fp16, fp8."
+    ),
+    micro_batch: str = _option("INT", "Samples per device per micro-step.", "--micro-batch"),
+    grad_accum: str = typer.Option("1", "--grad-accum", metavar="INT", help="Micro-steps/step."),
+    per_device_throughput: str = _option(
+        "FLOAT",
+        "One device alone, in samples/s (the unit of --micro-batch).",
+        "--per-device-throughput",
+    ),
+    flops_per_sample: str = _option(
+        "COUNT",
+        "Training FLOPs per sample (instead of --per-device-throughput).",
+        "--flops-per-sample",
+    ),
+    achieved_tflops: str = _option(
+        "FLOAT", "Achieved TFLOP/s per device (with --flops-per-sample).", "--achieved-tflops"
+    ),
+    hardware: str = _option("NAME", "Hardware preset (see --list-hardware).", "--hardware"),
+    devices_per_node: str = _option("INT", "Devices per node.", "--devices-per-node"),
+    intra_node_bandwidth: str = _option(
+        "BANDWIDTH",
+        'All-reduce bus bandwidth per device inside a node, e.g. "130 GB/s".',
+        "--intra-node-bandwidth",
+    ),
+    inter_node_bandwidth: str = _option(
+        "BANDWIDTH",
+        'Nominal network bandwidth of one node, e.g. "25 Gbit/s".',
+        "--inter-node-bandwidth",
+    ),
+    intra_node_latency: str = _option(
+        "DURATION", 'Per hop, e.g. "3.4 us".', "--intra-node-latency"
+    ),
+    inter_node_latency: str = _option(
+        "DURATION", 'Per hop, e.g. "9.6 us".', "--inter-node-latency"
+    ),
+    transport: str = _option("tcp|rdma", "Network transport.", "--transport"),
+    devices: str = typer.Option(
+        "1..1024",
+        "--devices",
+        "-d",
+        help="Device counts: 1,16,128 or 1-512 (every count) or 1..512 (doubling).",
+    ),
+    bucket_size: str = typer.Option("25 MiB", "--bucket-size", help="DDP gradient bucket size."),
+    algorithm: str = typer.Option(
+        "auto", "--algorithm", help="All-reduce: auto, ring, tree, hierarchical."
+    ),
+    strategy: str = typer.Option(
+        "ddp", "--strategy", help="ddp, zero1, zero2, zero3 or fsdp (full shard)."
+    ),
+    backward_fraction: str = typer.Option(
+        "0.6666666666666666",
+        "--backward-fraction",
+        metavar="FLOAT",
+        help="Share of compute in backward (default 2/3).",
+    ),
+    overlap: bool = typer.Option(
+        True, "--overlap/--no-overlap", help="Gradient communication overlaps backward."
+    ),
+    overlap_slowdown: str = typer.Option(
+        "0.189",
+        "--overlap-slowdown",
+        metavar="FLOAT",
+        help="Compute slowdown while overlapped with communication (0-1).",
+    ),
+    step_overhead: str = typer.Option(
+        "0 s", "--step-overhead", metavar="DURATION", help="Measured fixed cost per step."
+    ),
+    target_efficiency: str = _option(
+        "FRACTION|PERCENT",
+        "Target efficiency, 0.9 or 90%: answers what to change.",
+        "--target-efficiency",
+    ),
+    unit: str = typer.Option("samples/s", "--unit", "-u", help="Unit of the throughput."),
+    calibrate: str = _option(
+        "FILE|RUN_ID",
+        "nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run id.",
+        "--calibrate",
+    ),
+    plot: str = _option("FILE", "Write the E(N) chart to FILE (.png, .svg or .pdf).", "--plot"),
+    list_hardware: bool = typer.Option(False, "--list-hardware", help="List presets and exit."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Predict data-parallel scaling efficiency from model size, batch, precision and network.
+
+    Compute per micro-step is micro-batch / throughput (backward 2/3 of it); gradients are
+    all-reduced in buckets as backward produces them; what communication does not hide is
+    added to the step. E(N) = compute time / step time.
+    """
+    from dpscale.model import PredictQuery
+    from dpscale.model import predict as run_prediction
+    from dpscale.validation import InputError
+
+    if list_hardware:
+        _print_presets(as_json)
+        return
+    query = read_input(
+        PredictQuery,
+        {
+            "params": params,
+            "grad_dtype": grad_dtype,
+            "micro_batch": micro_batch,
+            "grad_accum": grad_accum,
+            "per_device_throughput": per_device_throughput,
+            "flops_per_sample": flops_per_sample,
+            "achieved_tflops": achieved_tflops,
+            "hardware": hardware,
+            "devices_per_node": devices_per_node,
+            "intra_node_bandwidth": intra_node_bandwidth,
+            "inter_node_bandwidth": inter_node_bandwidth,
+            "intra_node_latency": intra_node_latency,
+            "inter_node_latency": inter_node_latency,
+            "transport": transport,
+            "devices": devices,
+            "bucket_size": bucket_size,
+            "algorithm": algorithm,
+            "strategy": strategy,
+            "backward_fraction": backward_fraction,
+            "overlap": overlap,
+            "overlap_slowdown": overlap_slowdown,
+            "step_overhead": step_overhead,
+            "target_efficiency": _fraction(target_efficiency),
+            "unit": unit,
+        },
+    )
+    try:
+        scenario = query.scenario()
+        if calibrate is not None:
+            from dpscale.model.calibrate import load_calibration
+
+            scenario = load_calibration(calibrate).apply(scenario)
+        result = run_prediction(query, scenario)
+        if plot is not None:
+            from dpscale.model.plot import save_plot
+
+            save_plot(result, plot)
+    except InputError as err:
+        fail("; ".join(issue.sentence(option_name(issue.field)) for issue in err.issues))
+    if as_json:
+        print_json(result.to_dict())
+        return
+    _print_result(result, plot)
+
+
+def _print_presets(as_json: bool) -> None:
+    from dpscale.model.presets import load_preset, preset_names
+
+    presets = [load_preset(name) for name in preset_names()]
+    if as_json:
+        print_json({"presets": [preset.to_dict() for preset in presets]})
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Hardware presets (--hardware NAME)", title_justify="left")
+    for column in ("Name", "Title", "Per node", "Intra-node", "Network", "Transport"):
+        table.add_column(column)
+    for preset in presets:
+        v = preset.values
+        table.add_row(
+            preset.name,
+            preset.title,
+            str(v["devices_per_node"]),
+            str(v["intra_node_bandwidth"]),
+            str(v["inter_node_bandwidth"]),
+            str(v["transport"]),
+        )
+    Console(soft_wrap=True).print(table)
+
+
+_LIMITS = {
+    "none": "-",
+    "intra_node_bandwidth": "node link",
+    "inter_node_bandwidth": "network",
+    "latency": "latency",
+}
+
+
+def _ms(seconds: float) -> str:
+    return f"{number(seconds * 1e3)} ms"
+
+
+def _print_result(result: Any, plot: str | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from dpscale.units import format_bandwidth, format_bytes
+
+    sc, hw = result.scenario, result.scenario.hardware
+    console = Console(soft_wrap=True)
+    table = Table(title=f"Predicted data-parallel scaling ({hw.name})", title_justify="left")
+    columns = ("N", "Nodes", "E(N)", sc.unit, "Speedup", "Step", "Compute", "Comm", "Exposed")
+    for column in columns:
+        table.add_column(column, justify="right")
+    table.add_column("Limit")
+    for p in result.points():
+        table.add_row(
+            number(p["devices"]),
+            number(p["nodes"]),
+            percent(p["efficiency"]),
+            number(p["actual_throughput"]),
+            f"{number(p['speedup'])}x",
+            _ms(p["step_time_s"]),
+            _ms(p["compute_time_s"]),
+            _ms(p["comm_time_s"]),
+            _ms(p["exposed_comm_time_s"]),
+            _LIMITS[p["limited_by"]] + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
+        )
+    console.print(table)
+    micro = sc.micro_batch / sc.per_device_throughput
+    console.print(
+        f"Gradients: {format_bytes(sc.gradient_bytes)} ({number(sc.params)} x {sc.grad_dtype}), "
+        f"{sc.strategy} in buckets of {format_bytes(sc.bucket_bytes)}. Compute per micro-step "
+        f"{_ms(micro)} ({number(sc.micro_batch)} / {number(sc.per_device_throughput)} "
+        f"{sc.unit}), backward {percent(sc.backward_fraction, 3)} of it. Network: "
+        f"{format_bandwidth(hw.inter_bandwidth)} nominal x {percent(hw.transport_efficiency, 3)} "
+        f"({hw.transport}) = {format_bandwidth(hw.inter_effective_bandwidth)} per node; "
+        f"inside a node {format_bandwidth(hw.intra_bandwidth)} per device."
+    )
+    if sc.calibration:
+        console.print(f"Calibrated from {sc.calibration}.")
+    if result.answers is not None:
+        _print_answers(console, result.answers, format_bytes)
+    if plot is not None:
+        console.print(f"Chart written to {plot}.")
+
+
+def _print_answers(console: Any, a: Any, format_bytes: Any) -> None:
+    target = percent(a.target_efficiency)
+    if a.max_devices is None:
+        console.print(f"No device count keeps {target} (not even 2).")
+    else:
+        console.print(f"Largest device count that keeps efficiency >= {target}: {a.max_devices:,}.")
+    at = f"At {a.at_devices:,} devices (predicted {percent(a.efficiency_at_devices)})"
+    changes = []
+    if a.grad_accum_needed is not None:
+        changes.append(f"--grad-accum {a.grad_accum_needed}")
+    if a.micro_batch_needed is not None:
+        changes.append(f"--micro-batch {a.micro_batch_needed} (if it fits in memory)")
+    if changes:
+        console.print(f"{at}, {target} needs " + " or ".join(changes) + ".")
+    else:
+        console.print(f"{at}, neither accumulation nor a larger micro-batch reaches {target}.")
+    console.print(
+        f"Best bucket size there: {format_bytes(a.best_bucket_bytes)} "
+        f"(exposed communication {_ms(a.best_bucket_exposed_comm_time_s)}, "
+        f"efficiency {percent(a.best_bucket_efficiency)})."
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("predict", epilog=EXAMPLE)(predict)
