@@ -12,7 +12,17 @@ import typer
 from dpscale.cli._common import handle_errors
 
 # Each module named here holds one command (or one group) and a ``register(app)`` function.
-COMMAND_MODULES = ("calc", "batch", "bubble", "predict", "fit", "measure", "runs", "serve", "feedback")
+COMMAND_MODULES = (
+    "calc",
+    "batch",
+    "bubble",
+    "predict",
+    "fit",
+    "measure",
+    "runs",
+    "serve",
+    "feedback",
+)
 
 app = typer.Typer(
     name="dpscale",
