@@ -96,7 +96,8 @@ class Points:
 
 
 def _plain(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
 
 
 def _issue(where: str, message: str) -> InputError:

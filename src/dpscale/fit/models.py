@@ -19,7 +19,8 @@ That gives every fit a linear first guess and a Jacobian in closed form.
   volumes over the intra- and inter-node links, so
   ``g = [2 (m - 1) / m, 2 (n - 1) / n]`` and ``p = [a, b]``: the time one gradient volume takes
   on each kind of link, as a fraction of the compute time of a step. The efficiency steps down
-  when the first node is full and flattens to ``1 / (1 + 2 a + 2 b)`` beyond: the plateau.
+  when the first node is full and flattens to ``1 / (1 + 2 a (g - 1) / g + 2 b)`` beyond: the
+  plateau.
 
 >>> amdahl = MODELS["amdahl"]
 >>> float(amdahl.throughput(np.log(100.0), [0.05], 11)[0])

@@ -88,7 +88,12 @@ def _means(points: Points) -> tuple[np.ndarray, np.ndarray]:
     return devices, means
 
 
-def _notes(fitted: ModelFit, baseline: Baseline, predictions: Sequence[Prediction]) -> list[str]:
+def _notes(
+    fitted: ModelFit,
+    baseline: Baseline,
+    predictions: Sequence[Prediction],
+    devices_per_node: int | None,
+) -> list[str]:
     notes = []
     n, k = len(fitted.points), fitted.model.size
     if n <= k:
@@ -124,7 +129,7 @@ def _notes(fitted: ModelFit, baseline: Baseline, predictions: Sequence[Predictio
             f"Throughput falls from {means[i]:,.6g} at {devices[i]:,} devices to "
             f"{means[i + 1]:,.6g} at {devices[i + 1]:,}: {follow}."
         )
-    if fitted.model.name == "comm" and fitted.model.devices_per_node is None:
+    if fitted.model.name == "comm" and devices_per_node is None:
         notes.append(
             "No devices per node given: the comm model treats every device as its own node "
             "(one flat ring), so it shows no step at a node boundary."
@@ -171,5 +176,7 @@ def fit_points(
         )
     )
     target = _target(fitted, target_efficiency, baseline.devices)
-    notes = _notes(fitted, baseline, predictions)
-    return FitResult(fitted, selection, baseline, predictions, target, tuple(notes))
+    notes = [*selection.notes, *_notes(fitted, baseline, predictions, devices_per_node)]
+    return FitResult(
+        fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node
+    )

@@ -68,6 +68,8 @@ class FitResult:
     predictions: tuple[Prediction, ...]
     target: Target
     notes: tuple[str, ...]
+    devices_per_node: int | None = None
+    """As given (the comm model may have had to treat the points as one flat ring)."""
 
     @property
     def model(self) -> str:
@@ -141,7 +143,7 @@ class FitResult:
             "model": self.model,
             "model_title": fitted.model.title,
             "formula": fitted.model.formula,
-            "devices_per_node": fitted.model.devices_per_node,
+            "devices_per_node": self.devices_per_node,
             "parameters": self.parameters(),
             "r_squared": self.r_squared,
             "noise": fitted.noise,

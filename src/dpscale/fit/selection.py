@@ -51,6 +51,7 @@ class Selection:
     method: Literal["given", "AICc", "fewest parameters"]
     reason: str
     candidates: tuple[Candidate, ...]
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,8 +61,23 @@ class Selection:
         }
 
 
-def _models(devices_per_node: int | None) -> dict[str, ScalingModel]:
-    return {**MODELS, "comm": comm_model(devices_per_node)}
+def _models(points: Points, devices_per_node: int | None) -> tuple[dict[str, ScalingModel], str]:
+    """The candidate models, and a note when the comm model had to be simplified.
+
+    Inside one node the hierarchical ring is a flat ring over the node's devices. When every
+    point lies inside one node, the inter-node cost is not measured, so the comm model is
+    fitted as that flat ring and said to be so.
+    """
+    g = devices_per_node
+    if g is not None and g > 1 and int(points.devices.max()) <= g:
+        note = (
+            f"All points lie within one node of {g:,} devices, so the inter-node cost is not "
+            f"measured: the comm model is fitted as one flat ring, which assumes that links "
+            f"beyond the node cost what the measured ones do; the step at the node boundary "
+            f"cannot be predicted."
+        )
+        return {**MODELS, "comm": comm_model(None)}, note
+    return {**MODELS, "comm": comm_model(g)}, ""
 
 
 def choose(
@@ -71,13 +87,14 @@ def choose(
 
     Raises :class:`InputError` (field ``model``) when the model asked for cannot be fitted.
     """
-    models = _models(devices_per_node)
+    models, comm_note = _models(points, devices_per_node)
     if model != "auto":
         try:
             fitted = fit_model(models[model], points)
         except NotIdentifiableError as err:
             raise InputError.single("model", f"{model} cannot be fitted: {err}") from None
-        return fitted, Selection("given", f"{model} was asked for", ())
+        notes = (comm_note,) if comm_note and model == "comm" else ()
+        return fitted, Selection("given", f"{model} was asked for", (), notes)
     fits: dict[str, ModelFit] = {}
     skipped: dict[str, str] = {}
     for name, candidate in models.items():
@@ -128,4 +145,5 @@ def choose(
         )
         for name in models
     )
-    return fits[chosen], Selection(method, reason, candidates)
+    notes = (comm_note,) if comm_note and chosen == "comm" else ()
+    return fits[chosen], Selection(method, reason, candidates, notes)

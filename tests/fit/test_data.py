@@ -1,0 +1,159 @@
+"""Reading measured points: every accepted form, and errors that name the line and column."""
+
+import pytest
+
+from dpscale.fit.data import Points, parse_device_counts, parse_points, points_from_run
+from dpscale.validation import InputError
+
+CSV = "devices,throughput\n1,329\n2,620\n8,2456\n16,4896\n"
+
+
+def message(text: str) -> str:
+    with pytest.raises(InputError) as caught:
+        parse_points(text)
+    return caught.value.issues[0].sentence("points.csv")
+
+
+def test_csv_with_header_sorted_by_devices() -> None:
+    points = parse_points("devices,throughput\n8,2456\n1,329\n2,620\n")
+    assert points.devices.tolist() == [1, 2, 8]
+    assert points.throughput.tolist() == [329.0, 620.0, 2456.0]
+
+
+def test_header_columns_in_any_order_extra_columns_ignored() -> None:
+    points = parse_points("throughput, run ,Devices\n329,a,1\n620,b,2\n")
+    assert points.devices.tolist() == [1, 2]
+    assert points.throughput.tolist() == [329.0, 620.0]
+
+
+def test_repeated_device_counts_are_kept() -> None:
+    points = parse_points("devices,throughput\n1,100\n1,102\n4,380\n4,376\n")
+    assert points.devices.tolist() == [1, 1, 4, 4]
+    assert len(points) == 4
+    assert points.distinct_devices.tolist() == [1, 4]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1\t329\n2\t620\n8\t2456\n16\t4896",  # pasted from a spreadsheet
+        "devices throughput\n1 329\n2   620\n8 2456\n16 4896",
+        "# measured on 2024-05-01\ndevices;throughput\n1;329\n2;620\n\n8;2456\n16;4896\n",
+        "\ufeff" + CSV,
+        '[{"devices": 1, "throughput": 329}, {"devices": 2, "throughput": 620},'
+        ' {"devices": 8, "throughput": 2456}, {"devices": 16, "throughput": 4896}]',
+        "[[1, 329], [2, 620], [8, 2456], [16, 4896]]",
+        '{"points": [[1, 329], [2, 620], [8, 2456], [16, 4896]]}',
+        '{"devices": [1, 2, 8, 16], "throughput": [329, 620, 2456, 4896]}',
+    ],
+)
+def test_every_form_reads_the_same_points(text: str) -> None:
+    points = parse_points(text)
+    assert points.devices.tolist() == [1, 2, 8, 16]
+    assert points.throughput.tolist() == [329.0, 620.0, 2456.0, 4896.0]
+
+
+def test_csv_round_trip_for_share_links() -> None:
+    points = parse_points("devices,throughput\n1,329.5\n16,4896\n")
+    assert points.to_csv() == "devices,throughput\n1,329.5\n16,4896"
+    again = parse_points(points.to_csv())
+    assert again.throughput.tolist() == points.throughput.tolist()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "devices,throughput\n1,329\n2,abc\n",
+            "points.csv: line 3, throughput: 'abc' is not a number",
+        ),
+        ("devices,throughput\n1,329\n2\n", "points.csv: line 3, throughput: missing value"),
+        ("devices,throughput\n1,329\n,620\n", "points.csv: line 3, devices: missing value"),
+        (
+            "devices,throughput\n1,329\n2.5,620\n",
+            "points.csv: line 3, column devices must be a whole number from 1 to 10,000,000 "
+            "(got 2.5)",
+        ),
+        (
+            "devices,throughput\n0,329\n2,620\n",
+            "points.csv: line 2, column devices must be a whole number from 1 to 10,000,000 "
+            "(got 0)",
+        ),
+        (
+            "devices,throughput\n1,329\n2,-620\n",
+            "points.csv: line 3, column throughput must be a number greater than 0 and "
+            "<= 1e+15 (got -620)",
+        ),
+        (
+            "devices,throughput\n1,329\n2,nan\n",
+            "points.csv: line 3, column throughput must be a number greater than 0 and "
+            "<= 1e+15 (got nan)",
+        ),
+        (
+            "gpus,samples\n1,329\n",
+            "points.csv: line 1: the header must name the columns devices and throughput "
+            "(missing devices, throughput; found gpus, samples)",
+        ),
+        (
+            "devices,throughput\n8,700\n8,712\n",
+            "points.csv: measurements at two or more different device counts are needed "
+            "(got only 8 devices)",
+        ),
+        (
+            "devices,throughput\n",
+            "points.csv: measurements at two or more different device counts are needed "
+            "(got no points)",
+        ),
+        (
+            '[{"devices": 1, "throughput": 329}, {"devices": 2}]',
+            "points.csv: item 2, throughput: missing value",
+        ),
+        (
+            '[{"devices": 1, "throughput": 329}, {"devices": true, "throughput": 5}]',
+            "points.csv: item 2, devices: true is not a number",
+        ),
+        ('{"devices": [1, 2', "points.csv: line 1, column 18: Expecting ',' delimiter"),
+        (
+            '{"nothing": 1}',
+            'points.csv: JSON must be a list of {"devices": ..., "throughput": ...} objects '
+            'or an object with a "points" list',
+        ),
+    ],
+)
+def test_bad_input_names_line_and_column(text: str, expected: str) -> None:
+    assert message(text) == expected
+
+
+def test_too_many_points_refused() -> None:
+    text = "devices,throughput\n" + "\n".join(f"{d % 64 + 1},{d + 1}" for d in range(10_001))
+    assert message(text) == "points.csv: at most 10,000 points are accepted (got 10,001)"
+
+
+def test_points_of_pairs_checked_like_text() -> None:
+    with pytest.raises(InputError, match=r"point 2, column devices must be a whole number"):
+        Points.of([(1, 10.0), (-4, 36.0)])
+
+
+def test_points_from_a_stored_run() -> None:
+    run = {
+        "run_id": "r1",
+        "backend": "gloo",
+        "results": [
+            {"devices": 1, "throughput": 10.0, "per_device_throughput": 10.0, "efficiency": 1},
+            {"devices": 2, "throughput": 19.0, "per_device_throughput": 9.5, "efficiency": 0.95},
+        ],
+        "collectives": [],
+    }
+    points = points_from_run(run)
+    assert points.devices.tolist() == [1, 2]
+    assert points.throughput.tolist() == [10.0, 19.0]
+
+
+def test_device_counts_to_predict_at() -> None:
+    assert parse_device_counts("256, 128 64;1_024") == (64, 128, 256, 1024)
+    assert parse_device_counts("") == ()
+    with pytest.raises(InputError) as caught:
+        parse_device_counts("64,zero")
+    assert caught.value.issues[0].sentence("--at") == (
+        "--at must be a whole number from 1 to 10,000,000 (got zero)"
+    )

@@ -1,0 +1,205 @@
+"""Fits recover known parameters, intervals hold their 95 % over many seeds, and awkward
+inputs get a fit plus a clear note (or a clear error)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dpscale.fit import FitQuery, Points, fit
+from dpscale.fit.fitting import fit_model
+from dpscale.fit.intervals import t_quantile
+from dpscale.fit.models import MODELS, ScalingModel, comm_model
+from dpscale.validation import InputError
+
+DOUBLINGS = [1, 2, 4, 8, 16, 32]
+
+
+def noisy(
+    model: ScalingModel, losses: list[float], devices: list[int], noise: float, seed: int
+) -> Points:
+    rng = np.random.default_rng(seed)
+    n = np.asarray(devices)
+    truth = model.throughput(math.log(100.0), losses, n)
+    return Points(devices=n, throughput=truth * np.exp(rng.normal(0.0, noise, n.size)))
+
+
+@pytest.mark.parametrize(
+    ("model", "losses"),
+    [
+        (MODELS["amdahl"], [0.03]),
+        (MODELS["usl"], [0.02, 2e-4]),
+        (comm_model(8), [0.05, 0.15]),
+    ],
+)
+def test_known_parameters_recovered_from_noisy_points(
+    model: ScalingModel, losses: list[float]
+) -> None:
+    points = noisy(model, losses, DOUBLINGS * 3, noise=0.01, seed=7)
+    fitted = fit_model(model, points)
+    se = fitted.standard_errors()
+    t = t_quantile(fitted.nu)
+    assert fitted.rate == pytest.approx(100.0, rel=0.03)
+    for value, truth, error in zip(fitted.losses, losses, se[1:], strict=True):
+        assert abs(value - truth) <= t * error
+        assert value == pytest.approx(truth, rel=0.35)
+    assert 0.005 < fitted.noise < 0.02
+
+
+COVERAGE_CASES = {
+    "amdahl": (MODELS["amdahl"], [0.03], [1, 2, 4, 8, 16], [64, 256]),
+    "usl": (MODELS["usl"], [0.02, 2e-4], DOUBLINGS, [64, 128]),
+    "comm": (comm_model(8), [0.05, 0.15], DOUBLINGS, [128, 512]),
+}
+
+
+@pytest.mark.parametrize("name", COVERAGE_CASES)
+def test_intervals_hold_their_level_over_many_seeds(name: str) -> None:
+    """300 synthetic data sets with 3 % noise: each parameter's truth falls inside its 95 %
+    interval, and a new measurement far beyond the points inside the prediction interval,
+    close to 95 % of the time (a binomial 95 % band for 300 draws is about +-2.5 points; the
+    noise prior makes small samples slightly conservative)."""
+    model, losses, devices, far = COVERAGE_CASES[name]
+    rng = np.random.default_rng(2024)
+    n = np.asarray(devices)
+    truth = model.throughput(math.log(100.0), losses, n)
+    truth_far = model.throughput(math.log(100.0), losses, far)
+    seeds = 300
+    parameter_hits = np.zeros(len(losses))
+    prediction_hits = np.zeros(len(far))
+    for _ in range(seeds):
+        points = Points(devices=n, throughput=truth * np.exp(rng.normal(0.0, 0.03, n.size)))
+        fitted = fit_model(model, points)
+        half = t_quantile(fitted.nu) * fitted.standard_errors()[1:]
+        parameter_hits += np.abs(np.array(fitted.losses) - losses) <= half
+        _, low, high = fitted.interval(far)
+        new = truth_far * np.exp(rng.normal(0.0, 0.03, len(far)))
+        prediction_hits += (low <= new) & (new <= high)
+    assert np.all(parameter_hits / seeds >= 0.92), parameter_hits / seeds
+    assert np.all(parameter_hits / seeds <= 0.99), parameter_hits / seeds
+    assert np.all(prediction_hits / seeds >= 0.92), prediction_hits / seeds
+    assert np.all(prediction_hits / seeds <= 0.99), prediction_hits / seeds
+
+
+def test_prediction_interval_widens_with_distance() -> None:
+    points = noisy(MODELS["usl"], [0.02, 2e-4], DOUBLINGS, noise=0.02, seed=3)
+    result = fit(points, model="usl", at=[32, 64, 128, 256, 512])
+    widths = [math.log(p.throughput_high / p.throughput_low) for p in result.predictions]
+    assert widths == sorted(widths)
+    assert widths[-1] > 2 * widths[0]
+
+
+def test_json_has_the_public_keys_and_no_nan() -> None:
+    result = fit(FitQuery(points="1,100\n2,190\n4,345\n8,580\n16,880", at="32,64"))
+    data = result.to_dict()
+    json.dumps(data, allow_nan=False)
+    for key in ("model", "parameters", "r_squared", "predictions", "baseline", "selection"):
+        assert key in data
+    for prediction in data["predictions"]:
+        assert set(prediction) >= {
+            "devices",
+            "throughput",
+            "efficiency",
+            "throughput_low",
+            "throughput_high",
+        }
+        assert prediction["throughput_low"] < prediction["throughput"]
+        assert prediction["throughput"] < prediction["throughput_high"]
+    for parameter in data["parameters"].values():
+        assert parameter["low"] <= parameter["value"] <= parameter["high"]
+
+
+def test_amdahl_target_matches_the_formula() -> None:
+    # E(N) = 1 / (1 + s (N - 1)) < 0.8  <=>  N > 1 + 0.25 / s; s = 0.01 gives N = 27.
+    n = np.array([1, 2, 4, 8, 16])
+    points = Points(devices=n, throughput=MODELS["amdahl"].throughput(0.0, [0.01], n))
+    result = fit(points, model="amdahl", target_efficiency=0.8)
+    assert result.target.devices == 27
+    low, high = result.target.devices_low, result.target.devices_high
+    assert low is not None
+    assert high is not None
+    assert low <= 27 <= high
+
+
+def test_usl_peak_reported_with_interval() -> None:
+    points = noisy(MODELS["usl"], [0.02, 2e-4], DOUBLINGS * 2 + [64, 64], noise=0.01, seed=5)
+    result = fit(points, model="usl")
+    peak = result.to_dict()["peak"]
+    truth = math.sqrt(0.98 / 2e-4)
+    assert result.peak_devices == pytest.approx(truth, rel=0.2)
+    assert peak["devices_low"] < truth < peak["devices_high"]
+
+
+def test_efficiency_relative_to_one_device_or_the_fewest_measured() -> None:
+    one = fit(FitQuery(points="1,100\n2,190\n4,360"))
+    assert one.baseline.devices == 1
+    assert one.baseline.description == "one device (measured)"
+    eight = fit(FitQuery(points="8,800\n16,1500\n32,2800", at="8,64"))
+    assert eight.baseline.devices == 8
+    assert "fewest measured" in eight.baseline.description
+    assert eight.predictions[0].efficiency == pytest.approx(1.0)
+
+
+def test_two_points_fit_exactly_with_a_wide_honest_interval() -> None:
+    result = fit(FitQuery(points="1,197\n8,1432", at="16"))
+    prediction = result.predictions[0]
+    assert result.selection.method == "fewest parameters"
+    assert any("cannot show their noise" in note for note in result.notes)
+    assert prediction.throughput_high / prediction.throughput_low > 1.5
+
+
+def test_perfectly_linear_points_say_nothing_limits_them() -> None:
+    result = fit(FitQuery(points="1,100\n2,200\n4,400\n8,800\n16,1600\n32,3200"))
+    assert result.predictions[-1].efficiency == pytest.approx(1.0)
+    assert any("no loss from adding devices" in note for note in result.notes)
+    assert result.target.devices is None
+
+
+def test_superlinear_points_are_named() -> None:
+    result = fit(FitQuery(points="1,100\n2,210\n4,430\n8,880"))
+    assert any(note.startswith("Superlinear: 8 devices reach 110%") for note in result.notes)
+    assert result.predictions[-1].efficiency == pytest.approx(1.0)
+
+
+def test_noisy_non_monotone_points_are_named() -> None:
+    result = fit(FitQuery(points="1,100\n2,185\n4,360\n8,340\n16,700\n32,1250"))
+    assert any("falls from 360 at 4 devices to 340 at 8" in note for note in result.notes)
+    json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_auto_prefers_usl_for_retrograde_points() -> None:
+    n = np.array([1, 2, 4, 8, 16, 32, 64, 128])
+    points = noisy(MODELS["usl"], [0.03, 1e-3], n.tolist(), noise=0.01, seed=11)
+    result = fit(points)
+    assert result.model == "usl"
+    assert result.selection.method == "AICc"
+    assert "lowest AICc" in result.selection.reason
+
+
+def test_auto_prefers_comm_for_a_node_step_and_plateau() -> None:
+    devices = [1, 2, 4, 8, 16, 32, 64, 128] * 2
+    points = noisy(comm_model(8), [0.02, 0.3], devices, noise=0.01, seed=13)
+    result = fit(points, devices_per_node=8)
+    assert result.model == "comm"
+    assert result.fitted.model.devices_per_node == 8
+
+
+def test_a_model_the_points_cannot_identify_is_a_clear_error() -> None:
+    with pytest.raises(InputError) as caught:
+        fit(FitQuery(points="1,100\n8,700", model="usl"))
+    assert caught.value.issues[0].sentence("--model") == (
+        "--model: usl cannot be fitted: USL needs measurements at three or more device counts"
+    )
+    with pytest.raises(InputError, match="at least one below a full node"):
+        fit(FitQuery(points="8,700\n16,1300\n32,2500", model="comm", devices_per_node=8))
+
+
+def test_library_options_checked_with_their_ranges() -> None:
+    points = Points.of([(1, 100), (2, 190)])
+    with pytest.raises(InputError) as caught:
+        fit(points, target_efficiency=80)
+    assert caught.value.issues[0].field == "target_efficiency"
+    assert "less than 1" in caught.value.issues[0].sentence()
+    with pytest.raises(InputError, match="devices_per_node"):
+        fit(points, devices_per_node=0)
