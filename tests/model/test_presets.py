@@ -1,0 +1,31 @@
+"""Every shipped preset loads, names a source for each value, and the required ones exist."""
+
+import pytest
+
+from dpscale.model.presets import load_preset, preset_names
+
+REQUIRED = ("dgx1-v100", "dgx2", "dgx-a100", "dgx-h100", "hgx-h200", "pcie-100gbe", "aws-p5-efa")
+
+
+def test_required_presets_ship() -> None:
+    assert set(REQUIRED) <= set(preset_names())
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_preset_values_and_sources(name: str) -> None:
+    preset = load_preset(name)
+    hw = preset.hardware
+    assert hw.devices_per_node >= 1
+    assert 1e9 <= hw.intra_bandwidth <= 1e12
+    assert 1e9 <= hw.inter_bandwidth <= 1e12
+    assert 0 < hw.intra_latency < 1e-3
+    assert 0 < hw.inter_latency < 1e-3
+    assert all(len(source) > 10 for source in preset.sources.values())
+    assert preset.to_dict()["name"] == name
+
+
+def test_known_figures() -> None:
+    assert load_preset("dgx-h100").hardware.inter_bandwidth == 400e9  # 8 x 400 Gbit/s
+    assert load_preset("aws-p5-efa").hardware.inter_bandwidth == 400e9  # 3,200 Gbit/s
+    assert load_preset("pcie-100gbe").hardware.transport == "tcp"
+    assert load_preset("dgx2").hardware.devices_per_node == 16

@@ -1,0 +1,106 @@
+"""Inputs as typed: device lists, units, presets and overrides, and the messages for bad input."""
+
+import pytest
+
+from dpscale.model.query import PredictQuery, parse_devices
+from dpscale.validation import InputError, parse
+
+BASE = {"params": "138e6", "micro_batch": 64, "per_device_throughput": 130.9}
+CUSTOM = {
+    **BASE,
+    "devices_per_node": 4,
+    "intra_node_bandwidth": "12 GB/s",
+    "inter_node_bandwidth": "25 Gbit/s",
+    "transport": "tcp",
+}
+
+
+def issue_of(data: dict[str, object]) -> tuple[str, str]:
+    with pytest.raises(InputError) as caught:
+        parse(PredictQuery, data).scenario()
+    issue = caught.value.issues[0]
+    return issue.field, issue.sentence()
+
+
+def test_device_lists_ranges_and_doubling() -> None:
+    assert parse_devices("128,1,16,16") == [1, 16, 128]
+    assert parse_devices("1-4") == [1, 2, 3, 4]
+    assert parse_devices("1..512")[-3:] == [128, 256, 512]
+    assert parse_devices("3..100") == [3, 6, 12, 24, 48, 96, 100]
+
+
+@pytest.mark.parametrize("text", ["", "0", "8-4", "1,x", "1-200000", "1..20000000"])
+def test_bad_device_lists_name_the_field(text: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_devices(text)
+    assert caught.value.issues[0].field == "devices"
+
+
+def test_units_and_suffixes_are_read() -> None:
+    scenario = parse(PredictQuery, {**CUSTOM, "params": "1.2B", "grad_dtype": "bf16"}).scenario()
+    assert scenario.params == 1.2e9
+    assert scenario.gradient_bytes == 2.4e9
+    assert scenario.hardware.inter_bandwidth == 3.125e9
+    assert scenario.hardware.inter_effective_bandwidth == pytest.approx(3.125e9 * 0.5)
+    assert scenario.bucket_bytes == 25 * 1024 * 1024
+
+
+def test_preset_with_override() -> None:
+    scenario = parse(PredictQuery, {**BASE, "hardware": "dgx-h100", "transport": "tcp"}).scenario()
+    assert scenario.hardware.devices_per_node == 8
+    assert scenario.hardware.transport == "tcp"
+    assert scenario.hardware.inter_bandwidth == 400e9
+
+
+def test_throughput_from_flops() -> None:
+    data = {
+        **CUSTOM,
+        "per_device_throughput": None,
+        "flops_per_sample": "6e9",
+        "achieved_tflops": 300,
+    }
+    assert parse(PredictQuery, data).scenario().per_device_throughput == pytest.approx(5e4)
+
+
+def test_bad_bandwidth_names_the_option() -> None:
+    field, sentence = issue_of({**CUSTOM, "inter_node_bandwidth": "fast"})
+    assert field == "inter_node_bandwidth"
+    assert "cannot read 'fast' as a bandwidth" in sentence
+
+
+def test_zero_bandwidth_refused() -> None:
+    field, sentence = issue_of({**CUSTOM, "intra_node_bandwidth": "0 GB/s"})
+    assert field == "intra_node_bandwidth"
+    assert "greater than 0" in sentence
+
+
+def test_missing_hardware_named() -> None:
+    assert issue_of({**BASE, "devices_per_node": 8})[0] == "intra_node_bandwidth"
+    assert issue_of(BASE)[0] == "devices_per_node"
+
+
+def test_unknown_preset_lists_the_names() -> None:
+    field, sentence = issue_of({**BASE, "hardware": "dgx-9000"})
+    assert field == "hardware"
+    assert "dgx-h100" in sentence
+
+
+def test_missing_throughput_named() -> None:
+    field, _ = issue_of({**CUSTOM, "per_device_throughput": None})
+    assert field == "per_device_throughput"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("params", "lots", "params must be a number greater than 0"),
+        ("micro_batch", 0, "micro_batch must be a whole number from 1 to 10,000,000 (got 0)"),
+        ("grad_dtype", "int4", "grad_dtype must be one of: fp32, bf16, fp16, fp8 (got int4)"),
+        ("target_efficiency", 90, "target_efficiency must be a number greater than 0"),
+        ("transport", "udp", "transport must be one of: tcp, rdma (got udp)"),
+    ],
+)
+def test_rule_messages(field: str, value: object, expected: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse(PredictQuery, {**CUSTOM, field: value})
+    assert caught.value.issues[0].sentence().startswith(expected)
