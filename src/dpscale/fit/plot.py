@@ -9,7 +9,10 @@ the same bytes.
 from __future__ import annotations
 
 import io
+import threading
+import warnings
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -22,6 +25,22 @@ __all__ = ["FORMATS", "PlotLabels", "plot_svg", "render", "save_plot"]
 
 PlotFormat = Literal["svg", "png", "pdf"]
 FORMATS: tuple[PlotFormat, ...] = ("svg", "png", "pdf")
+
+_LOCK = threading.Lock()  # rc_context changes matplotlib's global settings while drawing
+# Fonts with Japanese glyphs, where installed, so PNG and PDF show them too.
+_FONTS = ("DejaVu Sans", "Noto Sans CJK JP", "IPAGothic", "IPAexGothic", "Noto Sans CJK SC")
+
+
+@cache
+def _style() -> dict[str, object]:
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return {
+        "svg.fonttype": "none",
+        "svg.hashsalt": "dpscale",  # stable element ids: the same input gives the same bytes
+        "font.family": [*(font for font in _FONTS if font in installed), "sans-serif"],
+    }
 
 
 @dataclass(frozen=True)
@@ -66,7 +85,9 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
     points = result.fitted.points
     grid = _grid(result)
     curve, low, high = result.curve(grid)
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dpscale"}):
+    with _LOCK, matplotlib.rc_context(_style()), warnings.catch_warnings():  # type: ignore[arg-type]
+        # Without a CJK font only the layout estimate of such labels suffers in SVG.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
         figure = Figure(figsize=(7.0, 4.5), layout="constrained")
         FigureCanvasAgg(figure)
         axes = figure.add_subplot()

@@ -1,0 +1,128 @@
+"""``dpscale fit`` end to end: table, JSON, plot file, stored runs, one-line errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpscale.cli.main import main
+
+POINTS = "devices,throughput\n1,329\n2,620\n8,2456\n16,4896\n"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+@pytest.fixture
+def points_file(tmp_path: Path) -> Path:
+    path = tmp_path / "points.csv"
+    path.write_text(POINTS, encoding="utf-8")
+    return path
+
+
+def test_json_output(capsys: pytest.CaptureFixture[str], points_file: Path) -> None:
+    status, out, err = run(capsys, "fit", str(points_file), "--at", "32,64", "--json")
+    assert status == 0, err
+    data = json.loads(out)
+    assert data["model"] in ("amdahl", "usl", "comm")
+    assert [p["devices"] for p in data["predictions"]] == [32, 64]
+    assert data["baseline"]["devices"] == 1
+    assert data["selection"]["reason"]
+
+
+def test_table_output_and_plot(
+    capsys: pytest.CaptureFixture[str], points_file: Path, tmp_path: Path
+) -> None:
+    plot = tmp_path / "fit.svg"
+    status, out, _ = run(
+        capsys, "fit", str(points_file), "--model", "amdahl", "--at", "64", "--plot", str(plot)
+    )
+    assert status == 0
+    flat = " ".join(out.split())
+    assert "Amdahl's law (amdahl)" in flat
+    assert "serial_fraction" in flat
+    assert "Efficiency falls below 80 % at" in flat
+    assert plot.read_text(encoding="utf-8").startswith("<?xml")
+
+
+def test_stored_run(capsys: pytest.CaptureFixture[str], sqlite_url: str) -> None:
+    from dpscale.store.runs import save_run
+
+    results = [
+        {
+            "devices": d,
+            "throughput": t,
+            "per_device_throughput": t / d,
+            "efficiency": t / d / 329,
+            "step_time_p50_s": 0.1,
+            "step_time_p95_s": 0.1,
+        }
+        for d, t in ((1, 329.0), (2, 620.0), (8, 2456.0))
+    ]
+    run_id = save_run(
+        {
+            "run_id": "ddp-1",
+            "backend": "gloo",
+            "partial": False,
+            "environment": {},
+            "config": {},
+            "results": results,
+            "collectives": [],
+        },
+        url=sqlite_url,
+    )
+    status, out, err = run(capsys, "fit", "--run", run_id, "--at", "16", "--json")
+    assert status == 0, err
+    assert json.loads(out)["predictions"][0]["devices"] == 16
+    status, _, err = run(capsys, "fit", "--run", "nope")
+    assert status == 2
+    assert err == "dpscale: error: --run: no stored measurement run with id 'nope'\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--at", "0"], "--at must be a whole number from 1 to 10,000,000 (got 0)"),
+        (["--model", "gpt"], "--model must be one of: auto, amdahl, usl, comm (got gpt)"),
+        (
+            ["--devices-per-node", "eight"],
+            "--devices-per-node must be a whole number from 1 to 10,000,000 (got eight)",
+        ),
+        (
+            ["--target-efficiency", "100"],
+            "--target-efficiency must be a number greater than 0 and less than 100 (got 100)",
+        ),
+        (["--plot", "fit.jpg"], "--plot: the file name must end in .svg, .png or .pdf"),
+    ],
+)
+def test_bad_options_one_line(
+    capsys: pytest.CaptureFixture[str], points_file: Path, args: list[str], expected: str
+) -> None:
+    status, out, err = run(capsys, "fit", str(points_file), *args)
+    assert status == 2
+    assert out == ""
+    assert err.startswith(f"dpscale: error: {expected}")
+    assert err.count("\n") == 1
+
+
+def test_bad_file_names_the_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("devices,throughput\n1,329\n2,-5\n", encoding="utf-8")
+    status, _, err = run(capsys, "fit", str(path))
+    assert status == 2
+    assert err == (
+        f"dpscale: error: {path}: line 3, column throughput must be a number greater than 0 "
+        "and <= 1e+15 (got -5)\n"
+    )
+
+
+def test_missing_file_and_missing_input(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "fit", "/nonexistent/points.csv")
+    assert (status, err) == (2, "dpscale: error: /nonexistent/points.csv: no such file\n")
+    status, _, err = run(capsys, "fit")
+    assert status == 2
+    assert "give either a FILE of points or --run ID" in err
