@@ -49,6 +49,9 @@ __all__ = [
 
 POLL_S = 0.1
 """How often the launcher looks at the run directory."""
+STARTUP_S = 60.0
+"""Start-up (interpreter, torch import, rendezvous) may take this long even with a shorter
+timeout: a busy machine imports torch slowly, which is no hang."""
 EXIT_GRACE_S = 3.0
 """After a rank dies, how long torchrun may take to stop the others and report, by itself."""
 WORKER_MODULE = "dpscale.measure.worker"
@@ -174,8 +177,15 @@ def _how(code: int | None, error: str | None) -> str:
 
 
 def _death_message(
-    world_size: int, statuses: dict[int, dict[str, Any]], dead: Sequence[int], log: str
+    world_size: int,
+    statuses: dict[int, dict[str, Any]],
+    dead: Sequence[int],
+    log: str,
+    timeout_s: float,
 ) -> str:
+    frozen = _frozen(statuses, timeout_s)
+    if frozen:  # the others died of waiting for it (their collectives timed out)
+        return _frozen_message(world_size, statuses, frozen[0], timeout_s)
     codes, root = _torchrun_failures(log)
     signalled = [r for r, code in codes.items() if code < 0 and code != -signal.SIGTERM]
     candidates = sorted(
@@ -195,24 +205,35 @@ def _death_message(
     )
 
 
-def _stall_message(
-    world_size: int, statuses: dict[int, dict[str, Any]], timeout_s: float, now: float
-) -> str:
-    if not statuses:
-        return f"world size {world_size} did not start within the {timeout_s:g} s timeout"
-    stale = sorted(
+def _frozen(statuses: dict[int, dict[str, Any]], timeout_s: float) -> list[int]:
+    """Ranks alive but silent: their heartbeat thread stopped (a stopped or stuck process)."""
+    now = time.time()
+    return sorted(
         rank
         for rank, status in statuses.items()
-        if status["state"] != "done" and now - status.get("heartbeat", now) > timeout_s / 2
+        if status["state"] not in ("done", "failed")
+        and now - status.get("heartbeat", now) > max(2.0, timeout_s / 2)
+        and _alive(int(status["pid"]))
     )
-    if stale:
-        rank = stale[0]
-        age = now - statuses[rank]["heartbeat"]
-        return (
-            f"rank {rank} of world size {world_size} stopped responding (no heartbeat for "
-            f"{age:.0f} s, during {statuses[rank]['label']}); stopped after the "
-            f"{timeout_s:g} s timeout"
-        )
+
+
+def _frozen_message(
+    world_size: int, statuses: dict[int, dict[str, Any]], rank: int, timeout_s: float
+) -> str:
+    age = time.time() - statuses[rank]["heartbeat"]
+    return (
+        f"rank {rank} of world size {world_size} stopped responding (no heartbeat for "
+        f"{age:.0f} s, during {statuses[rank]['label']}); stopped after the "
+        f"{timeout_s:g} s timeout"
+    )
+
+
+def _stall_message(world_size: int, statuses: dict[int, dict[str, Any]], timeout_s: float) -> str:
+    if not statuses:
+        return f"world size {world_size} did not start within {max(timeout_s, STARTUP_S):g} s"
+    frozen = _frozen(statuses, timeout_s)
+    if frozen:
+        return _frozen_message(world_size, statuses, frozen[0], timeout_s)
     position = {rank: (status["index"], status["ticks"]) for rank, status in statuses.items()}
     if len(set(position.values())) > 1 or len(statuses) < world_size:
         missing = sorted(set(range(world_size)) - set(statuses))
@@ -267,6 +288,7 @@ def run_world_size(
     statuses: dict[int, dict[str, Any]] = {}
     last_progress = time.monotonic()
     dead_since: float | None = None
+    finished_since: float | None = None
     dead: list[int] = []
     try:
         while True:
@@ -291,8 +313,18 @@ def run_world_size(
             if code is not None:
                 if code != 0 or not any(e["type"] == "done" for e in outcome.events):
                     log_text = outcome.log.read_text(encoding="utf-8", errors="replace")
-                    outcome.error = _death_message(world_size, statuses, dead, log_text)
+                    outcome.error = _death_message(
+                        world_size, statuses, dead, log_text, config.timeout_s
+                    )
                 return outcome
+            finished = any(e["type"] == "done" for e in outcome.events) and all(
+                status["state"] == "done" for status in statuses.values()
+            )
+            if finished:  # every measurement is in; a rank slow to exit is no failure
+                finished_since = finished_since or now
+                if now - finished_since > EXIT_GRACE_S:
+                    return outcome
+                continue
             newly_dead = [
                 rank
                 for rank, status in statuses.items()
@@ -302,10 +334,16 @@ def run_world_size(
                 dead, dead_since = newly_dead, now
             if dead_since is not None and now - dead_since > EXIT_GRACE_S:
                 log_text = outcome.log.read_text(encoding="utf-8", errors="replace")
-                outcome.error = _death_message(world_size, statuses, dead, log_text)
+                outcome.error = _death_message(
+                    world_size, statuses, dead, log_text, config.timeout_s
+                )
                 return outcome
-            if now - last_progress > config.timeout_s:
-                outcome.error = _stall_message(world_size, statuses, config.timeout_s, time.time())
+            starting = len(statuses) < world_size or any(
+                status["state"] == "starting" for status in statuses.values()
+            )
+            allowed = max(config.timeout_s, STARTUP_S) if starting else config.timeout_s
+            if now - last_progress > allowed:
+                outcome.error = _stall_message(world_size, statuses, config.timeout_s)
                 return outcome
     finally:
         _kill_all(proc, outcome.pids)

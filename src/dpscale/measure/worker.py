@@ -48,6 +48,11 @@ HEARTBEAT_S = 0.5
 """How often each rank rewrites its status file (the launcher's sign of life)."""
 
 
+COLLECTIVE_SLACK_S = 10.0
+"""Collectives time out this much after ``--timeout``, so that under ``dpscale measure`` the
+launcher, which can tell which rank hung, decides first."""
+
+
 class WorkerSetupError(RuntimeError):
     """The process was not started as a rank (no torch or SLURM variables)."""
 
@@ -225,9 +230,6 @@ def _summary(item: PlanItem, config: MeasureConfig, moved: int, times: list[list
 
 def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> dict[str, Any] | None:
     """Run this rank's part of the plan; rank 0 returns (and, with ``report``, writes) the run."""
-    import torch
-    import torch.distributed as dist
-
     identity = rank_identity(os.environ)
     os.environ.setdefault("MASTER_PORT", "29500")
     os.environ.update(
@@ -240,6 +242,9 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
     status = _Status(run_dir, identity)
     status.start()
     lead = identity.rank == 0
+    import torch  # after the first status: a slow import shows as start-up, not as a hang
+    import torch.distributed as dist
+
     try:
         backend = resolve_backend(config.backend)
         if backend == "nccl":
@@ -250,7 +255,7 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
             device, name = torch.device("cpu"), _cpu_name()
         dist.init_process_group(
             backend,
-            timeout=timedelta(seconds=config.timeout_s),
+            timeout=timedelta(seconds=config.timeout_s + COLLECTIVE_SLACK_S),
             device_id=device if device.type == "cuda" else None,
         )
         world = identity.world_size
