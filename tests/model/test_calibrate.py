@@ -1,0 +1,165 @@
+"""Calibration from nccl-tests text and JSON, dpscale measurements and stored runs."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpscale.model.calibrate import (
+    calibration_from_samples,
+    load_calibration,
+    read_dpscale_run,
+    read_nccl_tests_json,
+    read_nccl_tests_text,
+)
+from dpscale.model.hardware import Hardware
+from dpscale.model.scenario import Scenario
+from dpscale.validation import InputError
+
+# The shape nccl-tests prints (2 nodes x 2 GPUs); times follow t = 30 us + S * 1.5 / 20 GB/s.
+RANKS = "".join(
+    f"#  Rank {r:2d} Group  0 Pid {100 + r:6d} on {host:>10s} device {r % 2:2d} [0000:07:00] "
+    "NVIDIA H100 80GB HBM3\n"
+    for r, host in enumerate(["node-a", "node-a", "node-b", "node-b"])
+)
+SIZES = [2**k for k in range(20, 31, 2)]
+
+
+def _time_us(size: int) -> float:
+    return 30.0 + size * 1.5 / 20e9 * 1e6
+
+
+TEXT = (
+    "# nccl-tests version 2.17.1 nccl-headers=22703 nccl-library=22703\n"
+    "# Collective test starting: all_reduce_perf\n"
+    "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1073741824 step: 4(factor) warmup iters: 5\n"
+    "#\n# Using devices\n" + RANKS + "#\n"
+    "#  out-of-place  in-place\n"
+    "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw  busbw #wrong\n"
+    "#  (B)  (elements)  (us)  (GB/s)  (GB/s)  (us)  (GB/s)  (GB/s)\n"
+    + "".join(
+        f"{s:12d}  {s // 4:12d}     float     sum      -1  {_time_us(s):7.1f}  "
+        f"{s / _time_us(s) / 1e3:6.2f}  {1.5 * s / _time_us(s) / 1e3:6.2f}      0  "
+        f"{_time_us(s):7.1f}  0.00  0.00      0\n"
+        for s in SIZES
+    )
+    + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 12.3\n"
+)
+
+
+def scenario() -> Scenario:
+    hw = Hardware(devices_per_node=2, intra_bandwidth=300e9, inter_bandwidth=50e9)
+    return Scenario(
+        params=1e9,
+        grad_dtype="bf16",
+        micro_batch=8,
+        grad_accum=1,
+        per_device_throughput=10.0,
+        hardware=hw,
+    )
+
+
+def test_text_output_gives_devices_nodes_bandwidth_and_latency() -> None:
+    samples = read_nccl_tests_text(TEXT)
+    assert {s.devices for s in samples} == {4}
+    assert {s.nodes for s in samples} == {2}
+    cal = calibration_from_samples(samples, source="test")
+    assert cal.op == "all_reduce"
+    assert cal.bus_bandwidth == pytest.approx(20e9, rel=0.01)
+    assert cal.latency_s == pytest.approx(30e-6, rel=0.05)
+
+
+def test_calibration_replaces_the_network_when_measured_across_nodes() -> None:
+    cal = calibration_from_samples(read_nccl_tests_text(TEXT), source="test")
+    calibrated = cal.apply(scenario())
+    assert calibrated.hardware.inter_effective_bandwidth == pytest.approx(20e9, rel=0.01)
+    assert calibrated.hardware.intra_bandwidth == 300e9
+    assert calibrated.calibration is not None
+    assert "all_reduce on 4 devices" in calibrated.calibration
+
+
+def test_json_output() -> None:
+    data = {
+        "version": 2,
+        "args": ["./build/all_reduce_perf", "-b", "1M", "-e", "1G", "-J", "out.json"],
+        "config": {
+            "nthreads": 1,
+            "ngpus": 1,
+            "devices": [{"rank": r, "hostname": "solo"} for r in range(8)],
+        },
+        "results": [
+            {"size": s, "out_of_place": {"time": _time_us(s), "alg_bw": 0, "bus_bw": 0}}
+            for s in SIZES
+        ],
+    }
+    samples = read_nccl_tests_json(data)
+    assert (samples[0].devices, samples[0].nodes, samples[0].op) == (8, 1, "all_reduce")
+    cal = calibration_from_samples(samples, source="json")
+    # the same times over 8 ranks: bus factor 1.75 instead of 1.5
+    assert cal.bus_bandwidth == pytest.approx(20e9 * 1.75 / 1.5, rel=0.01)
+    calibrated = cal.apply(scenario())
+    assert calibrated.hardware.intra_bandwidth == pytest.approx(cal.bus_bandwidth)
+
+
+RUN = {
+    "run_id": "cal-1",
+    "backend": "gloo",
+    "partial": False,
+    "environment": {"hosts": ["box"]},
+    "config": {},
+    "results": [
+        {
+            "devices": 2,
+            "throughput": 19.0,
+            "per_device_throughput": 9.5,
+            "efficiency": 0.95,
+            "step_time_p50_s": 0.1,
+            "step_time_p95_s": 0.1,
+        }
+    ],
+    "collectives": [
+        {
+            "op": "all_reduce",
+            "devices": 2,
+            "bytes": s,
+            "time_s": 1e-4 + s / 5e9,
+            "algbw": s / (1e-4 + s / 5e9),
+            "busbw": s / (1e-4 + s / 5e9),
+        }
+        for s in (1 << 20, 1 << 24, 1 << 27)
+    ],
+}
+
+
+def test_dpscale_measurement_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(RUN))
+    cal = load_calibration(str(path))
+    assert cal.devices == 2
+    assert cal.bus_bandwidth == pytest.approx(5e9, rel=0.01)
+    assert cal.latency_s == pytest.approx(1e-4, rel=0.05)
+
+
+def test_stored_run_by_id(sqlite_url: str) -> None:
+    from dpscale.store.runs import save_run
+
+    save_run(RUN, url=sqlite_url)
+    cal = load_calibration("cal-1", url=sqlite_url)
+    assert cal.source == "run cal-1"
+    assert cal.bus_bandwidth == pytest.approx(5e9, rel=0.01)
+
+
+def test_unknown_reference_names_the_option(sqlite_url: str) -> None:
+    with pytest.raises(InputError) as caught:
+        load_calibration("no-such-thing", url=sqlite_url)
+    assert caught.value.issues[0].field == "calibrate"
+
+
+def test_text_without_results_is_refused() -> None:
+    with pytest.raises(InputError, match="no nccl-tests result rows"):
+        read_nccl_tests_text("# nothing here\n")
+
+
+def test_run_without_collectives_is_refused() -> None:
+    with pytest.raises(InputError, match="no collectives"):
+        read_dpscale_run({**RUN, "collectives": []})

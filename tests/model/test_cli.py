@@ -1,0 +1,137 @@
+"""``dpscale predict`` end to end: table, JSON, chart, calibration, target, one-line errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpscale.cli.main import main
+
+DESIGN_EXAMPLE = (
+    "predict",
+    "--params",
+    "138e6",
+    "--grad-dtype",
+    "fp32",
+    "--micro-batch",
+    "64",
+    "--grad-accum",
+    "1",
+    "--per-device-throughput",
+    "130.9",
+    "--devices-per-node",
+    "4",
+    "--intra-node-bandwidth",
+    "12 GB/s",
+    "--inter-node-bandwidth",
+    "25 Gbit/s",
+    "--transport",
+    "rdma",
+    "--devices",
+    "1,16,128,512",
+)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+def test_design_example_json(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, *DESIGN_EXAMPLE, "--json")
+    assert status == 0
+    payload = json.loads(out)
+    assert [p["devices"] for p in payload["points"]] == [1, 16, 128, 512]
+    assert payload["points"][0]["efficiency"] == 1.0
+    assert 0 < payload["points"][-1]["efficiency"] < payload["points"][1]["efficiency"]
+
+
+def test_table_and_answers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    chart = tmp_path / "e.png"
+    status, out, _ = run(
+        capsys, *DESIGN_EXAMPLE, "--target-efficiency", "90%", "--plot", str(chart)
+    )
+    assert status == 0
+    flat = " ".join(out.split())
+    assert "Largest device count that keeps efficiency >= 90 %" in flat
+    assert "At 512 devices" in flat
+    assert "--grad-accum" in flat
+    assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+def test_hardware_preset_and_list(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys,
+        "predict",
+        "--params",
+        "7B",
+        "--grad-dtype",
+        "bf16",
+        "--micro-batch",
+        "8",
+        "--per-device-throughput",
+        "12",
+        "--hardware",
+        "dgx-h100",
+        "--devices",
+        "8,256",
+        "--json",
+    )
+    assert status == 0
+    assert json.loads(out)["hardware"]["name"] == "dgx-h100"
+    status, out, _ = run(capsys, "predict", "--list-hardware", "--json")
+    assert status == 0
+    assert "hgx-h200" in {p["name"] for p in json.loads(out)["presets"]}
+
+
+def test_calibrate_from_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    measured = tmp_path / "run.json"
+    measured.write_text(
+        json.dumps(
+            {
+                "run_id": "x",
+                "backend": "nccl",
+                "environment": {"hosts": ["a", "b"]},
+                "results": [],
+                "collectives": [
+                    {
+                        "op": "all_reduce",
+                        "devices": 8,
+                        "bytes": s,
+                        "time_s": 5e-5 + s * 1.75 / 1e9,
+                        "algbw": 0.0,
+                        "busbw": 0.0,
+                    }
+                    for s in (1 << 20, 1 << 26)
+                ],
+            }
+        )
+    )
+    status, out, _ = run(capsys, *DESIGN_EXAMPLE, "--calibrate", str(measured), "--json")
+    assert status == 0
+    hardware = json.loads(out)["hardware"]
+    assert hardware["inter_node_effective_bandwidth_bytes_per_s"] == pytest.approx(1e9, rel=0.01)
+    assert "all_reduce on 8 devices" in hardware["calibration"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--inter-node-bandwidth", "fast"), "--inter-node-bandwidth: cannot read 'fast'"),
+        (("--micro-batch", "0"), "--micro-batch must be a whole number from 1"),
+        (("--devices", "0,4"), "--devices: counts must be whole numbers from 1"),
+        (("--target-efficiency", "90"), "--target-efficiency must be a number greater than 0"),
+        (("--plot", "chart.gif"), "--plot: the file name must end in .png, .svg or .pdf"),
+        (("--calibrate", "missing-run"), "--calibrate: no file and no stored run"),
+    ],
+)
+def test_bad_input_one_line(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, args: tuple[str, ...], message: str
+) -> None:
+    status, out, err = run(capsys, *DESIGN_EXAMPLE, *args)
+    assert status == 2
+    assert out == ""
+    assert message in err
+    assert len(err.strip().splitlines()) == 1

@@ -1,0 +1,89 @@
+"""predict(query): the JSON every surface shares, the answers, and the chart."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from dpscale.model import PredictQuery, predict
+from dpscale.model.plot import efficiency_svg, save_plot
+from dpscale.validation import InputError, parse
+
+QUERY = {
+    "params": "138e6",
+    "grad_dtype": "fp32",
+    "micro_batch": 64,
+    "grad_accum": 1,
+    "per_device_throughput": 130.9,
+    "devices_per_node": 4,
+    "intra_node_bandwidth": "12 GB/s",
+    "inter_node_bandwidth": "25 Gbit/s",
+    "transport": "rdma",
+    "devices": "1,16,128,512",
+}
+KEYS = {
+    "devices",
+    "efficiency",
+    "ideal_throughput",
+    "actual_throughput",
+    "speedup",
+    "step_time_s",
+    "compute_time_s",
+    "comm_time_s",
+    "exposed_comm_time_s",
+    "limited_by",
+    "algorithm",
+    "nodes",
+}
+
+
+def result(**changes: object) -> dict[str, object]:
+    return predict(parse(PredictQuery, {**QUERY, **changes})).to_dict()
+
+
+def test_points_have_the_design_keys_and_consistent_numbers() -> None:
+    points = result()["points"]
+    assert [p["devices"] for p in points] == [1, 16, 128, 512]
+    for p in points:
+        assert set(p) >= KEYS
+        assert p["ideal_throughput"] == pytest.approx(p["devices"] * 130.9)
+        assert p["actual_throughput"] == pytest.approx(p["ideal_throughput"] * p["efficiency"])
+        assert p["speedup"] == pytest.approx(p["devices"] * p["efficiency"])
+        assert p["step_time_s"] == pytest.approx(p["compute_time_s"] + p["exposed_comm_time_s"])
+        assert all(not isinstance(v, float) or math.isfinite(v) for v in p.values())
+    assert points[0]["efficiency"] == 1.0
+    assert points[-1]["limited_by"] == "inter_node_bandwidth"
+    json.dumps(result(), allow_nan=False)
+
+
+def test_questions_answer_the_target() -> None:
+    answers = result(target_efficiency=0.9)["questions"]
+    assert answers["at_devices"] == 512
+    assert answers["max_devices"] >= 4
+    assert answers["grad_accum_needed"] >= 2
+    checked = result(grad_accum=answers["grad_accum_needed"], devices="512")
+    assert checked["points"][0]["efficiency"] >= 0.9
+
+
+def test_bad_input_raises_input_error_naming_the_field() -> None:
+    with pytest.raises(InputError) as caught:
+        predict(parse(PredictQuery, {**QUERY, "devices": "1,two"}))
+    assert caught.value.issues[0].field == "devices"
+
+
+def test_svg_and_files(tmp_path: Path) -> None:
+    prediction = predict(parse(PredictQuery, {**QUERY, "target_efficiency": 0.9}))
+    svg = efficiency_svg(prediction)
+    assert "<svg" in svg
+    assert svg == efficiency_svg(prediction)  # deterministic: no dates, fixed ids
+    for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
+        path = save_plot(prediction, tmp_path / f"chart{suffix}")
+        assert path.read_bytes().startswith(magic)
+
+
+def test_plot_suffix_checked(tmp_path: Path) -> None:
+    prediction = predict(parse(PredictQuery, QUERY))
+    with pytest.raises(InputError) as caught:
+        save_plot(prediction, tmp_path / "chart.gif")
+    assert caught.value.issues[0].field == "plot"
