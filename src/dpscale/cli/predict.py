@@ -215,7 +215,7 @@ def _print_presets(as_json: bool) -> None:
 
 _LIMITS = {
     "none": "-",
-    "intra_node_bandwidth": "node link",
+    "intra_node_bandwidth": "node",
     "inter_node_bandwidth": "network",
     "latency": "latency",
 }
@@ -233,11 +233,14 @@ def _print_result(result: Any, plot: str | None) -> None:
 
     sc, hw = result.scenario, result.scenario.hardware
     console = Console(soft_wrap=True)
-    table = Table(title=f"Predicted data-parallel scaling ({hw.name})", title_justify="left")
-    columns = ("N", "Nodes", "E(N)", sc.unit, "Speedup", "Step", "Compute", "Comm", "Exposed")
+    table = Table(
+        title=f"Predicted data-parallel scaling on {hw.name} (actual throughput in {sc.unit})",
+        title_justify="left",
+    )
+    columns = ("N", "Nodes", "E(N)", "Actual", "Speedup", "Step ms", "Compute", "Comm", "Exposed")
     for column in columns:
         table.add_column(column, justify="right")
-    table.add_column("Limit")
+    table.add_column("Limit", no_wrap=True)
     for p in result.points():
         table.add_row(
             number(p["devices"]),
@@ -245,10 +248,10 @@ def _print_result(result: Any, plot: str | None) -> None:
             percent(p["efficiency"]),
             number(p["actual_throughput"]),
             f"{number(p['speedup'])}x",
-            _ms(p["step_time_s"]),
-            _ms(p["compute_time_s"]),
-            _ms(p["comm_time_s"]),
-            _ms(p["exposed_comm_time_s"]),
+            number(p["step_time_s"] * 1e3),
+            number(p["compute_time_s"] * 1e3),
+            number(p["comm_time_s"] * 1e3),
+            number(p["exposed_comm_time_s"] * 1e3),
             _LIMITS[p["limited_by"]] + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
         )
     console.print(table)
