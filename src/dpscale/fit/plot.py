@@ -53,7 +53,7 @@ class PlotLabels:
     measured: str = "Measured"
     fitted: str = "Fitted ({model})"
     band: str = "95 % prediction interval"
-    ideal: str = "Ideal (linear from {devices} devices)"
+    ideal: str = "Ideal (linear from the {devices}-device baseline)"
     predicted: str = "Predicted"
 
 
@@ -78,6 +78,7 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
     labels = labels or PlotLabels()
     model = result.fitted.model.name
@@ -118,6 +119,7 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
                 label=labels.predicted,
             )
         axes.set_xscale("log", base=2)
+        axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
         axes.set_yscale("log")
         axes.set_xlabel(labels.devices)
         axes.set_ylabel(labels.throughput)
