@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from dpscale.store.feedback import FeedbackInput
 from dpscale.validation import InputError, Rule
@@ -22,8 +22,9 @@ from dpscale.web.forms import MAX_VALUE_LENGTH, api_errors
 from dpscale.web.i18n import localizer
 from dpscale.web.registry import Calculator, InputField, calculators
 from dpscale.web.security import same_origin
+from dpscale.web.templating import render
 
-__all__ = ["add_api_routes"]
+__all__ = ["add_api_routes", "add_docs_route"]
 
 _ERRORS_SCHEMA = {
     "type": "object",
@@ -184,3 +185,61 @@ def add_api_routes(app: FastAPI) -> None:
         },
     )
     app.include_router(router)
+
+
+def _range(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return ", ".join(str(choice) for choice in schema["enum"])
+    low, high = schema.get("minimum", schema.get("exclusiveMinimum")), schema.get("maximum")
+    if low is not None and high is not None:
+        return f"{low:,} to {high:,}"
+    return str(schema.get("pattern", ""))
+
+
+def add_docs_route(app: FastAPI) -> None:
+    """``/api/docs``: the OpenAPI description as a plain page, served without any CDN."""
+
+    async def docs(request: Request) -> HTMLResponse:
+        spec = app.openapi()
+        endpoints = []
+        for path, methods in spec["paths"].items():
+            for method, operation in methods.items():
+                parameters = [
+                    {
+                        "name": p["name"],
+                        "required": p.get("required", False),
+                        "type": p["schema"].get("type", ""),
+                        "range": _range(p["schema"]),
+                        "description": p.get("description", ""),
+                    }
+                    for p in operation.get("parameters", [])
+                ]
+                body = operation.get("requestBody", {}).get("content", {})
+                schema = body.get("application/json", {}).get("schema", {})
+                fields = [
+                    {
+                        "name": name,
+                        "required": name in schema.get("required", []),
+                        "type": prop.get("type", ""),
+                        "range": _range(prop)
+                        or (
+                            f"up to {prop['maxLength']:,} characters" if "maxLength" in prop else ""
+                        ),
+                        "description": prop.get("description", ""),
+                    }
+                    for name, prop in schema.get("properties", {}).items()
+                ]
+                endpoints.append(
+                    {
+                        "method": method.upper(),
+                        "path": path,
+                        "summary": operation.get("summary", ""),
+                        "description": operation.get("description", ""),
+                        "parameters": parameters,
+                        "fields": fields,
+                    }
+                )
+        html = render("en", "api_docs.html", lang="en", spec=spec, endpoints=endpoints)
+        return HTMLResponse(html)
+
+    app.add_api_route("/api/docs", docs, methods=["GET"], include_in_schema=False)

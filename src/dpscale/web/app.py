@@ -50,6 +50,7 @@ def create_app() -> FastAPI:
     app.add_middleware(SecurityHeaders)
     app.mount("/static", _Static(directory=STATIC_DIR), name="static")
     api.add_api_routes(app)
+    api.add_docs_route(app)
     app.include_router(views.router)
 
     @app.exception_handler(HTTPException)

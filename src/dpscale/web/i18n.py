@@ -8,10 +8,10 @@ Catalogues are read from their ``.po`` source and compiled in memory on first us
 compiled ``.mo`` file has to be built or committed.
 
 >>> en = localizer("en")
->>> en.number(115200.0), en.number(57.6), en.percent(0.9)
-('115,200', '57.6', '90%')
+>>> en.number(115200.0), en.number(57.6), en.percent(0.9), en.percent(0.7272727)
+('115,200', '57.6', '90%', '72.73%')
 >>> localizer("ja").number(1234567.5), localizer("ja").percent(0.2727272)
-('1,234,567.5', '27.27%')
+('1,234,568', '27.27%')
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
+from decimal import Decimal
 from functools import cache
 from io import BytesIO
 from pathlib import Path
@@ -93,9 +94,15 @@ def _translations(code: str) -> Translations:
 
 
 def _significant(value: float, digits: int) -> float:
+    """``value`` rounded to ``digits`` significant digits, but never within its integer part.
+
+    >>> _significant(57.6123456, 4), _significant(16777216.0, 4), _significant(0.0123456, 3)
+    (57.61, 16777216.0, 0.0123)
+    """
     if value == 0 or not math.isfinite(value):
         return value
-    return float(f"{value:.{digits}g}")
+    magnitude = math.floor(math.log10(abs(value)))
+    return round(value, max(0, digits - 1 - magnitude))
 
 
 @dataclass(frozen=True)
@@ -119,8 +126,8 @@ class Localizer:
         return text % values if values else text
 
     def number(self, value: float, digits: int = 6) -> str:
-        """``value`` rounded to ``digits`` significant digits in the locale's format."""
-        if abs(value) >= 1e15:
+        """``value`` in the locale's format, to ``digits`` significant digits (whole part kept)."""
+        if abs(value) >= 1e16:
             return str(format_scientific(value, format="0.###E0", locale=self.language.locale))
         return str(
             format_decimal(
@@ -132,7 +139,7 @@ class Localizer:
 
     def percent(self, fraction: float, digits: int = 4) -> str:
         """A fraction as the locale writes a percentage: 0.9 -> '90%'."""
-        rounded = _significant(float(fraction) * 100, digits) / 100
+        rounded = Decimal(repr(_significant(float(fraction) * 100, digits))) / 100
         return str(format_percent(rounded, locale=self.language.locale, decimal_quantization=False))
 
     def date(self, day: date) -> str:

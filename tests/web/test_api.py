@@ -1,0 +1,143 @@
+"""The JSON API: the CLI's parameter names and keys, 422 with a message per field, OpenAPI."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from dpscale.cli.main import main
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> object:
+    with pytest.raises(SystemExit) as exited:
+        main([*args, "--json"])
+    assert exited.value.code == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "cli"),
+    [
+        (
+            "/api/v1/data-parallel-scaling",
+            {"devices": "64", "throughput": "2000", "efficiency": "90", "unit": "tokens/s"},
+            [
+                "calc",
+                "--devices",
+                "64",
+                "--throughput",
+                "2000",
+                "--efficiency",
+                "90",
+                "--unit",
+                "tokens/s",
+            ],
+        ),
+        (
+            "/api/v1/effective-batch-size",
+            {"micro_batch": "4", "devices": "128", "grad_accum": "4", "seq_len": "8192"},
+            [
+                "batch",
+                "--micro-batch",
+                "4",
+                "--devices",
+                "128",
+                "--grad-accum",
+                "4",
+                "--seq-len",
+                "8192",
+            ],
+        ),
+        (
+            "/api/v1/effective-batch-size",
+            {"micro_batch": "4", "devices": "128", "target_global_batch": "2048"},
+            ["batch", "--micro-batch", "4", "--devices", "128", "--target-global-batch", "2048"],
+        ),
+        (
+            "/api/v1/pipeline-bubble",
+            {"stages": "4", "micro_batches": "8", "virtual_stages": "2"},
+            ["bubble", "--stages", "4", "--micro-batches", "8", "--virtual-stages", "2"],
+        ),
+    ],
+)
+def test_api_answers_as_the_cli(
+    client: httpx.Client,
+    capsys: pytest.CaptureFixture[str],
+    path: str,
+    params: dict[str, str],
+    cli: list[str],
+) -> None:
+    response = client.get(path, params=params)
+    assert response.status_code == 200
+    assert response.json() == cli_json(capsys, *cli)
+
+
+def test_worked_example_keys_and_values(client: httpx.Client) -> None:
+    data = client.get("/api/v1/calc?devices=64&throughput=2000&efficiency=90").json()
+    assert data == {
+        "devices": 64,
+        "per_device_throughput": 2000.0,
+        "efficiency": 0.9,
+        "unit": "samples/s",
+        "ideal_throughput": 128000.0,
+        "actual_throughput": 115200.0,
+        "speedup": 57.6,
+        "lost_throughput": 12800.0,
+    }
+
+
+def test_bad_input_gets_422_with_a_message_per_field(client: httpx.Client) -> None:
+    response = client.get("/api/v1/data-parallel-scaling?devices=0&throughput=-1&efficiency=101")
+    assert response.status_code == 422
+    assert response.json() == {
+        "detail": [
+            {
+                "field": "devices",
+                "message": "devices must be a whole number from 1 to 10,000,000 (got 0)",
+            },
+            {
+                "field": "throughput",
+                "message": "throughput must be a number from 0 to 1e+15 (got -1)",
+            },
+            {
+                "field": "efficiency",
+                "message": "efficiency must be a number from 0 to 100 (got 101)",
+            },
+        ]
+    }
+    missing = client.get("/api/v1/pipeline-bubble?stages=4").json()
+    assert missing["detail"] == [
+        {
+            "field": "micro_batches",
+            "message": "micro_batches is required: a whole number from 1 to 10,000,000",
+        }
+    ]
+    for value in ["nan", "inf", "1e400"]:
+        response = client.get(f"/api/v1/calc?devices=8&throughput={value}&efficiency=90")
+        assert response.status_code == 422, value
+
+
+def test_openapi_documents_each_calculator(client: httpx.Client) -> None:
+    spec = client.get("/api/openapi.json").json()
+    scaling = spec["paths"]["/api/v1/data-parallel-scaling"]["get"]
+    parameters = {p["name"]: p for p in scaling["parameters"]}
+    assert list(parameters) == ["devices", "throughput", "efficiency", "unit"]
+    assert parameters["devices"]["schema"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10_000_000,
+        "example": 64,
+    }
+    assert parameters["efficiency"]["required"] is True
+    assert "422" in scaling["responses"]
+    assert "/api/v1/feedback" in spec["paths"]
+    assert {"/api/v1/effective-batch-size", "/api/v1/pipeline-bubble"} <= set(spec["paths"])
+
+
+def test_api_docs_page(client: httpx.Client) -> None:
+    html = client.get("/api/docs").text
+    assert "/api/v1/data-parallel-scaling" in html
+    assert "devices" in html
+    assert "10,000,000" in html

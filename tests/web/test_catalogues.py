@@ -1,0 +1,43 @@
+"""Every catalogue translates every message, with the same placeholders; no fuzzy entries."""
+
+from __future__ import annotations
+
+import pytest
+from babel.messages.pofile import read_po
+
+from dpscale.web.catalogues import extract, placeholders
+from dpscale.web.i18n import LANGUAGES, catalogue_path, localizer, preferred_language
+
+
+@pytest.fixture(scope="module")
+def messages() -> list[str]:
+    return [message.id for message in extract() if message.id]
+
+
+@pytest.mark.parametrize("code", [lang.code for lang in LANGUAGES])
+def test_catalogue_is_complete(code: str, messages: list[str]) -> None:
+    with catalogue_path(code).open("rb") as source:
+        catalog = read_po(source)
+    assert len(messages) > 150
+    problems = []
+    for message_id in messages:
+        entry = catalog.get(message_id)
+        if entry is None or not entry.string:
+            problems.append(f"missing: {message_id!r}")
+        elif entry.fuzzy:
+            problems.append(f"fuzzy: {message_id!r}")
+        elif placeholders(str(entry.string)) != placeholders(message_id):
+            problems.append(f"placeholders differ: {message_id!r} -> {entry.string!r}")
+    assert problems == []
+
+
+def test_translations_are_used_at_run_time() -> None:
+    assert localizer("ja").gettext("Number of devices") == "デバイス数"
+    assert localizer("en").gettext("Number of devices") == "Number of devices"
+
+
+def test_preferred_language_follows_the_quality_order() -> None:
+    assert preferred_language("en;q=0.5, ja;q=0.9") == "ja"
+    assert preferred_language("ja-JP") == "ja"
+    assert preferred_language("*") == "en"
+    assert preferred_language("ja;q=0") == "en"

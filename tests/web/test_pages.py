@@ -1,0 +1,304 @@
+"""The calculator pages over HTTP: values, sentences, languages, links, errors at the field."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import httpx
+import pytest
+
+from dpscale.web.registry import calculators
+
+PAGE = "/{lang}/data-parallel-scaling"
+
+
+def result_value(html: str, key: str) -> str:
+    found = re.search(rf'data-result="{key}">\s*<dt>[^<]*</dt>\s*<dd class="value">([^<]*)<', html)
+    assert found, f"no result {key}"
+    return unescape(found.group(1))
+
+
+def sentence(html: str, key: str) -> str:
+    found = re.search(rf'data-result="{key}">.*?<dd class="sentence">([^<]*)<', html, re.S)
+    assert found, f"no sentence for {key}"
+    return unescape(found.group(1))
+
+
+def field_error(html: str, name: str) -> str:
+    found = re.search(rf'data-error-for="{name}">([^<]*)<', html)
+    assert found, f"no error slot for {name}"
+    return unescape(found.group(1))
+
+
+def test_worked_example_in_english(client: httpx.Client) -> None:
+    html = client.get("/en/data-parallel-scaling?devices=64&throughput=2000&efficiency=90").text
+    assert result_value(html, "actual_throughput") == "115,200 samples/s"
+    assert result_value(html, "speedup") == "57.6×"
+    assert result_value(html, "ideal_throughput") == "128,000 samples/s"
+    assert result_value(html, "lost_throughput") == "12,800 samples/s"
+    assert sentence(html, "actual_throughput") == (
+        "The ideal 128,000 samples/s discounted at 90% efficiency gives 115,200 samples/s."
+    )
+    assert sentence(html, "speedup").startswith("64 devices × 90% = 57.6 times")
+    assert sentence(html, "ideal_throughput").startswith("64 devices × 2,000 samples/s = 128,000")
+
+
+def test_worked_example_in_japanese(client: httpx.Client) -> None:
+    html = client.get("/ja/data-parallel-scaling?devices=64&throughput=2000&efficiency=90").text
+    assert '<html lang="ja"' in html
+    assert "<h1>データ並列スケーリングの計算</h1>" in html
+    assert result_value(html, "actual_throughput") == "115,200 samples/s"
+    assert result_value(html, "speedup") == "57.6 倍"
+    assert sentence(html, "actual_throughput") == (
+        "理想値 128,000 samples/s に効率 90% を掛けると 115,200 samples/s になります。"
+    )
+
+
+def test_fresh_page_opens_with_the_defaults(client: httpx.Client) -> None:
+    html = client.get("/en/data-parallel-scaling").text
+    assert 'name="devices" type="text" inputmode="numeric" value="64"' in html
+    assert result_value(html, "actual_throughput") == "115,200 samples/s"
+
+
+def test_unit_and_percent_sign_carry_through(client: httpx.Client) -> None:
+    html = client.get(
+        "/en/data-parallel-scaling?devices=8&throughput=1000&efficiency=90%25&unit=tokens/s"
+    ).text
+    assert result_value(html, "actual_throughput") == "7,200 tokens/s"
+    assert result_value(html, "speedup") == "7.2×"
+
+
+@pytest.mark.parametrize(
+    ("lang", "query", "field", "message"),
+    [
+        (
+            "en",
+            "devices=0&throughput=2000&efficiency=90",
+            "devices",
+            "Enter a whole number from 1 to 10,000,000. You entered: 0",
+        ),
+        (
+            "en",
+            "devices=2.5&throughput=2000&efficiency=90",
+            "devices",
+            "Enter a whole number from 1 to 10,000,000. You entered: 2.5",
+        ),
+        (
+            "en",
+            "devices=64&throughput=2000&efficiency=120",
+            "efficiency",
+            "Enter a number from 0 to 100. You entered: 120",
+        ),
+        (
+            "ja",
+            "devices=64&throughput=abc&efficiency=90",
+            "throughput",
+            "0 から 1,000,000,000,000,000 までの数値を入力してください。(入力値: abc)",
+        ),
+        (
+            "ja",
+            "devices=-3&throughput=2000&efficiency=90",
+            "devices",
+            "1 から 10,000,000 までの整数を入力してください。(入力値: -3)",
+        ),
+    ],
+)
+def test_invalid_input_is_told_at_the_field(
+    client: httpx.Client, lang: str, query: str, field: str, message: str
+) -> None:
+    response = client.get(f"/{lang}/data-parallel-scaling?{query}")
+    assert response.status_code == 200
+    html = response.text
+    assert field_error(html, field) == message
+    assert 'aria-invalid="true"' in html
+    assert "data-result=" not in html
+    assert "data-hint" in html
+
+
+def test_an_emptied_field_gives_a_hint_not_an_error(client: httpx.Client) -> None:
+    html = client.get("/en/data-parallel-scaling?devices=&throughput=2000&efficiency=90").text
+    assert field_error(html, "devices") == ""
+    assert "Fill in every required field to see the results." in html
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["nan", "inf", "-inf", "1e400", "1e309", "", " ", "0x10", "١٢", "9" * 400, "%00", "None"],
+)
+def test_hostile_values_never_break_a_page(client: httpx.Client, value: str) -> None:
+    for slug in calculators():
+        for field in ("devices", "throughput", "efficiency", "stages", "micro_batch"):
+            response = client.get(f"/en/{slug}", params={field: value})
+            assert response.status_code == 200, (slug, field, value)
+            assert "nan" not in re.findall(r'class="value">([^<]*)<', response.text)
+
+
+def test_markup_in_inputs_is_escaped(client: httpx.Client) -> None:
+    attack = '"><script>alert(1)</script>'
+    html = client.get("/en/data-parallel-scaling", params={"devices": attack, "unit": attack}).text
+    assert "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_other_calculators_compute_their_examples(client: httpx.Client) -> None:
+    html = client.get(
+        "/en/effective-batch-size?micro_batch=4&devices=128&grad_accum=4&seq_len=8192"
+    ).text
+    assert result_value(html, "global_batch_size") == "2,048 samples"
+    assert result_value(html, "tokens_per_step") == "16,777,216 tokens"
+    html = client.get("/ja/pipeline-bubble?stages=4&micro_batches=8").text
+    assert result_value(html, "bubble_fraction") == "27.27%"
+    assert result_value(html, "efficiency") == "72.73%"
+    assert result_value(html, "bubble_ratio") == "37.5%"
+    assert "GPipe" in html  # m = 8 < 4p = 16: the warning, in Japanese
+    assert "マイクロバッチ数 8 は 4 × ステージ数 4 = 16 より少ない" in html
+
+
+def test_target_batch_solves_the_accumulation_steps(client: httpx.Client) -> None:
+    html = client.get(
+        "/en/effective-batch-size?micro_batch=4&devices=128&target_global_batch=2048"
+    ).text
+    assert result_value(html, "grad_accum") == "4"
+    html = client.get(
+        "/en/effective-batch-size?micro_batch=4&devices=128&target_global_batch=1000"
+    ).text
+    assert field_error(html, "target_global_batch") == (
+        "Not a multiple of micro-batch × devices = 512. The nearest targets: 512 or 1,024."
+    )
+
+
+def test_language_switch_and_alternates_keep_the_inputs(client: httpx.Client) -> None:
+    html = client.get("/en/data-parallel-scaling?devices=8&throughput=100&efficiency=50").text
+    query = "devices=8&amp;throughput=100&amp;efficiency=50"
+    target = f"{client.base_url}/ja/data-parallel-scaling?{query}"
+    assert f'<link rel="alternate" hreflang="ja" href="{target}">' in html
+    assert f'<a href="{target}" hreflang="ja" lang="ja" data-keep-query>日本語</a>' in html
+    assert 'hreflang="x-default"' in html
+
+
+def test_share_links_carry_the_address(client: httpx.Client) -> None:
+    html = client.get("/ja/data-parallel-scaling?devices=8&throughput=100&efficiency=50").text
+    encoded = "http%3A%2F%2F127.0.0.1%3A"
+    for key, start in [
+        ("x", "https://x.com/intent/post?"),
+        ("facebook", "https://www.facebook.com/sharer/sharer.php?u="),
+        ("line", "https://social-plugins.line.me/lineit/share?url="),
+        ("email", "mailto:?subject="),
+    ]:
+        link = re.search(rf'href="([^"]*)" data-share="{key}"', html)
+        assert link, key
+        href = unescape(link.group(1))
+        assert href.startswith(start)
+        assert encoded in href
+        assert "ja%2Fdata-parallel-scaling%3Fdevices%3D8" in href
+
+
+def test_index_lists_every_calculator(client: httpx.Client) -> None:
+    for lang, title in [("en", "Pipeline bubble calculator"), ("ja", "パイプラインバブルの計算")]:
+        html = client.get(f"/{lang}/").text
+        for slug in calculators():
+            assert f'href="/{lang}/{slug}"' in html
+        assert title in html
+
+
+def test_root_sends_the_browser_to_its_language(client: httpx.Client) -> None:
+    response = client.get("/", headers={"Accept-Language": "ja-JP,ja;q=0.9,en;q=0.8"})
+    assert response.status_code == 302
+    assert response.headers["location"] == "/ja/"
+    response = client.get("/", headers={"Accept-Language": "de-DE,de;q=0.9"})
+    assert response.headers["location"] == "/en/"
+    assert client.get("/ja", follow_redirects=False).headers["location"] == "/ja/"
+
+
+def test_unknown_pages_are_404_in_html(client: httpx.Client) -> None:
+    for path in ["/ja/nothing-here", "/xx/data-parallel-scaling", "/embed/ja/nothing"]:
+        response = client.get(path)
+        assert response.status_code == 404
+        assert "text/html" in response.headers["content-type"]
+    assert "ページが見つかりません" in client.get("/ja/nothing-here").text
+
+
+def test_article_has_every_part(client: httpx.Client) -> None:
+    for lang, parts in [
+        (
+            "en",
+            [
+                "What this calculator computes",
+                "Ideal versus actual throughput",
+                "<math",
+                "Worked example",
+                "Limits",
+                "Frequently asked questions",
+                "What is scaling efficiency?",
+                "Why doesn't training scale linearly?",
+                "How can I improve scaling efficiency?",
+                "Disclaimer",
+                "Last updated:",
+                'href="/en/effective-batch-size"',
+                'href="/en/pipeline-bubble"',
+            ],
+        ),
+        (
+            "ja",
+            [
+                "理想スループットと実効スループット",
+                "計算例",
+                "この計算の限界",
+                "よくある質問",
+                "免責事項",
+                "最終更新日:",
+                "2026年11月30日",
+            ],
+        ),
+    ]:
+        html = client.get(f"/{lang}/data-parallel-scaling").text
+        for part in parts:
+            assert part in html, (lang, part)
+
+
+def test_fragment_gives_the_live_parts(client: httpx.Client) -> None:
+    data = client.get(
+        "/fragment/en/data-parallel-scaling?devices=128&throughput=2000"
+        "&efficiency=90&unit=samples/s"
+    ).json()
+    assert data["valid"] is True
+    assert data["query"] == "devices=128&throughput=2000&efficiency=90&unit=samples/s"
+    assert set(data["regions"]) == {"results", "chart", "share", "report", "embed"}
+    assert "230,400 samples/s" in data["regions"]["results"]
+    assert "devices=128" in data["regions"]["chart"]
+    bad = client.get("/fragment/ja/data-parallel-scaling?devices=0&throughput=1&efficiency=1")
+    assert bad.json()["errors"] == {
+        "devices": "1 から 10,000,000 までの整数を入力してください。(入力値: 0)"
+    }
+
+
+def test_embed_view_is_compact_and_links_back(client: httpx.Client) -> None:
+    html = client.get("/embed/ja/data-parallel-scaling?devices=8&throughput=100&efficiency=50").text
+    assert "400 samples/s" in html
+    assert re.search(
+        r'href="[^"]*/ja/data-parallel-scaling\?devices=8[^"]*"[^>]*target="_blank"', html
+    )
+    assert "<article" not in html
+    assert "data-feedback" not in html
+
+
+def test_chart_is_svg_with_translated_labels(client: httpx.Client) -> None:
+    response = client.get(
+        "/chart/ja/data-parallel-scaling.svg?devices=64&throughput=2000&efficiency=90"
+    )
+    assert response.headers["content-type"] == "image/svg+xml"
+    svg = response.text
+    assert svg.lstrip().startswith("<?xml")
+    assert "<svg" in svg
+    assert "デバイス数" in svg
+    assert "理想(d × v)" in svg
+    assert "115,200" in svg
+    english = client.get(
+        "/chart/en/data-parallel-scaling.svg?devices=64&throughput=2000&efficiency=90"
+    ).text
+    assert "Number of devices" in english
+    assert "Throughput (samples/s)" in english
+    bad = client.get("/chart/en/data-parallel-scaling.svg?devices=0&throughput=1&efficiency=1")
+    assert bad.status_code == 422
+    assert client.get("/chart/en/pipeline-bubble.svg").status_code == 404
