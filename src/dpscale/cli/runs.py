@@ -76,11 +76,11 @@ def show_command(
     from dpscale.measure.report import print_summary
 
     env = run["environment"]
-    if env:
-        typer.echo(
-            f"torch {env['torch_version']}, {env['backend']}, {env['device_count']} devices "
-            f"on {', '.join(env['hosts'])}; measured {run['created_at']}"
-        )
+    typer.echo(
+        f"torch {env.get('torch_version', '?')}, {run['backend']}, "
+        f"{env.get('device_count', '?')} devices on {', '.join(env.get('hosts', [])) or '?'}; "
+        f"measured {run['created_at']}"
+    )
     print_summary(run)
     if run["error"]:
         typer.echo(f"Partial run: {run['error']}")

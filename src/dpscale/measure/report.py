@@ -113,7 +113,7 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
     console = console or Console(soft_wrap=True)
     env = payload.get("environment") or {}
     title = f"Run {payload['run_id']}: {payload['backend']}"
-    if env:
+    if env.get("device_names") and env.get("hosts"):
         title += f", {', '.join(env['device_names'])} on {', '.join(env['hosts'])}"
     if payload["partial"]:
         title += " (PARTIAL)"

@@ -1,0 +1,113 @@
+"""``dpscale runs list|show|export|import`` over runs in a real SQLite file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dpscale.cli.main import main
+from dpscale.store.runs import get_run, save_run
+
+MakeRun = Callable[..., dict[str, Any]]
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+def test_list_when_empty(capsys: pytest.CaptureFixture[str], sqlite_url: str) -> None:
+    assert run(capsys, "runs", "list") == (
+        0,
+        "No runs stored yet: dpscale measure stores one.\n",
+        "",
+    )
+    _, out, _ = run(capsys, "runs", "list", "--json")
+    assert json.loads(out) == {"runs": []}
+
+
+def test_list_and_show(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, measured_run: MakeRun
+) -> None:
+    save_run(measured_run("20260130-101500-aaaaaa", error="rank 1 of world size 2 hung"))
+    status, out, _ = run(capsys, "runs", "list")
+    assert status == 0
+    assert "(partial)" in out
+    assert "gloo" in out
+    status, out, _ = run(capsys, "runs", "show", "20260130-101500-aaaaaa")
+    assert status == 0
+    assert "Partial run: rank 1 of world size 2 hung" in out
+    assert "all_reduce" in out
+    status, out, _ = run(capsys, "runs", "show", "20260130-101500-aaaaaa", "--json")
+    assert json.loads(out) == get_run("20260130-101500-aaaaaa")
+
+
+def test_unknown_id_is_one_line(capsys: pytest.CaptureFixture[str], sqlite_url: str) -> None:
+    for command in ("show", "export"):
+        status, _, err = run(capsys, "runs", command, "nope")
+        assert status == 2
+        assert err == (
+            "dpscale: error: no measurement run with id 'nope' (see: dpscale runs list)\n"
+        )
+
+
+def test_export_csv_and_json(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, measured_run: MakeRun, tmp_path: Path
+) -> None:
+    run_id = save_run(measured_run("r-export"))
+    status, out, _ = run(capsys, "runs", "export", run_id)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 3 + 6 + 6
+    first = rows[0]
+    assert first == {
+        "kind": "training",
+        "op": "",
+        "devices": "1",
+        "bytes": "",
+        "rank": "0",
+        "iteration": "0",
+        "time_s": "0.01",
+    }
+    target = tmp_path / "run.json"
+    status, out, _ = run(capsys, "runs", "export", run_id, "--json", "--output", str(target))
+    assert (status, out) == (0, "")
+    assert json.loads(target.read_text()) == get_run(run_id)
+
+
+def test_import_a_worker_run(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, measured_run: MakeRun, tmp_path: Path
+) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(measured_run("r-cluster")))
+    status, out, _ = run(capsys, "runs", "import", str(path))
+    assert (status, out) == (0, "Stored as run r-cluster (dpscale runs show r-cluster).\n")
+    status, _, err = run(capsys, "runs", "import", str(path))
+    assert status == 2
+    assert err == f"dpscale: error: {path}: run r-cluster is already stored\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("{not json", "is not JSON"), ("[1, 2]", "holds no run object"), ("{}", "the run lacks")],
+)
+def test_import_refuses_what_is_no_run(
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    tmp_path: Path,
+    content: str,
+    message: str,
+) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(content)
+    status, _, err = run(capsys, "runs", "import", str(path))
+    assert status == 2
+    assert message in err
+    assert err.count("\n") == 1
