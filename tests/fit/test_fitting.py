@@ -203,3 +203,17 @@ def test_library_options_checked_with_their_ranges() -> None:
     assert "less than 1" in caught.value.issues[0].sentence()
     with pytest.raises(InputError, match="devices_per_node"):
         fit(points, devices_per_node=0)
+
+
+def test_models_that_disagree_far_out_are_named() -> None:
+    # A node step measured at 1-32 devices: AICc keeps Amdahl (6 points), whose collapse at
+    # 512 devices the comm model does not share; the note says so with both figures.
+    result = fit(
+        FitQuery(
+            points="1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450", at="512", devices_per_node=8
+        )
+    )
+    assert result.model == "amdahl"
+    note = next(note for note in result.notes if note.startswith("At 512 devices"))
+    assert "comm predicts 37,077" in note
+    assert "outside this interval" in note

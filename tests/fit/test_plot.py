@@ -18,7 +18,12 @@ def result():  # type: ignore[no-untyped-def]
 def test_svg_has_points_curve_band_and_ideal_line() -> None:
     svg = plot_svg(result())
     assert svg.startswith("<?xml")
-    for label in ("Measured", "Fitted (", "95 % prediction interval", "Ideal (linear from the 1-device baseline)"):
+    for label in (
+        "Measured",
+        "Fitted (",
+        "95 % prediction interval",
+        "Ideal (linear from the 1-device baseline)",
+    ):
         assert label in svg
     assert svg == plot_svg(result())  # same input, same bytes
 

@@ -11,6 +11,7 @@ points can and cannot tell.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from dpscale.fit.data import MAX_DEVICES, Points
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import NOISE_PRIOR
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
-from dpscale.fit.selection import ModelChoice, choose
+from dpscale.fit.selection import ModelChoice, Selection, choose
 
 __all__ = ["SUPERLINEAR", "default_devices", "fit_points"]
 
@@ -144,6 +145,38 @@ def _notes(
     return notes
 
 
+def _amount(value: float) -> str:
+    return f"{value:,.0f}" if 100 <= value < 1e15 else f"{value:.4g}"
+
+
+def _disagreement(
+    fitted: ModelFit, selection: Selection, predictions: Sequence[Prediction]
+) -> list[str]:
+    """A note when another model the points also fit predicts, at the farthest extrapolated
+    count, a throughput outside the reported interval: the interval covers this model's
+    uncertainty, not the choice of model."""
+    far = [p for p in predictions if p.extrapolated]
+    if not far or not selection.others:
+        return []
+    target = max(far, key=lambda p: abs(math.log(p.devices / fitted.points.devices.max())))
+    weights = {c.model: c.weight for c in selection.candidates}
+    outside = []
+    for other in selection.others:
+        value = float(other.throughput([target.devices])[0])
+        if not target.throughput_low <= value <= target.throughput_high:
+            weight = weights.get(other.model.name)
+            shown = "" if weight is None else f", Akaike weight {weight:.0%}"
+            outside.append(f"{other.model.name} predicts {_amount(value)}{shown}")
+    if not outside:
+        return []
+    return [
+        f"At {target.devices:,} devices {'; '.join(outside)}: outside this interval "
+        f"({_amount(target.throughput_low)} to {_amount(target.throughput_high)}). The points "
+        f"cannot settle which model holds that far out; measure closer to it, or compare "
+        f"with --model."
+    ]
+
+
 def fit_points(
     points: Points,
     *,
@@ -176,7 +209,11 @@ def fit_points(
         )
     )
     target = _target(fitted, target_efficiency, baseline.devices)
-    notes = [*selection.notes, *_notes(fitted, baseline, predictions, devices_per_node)]
+    notes = [
+        *selection.notes,
+        *_notes(fitted, baseline, predictions, devices_per_node),
+        *_disagreement(fitted, selection, predictions),
+    ]
     return FitResult(
         fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node
     )

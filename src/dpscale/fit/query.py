@@ -90,6 +90,8 @@ def fit(
     Raises :class:`dpscale.validation.InputError` naming the field (and line) at fault.
     """
     if isinstance(data, FitQuery):
+        if (model, tuple(at), devices_per_node, target_efficiency) != ("auto", (), None, 0.8):
+            raise TypeError("with a FitQuery, every option comes from the query's fields")
         return fit_points(
             parse_points(data.points),
             model=data.model,

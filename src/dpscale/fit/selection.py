@@ -16,7 +16,7 @@ levels off, while Amdahl's serial fraction would make it grow with ``N``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpscale.fit.data import Points
@@ -52,6 +52,8 @@ class Selection:
     reason: str
     candidates: tuple[Candidate, ...]
     notes: tuple[str, ...] = ()
+    others: tuple[ModelFit, ...] = field(default=(), repr=False, compare=False)
+    """The other models ``auto`` fitted, to show where they disagree."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,4 +148,5 @@ def choose(
         for name in models
     )
     notes = (comm_note,) if comm_note and chosen == "comm" else ()
-    return fits[chosen], Selection(method, reason, candidates, notes)
+    alternatives = tuple(fitted for name, fitted in fits.items() if name != chosen)
+    return fits[chosen], Selection(method, reason, candidates, notes, alternatives)
