@@ -1,7 +1,12 @@
 """Inputs as typed: device lists, units, presets and overrides, and the messages for bad input."""
 
-import pytest
+import json
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpscale.model.predict import predict
 from dpscale.model.query import PredictQuery, parse_devices
 from dpscale.validation import InputError, parse
 
@@ -71,7 +76,7 @@ def test_bad_bandwidth_names_the_option() -> None:
 def test_zero_bandwidth_refused() -> None:
     field, sentence = issue_of({**CUSTOM, "intra_node_bandwidth": "0 GB/s"})
     assert field == "intra_node_bandwidth"
-    assert "greater than 0" in sentence
+    assert "must be from 1 kB/s to 100 TB/s (got '0 GB/s')" in sentence
 
 
 def test_missing_hardware_named() -> None:
@@ -104,3 +109,46 @@ def test_rule_messages(field: str, value: object, expected: str) -> None:
     with pytest.raises(InputError) as caught:
         parse(PredictQuery, {**CUSTOM, field: value})
     assert caught.value.issues[0].sentence().startswith(expected)
+
+
+@given(
+    params=st.floats(1, 1e15),
+    micro_batch=st.integers(1, 10_000_000),
+    grad_accum=st.integers(1, 1_000_000),
+    throughput=st.floats(1e-6, 1e15),
+    per_node=st.integers(1, 1024),
+    intra=st.floats(1e3, 1e14),
+    inter=st.floats(1e3, 1e14),
+    strategy=st.sampled_from(["ddp", "zero1", "zero2", "zero3", "fsdp"]),
+    devices=st.integers(1, 10_000_000),
+)
+@settings(max_examples=60, deadline=None)
+def test_any_valid_input_gives_finite_output(
+    params: float,
+    micro_batch: int,
+    grad_accum: int,
+    throughput: float,
+    per_node: int,
+    intra: float,
+    inter: float,
+    strategy: str,
+    devices: int,
+) -> None:
+    query = parse(
+        PredictQuery,
+        {
+            "params": params,
+            "micro_batch": micro_batch,
+            "grad_accum": grad_accum,
+            "per_device_throughput": throughput,
+            "devices_per_node": per_node,
+            "intra_node_bandwidth": f"{intra} B/s",
+            "inter_node_bandwidth": f"{inter} B/s",
+            "strategy": strategy,
+            "devices": f"1,{devices}",
+        },
+    )
+    payload = predict(query).to_dict()
+    json.dumps(payload, allow_nan=False)
+    for point in payload["points"]:
+        assert 0 <= point["efficiency"] <= 1

@@ -23,6 +23,7 @@ preset fills the hardware fields; any hardware field given as well overrides the
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -34,7 +35,16 @@ from dpscale.model.hardware import Hardware, Transport
 from dpscale.model.presets import load_preset
 from dpscale.model.scenario import Scenario
 from dpscale.model.step import BACKWARD_FRACTION, OVERLAP_SLOWDOWN, GradDtype, Strategy
-from dpscale.units import UnitError, parse_bandwidth, parse_bytes, parse_count, parse_duration
+from dpscale.units import (
+    UnitError,
+    format_bandwidth,
+    format_bytes,
+    format_duration,
+    parse_bandwidth,
+    parse_bytes,
+    parse_count,
+    parse_duration,
+)
 from dpscale.validation import InputError
 
 __all__ = ["MAX_POINTS", "PredictQuery", "parse_devices"]
@@ -42,8 +52,12 @@ __all__ = ["MAX_POINTS", "PredictQuery", "parse_devices"]
 MAX_POINTS = 100_000
 """Device counts one query may ask for: enough for any curve, bounded for the web."""
 MAX_PARAMS = 1e15
-MAX_BANDWIDTH = 1e15
-"""Bytes/s: a petabyte per second is beyond any link built."""
+MAX_BANDWIDTH = 1e14
+"""Bytes/s: 100 TB/s is a hundred times any link built."""
+MIN_BANDWIDTH = 1e3
+"""Bytes/s: below a kilobyte per second times overflow long before anyone cares."""
+MIN_THROUGHPUT = 1e-6
+"""Samples/s: keeps step times finite for the largest batches and accumulations allowed."""
 MAX_LATENCY = 1.0
 MAX_BUCKET = 1e13
 MAX_OVERHEAD = 3600.0
@@ -102,7 +116,7 @@ class PredictQuery(BaseModel):
     grad_accum: int = Field(default=1, ge=1, le=1_000_000, description="Micro-steps per step.")
     per_device_throughput: float | None = Field(
         default=None,
-        gt=0,
+        ge=MIN_THROUGHPUT,
         le=MAX_THROUGHPUT,
         allow_inf_nan=False,
         description="One device alone, samples/s (or give flops_per_sample and achieved_tflops).",
@@ -161,7 +175,14 @@ class PredictQuery(BaseModel):
         if self.per_device_throughput is not None:
             return self.per_device_throughput
         if self.flops_per_sample is not None and self.achieved_tflops is not None:
-            return self.achieved_tflops * 1e12 / self.flops_per_sample
+            throughput = self.achieved_tflops * 1e12 / self.flops_per_sample
+            if throughput < MIN_THROUGHPUT:
+                raise InputError.single(
+                    "achieved_tflops",
+                    f"gives {throughput:.3g} samples/s with flops_per_sample; "
+                    f"at least {MIN_THROUGHPUT:g} is needed",
+                )
+            return throughput
         raise InputError.single(
             "per_device_throughput",
             "is required (or give both flops_per_sample and achieved_tflops)",
@@ -226,7 +247,16 @@ def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -
         value = float(parser(text))
     except UnitError as err:
         raise InputError.single(field, str(err), text) from None
-    if (positive and value <= 0) or value > high:
-        low = "greater than 0" if positive else ">= 0"
-        raise InputError.single(field, f"must be {low} and at most {high:g} in SI units", text)
+    shown: Callable[[float], str]
+    if "bandwidth" in field:
+        low, shown = MIN_BANDWIDTH, format_bandwidth
+    elif field == "bucket_size":
+        low, shown = 1.0, format_bytes
+    else:
+        low, shown = 0.0, format_duration
+    if value < low or (positive and value <= 0) or value > high:
+        floor = shown(low) if low else "0"
+        raise InputError.single(
+            field, f"must be from {floor} to {shown(high)} (got {text!r})", text
+        )
     return value
