@@ -285,7 +285,9 @@ def _print_answers(console: Any, a: Any, format_bytes: Any) -> None:
         changes.append(f"--grad-accum {a.grad_accum_needed}")
     if a.micro_batch_needed is not None:
         changes.append(f"--micro-batch {a.micro_batch_needed} (if it fits in memory)")
-    if changes:
+    if a.efficiency_at_devices >= a.target_efficiency:
+        console.print(f"{at}, {target} is already reached.")
+    elif changes:
         console.print(f"{at}, {target} needs " + " or ".join(changes) + ".")
     else:
         console.print(f"{at}, neither accumulation nor a larger micro-batch reaches {target}.")
