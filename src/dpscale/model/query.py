@@ -210,7 +210,8 @@ class PredictQuery(BaseModel):
         }
         given: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
         if preset is not None:
-            return replace(preset, **given)
+            name = f"{preset.name} with changes" if given else preset.name
+            return replace(preset, **given, name=name)
         for key, field in (
             ("devices_per_node", "devices_per_node"),
             ("intra_bandwidth", "intra_node_bandwidth"),
