@@ -12,6 +12,7 @@ from dpscale.cli._common import (
     number,
     option_name,
     percent,
+    percent_as_fraction,
     print_json,
     read_input,
 )
@@ -22,19 +23,6 @@ EXAMPLE = (
     '--inter-node-bandwidth "25 Gbit/s" --transport rdma --devices 1,16,128,512 '
     "--target-efficiency 90%"
 )
-
-
-def _fraction(text: str | None) -> str | None:
-    """'90%' is 0.9; a bare number is a fraction (0.9)."""
-    if text is None:
-        return None
-    stripped = text.strip()
-    if stripped.endswith("%"):
-        try:
-            return str(float(stripped.removesuffix("%").strip()) / 100)
-        except ValueError:
-            return stripped
-    return stripped
 
 
 def _option(metavar: str, help_text: str, *names: str) -> Any:
@@ -112,8 +100,8 @@ def predict(
         "0 s", "--step-overhead", metavar="DURATION", help="Measured fixed cost per step."
     ),
     target_efficiency: str = _option(
-        "FRACTION|PERCENT",
-        "Target efficiency, 0.9 or 90%: answers what to change.",
+        "PERCENT",
+        "Target efficiency in percent (90 or 90%): answers what to change.",
         "--target-efficiency",
     ),
     unit: str = typer.Option("samples/s", "--unit", "-u", help="Unit of the throughput."),
@@ -164,7 +152,7 @@ def predict(
             "overlap": overlap,
             "overlap_slowdown": overlap_slowdown,
             "step_overhead": step_overhead,
-            "target_efficiency": _fraction(target_efficiency),
+            "target_efficiency": percent_as_fraction(target_efficiency, "--target-efficiency"),
             "unit": unit,
         },
     )
