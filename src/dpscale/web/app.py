@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from dpscale.web import api, views
+from dpscale.web.cache import ResponseCache
 from dpscale.web.i18n import LANGUAGES, localizer
 from dpscale.web.registry import calculators
 from dpscale.web.security import SecurityHeaders
@@ -47,6 +48,7 @@ def create_app() -> FastAPI:
         localizer(lang.code)
         environment(lang.code)
     calculators()
+    app.add_middleware(ResponseCache)  # innermost: answers repeated public GETs from memory
     app.add_middleware(SecurityHeaders)
     app.mount("/static", _Static(directory=STATIC_DIR), name="static")
     api.add_api_routes(app)

@@ -22,6 +22,10 @@ __all__ = ["not_found", "router"]
 
 router = APIRouter(include_in_schema=False)
 
+# Pages depend only on their address (path, query, host), so shared caches, and the app's own
+# (dpscale.web.cache), may keep them for a minute: a share link opened by many is rendered once.
+_PUBLIC = {"Cache-Control": "public, max-age=60"}
+
 
 def _language(code: str) -> str:
     if language(code) is None:
@@ -74,7 +78,7 @@ def index(request: Request, code: str) -> HTMLResponse:
         x_default=f"{base}/en/",
         canonical=f"{base}/{code}/",
     )
-    return HTMLResponse(html)
+    return HTMLResponse(html, headers=_PUBLIC)
 
 
 @router.get("/{code}/{slug}", response_class=HTMLResponse)
@@ -84,7 +88,7 @@ def page(request: Request, code: str, slug: str) -> HTMLResponse:
     state = read_form(calc, _query(request), loc)
     sent = request.query_params.get("feedback") == "sent"
     context = calculator_context(request, calc, code, state, feedback_sent=sent)
-    return HTMLResponse(render(code, "calculator.html", **context))
+    return HTMLResponse(render(code, "calculator.html", **context), headers=_PUBLIC)
 
 
 @router.get("/embed/{code}/{slug}", response_class=HTMLResponse)
@@ -92,7 +96,7 @@ def embed(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     state = read_form(calc, _query(request), localizer(_language(code)))
     context = calculator_context(request, calc, code, state)
-    return HTMLResponse(render(code, "embed.html", **context))
+    return HTMLResponse(render(code, "embed.html", **context), headers=_PUBLIC)
 
 
 @router.get("/fragment/{code}/{slug}")

@@ -1,0 +1,147 @@
+"""A small shared cache in the process for the responses the app marks ``Cache-Control: public``.
+
+The pages are pure functions of their address: the same path, query and host give the same
+bytes. So a response that says any cache may keep it (``public, max-age=N``) is kept here too,
+for ``min(N, ttl_s)`` seconds, and the next request for the same address is answered from
+memory without rendering again: a share link opened by many readers is rendered once.
+
+Only ``GET`` responses with status 200, no ``Set-Cookie`` and no ``Vary`` are kept; requests
+that carry cookies, credentials, conditions or a range go straight to the app. The key holds
+the scheme and ``Host`` (pages link to their own absolute address), so a forged ``Host`` only
+ever gets its own entry back. Entries are evicted oldest-first once ``max_bytes`` is reached.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["ResponseCache"]
+
+_MAX_AGE = re.compile(r"(?:^|,)\s*max-age=(\d+)")
+_BYPASS = (b"cookie", b"authorization", b"range", b"if-none-match", b"if-modified-since")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    expires: float
+
+
+def _lifetime(headers: list[tuple[bytes, bytes]]) -> int:
+    """Seconds a shared cache may keep a response with ``headers`` (0: not at all)."""
+    control = b""
+    for name, value in headers:
+        lower = name.lower()
+        if lower in (b"set-cookie", b"vary"):
+            return 0
+        if lower == b"cache-control":
+            control = value.lower()
+    text = control.decode("latin-1")
+    if "public" not in text or "no-store" in text or "private" in text or "no-cache" in text:
+        return 0
+    found = _MAX_AGE.search(text)
+    return int(found.group(1)) if found else 0
+
+
+class ResponseCache:
+    """ASGI middleware: answer repeated ``GET`` requests for public responses from memory."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        ttl_s: float = 60.0,
+        max_bytes: int = 32 * 1024 * 1024,
+        max_entry_bytes: int = 1024 * 1024,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.ttl_s = ttl_s
+        self.max_bytes = max_bytes
+        self.max_entry_bytes = max_entry_bytes
+        self.clock = clock
+        self._entries: OrderedDict[tuple[str, bytes, str, str, bytes], _Entry] = OrderedDict()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or self.ttl_s <= 0:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if any(name in headers for name in _BYPASS):
+            await self.app(scope, receive, send)
+            return
+        key = (
+            str(scope.get("scheme", "http")),
+            headers.get(b"host", b""),
+            str(scope.get("root_path", "")),
+            str(scope["path"]),
+            bytes(scope.get("query_string", b"")),
+        )
+        entry = self._entries.get(key)
+        if entry is not None:
+            if entry.expires > self.clock():
+                self._entries.move_to_end(key)
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": entry.status,
+                        "headers": entry.headers,
+                    }
+                )
+                await send({"type": "http.response.body", "body": entry.body})
+                return
+            self._drop(key)
+        await self._fetch(key, scope, receive, send)
+
+    async def _fetch(
+        self, key: tuple[str, bytes, str, str, bytes], scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        start: Message = {}
+        chunks: list[bytes] = []
+        size = 0
+        keep = False
+
+        async def remember(message: Message) -> None:
+            nonlocal start, size, keep
+            if message["type"] == "http.response.start":
+                start = message
+                keep = message["status"] == 200 and _lifetime(list(message["headers"])) > 0
+            elif message["type"] == "http.response.body" and keep:
+                chunk = bytes(message.get("body", b""))
+                size += len(chunk)
+                if size > self.max_entry_bytes:
+                    keep = False
+                    chunks.clear()
+                else:
+                    chunks.append(chunk)
+                if not message.get("more_body", False) and keep:
+                    self._store(key, start, b"".join(chunks))
+            await send(message)
+
+        await self.app(scope, receive, remember)
+
+    def _store(self, key: tuple[str, bytes, str, str, bytes], start: Message, body: bytes) -> None:
+        headers = [(bytes(name), bytes(value)) for name, value in start["headers"]]
+        lifetime = min(float(_lifetime(headers)), self.ttl_s)
+        self._drop(key)
+        self._entries[key] = _Entry(start["status"], headers, body, self.clock() + lifetime)
+        self._bytes += len(body)
+        while self._bytes > self.max_bytes and self._entries:
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: tuple[str, bytes, str, str, bytes]) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old.body)
