@@ -49,8 +49,9 @@ def _invalid(err: InputError) -> JSONResponse:
 def _schema(spec: InputField) -> dict[str, Any]:
     rule: Rule = spec.rule
     schema: dict[str, Any]
-    if rule.choices:
-        schema = {"type": "string", "enum": list(rule.choices)}
+    choices = rule.choices or tuple(value for value, _ in spec.choices if value)
+    if choices:
+        schema = {"type": "string", "enum": list(choices)}
     elif rule.number:
         schema = {"type": "integer" if rule.integer else "number"}
         for key, bound, is_open in (

@@ -62,6 +62,11 @@ class InputField:
     """Values offered in a datalist (the throughput unit)."""
     invalid: str = ""
     """Message id saying what the field allows, where the rule alone cannot (a pattern)."""
+    choices: tuple[tuple[str, str], ...] = ()
+    """(value, message id of its label) offered in a select instead of a text box; the first
+    is what the calculator uses when the field is left out."""
+    advanced: bool = False
+    """Folded under "More options" until opened (it opens by itself to show an error)."""
 
     @property
     def rule(self) -> Rule:
@@ -127,6 +132,8 @@ class Calculator:
     """(issue, field texts, Localizer) to a message for a cross-field issue (no rule)."""
     to_json: Callable[[Any], dict[str, Any]] = field(default=lambda result: result.to_dict())
     """The API's JSON object: the same keys as ``dpscale <command> --json``."""
+    details: str = ""
+    """Template shown under the result items (a table), part of the live results region."""
 
     @property
     def template(self) -> str:
