@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from dpscale.web import api, views
 from dpscale.web.cache import ResponseCache
 from dpscale.web.i18n import LANGUAGES, localizer
+from dpscale.web.limits import Limits, LimitsMiddleware
 from dpscale.web.registry import calculators
 from dpscale.web.security import SecurityHeaders
 from dpscale.web.templating import STATIC_DIR, environment
@@ -49,6 +50,8 @@ def create_app() -> FastAPI:
         environment(lang.code)
     calculators()
     app.add_middleware(ResponseCache)  # innermost: answers repeated public GETs from memory
+    # body 413, address 414, posts per client 429; read now, so a bad setting stops start-up
+    app.add_middleware(LimitsMiddleware, limits=Limits.from_env())
     app.add_middleware(SecurityHeaders)
     app.mount("/static", _Static(directory=STATIC_DIR), name="static")
     api.add_api_routes(app)
