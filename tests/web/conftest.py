@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from dpscale.store import db
+
 READY_ATTEMPTS = 300  # x 0.1 s: a cold start on a busy machine imports FastAPI, Babel, Jinja2
 
 
@@ -39,6 +41,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     port = _free_port()
     log = folder / "server.log"
     env = {**os.environ, "DPSCALE_DATABASE_URL": database_url}
+    # As `dpscale serve` does: tables exist before the server and the tests both open the file.
+    db.engine(database_url)
     command = [
         sys.executable,
         "-m",

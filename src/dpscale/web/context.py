@@ -129,7 +129,7 @@ def calculator_context(
         "chart_alt": loc.gettext(calc.chart_alt) if calc.chart_alt else "",
         "has_chart": calc.chart is not None,
         "share": _share_links(title, headline, page_url, loc),
-        "formulas": [(loc.gettext(f.label), mathml(f.latex)) for f in calc.formulas],
+        "formulas": [(loc.gettext(f.label), mathml(f.latex, "inline")) for f in calc.formulas],
         "alternates": [
             (lang.code, lang.name, f"{base}/{lang.code}/{calc.slug}{suffix}") for lang in LANGUAGES
         ],

@@ -157,8 +157,8 @@ def preferred_language(accept_language: str | None, codes: Iterable[str] | None 
 
     >>> preferred_language("ja-JP,ja;q=0.9,en;q=0.8")
     'ja'
-    >>> preferred_language("fr-CH, fr;q=0.9, en;q=0.8"), preferred_language(None)
-    ('en', 'en')
+    >>> preferred_language("tlh, ja;q=0.5", ["en", "ja"]), preferred_language(None, ["en", "ja"])
+    ('ja', 'en')
     """
     available = list(codes or _BY_CODE)
     wanted: list[tuple[float, int, str]] = []
