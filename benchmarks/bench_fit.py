@@ -5,10 +5,11 @@
 1. Interval coverage: synthetic points from known parameters with log-normal noise; how
    often the truth lies inside each parameter's 95 % interval, and a new measurement far
    beyond the points inside the 95 % prediction interval; median extrapolation error.
-2. Misspecified model: points from the comm model fitted with ``auto`` and with Amdahl,
-   checked far out (what the interval does not cover).
+2. Model choice: points from the comm model (a node step, then a plateau), from Amdahl and
+   from USL, fitted with ``auto``, checked far out: how often the truth lies inside the
+   reported interval, the median error, and which model ``auto`` reported.
 3. Published series (``shared/validation/published_scaling.csv``): each series with three or
-   more device counts is fitted on all but its largest and checked there.
+   more device counts is fitted on its two, three, ... smallest and checked at its largest.
 4. Time: one ``auto`` fit against one Amdahl fit, side by side.
 """
 
@@ -63,29 +64,44 @@ def coverage(seeds: int) -> None:
             print(f"   {name:10} {noise:>5.0%}  {shown:>16}  {pi:>15}  {error} at {far}")
 
 
-def misspecified(seeds: int) -> None:
-    print("2. Comm truth (g=8, a=0.05, b=0.15), 1-32 devices, 2 % noise, checked at 512")
-    model, losses = comm_model(8), [0.05, 0.15]
-    n = np.array([1, 2, 4, 8, 16, 32])
-    truth = model.throughput(0.0, losses, n)
-    far = float(model.throughput(0.0, losses, [512])[0])
-    for label, kwargs in (
-        ("auto, devices_per_node=8", {"devices_per_node": 8}),
-        ("auto, no devices_per_node", {}),
-        ("amdahl", {"model": "amdahl"}),
-    ):
+MODEL_CHOICE: list[tuple[str, ScalingModel, list[float], list[int], int, int | None]] = [
+    # label, truth, its losses, measured counts, checked at, devices_per_node given
+    ("comm g=8 a=.05 b=.15, 1-32", comm_model(8), [0.05, 0.15], [1, 2, 4, 8, 16, 32], 512, 8),
+    ("  same, no devices per node", comm_model(8), [0.05, 0.15], [1, 2, 4, 8, 16, 32], 512, None),
+    ("comm g=4 a=.02 b=.05, 1-32", comm_model(4), [0.02, 0.05], [1, 2, 4, 8, 16, 32], 512, 4),
+    ("comm g=8 a=.02 b=.05, 1,8-64", comm_model(8), [0.02, 0.05], [1, 8, 16, 32, 64], 512, 8),
+    ("amdahl s=.03, 1-32, g=8", MODELS["amdahl"], [0.03], [1, 2, 4, 8, 16, 32], 256, 8),
+    (
+        "usl .03/1e-3, 1-128, g=8",
+        MODELS["usl"],
+        [0.03, 1e-3],
+        [1, 2, 4, 8, 16, 32, 64, 128],
+        256,
+        8,
+    ),
+]
+
+
+def model_choice(seeds: int) -> None:
+    print(f"2. auto over {seeds // 5} seeds, 2 % noise: truth at the far count inside the 95 % PI")
+    print(f"   {'truth, measured':30} {'at':>4} {'g':>2}  {'in PI':>5}  {'med err':>7}  chose")
+    for label, model, losses, devices, far, node in MODEL_CHOICE:
+        n = np.asarray(devices)
+        truth = model.throughput(0.0, losses, n)
+        truth_far = float(model.throughput(0.0, losses, [far])[0])
         rng = np.random.default_rng(2)
-        inside, errors, chosen = 0, [], defaultdict(int)
-        for _ in range(seeds // 4):
+        inside, errors = 0, []
+        chosen: defaultdict[str, int] = defaultdict(int)
+        for _ in range(seeds // 5):
             y = truth * np.exp(rng.normal(0.0, 0.02, n.size))
-            result = fit(Points(devices=n, throughput=y), at=[512], **kwargs)  # type: ignore[arg-type]
+            result = fit(Points(devices=n, throughput=y), at=[far], devices_per_node=node)
             p = result.predictions[0]
-            inside += p.throughput_low <= far <= p.throughput_high
-            errors.append(p.throughput / far - 1)
+            inside += p.throughput_low <= truth_far <= p.throughput_high
+            errors.append(p.throughput / truth_far - 1)
             chosen[result.model] += 1
         print(
-            f"   {label:26} truth in PI {inside / (seeds // 4):.3f}, "
-            f"median error {np.median(errors):+.1%}, chose {dict(chosen)}"
+            f"   {label:30} {far:>4} {node or '-':>2}  {inside / (seeds // 5):>5.2f}  "
+            f"{np.median(errors):>+7.1%}  {dict(sorted(chosen.items()))}"
         )
 
 
@@ -98,7 +114,8 @@ def published(path: Path) -> None:
     nodes: dict[tuple[str, ...], int] = {}
     with path.open(encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
-            key = (row["source"], row["model"], row["per_device_throughput"], row["transport"])
+            key: tuple[str, ...] = (row["source"], row["model"], row["per_device_throughput"])
+            key += (row["transport"],)
             key += (row["inter_node_bandwidth"],)
             base = int(row["baseline_devices"])
             if (base, 0.0) not in series[key]:
@@ -111,16 +128,18 @@ def published(path: Path) -> None:
         if len({d for d, _ in points}) < 3:
             continue
         *known, (largest, measured) = points
-        for g in (None, nodes[key]):
-            result = fit(Points.of(known), at=[largest], devices_per_node=g)
-            p = result.predictions[0]
-            inside = p.throughput_low <= measured <= p.throughput_high
-            print(
-                f"   {key[1] + ' ' + key[0][:22]:34} {','.join(str(d) for d, _ in known):>10} "
-                f"{largest:>4} {g or '-':>4} {result.model:>7} {p.throughput / measured - 1:>+7.1%}"
-                f"  {'yes' if inside else 'NO'} ({p.throughput_low:,.0f} to "
-                f"{p.throughput_high:,.0f}, measured {measured:,.0f})"
-            )
+        for size in range(2, len(known) + 1):
+            for g in (None, nodes[key]):
+                result = fit(Points.of(known[:size]), at=[largest], devices_per_node=g)
+                p = result.predictions[0]
+                inside = p.throughput_low <= measured <= p.throughput_high
+                print(
+                    f"   {key[1] + ' ' + key[0][:22]:34} "
+                    f"{','.join(str(d) for d, _ in known[:size]):>10} {largest:>4} "
+                    f"{g or '-':>4} {result.model:>7} {p.throughput / measured - 1:>+7.1%}  "
+                    f"{'yes' if inside else 'NO'} ({p.throughput_low:,.0f} to "
+                    f"{p.throughput_high:,.0f}, measured {measured:,.0f})"
+                )
 
 
 def timing() -> None:
@@ -144,7 +163,7 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=CSV)
     args = parser.parse_args()
     coverage(args.seeds)
-    misspecified(args.seeds)
+    model_choice(args.seeds)
     published(args.csv)
     timing()
 

@@ -205,15 +205,48 @@ def test_library_options_checked_with_their_ranges() -> None:
         fit(points, devices_per_node=0)
 
 
+STEP = "1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
+"""A node step measured at 1-32 devices (8 a node): efficiency 95 %, 93 %, 92 %, then 81 %
+and 77 % once the ring crosses nodes."""
+
+
+def test_a_node_step_keeps_the_physical_model_and_names_the_disagreement() -> None:
+    # Six points: AICc's small-sample penalty prefers Amdahl, whose fit is worse; the comm
+    # model is kept, and Amdahl's collapse at 512 devices is named with its figure.
+    result = fit(FitQuery(points=STEP, at="512", devices_per_node=8))
+    assert result.model == "comm"
+    assert result.selection.method == "physics"
+    assert "amdahl has a lower AICc" in result.selection.reason
+    assert result.predictions[0].efficiency == pytest.approx(0.72, abs=0.02)
+    note = next(note for note in result.notes if note.startswith("At 512 devices"))
+    assert "amdahl predicts 8,186" in note
+    assert "outside this interval" in note
+
+
 def test_models_that_disagree_far_out_are_named() -> None:
-    # A node step measured at 1-32 devices: AICc keeps Amdahl (6 points), whose collapse at
-    # 512 devices the comm model does not share; the note says so with both figures.
-    result = fit(
-        FitQuery(
-            points="1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450", at="512", devices_per_node=8
-        )
-    )
+    # Without the node size the comm model is a flat ring that cannot follow the step:
+    # Amdahl fits better and is reported, and the note names the comm model's figure.
+    result = fit(FitQuery(points=STEP, at="512"))
     assert result.model == "amdahl"
     note = next(note for note in result.notes if note.startswith("At 512 devices"))
-    assert "comm predicts 37,077" in note
+    assert "comm predicts 42,771" in note
     assert "outside this interval" in note
+    assert any("give the number of devices per node" in note for note in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("model", "losses", "devices"),
+    [
+        (MODELS["amdahl"], [0.03], DOUBLINGS),
+        (MODELS["usl"], [0.03, 1e-3], [*DOUBLINGS, 64, 128]),
+    ],
+)
+def test_points_that_contradict_the_comm_model_replace_it(
+    model: ScalingModel, losses: list[float], devices: list[int]
+) -> None:
+    # Given a node size, auto still leaves the comm model when another fits the points
+    # more closely: Amdahl's steady decline, USL's fall past its peak.
+    result = fit(noisy(model, losses, devices, noise=0.01, seed=17), devices_per_node=8)
+    assert result.model == model.name
+    assert result.selection.method == "AICc"
+    assert "more closely than the comm model" in result.selection.reason

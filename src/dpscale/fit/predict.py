@@ -177,6 +177,19 @@ def _disagreement(
     ]
 
 
+def _node_hint(fitted: ModelFit, selection: Selection, devices_per_node: int | None) -> list[str]:
+    """Without a node size the comm model is one flat ring, which cannot follow a step at a
+    node boundary; say so when another model was preferred over it."""
+    considered = any(c.model == "comm" and c.skipped is None for c in selection.candidates)
+    if devices_per_node is not None or fitted.model.name == "comm" or not considered:
+        return []
+    return [
+        f"The comm model lost to {fitted.model.name} as one flat ring (no devices per node "
+        f"given), which cannot show a step at a node boundary; if these points cross one, "
+        f"give the number of devices per node."
+    ]
+
+
 def fit_points(
     points: Points,
     *,
@@ -213,6 +226,7 @@ def fit_points(
         *selection.notes,
         *_notes(fitted, baseline, predictions, devices_per_node),
         *_disagreement(fitted, selection, predictions),
+        *_node_hint(fitted, selection, devices_per_node),
     ]
     return FitResult(
         fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node

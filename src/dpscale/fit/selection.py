@@ -1,10 +1,23 @@
-"""Which model to report: the one asked for, or the one ``auto`` chooses by AICc, and why.
+"""Which model to report: the one asked for, or the one ``auto`` chooses, and why.
 
-``auto`` fits every model the points can identify and keeps the lowest AICc. Where the points
-are too few for AICc to compare any model (it needs ``n > k + 2``), it keeps the model with
-the fewest parameters and, among equals, the communication model: in data parallelism each
-device sends ``2 (N - 1) / N`` gradient volumes per step (ring all-reduce), a cost that
-levels off, while Amdahl's serial fraction would make it grow with ``N``.
+Throughput measured with a fixed batch per device is weak scaling: each device computes as
+much as alone, then all-reduces the gradients. A ring all-reduce sends ``2 (N - 1) / N``
+gradient volumes per device per step (Patarasuk & Yuan, JPDC 2009), so past a node boundary
+the cost per step barely grows and efficiency levels off. That is the comm model. Amdahl's
+law (a fixed amount of work split ``N`` ways, strong scaling) makes efficiency fall towards
+zero; USL adds a cost paid between every pair of devices and makes throughput fall.
+
+``auto`` therefore starts from the comm model, the physics of a data-parallel step, and
+replaces it only when the points themselves favour another model: one that fits them more
+closely (lower residual sum of squares) and, where it has more parameters, also has the
+lower AICc (Hurvich & Tsai, Biometrika 1989). Among such models the lowest AICc wins. A
+model is not preferred for its smaller parameter penalty alone: with six points AICc's
+small-sample term is 40 for three parameters and 12 for two, so AICc would keep Amdahl for
+any six points a node step and plateau can produce, and Amdahl's decline, extrapolated, is
+then wrong by a factor of four at 512 devices (``benchmarks/bench_fit.py``). Every model's
+AICc and Akaike weight is still reported, and a model that predicts far out outside the
+reported interval is named in a note. Where the comm model cannot be fitted, the lowest
+AICc wins, or with too few points for AICc the fewest parameters.
 
 >>> from dpscale.fit.data import Points
 >>> points = Points.of([(1, 100), (2, 190), (4, 341), (8, 547), (16, 717), (32, 706), (64, 524)])
@@ -20,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpscale.fit.data import Points
-from dpscale.fit.fitting import ModelFit, NotIdentifiableError, fit_model
+from dpscale.fit.fitting import AICC_NOISE_FLOOR, ModelFit, NotIdentifiableError, fit_model
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
 from dpscale.validation import InputError
 
@@ -48,7 +61,7 @@ class Candidate:
 class Selection:
     """How the reported model was chosen."""
 
-    method: Literal["given", "AICc", "fewest parameters"]
+    method: Literal["given", "AICc", "fewest parameters", "physics"]
     reason: str
     candidates: tuple[Candidate, ...]
     notes: tuple[str, ...] = ()
@@ -111,30 +124,27 @@ def choose(
         best = min(compared.values())
         raw = {name: math.exp(-(score - best) / 2) for name, score in compared.items()}
         weights = {name: value / sum(raw.values()) for name, value in raw.items()}
+    ranking = ", ".join(
+        f"{name} {compared[name]:.1f}" for name in sorted(compared, key=compared.__getitem__)
+    )
+    method: Literal["AICc", "fewest parameters", "physics"]
+    if "comm" in fits:
+        chosen, method, reason = _physics_first(fits, compared, weights, ranking)
+    elif compared:
         chosen = min(compared, key=lambda name: (compared[name], models[name].size))
-        method: Literal["AICc", "fewest parameters"] = "AICc"
-        others = ", ".join(
-            f"{name} {compared[name]:.1f}" for name in sorted(compared, key=compared.__getitem__)
-        )
-        reason = (
-            f"{chosen} has the lowest AICc ({others}); Akaike weight "
-            f"{weights[chosen]:.0%}, the probability that it is the best of those compared"
-        )
+        method = "AICc"
+        reason = _aicc_reason(chosen, ranking, weights)
     else:
-        chosen = min(fits, key=lambda name: (models[name].size, name != "comm"))
+        chosen = min(fits, key=lambda name: models[name].size)
         method = "fewest parameters"
-        reason = (
-            f"{len(points)} points are too few for AICc to compare models (it needs 2 more "
-            f"points than parameters), so {chosen} was kept: the fewest parameters"
-            + (", and a cost that levels off as a ring all-reduce does" if chosen == "comm" else "")
-        )
+        reason = _few_points_reason(len(points), chosen)
     for name, score in scores.items():
         if score is None and name in fits:
             skipped[name] = (
                 f"{len(points)} points are too few for AICc with "
                 f"{models[name].size} parameters (needs {models[name].size + 3})"
             )
-    if skipped and method == "AICc":
+    if skipped and method != "fewest parameters":
         reason += "; not compared: " + "; ".join(f"{n}: {why}" for n, why in skipped.items())
     candidates = tuple(
         Candidate(
@@ -150,3 +160,84 @@ def choose(
     notes = (comm_note,) if comm_note and chosen == "comm" else ()
     alternatives = tuple(fitted for name, fitted in fits.items() if name != chosen)
     return fits[chosen], Selection(method, reason, candidates, notes, alternatives)
+
+
+def _misfit(fitted: ModelFit) -> float:
+    """Residual sum of squares, with misfits below rounding counted as rounding."""
+    return max(fitted.rss, len(fitted.points) * AICC_NOISE_FLOOR**2)
+
+
+def _aicc_reason(chosen: str, ranking: str, weights: dict[str, float]) -> str:
+    return (
+        f"{chosen} has the lowest AICc ({ranking}); Akaike weight {weights[chosen]:.0%}, "
+        f"the probability that it is the best of those compared"
+    )
+
+
+def _few_points_reason(n: int, chosen: str) -> str:
+    return (
+        f"{n} points are too few for AICc to compare models (it needs 2 more points than "
+        f"parameters), so {chosen} was kept: the fewest parameters"
+        + (", and a cost that levels off as a ring all-reduce does" if chosen == "comm" else "")
+    )
+
+
+def _physics_first(
+    fits: dict[str, ModelFit],
+    compared: dict[str, float],
+    weights: dict[str, float],
+    ranking: str,
+) -> tuple[str, Literal["AICc", "fewest parameters", "physics"], str]:
+    """The comm model unless the points favour another: it fits them more closely and, if it
+    has more parameters than the comm model, has the lower AICc too."""
+    comm = fits["comm"]
+
+    def favoured(name: str) -> bool:
+        other = fits[name]
+        if _misfit(other) >= _misfit(comm):
+            return False
+        if other.model.size <= comm.model.size:
+            return True
+        return name in compared and "comm" in compared and compared[name] < compared["comm"]
+
+    rivals = [name for name in fits if name != "comm" and favoured(name)]
+    if rivals:
+        chosen = min(
+            rivals, key=lambda n: (compared.get(n, math.inf), fits[n].model.size, _misfit(fits[n]))
+        )
+        if chosen in compared:
+            return (
+                chosen,
+                "AICc",
+                f"{chosen} fits the points more closely than the comm model and "
+                + _aicc_reason(chosen, ranking, weights).removeprefix(f"{chosen} "),
+            )
+        return (
+            chosen,
+            "fewest parameters",
+            f"{chosen} fits the points more closely than the comm model with no more "
+            f"parameters ({len(comm.points)} points are too few for AICc)",
+        )
+    if compared and min(compared, key=compared.__getitem__) == "comm":
+        return "comm", "AICc", _aicc_reason("comm", ranking, weights)
+    smallest = min(fitted.model.size for fitted in fits.values())
+    if not compared and comm.model.size == smallest:
+        return "comm", "fewest parameters", _few_points_reason(len(comm.points), "comm")
+    lower = [
+        name
+        for name in compared
+        if name != "comm" and compared[name] < compared.get("comm", math.inf)
+    ]
+    penalty = (
+        f"; {', '.join(lower)} {'has' if len(lower) == 1 else 'have'} a lower AICc ({ranking}) "
+        f"only through a smaller penalty for parameters, which says nothing about how the "
+        f"throughput continues beyond the points"
+        if lower
+        else ""
+    )
+    return (
+        "comm",
+        "physics",
+        "comm models a data-parallel step (compute, then a ring all-reduce whose cost levels "
+        "off with more devices) and no other model fits the points more closely" + penalty,
+    )
