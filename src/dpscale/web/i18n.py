@@ -63,6 +63,9 @@ class Language:
 LANGUAGES: tuple[Language, ...] = (
     Language("ja", "ja", "日本語"),
     Language("en", "en", "English"),
+    Language("es", "es", "Español"),
+    Language("fr", "fr", "Français"),
+    Language("pt-BR", "pt_BR", "Português (Brasil)"),
 )
 DEFAULT_LANGUAGE = "en"
 _BY_CODE = {lang.code: lang for lang in LANGUAGES}
