@@ -114,6 +114,16 @@ def world_sizes_for(config: MeasureConfig, backend: str) -> tuple[int, ...]:
     return tuple(sizes)
 
 
+def _die_with_launcher() -> None:
+    """In the forked child before exec: on Linux, torchrun is killed if this process dies
+    (even by SIGKILL), and its ranks die with it (the worker asks the same)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, already dead and waiting to be reaped, does not)."""
     try:
@@ -281,6 +291,7 @@ def run_world_size(
             stdin=subprocess.DEVNULL,
             env=env,
             start_new_session=True,
+            preexec_fn=_die_with_launcher,
         )
     notify({"type": "launch", "world_size": world_size, "pid": proc.pid})
     offset = 0
