@@ -70,7 +70,8 @@ def summarise_collective(
     the ranks' own medians lie apart, relative to ``time_s`` (stragglers show here).
     """
     per_iteration = np.mean(np.asarray(rank_times_s, dtype=float), axis=0)
-    time_s = float(np.median(per_iteration))
+    # A timer can read 0 for a call shorter than its resolution; a nanosecond keeps it finite.
+    time_s = max(float(np.median(per_iteration)), 1e-9)
     rank_medians = [statistics.median(times) for times in rank_times_s]
     algbw = nbytes / time_s
     return {

@@ -58,9 +58,9 @@ def summarise_training(
     """
     times = np.asarray(rank_step_times_s, dtype=float)
     per_step = times.max(axis=0)
-    p50 = float(np.median(per_step))
+    p50 = max(float(np.median(per_step)), 1e-9)  # finite even below the timer's resolution
     rank_medians = [statistics.median(row) for row in rank_step_times_s]
-    throughput = samples_per_step * len(per_step) / float(per_step.sum())
+    throughput = samples_per_step * len(per_step) / max(float(per_step.sum()), 1e-9)
     return {
         "devices": devices,
         "throughput": throughput,
