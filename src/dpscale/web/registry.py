@@ -37,7 +37,7 @@ __all__ = [
 
 # Each module named here is dpscale/web/pages/<name>.py and defines CALCULATOR; the order is
 # the order of the index and of the "next" links.
-PAGE_MODULES = ("scaling", "batch", "bubble")
+PAGE_MODULES = ("scaling", "batch", "bubble", "prediction", "fit")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,18 @@ class InputField:
     is what the calculator uses when the field is left out."""
     advanced: bool = False
     """Folded under "More options" until opened (it opens by itself to show an error)."""
+    rows: int = 0
+    """Lines of a multi-line box (a table of points); its rule's ``max_length``, not the
+    one-line cap, bounds what is read."""
+
+    @property
+    def max_length(self) -> int:
+        """Characters read from the query (longer values are cut)."""
+        from dpscale.web.forms import MAX_VALUE_LENGTH
+
+        if self.rows:
+            return self.rule.max_length or MAX_VALUE_LENGTH
+        return MAX_VALUE_LENGTH
 
     @property
     def rule(self) -> Rule:

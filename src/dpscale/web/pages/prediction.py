@@ -1,0 +1,165 @@
+"""The scaling prediction page: E(N) from model size, batch, precision and interconnect.
+
+A thin adapter over :func:`dpscale.model.predict`: the query string holds the fields of
+:class:`~dpscale.model.PredictQuery` under the CLI's option names, plus the target efficiency
+in percent (as ``dpscale predict --target-efficiency 90``) and, instead of the CLI's file or
+run id, only the id of a stored measurement run (the server never reads a file named in a
+request). The API's JSON is ``dpscale predict --json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from functools import lru_cache
+
+from dpscale.model import PredictQuery, Scenario, predict, preset_names
+from dpscale.validation import FieldIssue, InputError, parse
+from dpscale.web.i18n import N_, Localizer
+from dpscale.web.pages.prediction_chart import efficiency_chart
+from dpscale.web.pages.prediction_inputs import FIELDS, PageInputs
+from dpscale.web.pages.prediction_results import Prediction, present
+from dpscale.web.registry import Calculator, Formula
+
+__all__ = ["CALCULATOR", "compute", "explain"]
+
+
+def _calibrated(scenario: Scenario, run_id: str) -> Scenario:
+    """``scenario`` with the links measured in stored run ``run_id`` (never a file)."""
+    from dpscale.model.calibrate import calibration_from_samples, read_dpscale_run
+    from dpscale.store.runs import get_run
+
+    try:
+        run = get_run(run_id)
+    except LookupError:
+        raise InputError.single("calibrate", f"no stored run named {run_id!r}", run_id) from None
+    samples = read_dpscale_run(run)
+    return calibration_from_samples(samples, source=f"run {run_id}").apply(scenario)
+
+
+def _parse_all(data: Mapping[str, str]) -> tuple[PageInputs, PredictQuery]:
+    """Both input models at once, so that every bad field is told, not only the first."""
+    issues: list[FieldIssue] = []
+    page: PageInputs | None = None
+    query: PredictQuery | None = None
+    try:
+        page = parse(PageInputs, data)
+    except InputError as err:
+        issues.extend(err.issues)
+    rest = {k: v for k, v in data.items() if k not in PageInputs.model_fields}
+    try:
+        query = parse(PredictQuery, rest)
+    except InputError as err:
+        issues.extend(err.issues)
+    if issues or page is None or query is None:
+        raise InputError(issues)
+    if page.target_efficiency is not None:
+        query = query.model_copy(update={"target_efficiency": page.target_efficiency / 100})
+    return page, query
+
+
+def compute(values: Mapping[str, str]) -> Prediction:
+    """As ``dpscale predict``: the target in percent ("90", "90%"); a run id calibrates."""
+    data = dict(values)
+    if "target_efficiency" in data:
+        data["target_efficiency"] = data["target_efficiency"].strip().removesuffix("%").strip()
+    page, query = _parse_all(data)
+    if page.calibrate:
+        scenario = _calibrated(query.scenario(), page.calibrate)
+        return Prediction(predict(query, scenario), None)
+    return _predict_cached(tuple(sorted(data.items())), query)
+
+
+@lru_cache(maxsize=256)
+def _predict_cached(key: tuple[tuple[str, str], ...], query: PredictQuery) -> Prediction:
+    """The page, its live fragment and its chart ask for the same inputs in turn."""
+    return Prediction(predict(query), key)
+
+
+def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:
+    """The page's words for the checks no single field rule expresses (units, presets)."""
+    _ = loc.gettext
+    name, given = issue.field, values.get(issue.field, "")
+    if name in ("devices_per_node", "intra_node_bandwidth", "inter_node_bandwidth") and not given:
+        return _("Required unless you choose a hardware preset.")
+    messages = {
+        "devices": _(
+            "Write counts like 1,8,64, ranges like 1-64 (every count) or 1..256 (doubling), "
+            "from 1 to 10,000,000 and at most 100,000 counts."
+        ),
+        "intra_node_bandwidth": _(
+            "Enter a bandwidth with its unit, from 1 kB/s to 100 TB/s: 130 GB/s, 200 Gbit/s."
+        ),
+        "intra_node_latency": _("Enter a duration with its unit, up to 1 s: 3.4 us, 0.01 ms."),
+        "step_overhead": _("Enter a duration with its unit, up to 1 hour: 5 ms, 0.2 s."),
+        "bucket_size": _("Enter a size with its unit, from 1 byte to 10 TB: 25 MiB, 100 MB."),
+        "per_device_throughput": _(
+            "Required, or fill in both FLOPs per sample and achieved TFLOP/s."
+        ),
+        "achieved_tflops": _(
+            "FLOPs per sample and TFLOP/s give fewer than 0.000001 samples per second."
+        ),
+        "hardware": _("Choose one of: %(choices)s.", choices=", ".join(preset_names())),
+        "calibrate": _(
+            "Enter the id of a stored run with collectives measured on 2 or more devices "
+            "(dpscale runs list)."
+        ),
+    }
+    messages["inter_node_bandwidth"] = messages["intra_node_bandwidth"]
+    messages["inter_node_latency"] = messages["intra_node_latency"]
+    return messages.get(name)
+
+
+def _chart(prediction: Prediction, loc: Localizer) -> str:
+    return efficiency_chart(prediction.result, loc, prediction.key)
+
+
+CALCULATOR = Calculator(
+    slug="scaling-prediction",
+    command="predict",
+    title=N_("Scaling efficiency prediction"),
+    summary=N_(
+        "Predicted data-parallel efficiency at each device count from model size, batch, "
+        "gradient precision and interconnect, with the step breakdown and what to change to "
+        "reach a target."
+    ),
+    fields=FIELDS,
+    compute=compute,
+    present=present,
+    formulas=(
+        Formula(N_("Compute per step"), r"T_c = k \times \frac{b}{v}"),
+        Formula(N_("Gradient buckets"), r"m = \left\lceil \frac{P \times p}{s} \right\rceil"),
+        Formula(
+            N_("Ring all-reduce of one bucket"),
+            r"c = 2(N-1)\,\alpha + \frac{2(N-1)}{N} \times \frac{S}{B}",
+        ),
+        Formula(
+            N_("Exposed communication"),
+            r"T_x = \max\left(W + c,\ \frac{W}{m} + m\,c\right) - W",
+        ),
+        Formula(
+            N_("Bus bandwidth across nodes"),
+            r"B = \min\left(B_{\text{intra}},\ \eta\, B_{\text{net}}\right)",
+        ),
+        Formula(
+            N_("Tree all-reduce of one bucket"),
+            r"c = 2\left((g-1)\,h_{\text{intra}} + \lceil \log_2 n \rceil\, h_{\text{net}}\right)"
+            r" + \frac{2 S}{0.9\, B}",
+        ),
+        Formula(
+            N_("Hierarchical all-reduce of one bucket"),
+            r"c = 2(g-1)\,\alpha_{\text{intra}} + 2(n-1)\,\alpha_{\text{net}}"
+            r" + \frac{2(g-1)}{g} \times \frac{S}{B_{\text{intra}}}"
+            r" + \frac{2(n-1)}{n} \times \frac{S}{\eta\, B_{\text{net}}}",
+        ),
+        Formula(N_("Scaling efficiency"), r"E(N) = \frac{T_c}{T_c + T_x}"),
+    ),
+    updated=date(2026, 12, 1),
+    chart=_chart,
+    chart_alt=N_(
+        "Predicted scaling efficiency against device count, with the node boundary and the "
+        "target efficiency."
+    ),
+    explain=explain,
+    details="_prediction_table.html",
+)

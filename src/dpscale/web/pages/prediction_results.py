@@ -1,0 +1,287 @@
+"""The prediction page's results: the answers as sentences and the step-breakdown table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dpscale.model import PredictionResult, preset_names
+from dpscale.model.presets import load_preset
+from dpscale.units import format_bandwidth, format_bytes
+from dpscale.web.i18n import N_, Localizer
+from dpscale.web.registry import Presentation, ResultItem
+
+__all__ = ["MAX_ROWS", "Prediction", "Row", "present"]
+
+MAX_ROWS = 64
+"""Rows in the page's table; longer device lists show their powers of two and the largest."""
+
+_LIMITS = {
+    "none": "–",
+    "intra_node_bandwidth": N_("Intra-node link"),
+    "inter_node_bandwidth": N_("Network"),
+    "latency": N_("Latency"),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the step-breakdown table, formatted for the page."""
+
+    devices: str
+    nodes: str
+    efficiency: str
+    actual: str
+    speedup: str
+    step_ms: str
+    compute_ms: str
+    comm_ms: str
+    exposed_ms: str
+    limited_by: str
+    algorithm: str
+    below_target: bool
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A prediction and what the page needs to show it; ``to_dict()`` is the API's JSON."""
+
+    result: PredictionResult
+    key: tuple[tuple[str, str], ...] | None
+    """The inputs that determine it (None when calibrated from the store): the chart's cache key."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.result.to_dict()
+
+    def table(self, loc: Localizer) -> tuple[list[Row], int]:
+        """The rows shown (at most :data:`MAX_ROWS`) and the number of device counts."""
+        points = self.result.points()
+        shown = points
+        if len(points) > MAX_ROWS:
+            last = points[-1]["devices"]
+            shown = [
+                p
+                for p in points
+                if p is points[0] or p["devices"] == last or _power_of_two(p["devices"])
+            ]
+        answers = self.result.answers
+        target = answers.target_efficiency if answers is not None else None
+        rows = [
+            Row(
+                devices=loc.number(p["devices"]),
+                nodes=loc.number(p["nodes"]),
+                efficiency=loc.percent(p["efficiency"]),
+                actual=loc.number(p["actual_throughput"], 4),
+                speedup=loc.gettext("%(speedup)s×", speedup=loc.number(p["speedup"], 4)),
+                step_ms=_ms(loc, p["step_time_s"]),
+                compute_ms=_ms(loc, p["compute_time_s"]),
+                comm_ms=_ms(loc, p["comm_time_s"]),
+                exposed_ms=_ms(loc, p["exposed_comm_time_s"]),
+                limited_by=_limit(p["limited_by"], loc),
+                algorithm=p["algorithm"] if p["devices"] > 1 else "–",
+                below_target=target is not None and p["efficiency"] < target,
+            )
+            for p in shown
+        ]
+        return rows, len(points)
+
+
+def _ms(loc: Localizer, seconds: float) -> str:
+    return loc.number(seconds * 1e3, 4)
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _limit(code: str, loc: Localizer) -> str:
+    return loc.gettext(_LIMITS[code]) if code != "none" else _LIMITS[code]
+
+
+def present(prediction: Prediction, loc: Localizer) -> Presentation:
+    _, num = loc.gettext, loc.number
+    result = prediction.result
+    sc, hw = result.scenario, result.scenario.hardware
+    last = result.points()[-1]
+    devices, unit = num(last["devices"]), sc.unit
+    efficiency = loc.percent(last["efficiency"])
+    items = [
+        ResultItem(
+            key="efficiency",
+            label=_("Efficiency at %(devices)s devices", devices=devices),
+            value=efficiency,
+            sentence=_(
+                "Compute takes %(compute)s ms per step and %(exposed)s ms of communication is "
+                "not hidden behind backward: %(compute)s / %(step)s = %(efficiency)s.",
+                compute=_ms(loc, last["compute_time_s"]),
+                exposed=_ms(loc, last["exposed_comm_time_s"]),
+                step=_ms(loc, last["step_time_s"]),
+                efficiency=efficiency,
+            ),
+            primary=True,
+        ),
+        ResultItem(
+            key="actual_throughput",
+            label=_("Actual throughput"),
+            value=f"{num(last['actual_throughput'], 4)} {unit}",
+            sentence=_(
+                "%(devices)s devices × %(throughput)s %(unit)s × %(efficiency)s = %(actual)s "
+                "%(unit)s, %(speedup)s times one device.",
+                devices=devices,
+                throughput=num(sc.per_device_throughput),
+                unit=unit,
+                efficiency=efficiency,
+                actual=num(last["actual_throughput"]),
+                speedup=num(last["speedup"], 4),
+            ),
+            primary=True,
+        ),
+    ]
+    notes: list[str] = []
+    if result.answers is not None:
+        items.extend(_answers(prediction, loc))
+        if result.answers.efficiency_at_devices >= result.answers.target_efficiency:
+            notes.append(
+                _(
+                    "%(target)s is already reached at %(devices)s devices: nothing needs to "
+                    "change.",
+                    target=loc.percent(result.answers.target_efficiency),
+                    devices=devices,
+                )
+            )
+    items.append(
+        ResultItem(
+            key="gradients",
+            label=_("Gradients exchanged per step"),
+            value=format_bytes(sc.gradient_bytes),
+            sentence=_(
+                "%(params)s parameters in %(dtype)s, sent in %(buckets)s buckets of at most "
+                "%(bucket)s as backward produces them (%(strategy)s).",
+                params=num(sc.params),
+                dtype=sc.grad_dtype,
+                buckets=num(last["buckets"]),
+                bucket=format_bytes(sc.bucket_bytes),
+                strategy=sc.strategy,
+            ),
+        )
+    )
+    items.append(
+        ResultItem(
+            key="hardware",
+            label=_("Hardware"),
+            value=_hardware_name(hw.name, loc),
+            sentence=_(
+                "%(per_node)s devices per node, %(intra)s per device inside a node; network "
+                "%(inter)s per node × %(share)s achieved over %(transport)s = %(effective)s.",
+                per_node=num(hw.devices_per_node),
+                intra=format_bandwidth(hw.intra_bandwidth),
+                inter=format_bandwidth(hw.inter_bandwidth),
+                share=loc.percent(hw.transport_efficiency),
+                transport=hw.transport.upper(),
+                effective=format_bandwidth(hw.inter_effective_bandwidth),
+            ),
+        )
+    )
+    if sc.calibration:
+        notes.append(_("Calibrated from %(source)s.", source=sc.calibration))
+    return Presentation(items=tuple(items), notes=tuple(notes))
+
+
+def _hardware_name(name: str, loc: Localizer) -> str:
+    """The preset's name and title, a changed preset's name, or ``custom``."""
+    if name in preset_names():
+        return f"{name} ({load_preset(name).title})"
+    preset, changed, _ = name.partition(" with changes")
+    if changed and preset in preset_names():
+        return loc.gettext("%(preset)s with the values you entered", preset=preset)
+    return loc.gettext("Custom")
+
+
+def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
+    _, num = loc.gettext, loc.number
+    a = prediction.result.answers
+    sc = prediction.result.scenario
+    if a is None:
+        return []
+    target, at = loc.percent(a.target_efficiency), num(a.at_devices)
+    reached = a.efficiency_at_devices >= a.target_efficiency
+    if a.max_devices is None:
+        most, most_sentence = _("none"), _("Even 2 devices fall below %(target)s.", target=target)
+    else:
+        most = num(a.max_devices)
+        most_sentence = _(
+            "Up to %(devices)s devices the predicted efficiency stays at or above %(target)s "
+            "(counts searched up to %(limit)s).",
+            devices=most,
+            target=target,
+            limit=num(65_536),
+        )
+    items = [
+        ResultItem(
+            key="max_devices",
+            label=_("Largest device count at %(target)s", target=target),
+            value=most,
+            sentence=most_sentence,
+        )
+    ]
+    for key, needed, now, label, sentence, limit in (
+        (
+            "grad_accum_needed",
+            a.grad_accum_needed,
+            sc.grad_accum,
+            N_("Gradient accumulation for %(target)s at %(devices)s devices"),
+            N_(
+                "%(value)s micro-steps per optimizer step (now %(now)s) exchange the gradients "
+                "once per %(value)s micro-batches; the global batch becomes %(batch)s samples."
+            ),
+            4096,
+        ),
+        (
+            "micro_batch_needed",
+            a.micro_batch_needed,
+            sc.micro_batch,
+            N_("Micro-batch for %(target)s at %(devices)s devices"),
+            N_(
+                "A micro-batch of %(value)s samples (now %(now)s), if it fits in memory, gives "
+                "each exchange more compute to hide behind; the global batch becomes %(batch)s "
+                "samples."
+            ),
+            65_536,
+        ),
+    ):
+        if reached:
+            value, text = num(now), _("Already reached with the current value.")
+        elif needed is None:
+            value = _("out of reach")
+            text = _(
+                "No value up to %(limit)s reaches %(target)s.", limit=num(limit), target=target
+            )
+        else:
+            other = sc.micro_batch if key == "grad_accum_needed" else sc.grad_accum
+            batch = needed * other * a.at_devices
+            value = num(needed)
+            text = _(sentence, value=num(needed), now=num(now), batch=num(batch))
+        items.append(
+            ResultItem(
+                key=key,
+                label=_(label, target=target, devices=at),
+                value=value,
+                sentence=text,
+            )
+        )
+    items.append(
+        ResultItem(
+            key="best_bucket",
+            label=_("Best bucket size at %(devices)s devices", devices=at),
+            value=format_bytes(a.best_bucket_bytes),
+            sentence=_(
+                "Buckets of %(best)s leave %(exposed)s ms of communication exposed, for "
+                "%(efficiency)s efficiency (now %(now)s buckets).",
+                best=format_bytes(a.best_bucket_bytes),
+                exposed=num(a.best_bucket_exposed_comm_time_s * 1e3, 4),
+                efficiency=loc.percent(a.best_bucket_efficiency),
+                now=format_bytes(sc.bucket_bytes),
+            ),
+        )
+    )
+    return items
