@@ -76,6 +76,11 @@ def _scaling_svg(devices: int, throughput: float, efficiency: float, unit: str, 
         # DejaVu Sans has no CJK glyphs; the text is drawn by the browser, so only the
         # layout estimate is affected.
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        # A tiny efficiency writes a very long percentage in the legend; matplotlib then keeps
+        # its plain layout, which still draws the whole chart.
+        warnings.filterwarnings(
+            "ignore", message="constrained_layout not applied", category=UserWarning
+        )
         figure = Figure(figsize=(7.2, 4.2), layout="constrained")
         FigureCanvasSVG(figure)
         axes = figure.add_subplot()
