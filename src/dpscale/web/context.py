@@ -6,6 +6,8 @@ a value shown in one reads the same in the others.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +18,7 @@ from starlette.requests import Request
 from dpscale.store.feedback import MAX_COMMENT_LENGTH
 from dpscale.web.forms import FormState, query_string, read_form
 from dpscale.web.i18n import LANGUAGES, Localizer, localizer
-from dpscale.web.registry import Calculator, ResultItem, calculators
+from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
 from dpscale.web.templating import mathml
 
 __all__ = ["REGIONS", "FieldView", "calculator_context", "site_url"]
@@ -37,11 +39,27 @@ class FieldView:
     inputmode: str
     required: bool
     suggestions: tuple[str, ...]
+    shown: str
+    """The value as the printed report shows it (see :func:`_shown`)."""
 
 
 def site_url(request: Request) -> str:
     """The app's absolute base URL, without a trailing slash."""
     return str(request.base_url).rstrip("/")
+
+
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)")
+
+
+def _shown(f: InputField, text: str, loc: Localizer) -> str:
+    """``text`` as a report shows it: a choice by its label, a plain number in the locale's
+    format (2000 is 2.000 in German), anything else ("25 Gbit/s") as typed."""
+    labels = dict(f.choices)
+    if text in labels:
+        return loc.gettext(labels[text])
+    if f.kind != "text" and _PLAIN_NUMBER.fullmatch(text) and math.isfinite(float(text)):
+        return loc.number(float(text), 12)
+    return text
 
 
 def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldView]:
@@ -58,6 +76,7 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
             inputmode=modes[f.kind],
             required=f.required,
             suggestions=f.suggestions,
+            shown=_shown(f, state.values.get(f.name, ""), loc),
         )
         for f in calc.fields
     ]

@@ -17,15 +17,16 @@ compiled ``.mo`` file has to be built or committed.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 from io import BytesIO
 from pathlib import Path
 
-from babel.core import Locale, negotiate_locale
+from babel.core import Locale, UnknownLocaleError, get_global
 from babel.dates import format_date
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 LOCALES_DIR = Path(__file__).parent / "locales"
+_TAG = re.compile(r"[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*")
+"""A BCP 47 language tag as browsers send it in ``Accept-Language``."""
 
 
 @dataclass(frozen=True)
@@ -155,15 +158,70 @@ def localizer(code: str) -> Localizer:
     return Localizer(_BY_CODE[code], _translations(code))
 
 
+def _parse_tag(tag: str) -> Locale | None:
+    """A language tag as Babel reads it (``in`` is ``id``, ``zh-TW`` has script Hant), or None."""
+    if not _TAG.fullmatch(tag):
+        return None
+    for candidate in (tag, tag.split("-")[0]):  # "en-US-x-twain" still means English
+        try:
+            return Locale.parse(candidate, sep="-")
+        except (ValueError, UnknownLocaleError):
+            continue
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _offered(tag: str, codes: tuple[str, ...]) -> str | None:
+    """The offered code that serves a reader asking for ``tag``, or None.
+
+    The code itself first; otherwise a code of the same language, preferring the tag's script
+    (zh-TW and zh-HK are written in Hant, zh-SG and plain zh in Hans) and then its region;
+    ties go to the code listed first (pt-PT and plain pt get pt-BR).
+
+    >>> codes = ("zh-Hans", "zh-Hant", "pt-BR", "id", "en")
+    >>> [_offered(tag, codes) for tag in ("zh-tw", "zh-MO", "zh-SG", "zh", "pt", "in", "tlh")]
+    ['zh-Hant', 'zh-Hant', 'zh-Hans', 'zh-Hans', 'pt-BR', 'id', None]
+    """
+    tag = tag.replace("_", "-")
+    for code in codes:
+        if code.lower() == tag.lower():
+            return code
+    wanted = _parse_tag(tag)
+    if wanted is None:
+        return None
+    script = wanted.script
+    if script is None:  # "zh" alone: the script CLDR says it is most likely written in
+        likely = get_global("likely_subtags").get(wanted.language, "")
+        script = next((part for part in likely.split("_") if len(part) == 4), None)
+    best: tuple[int, int] | None = None
+    found = None
+    for code in codes:
+        offered = _parse_tag(code)
+        if offered is None or offered.language != wanted.language:
+            continue
+        score = (
+            int(script is not None and offered.script == script),
+            int(wanted.territory is not None and offered.territory == wanted.territory),
+        )
+        if best is None or score > best:
+            best, found = score, code
+    return found
+
+
 def preferred_language(accept_language: str | None, codes: Iterable[str] | None = None) -> str:
     """The offered language a browser prefers most, from its ``Accept-Language`` header.
+
+    Tags are tried in order of quality; the first one that an offered language serves wins
+    (see :func:`_offered`), and English serves a browser that asks for none of them.
 
     >>> preferred_language("ja-JP,ja;q=0.9,en;q=0.8")
     'ja'
     >>> preferred_language("tlh, ja;q=0.5", ["en", "ja"]), preferred_language(None, ["en", "ja"])
     ('ja', 'en')
+    >>> preferred_language("fr;q=0.2, zh-HK;q=0.8", ["en", "zh-Hans", "zh-Hant", "fr"])
+    'zh-Hant'
     """
-    available = list(codes or _BY_CODE)
+    available = tuple(codes or _BY_CODE)
     wanted: list[tuple[float, int, str]] = []
     for position, part in enumerate((accept_language or "").split(",")):
         tag, _, params = part.strip().partition(";")
@@ -174,13 +232,9 @@ def preferred_language(accept_language: str | None, codes: Iterable[str] | None 
             except ValueError:
                 quality = 0.0
         if tag and tag != "*" and quality > 0:
-            wanted.append((-quality, position, tag))
-    ranked = [tag for _, _, tag in sorted(wanted)]
-    # An exact or script/region match first ("pt-BR", "zh-Hant"), then the bare language.
-    found = negotiate_locale(ranked, available, sep="-")
-    if found is None:
-        found = negotiate_locale([tag.split("-")[0] for tag in ranked], available, sep="-")
-    by_lower = {code.lower(): code for code in available}
-    if found is not None and found.lower() in by_lower:
-        return by_lower[found.lower()]
+            wanted.append((-quality, position, tag.strip()))
+    for _, _, tag in sorted(wanted):
+        found = _offered(tag, available)
+        if found is not None:
+            return found
     return DEFAULT_LANGUAGE
