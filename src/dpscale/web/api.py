@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from dpscale.store.feedback import FeedbackInput
 from dpscale.validation import InputError, Rule
 from dpscale.web.feedback import store_feedback
-from dpscale.web.forms import MAX_VALUE_LENGTH, api_errors
+from dpscale.web.forms import api_errors
 from dpscale.web.i18n import localizer
 from dpscale.web.registry import Calculator, InputField, calculators
 from dpscale.web.security import same_origin
@@ -94,7 +94,7 @@ def _parameters(calc: Calculator) -> list[dict[str, Any]]:
 def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
     def compute(request: Request) -> JSONResponse:
         values = {
-            f.name: request.query_params[f.name].strip()[:MAX_VALUE_LENGTH]
+            f.name: request.query_params[f.name].strip()[: f.max_length]
             for f in calc.fields
             if request.query_params.get(f.name, "").strip()
         }

@@ -17,6 +17,7 @@ from dpscale.web import api, views
 from dpscale.web.cache import ResponseCache
 from dpscale.web.i18n import LANGUAGES, localizer
 from dpscale.web.limits import Limits, LimitsMiddleware
+from dpscale.web.pages import fit as fit_page
 from dpscale.web.registry import calculators
 from dpscale.web.security import SecurityHeaders
 from dpscale.web.templating import STATIC_DIR, environment
@@ -56,6 +57,7 @@ def create_app() -> FastAPI:
     app.mount("/static", _Static(directory=STATIC_DIR), name="static")
     api.add_api_routes(app)
     api.add_docs_route(app)
+    app.include_router(fit_page.router)  # the scaling-fit page's file upload (POST)
     app.include_router(views.router)
 
     @app.exception_handler(HTTPException)

@@ -44,9 +44,7 @@ def _values(calc: Calculator, query: Mapping[str, str]) -> dict[str, str]:
     if not any(f.name in query for f in calc.fields):
         return calc.defaults()
     return {
-        f.name: str(query[f.name]).strip()[:MAX_VALUE_LENGTH]
-        for f in calc.fields
-        if f.name in query
+        f.name: str(query[f.name]).strip()[: f.max_length] for f in calc.fields if f.name in query
     }
 
 

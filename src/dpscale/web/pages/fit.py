@@ -1,0 +1,387 @@
+"""The scaling-fit page: measured points in (pasted, uploaded or from a share link), the fitted
+model, its predictions with 95 % intervals and the chart out.
+
+A thin adapter over :mod:`dpscale.fit`: the page's fields are :class:`FitQuery`'s, so the
+page, ``/api/v1/scaling-fit`` and ``dpscale fit`` accept the same input and refuse the same
+mistakes. Points travel in the query string (``?points=1,100%0A2,190...``), so the address
+is the share link; an uploaded file comes in by POST and is sent back as that address.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import date
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+
+from dpscale.fit import FitQuery, FitResult, fit
+from dpscale.fit.data import MAX_DEVICES, MAX_TEXT
+from dpscale.fit.plot import PlotLabels, plot_svg
+from dpscale.validation import FieldIssue, parse
+from dpscale.web.i18n import N_, Localizer, language, localizer
+from dpscale.web.registry import Calculator, Formula, InputField, Presentation, ResultItem
+
+__all__ = ["CALCULATOR", "router"]
+
+SLUG = "scaling-fit"
+EXAMPLE = "devices,throughput\n1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
+"""A node step measured at 1-32 devices, 8 a node: the article's worked example."""
+MAX_SHARED_URL = 6000
+"""Longer share links are not sent as a redirect (proxies refuse addresses over 8 KiB): the
+page is shown directly instead."""
+
+MODEL_TITLES = {
+    "comm": N_("Communication-aware model (ring all-reduce)"),
+    "amdahl": N_("Amdahl's law"),
+    "usl": N_("Universal Scalability Law"),
+}
+
+
+def compute(values: Mapping[str, str]) -> FitResult:
+    data = dict(values)
+    if "target_efficiency" in data:  # "80", "80%" and "80 %" all mean 80 percent
+        data["target_efficiency"] = data["target_efficiency"].strip().removesuffix("%").strip()
+    return fit(parse(FitQuery, data))
+
+
+def _amount(loc: Localizer, value: float) -> str:
+    return loc.number(value, 4)
+
+
+def _reason(result: FitResult, loc: Localizer) -> str:
+    _ = loc.gettext
+    method = result.selection.method
+    if method == "given":
+        return _("The model you chose.")
+    if method == "physics":
+        return _(
+            "Kept because it models a data-parallel step (compute, then a ring all-reduce "
+            "whose cost levels off) and no other model fits the points more closely."
+        )
+    if method == "fewest parameters":
+        return _("Too few points to compare models by AICc: the model with the fewest parameters.")
+    weight = next(c.weight for c in result.selection.candidates if c.model == result.model)
+    return _(
+        "The lowest AICc of the models compared (Akaike weight %(weight)s).",
+        weight=loc.percent(weight or 0.0, 2),
+    )
+
+
+def _notes(result: FitResult, loc: Localizer) -> tuple[str, ...]:
+    _ = loc.gettext
+    notes = []
+    far = [p for p in result.predictions if p.extrapolated]
+    if far:
+        target = max(far, key=lambda p: p.devices)
+        for other in result.selection.others:
+            value = float(other.throughput([target.devices])[0])
+            if not target.throughput_low <= value <= target.throughput_high:
+                notes.append(
+                    _(
+                        "At %(devices)s devices %(model)s predicts %(value)s, outside this "
+                        "interval: the points cannot settle which model holds that far out.",
+                        devices=loc.number(target.devices),
+                        model=loc.gettext(MODEL_TITLES[other.model.name]),
+                        value=_amount(loc, value),
+                    )
+                )
+    if result.devices_per_node is None and result.model != "comm":
+        notes.append(
+            _(
+                "Without devices per node the communication model is one flat ring and cannot "
+                "show a step at a node boundary; if your points cross one, enter the node size."
+            )
+        )
+    return tuple(notes)
+
+
+def present(result: FitResult, loc: Localizer) -> Presentation:
+    _ = loc.gettext
+    base = result.baseline
+    baseline = (
+        _("one device")
+        if base.devices == 1
+        else _("%(devices)s devices, the fewest measured", devices=loc.number(base.devices))
+    )
+    last = result.predictions[-1]
+    items = [
+        ResultItem(
+            key="model",
+            label=_("Model"),
+            value=_(MODEL_TITLES[result.model]),
+            sentence=_reason(result, loc),
+            primary=True,
+        ),
+        ResultItem(
+            key="predictions",
+            label=_("At %(devices)s devices", devices=loc.number(last.devices)),
+            value=f"{_amount(loc, last.throughput)} ({loc.percent(last.efficiency, 3)})",
+            sentence=_(
+                "Throughput %(throughput)s, 95 %% prediction interval %(low)s to %(high)s; "
+                "efficiency %(efficiency)s relative to %(baseline)s.",
+                throughput=_amount(loc, last.throughput),
+                low=_amount(loc, last.throughput_low),
+                high=_amount(loc, last.throughput_high),
+                efficiency=loc.percent(last.efficiency, 3),
+                baseline=baseline,
+            ),
+            primary=True,
+        ),
+    ]
+    target = result.target
+    goal = loc.percent(target.efficiency, 3)
+    if target.devices is None:
+        value = _("not up to %(devices)s devices", devices=loc.number(MAX_DEVICES))
+        sentence = _("Efficiency stays above %(target)s on the fitted curve.", target=goal)
+    else:
+        value = _("%(devices)s devices", devices=loc.number(target.devices))
+        sentence = _(
+            "Efficiency falls below %(target)s there (95 %% interval %(low)s to %(high)s).",
+            target=goal,
+            low="?" if target.devices_low is None else loc.number(target.devices_low),
+            high=_("beyond %(devices)s", devices=loc.number(MAX_DEVICES))
+            if target.devices_high is None
+            else loc.number(target.devices_high),
+        )
+    items.append(
+        ResultItem(
+            key="efficiency_target",
+            label=_("Efficiency below %(target)s", target=goal),
+            value=value,
+            sentence=sentence,
+        )
+    )
+    peak = result.peak()
+    if peak is not None:
+        items.append(
+            ResultItem(
+                key="peak_devices",
+                label=_("Throughput peak"),
+                value=_("%(devices)s devices", devices=loc.number(round(peak["devices"]))),
+                sentence=_(
+                    "Beyond it, adding devices lowers throughput (peak %(throughput)s).",
+                    throughput=_amount(loc, peak["throughput"]),
+                ),
+            )
+        )
+    if result.r_squared is not None:
+        items.append(
+            ResultItem(
+                key="r_squared",
+                label=_("Fit (R²)"),
+                value=loc.number(result.r_squared, 4),
+                sentence=_(
+                    "Over %(count)s measured points.", count=loc.number(len(result.fitted.points))
+                ),
+            )
+        )
+    return Presentation(items=tuple(items), notes=_notes(result, loc))
+
+
+def chart(result: FitResult, loc: Localizer) -> str:
+    _ = loc.gettext
+    labels = PlotLabels(
+        title=_("Scaling fit: {model}"),
+        devices=_("Devices"),
+        throughput=_("Throughput"),
+        measured=_("Measured"),
+        fitted=_("Fitted ({model})"),
+        band=_("95 % prediction interval"),
+        ideal=_("Ideal (linear from the {devices}-device baseline)"),
+        predicted=_("Predicted"),
+    )
+    return plot_svg(result, labels)
+
+
+_LINE = re.compile(r"^(line|item) (\d+)")
+_NOT_NUMBER = re.compile(r", (devices|throughput): .* is not a number$")
+_MISSING = re.compile(r", (devices|throughput): missing value$")
+_RANGE = re.compile(r", column (devices|throughput) must be ")
+
+
+def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:
+    """The points' and the model's own checks, in the page's language."""
+    _ = loc.gettext
+    if issue.field == "model":
+        return _(
+            "This model cannot be fitted to these points; choose Automatic or measure more "
+            "device counts."
+        )
+    if issue.field != "points":
+        return None
+    detail = issue.detail or ""
+    line = _LINE.match(detail)
+    where = (
+        _("Line %(number)s", number=line.group(2))
+        if line and line.group(1) == "line"
+        else _("Item %(number)s", number=line.group(2))
+        if line
+        else ""
+    )
+    if "two or more different device counts" in detail:
+        return _("Enter measurements at two or more different device counts.")
+    if "the header must name" in detail:
+        return _("%(where)s: the header must name the columns devices and throughput.", where=where)
+    if line and _RANGE.search(detail):
+        return _(
+            "%(where)s: devices must be a whole number from 1 to %(devices)s and throughput a "
+            "number greater than 0.",
+            where=where,
+            devices=loc.number(MAX_DEVICES),
+        )
+    if line and (_NOT_NUMBER.search(detail) or _MISSING.search(detail)):
+        return _("%(where)s: enter two numbers, the device count and the throughput.", where=where)
+    if "characters are accepted" in detail or "points are accepted" in detail:
+        return _("Too much data: at most %(count)s characters.", count=loc.number(MAX_TEXT))
+    return _("Check the points: one line per measurement, devices then throughput.")
+
+
+def _decoded(data: bytes) -> str | None:
+    """The uploaded file as text, or None if it is not UTF-8."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.post(f"/{{code}}/{SLUG}", response_class=HTMLResponse)
+async def upload(request: Request, code: str) -> Response:
+    """The page's form sent with a file (works without JavaScript): the file's text becomes
+    the points, and the browser is sent to the share link that carries them."""
+    from dpscale.web.context import calculator_context
+    from dpscale.web.forms import query_string, read_form
+    from dpscale.web.security import same_origin
+    from dpscale.web.templating import render
+
+    if language(code) is None:
+        raise HTTPException(404)
+    loc = localizer(code)
+    if not same_origin(request, require=True):
+        return HTMLResponse(
+            loc.gettext("This form can only be sent from this site's own pages."),
+            status_code=403,
+        )
+    form = await request.form()
+    values = {f.name: str(form.get(f.name, "")) for f in CALCULATOR.fields if f.name in form}
+    file = form.get("file")
+    bad_file = False
+    if isinstance(file, UploadFile) and file.filename:
+        text = _decoded(await file.read(MAX_TEXT * 4 + 1))
+        if text is None:
+            bad_file = True
+        else:
+            values["points"] = text
+    state = read_form(CALCULATOR, values, loc)
+    if bad_file:
+        state.result, state.presentation = None, None
+        state.errors["points"] = loc.gettext(
+            "The file is not text: upload CSV or JSON saved as UTF-8."
+        )
+    query = query_string(CALCULATOR, state.values)
+    if state.valid and len(query) <= MAX_SHARED_URL:
+        return RedirectResponse(f"/{code}/{SLUG}?{query}", status_code=303)
+    context = calculator_context(request, CALCULATOR, code, state)
+    status = 200 if state.valid else 422
+    return HTMLResponse(render(code, "calculator.html", **context), status_code=status)
+
+
+CALCULATOR = Calculator(
+    slug=SLUG,
+    command="fit",
+    title=N_("Scaling fit from measured points"),
+    summary=N_(
+        "Fit Amdahl, USL or a communication-aware model to throughput measured at a few "
+        "device counts and extrapolate with 95 % intervals."
+    ),
+    fields=(
+        InputField(
+            name="points",
+            model=FitQuery,
+            label=N_("Measured points"),
+            help=N_(
+                "One measurement a line: device count, then throughput (comma, tab or space "
+                "between; a header line is optional; repeat a count for repeated runs). "
+                "CSV or JSON."
+            ),
+            default=EXAMPLE,
+            kind="text",
+            rows=8,
+        ),
+        InputField(
+            name="at",
+            model=FitQuery,
+            label=N_("Predict at"),
+            help=N_(
+                "Device counts, separated by commas. Empty: the measured counts and 2, 4 and 8 "
+                "times the largest."
+            ),
+            default="64,128,256,512",
+            kind="text",
+            required=False,
+        ),
+        InputField(
+            name="devices_per_node",
+            model=FitQuery,
+            label=N_("Devices per node"),
+            help=N_("Lets the communication model place the step at the node boundary."),
+            default="8",
+            kind="integer",
+            required=False,
+        ),
+        InputField(
+            name="model",
+            model=FitQuery,
+            label=N_("Model"),
+            help=N_(
+                "Automatic keeps the communication model unless another fits the points "
+                "more closely."
+            ),
+            required=False,
+            choices=(
+                ("auto", N_("Automatic")),
+                ("comm", MODEL_TITLES["comm"]),
+                ("amdahl", MODEL_TITLES["amdahl"]),
+                ("usl", MODEL_TITLES["usl"]),
+            ),
+        ),
+        InputField(
+            name="target_efficiency",
+            model=FitQuery,
+            label=N_("Target efficiency"),
+            help=N_("Where efficiency falls below this, in percent."),
+            default="80",
+            suffix="%",
+            required=False,
+            advanced=True,
+        ),
+    ),
+    compute=compute,
+    present=present,
+    formulas=(
+        Formula(N_("Amdahl's law"), r"X(N) = \frac{\lambda N}{1 + \sigma (N - 1)}"),
+        Formula(
+            N_("Universal Scalability Law"),
+            r"X(N) = \frac{\lambda N}{1 + \sigma (N - 1) + \kappa N (N - 1)}",
+        ),
+        Formula(
+            N_("Communication-aware model (ring all-reduce)"),
+            r"X(N) = \frac{\lambda N}{1 + a \frac{2(m - 1)}{m} + b \frac{2(n - 1)}{n}},\ "
+            r"m = \min(N, g),\ n = \lceil N / g \rceil",
+        ),
+    ),
+    updated=date(2026, 12, 1),
+    chart=chart,
+    chart_alt=N_(
+        "Throughput against device count on log scales: the measured points, the fitted "
+        "curve with its 95 % prediction band, the ideal line and the predictions."
+    ),
+    explain=explain,
+    details="_fit_details.html",
+)
