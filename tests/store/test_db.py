@@ -60,3 +60,19 @@ def test_a_failed_session_rolls_back(sqlite_url: str) -> None:
 @pytest.mark.postgres
 def test_postgres_round_trip(postgres_url: str) -> None:
     assert round_trip(postgres_url) == ["first", "<b>second</b>"]
+
+
+def test_processes_creating_tables_together_do_not_fail(tmp_path: Path) -> None:
+    # Several processes opening a new database at once all race to create its tables.
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'race.sqlite3'}"
+    script = "import sys; from dpscale.store import db; db.engine(sys.argv[1]); print('ok')"
+    processes = [
+        subprocess.Popen([sys.executable, "-c", script, url], stdout=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
+    outputs = [process.communicate(timeout=120)[0].strip() for process in processes]
+    assert [process.returncode for process in processes] == [0] * 6
+    assert outputs == ["ok"] * 6

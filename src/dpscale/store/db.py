@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import DatabaseError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 __all__ = ["Base", "database_url", "dispose", "engine", "session"]
@@ -86,8 +87,23 @@ def _create_engine(url: str) -> Engine:
     else:
         created = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
     _import_tables()
-    Base.metadata.create_all(created)
+    _create_tables(created)
     return created
+
+
+def _create_tables(created: Engine, attempts: int = 3) -> None:
+    """Create missing tables; tolerate another process creating them at the same moment.
+
+    ``create_all`` checks, then creates: two web workers starting together can both see a
+    table missing, and the second ``CREATE TABLE`` fails. Checking again settles it.
+    """
+    for attempt in range(attempts):
+        try:
+            Base.metadata.create_all(created)
+            return
+        except DatabaseError:
+            if attempt == attempts - 1:
+                raise
 
 
 def _import_tables() -> None:
