@@ -1,0 +1,347 @@
+"""The scaling prediction page and its API over HTTP, against the live uvicorn server."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from html import unescape
+
+import httpx
+import pytest
+
+from dpscale.model import PredictQuery, predict, preset_names
+from dpscale.store.runs import save_run
+
+from .conftest import LiveServer
+
+DEFAULTS = (
+    "hardware=dgx-a100&params=1.3e9&grad_dtype=bf16&micro_batch=8&grad_accum=1"
+    "&per_device_throughput=40&devices=1..256&target_efficiency=90"
+    "&inter_node_bandwidth=200+Gbit/s"
+)
+DEFAULT = dict(pair.split("=", 1) for pair in DEFAULTS.replace("+", " ").split("&"))
+API = "/api/v1/scaling-prediction"
+
+
+def value(html: str, key: str) -> str:
+    found = re.search(rf'data-result="{key}">\s*<dt>[^<]*</dt>\s*<dd class="value">([^<]*)<', html)
+    assert found, f"no result {key}"
+    return unescape(found.group(1))
+
+
+def sentence(html: str, key: str) -> str:
+    found = re.search(rf'data-result="{key}">.*?<dd class="sentence">([^<]*)<', html, re.S)
+    assert found, f"no sentence for {key}"
+    return unescape(found.group(1))
+
+
+def table(html: str) -> list[list[str]]:
+    body = re.search(r'<table class="breakdown">.*?<tbody>(.*?)</tbody>', html, re.S)
+    assert body, "no breakdown table"
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body.group(1), re.S)
+    return [
+        [unescape(c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r)] for r in rows
+    ]
+
+
+def field_error(html: str, name: str) -> str:
+    found = re.search(rf'data-error-for="{name}">([^<]*)<', html)
+    assert found, f"no error slot for {name}"
+    return unescape(found.group(1))
+
+
+def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> None:
+    html = client.get("/en/scaling-prediction").text
+    assert value(html, "efficiency") == "59.6%"
+    assert sentence(html, "efficiency") == (
+        "Compute takes 200 ms per step and 135.6 ms of communication is not hidden behind "
+        "backward: 200 / 335.6 = 59.6%."
+    )
+    assert value(html, "actual_throughput") == "6,103 samples/s"
+    assert value(html, "max_devices") == "8"
+    assert value(html, "grad_accum_needed") == "7"
+    assert sentence(html, "grad_accum_needed").endswith("the global batch becomes 14,336 samples.")
+    assert value(html, "micro_batch_needed") == "19"
+    assert value(html, "best_bucket") == "134 MB"
+    assert value(html, "gradients") == "2.6 GB"
+    assert value(html, "hardware") == "dgx-a100 with the values you entered"
+    assert sentence(html, "hardware").endswith(
+        "network 25 GB/s per node × 96% achieved over RDMA = 24 GB/s."
+    )
+    # The share link of a fresh page holds every input.
+    assert f'href="/en/scaling-prediction?{DEFAULTS.replace("&", "&amp;")}" data-reset' in html
+
+
+def test_step_breakdown_table(client: httpx.Client) -> None:
+    html = client.get(f"/en/scaling-prediction?{DEFAULTS}").text
+    rows = table(html)
+    assert [row[0] for row in rows] == ["1", "2", "4", "8", "16", "32", "64", "128", "256"]
+    header = ["Devices", "Nodes", "E(N)", "Speedup", "Step (ms)", "Compute (ms)"]
+    assert all(h in html for h in header)
+    assert rows[0] == ["1", "1", "100%", "40", "1×", "200", "200", "0", "0", "–"]
+    assert rows[3] == [
+        "8",
+        "1",
+        "97.6%",
+        "312.3",
+        "7.808×",
+        "204.9",
+        "200",
+        "24.96",
+        "4.92",
+        "Intra-node link · ring",
+    ]
+    assert rows[4][:3] == ["16", "2", "88.58%"]
+    assert rows[4][-1] == "Network · tree"
+    assert rows[-1][2] == "59.6%"
+    below = re.findall(r'<tr class="below-target">\s*<th scope="row">(\d+)<', html)
+    assert below == ["16", "32", "64", "128", "256"]
+
+
+def test_long_device_lists_show_a_sample_of_rows(client: httpx.Client) -> None:
+    html = client.get(
+        "/en/scaling-prediction?hardware=dgx-h100&params=7e9&micro_batch=2"
+        "&per_device_throughput=1.7&devices=1-300"
+    ).text
+    assert [row[0] for row in table(html)] == [
+        "1",
+        "2",
+        "4",
+        "8",
+        "16",
+        "32",
+        "64",
+        "128",
+        "256",
+        "300",
+    ]
+    assert "The table shows 10 of the 300 device counts" in html
+
+
+def test_page_in_japanese(client: httpx.Client) -> None:
+    html = client.get(f"/ja/scaling-prediction?{DEFAULTS}").text
+    assert '<html lang="ja"' in html
+    assert "<h1>スケーリング効率の予測</h1>" in html
+    assert value(html, "efficiency") == "59.6%"
+    assert sentence(html, "max_devices").startswith("8 台までは予測効率が 90% 以上を保ちます")
+    assert '<th scope="col">露出(ms)</th>' in html
+    assert table(html)[4][-1] == "ネットワーク · tree"
+    assert "予測のしくみ" in html
+    assert "最終更新日" in html
+
+
+def test_api_gives_the_json_of_predict(client: httpx.Client) -> None:
+    got = client.get(f"{API}?{DEFAULTS}")
+    assert got.status_code == 200
+    expected = predict(
+        PredictQuery(
+            hardware="dgx-a100",
+            params="1.3e9",
+            grad_dtype="bf16",
+            micro_batch=8,
+            per_device_throughput=40,
+            devices="1..256",
+            inter_node_bandwidth="200 Gbit/s",
+            target_efficiency=0.9,
+        )
+    ).to_dict()
+    assert got.json() == expected
+    assert got.json()["questions"]["grad_accum_needed"] == 7
+    # The target in percent, with or without the sign, as on the CLI.
+    with_sign = client.get(
+        f"{API}?{DEFAULTS.replace('target_efficiency=90', 'target_efficiency=90%25')}"
+    )
+    assert with_sign.json() == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "message"),
+    [
+        ("params=-1", "params", "params must be a number greater than 0 and <= 1e+15 (got -1)"),
+        (
+            "micro_batch=0",
+            "micro_batch",
+            "micro_batch must be a whole number from 1 to 10,000,000 (got 0)",
+        ),
+        (
+            "target_efficiency=150",
+            "target_efficiency",
+            "target_efficiency must be a number greater than 0 and <= 100 (got 150)",
+        ),
+        (
+            "grad_dtype=fp64",
+            "grad_dtype",
+            "grad_dtype must be one of: fp32, bf16, fp16, fp8 (got fp64)",
+        ),
+        ("intra_node_bandwidth=fast", "intra_node_bandwidth", "intra_node_bandwidth: cannot read"),
+        ("devices=8-1", "devices", "devices: counts must be whole numbers from 1 to 10,000,000"),
+        ("hardware=dgx-9", "hardware", "hardware: no preset named 'dgx-9'"),
+        ("calibrate=../../etc/passwd", "calibrate", "calibrate must be"),
+        ("calibrate=no-such-run", "calibrate", "calibrate: no stored run named 'no-such-run'"),
+    ],
+)
+def test_api_refuses_bad_input_naming_the_field(
+    client: httpx.Client, query: str, field: str, message: str
+) -> None:
+    base = "params=1.3e9&micro_batch=8&per_device_throughput=40&hardware=dgx-a100&devices=1,8"
+    given = dict(pair.split("=", 1) for pair in base.split("&"))
+    name, text = query.split("=", 1)
+    given[name] = text
+    got = client.get(API, params=given)
+    assert got.status_code == 422
+    details = got.json()["detail"]
+    assert [d["field"] for d in details] == [field]
+    assert details[0]["message"].startswith(message)
+
+
+def test_api_tells_every_bad_field_at_once(client: httpx.Client) -> None:
+    got = client.get(f"{API}?params=0&micro_batch=x&per_device_throughput=40&target_efficiency=0")
+    assert got.status_code == 422
+    assert sorted(d["field"] for d in got.json()["detail"]) == [
+        "micro_batch",
+        "params",
+        "target_efficiency",
+    ]
+
+
+def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
+    spec = client.get("/api/openapi.json").json()
+    operation = spec["paths"][API]["get"]
+    names = {p["name"] for p in operation["parameters"]}
+    assert names == set(PredictQuery.model_fields) | {"calibrate"}
+    hardware = next(p for p in operation["parameters"] if p["name"] == "hardware")
+    assert hardware["schema"]["enum"] == list(preset_names())
+    target = next(p for p in operation["parameters"] if p["name"] == "target_efficiency")
+    assert target["schema"]["exclusiveMinimum"] == 0
+    assert target["schema"]["maximum"] == 100
+    assert "422" in operation["responses"]
+
+
+@pytest.mark.parametrize(
+    ("lang", "query", "field", "message"),
+    [
+        ("en", "devices=1-x", "devices", "Write counts like 1,8,64, ranges like 1-64"),
+        ("ja", "devices=1-x", "devices", "1,8,64 のような台数"),
+        (
+            "en",
+            "inter_node_bandwidth=25+GB",
+            "inter_node_bandwidth",
+            "Enter a bandwidth with its unit",
+        ),
+        (
+            "en",
+            "hardware=&devices_per_node=4&intra_node_bandwidth=12+GB%2Fs&inter_node_bandwidth=",
+            "inter_node_bandwidth",
+            "Required unless you choose a hardware preset.",
+        ),
+        (
+            "ja",
+            "target_efficiency=0",
+            "target_efficiency",
+            "0 より大きく 100 以下の数値を入力してください。",
+        ),
+        ("en", "bucket_size=0+MB", "bucket_size", "Enter a size with its unit"),
+    ],
+)
+def test_bad_input_is_told_at_its_field(
+    client: httpx.Client, lang: str, query: str, field: str, message: str
+) -> None:
+    changes = dict(pair.split("=", 1) for pair in query.replace("+", " ").split("&"))
+    given = {**DEFAULT, **{k: v.replace("%2F", "/") for k, v in changes.items()}}
+    html = client.get(f"/{lang}/scaling-prediction", params=given).text
+    assert field_error(html, field).startswith(message)
+    assert 'data-result="efficiency"' not in html
+    if field in ("bucket_size", "inter_node_bandwidth"):  # folded fields open to show the error
+        assert ('<details class="more-options" open>' in html) == (field == "bucket_size")
+
+
+def test_reflected_inputs_are_escaped(client: httpx.Client) -> None:
+    attack = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
+    for name in ("devices", "unit", "intra_node_bandwidth", "hardware", "calibrate", "params"):
+        response = client.get(f"/en/scaling-prediction?{DEFAULTS}", params={name: attack})
+        html = response.text
+        assert response.status_code == 200
+        assert "<script>alert(1)" not in html
+        assert "<img src=x" not in html
+        assert 'data-result="efficiency"' not in html
+        if name != "hardware":  # a select shows its options, not what was sent
+            assert "&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        api = client.get(API, params={"params": "1e9", "micro_batch": "1", name: attack})
+        assert api.status_code == 422
+        assert api.headers["content-type"].startswith("application/json")
+
+
+def test_chart_is_localised_and_the_same_for_the_same_inputs(client: httpx.Client) -> None:
+    en = client.get(f"/chart/en/scaling-prediction.svg?{DEFAULTS}")
+    assert en.status_code == 200
+    assert en.headers["content-type"].startswith("image/svg+xml")
+    assert "One node (8 devices)" in en.text
+    assert "Target 90%" in en.text
+    assert "256 devices: 59.6%" in en.text
+    ja = client.get(f"/chart/ja/scaling-prediction.svg?{DEFAULTS}")
+    assert "1 ノード(8 台)" in ja.text
+    assert "目標 90%" in ja.text
+    assert client.get(f"/chart/en/scaling-prediction.svg?{DEFAULTS}").content == en.content
+    bad = client.get(f"/chart/en/scaling-prediction.svg?{DEFAULTS}&micro_batch=0")
+    assert bad.status_code == 422
+
+
+def test_fragment_and_embed_carry_the_table(client: httpx.Client) -> None:
+    fragment = client.get(
+        f"/fragment/en/scaling-prediction?{DEFAULTS.replace('micro_batch=8', 'micro_batch=32')}"
+    )
+    data = fragment.json()
+    assert data["valid"] is True
+    assert "micro_batch=32" in data["query"]
+    at_256 = predict(
+        PredictQuery(
+            hardware="dgx-a100",
+            params="1.3e9",
+            grad_dtype="bf16",
+            micro_batch=32,
+            per_device_throughput=40,
+            devices="256",
+            inter_node_bandwidth="200 Gbit/s",
+        )
+    ).points()[0]["efficiency"]
+    assert round(at_256, 4) == 0.9381
+    assert value(data["regions"]["results"], "efficiency") == "93.81%"
+    assert 'class="breakdown"' in data["regions"]["results"]
+    assert "micro_batch=32" in data["regions"]["chart"]
+    embed = client.get(f"/embed/ja/scaling-prediction?{DEFAULTS}")
+    assert embed.status_code == 200
+    assert 'class="breakdown"' in embed.text
+
+
+def test_calibration_from_a_stored_run(client: httpx.Client, live_server: LiveServer) -> None:
+    run_id = f"web-cal-{uuid.uuid4().hex[:8]}"
+    sizes = (1 << 20, 1 << 24, 1 << 27)
+    save_run(
+        {
+            "run_id": run_id,
+            "backend": "gloo",
+            "partial": False,
+            "environment": {"hosts": ["box"]},
+            "config": {},
+            "results": [],
+            "collectives": [
+                {
+                    "op": "all_reduce",
+                    "devices": 2,
+                    "bytes": s,
+                    "time_s": 1e-4 + s / 5e9,
+                    "algbw": s / (1e-4 + s / 5e9),
+                    "busbw": s / (1e-4 + s / 5e9),
+                }
+                for s in sizes
+            ],
+        },
+        url=live_server.database_url,
+    )
+    html = client.get(f"/en/scaling-prediction?{DEFAULTS}&calibrate={run_id}").text
+    assert sentence(html, "hardware").startswith(
+        "8 devices per node, 5 GB/s per device inside a node"
+    )
+    assert f"Calibrated from run {run_id}: all_reduce on 2 devices" in html
+    api = client.get(f"{API}?{DEFAULTS}&calibrate={run_id}").json()
+    assert api["hardware"]["intra_node_bandwidth_bytes_per_s"] == pytest.approx(5e9, rel=0.01)
