@@ -53,6 +53,8 @@ STARTUP_S = 60.0
 """Start-up (interpreter, torch import, rendezvous) may take this long even with a shorter
 timeout: a busy machine imports torch slowly, which is no hang."""
 EXIT_GRACE_S = 3.0
+KILL_WAIT_S = 30.0
+"""How long a killed rank may take to disappear (a rank in uninterruptible I/O takes time)."""
 """After a rank dies, how long torchrun may take to stop the others and report, by itself."""
 WORKER_MODULE = "dpscale.measure.worker"
 
@@ -151,13 +153,18 @@ def _is_rank(pid: int) -> bool:
 
 
 def _kill_all(proc: subprocess.Popen[bytes], pids: set[int]) -> None:
-    for pid in pids:
-        if _alive(pid) and _is_rank(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+    ranks = [pid for pid in pids if _alive(pid) and _is_rank(pid)]
+    for pid in ranks:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
+    # kill() returns before the kernel has torn a process down: wait until the ranks are gone,
+    # so that nothing of this world size runs when the caller goes on.
+    deadline = time.monotonic() + KILL_WAIT_S
+    while any(_alive(pid) for pid in ranks) and time.monotonic() < deadline:
+        time.sleep(POLL_S / 10)
 
 
 _FAILURE = re.compile(
