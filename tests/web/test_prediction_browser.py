@@ -1,0 +1,84 @@
+"""The scaling prediction page in the real Chromium, through Playwright, against live uvicorn."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import LiveServer
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+if not CHROMIUM.exists():  # scripts/system-deps.sh installs it from Debian
+    pytest.skip("no Chromium at /usr/bin/chromium", allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def value(page: object, key: str) -> object:
+    return page.locator(f'[data-result="{key}"] .value')  # type: ignore[attr-defined]
+
+
+def last_row(page: object) -> object:
+    return page.locator(".breakdown tbody tr").last  # type: ignore[attr-defined]
+
+
+def test_changing_inputs_updates_table_chart_and_address(
+    browser: object, live_server: LiveServer
+) -> None:
+    context = browser.new_context(base_url=live_server.url)  # type: ignore[attr-defined]
+    page = context.new_page()
+    try:
+        page.goto("/en/scaling-prediction")
+        expect(value(page, "efficiency")).to_have_text("59.6%")
+        expect(last_row(page).locator("td").nth(1)).to_have_text("59.6%")
+        page.fill("#in-micro_batch", "32")
+        expect(value(page, "efficiency")).to_have_text("93.81%")
+        expect(last_row(page).locator("td").nth(1)).to_have_text("93.81%")
+        expect(page).to_have_url(re.compile(r"/en/scaling-prediction\?.*micro_batch=32"))
+        expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"micro_batch=32"))
+        page.select_option("#in-hardware", "dgx-h100")
+        expect(page).to_have_url(re.compile(r"hardware=dgx-h100&.*micro_batch=32"))
+        expect(value(page, "hardware")).to_have_text("dgx-h100 with the values you entered")
+        page.fill("#in-devices", "1,8,16,2048")
+        expect(page.locator(".breakdown tbody tr")).to_have_count(4)
+        expect(last_row(page).locator("th")).to_have_text("2,048")
+        page.fill("#in-devices", "1-x")
+        expect(page.locator('[data-error-for="devices"]')).to_contain_text("Write counts like")
+        expect(page.locator(".breakdown")).to_have_count(0)
+        page.click("[data-reset]")
+        expect(value(page, "efficiency")).to_have_text("59.6%")
+        assert page.input_value("#in-hardware") == "dgx-a100"
+        assert page.input_value("#in-micro_batch") == "8"
+    finally:
+        context.close()
+
+
+def test_without_javascript_the_get_form_predicts(browser: object, live_server: LiveServer) -> None:
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False)  # type: ignore[attr-defined]
+    page = context.new_page()
+    try:
+        page.goto("/ja/scaling-prediction")
+        page.fill("#in-grad_accum", "7")
+        page.click("form.calc-form button[type=submit]")
+        expect(page).to_have_url(re.compile(r"/ja/scaling-prediction\?.*grad_accum=7"))
+        expect(value(page, "efficiency")).to_have_text("91.17%")
+        expect(page.locator(".breakdown tbody tr.below-target")).to_have_count(0)
+        expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"grad_accum=7"))
+    finally:
+        context.close()
