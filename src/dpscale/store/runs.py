@@ -171,7 +171,7 @@ def _created(run: StoredRun) -> str:
     moment = run.created_at
     if moment.tzinfo is None:  # SQLite keeps no zone; every time stored is UTC
         moment = moment.replace(tzinfo=UTC)
-    return moment.isoformat(timespec="seconds")
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
 
 
 def get_run(run_id: str, *, url: str | None = None) -> dict[str, Any]:
