@@ -129,6 +129,19 @@ def test_embed_fragment_and_chart_use_the_locale(client: httpx.Client, code: str
 
 
 @pytest.mark.parametrize("code", CODES)
+def test_prediction_page_writes_quantities_in_the_locale(client: httpx.Client, code: str) -> None:
+    decimal = formats(code)[1][2]  # "." or ","
+    query = (
+        "hardware=dgx-a100&params=1.3e9&grad_dtype=bf16&micro_batch=8&grad_accum=1"
+        "&per_device_throughput=40&devices=1,8,64"
+    )
+    html = client.get(f"/{code}/scaling-prediction?{query}")
+    assert html.status_code == 200
+    # 1.3e9 bf16 gradients are 2.6 GB: the number in the locale's format, the unit as it is.
+    assert f"2{decimal}6 GB" in block(html.text, "gradients")
+
+
+@pytest.mark.parametrize("code", CODES)
 def test_printed_report_uses_the_locale(client: httpx.Client, code: str) -> None:
     _, _, _, sixteen_k, _, _ = formats(code)
     html = client.get(f"/{code}/data-parallel-scaling?devices=16&throughput=16000&efficiency=80")

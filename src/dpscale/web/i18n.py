@@ -151,6 +151,20 @@ class Localizer:
     def date(self, day: date) -> str:
         return str(format_date(day, format="long", locale=self.language.locale))
 
+    def quantity(self, text: str) -> str:
+        """A quantity as :mod:`dpscale.units` writes it ("2.6 GB", "130 GB/s") with its number
+        in the locale's format ("2,6 GB" in German); the unit stays as it is.
+
+        >>> localizer("en").quantity("26.2 MB"), localizer("en").quantity("1.5e+03 TB")
+        ('26.2 MB', '1,500 TB')
+        """
+        number, space, unit = text.partition(" ")
+        try:
+            value = float(number)
+        except ValueError:
+            return text
+        return f"{self.number(value, 3)}{space}{unit}"
+
 
 @cache
 def localizer(code: str) -> Localizer:

@@ -153,14 +153,14 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
         ResultItem(
             key="gradients",
             label=_("Gradients exchanged per step"),
-            value=format_bytes(sc.gradient_bytes),
+            value=loc.quantity(format_bytes(sc.gradient_bytes)),
             sentence=_(
                 "%(params)s parameters in %(dtype)s, sent in %(buckets)s buckets of at most "
                 "%(bucket)s as backward produces them (%(strategy)s).",
                 params=num(sc.params),
                 dtype=sc.grad_dtype,
                 buckets=num(last["buckets"]),
-                bucket=format_bytes(sc.bucket_bytes),
+                bucket=loc.quantity(format_bytes(sc.bucket_bytes)),
                 strategy=sc.strategy,
             ),
         )
@@ -174,11 +174,11 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
                 "%(per_node)s devices per node, %(intra)s per device inside a node; network "
                 "%(inter)s per node × %(share)s achieved over %(transport)s = %(effective)s.",
                 per_node=num(hw.devices_per_node),
-                intra=format_bandwidth(hw.intra_bandwidth),
-                inter=format_bandwidth(hw.inter_bandwidth),
+                intra=loc.quantity(format_bandwidth(hw.intra_bandwidth)),
+                inter=loc.quantity(format_bandwidth(hw.inter_bandwidth)),
                 share=loc.percent(hw.transport_efficiency),
                 transport=hw.transport.upper(),
-                effective=format_bandwidth(hw.inter_effective_bandwidth),
+                effective=loc.quantity(format_bandwidth(hw.inter_effective_bandwidth)),
             ),
         )
     )
@@ -273,14 +273,14 @@ def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
         ResultItem(
             key="best_bucket",
             label=_("Best bucket size at %(devices)s devices", devices=at),
-            value=format_bytes(a.best_bucket_bytes),
+            value=loc.quantity(format_bytes(a.best_bucket_bytes)),
             sentence=_(
                 "Buckets of %(best)s leave %(exposed)s ms of communication exposed, for "
                 "%(efficiency)s efficiency (now %(now)s buckets).",
-                best=format_bytes(a.best_bucket_bytes),
+                best=loc.quantity(format_bytes(a.best_bucket_bytes)),
                 exposed=num(a.best_bucket_exposed_comm_time_s * 1e3, 4),
                 efficiency=loc.percent(a.best_bucket_efficiency),
-                now=format_bytes(sc.bucket_bytes),
+                now=loc.quantity(format_bytes(sc.bucket_bytes)),
             ),
         )
     )
