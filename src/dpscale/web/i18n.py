@@ -66,6 +66,9 @@ class Language:
 LANGUAGES: tuple[Language, ...] = (
     Language("ja", "ja", "日本語"),
     Language("en", "en", "English"),
+    Language("zh-Hans", "zh_Hans", "简体中文"),
+    Language("zh-Hant", "zh_Hant", "繁體中文"),
+    Language("ko", "ko", "한국어"),
     Language("es", "es", "Español"),
     Language("fr", "fr", "Français"),
     Language("pt-BR", "pt_BR", "Português (Brasil)"),
