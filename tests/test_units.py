@@ -1,5 +1,7 @@
 """Quantities parsed at the edges into SI."""
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,6 +35,16 @@ def test_bandwidths(text: str, bytes_per_s: float) -> None:
     assert parse_bandwidth(text) == pytest.approx(bytes_per_s)
 
 
+@pytest.mark.parametrize(
+    ("parse", "text", "value"),
+    [(parse_bytes, "4096", 4096.0), (parse_duration, "120", 120.0), (parse_bandwidth, "1e9", 1e9)],
+)
+def test_bare_numbers_in_text_are_in_the_default_unit(
+    parse: Callable[[str], float], text: str, value: float
+) -> None:
+    assert parse(text) == value
+
+
 def test_sizes_and_durations() -> None:
     assert parse_bytes("25 MB") == 25e6
     assert parse_bytes("25 MiB") == 25 * 2**20
@@ -46,7 +58,9 @@ def test_counts(text: str, count: float) -> None:
     assert parse_count(text) == pytest.approx(count)
 
 
-@pytest.mark.parametrize("text", ["abc", "5 s", "-3 GB/s", "nan GB/s", "inf Gbit/s", "", "12 GB"])
+@pytest.mark.parametrize(
+    "text", ["abc", "5 s", "-3 GB/s", "nan GB/s", "inf Gbit/s", "", "12 GB", "3 kHz", "25/s", "nan"]
+)
 def test_bad_bandwidths(text: str) -> None:
     with pytest.raises(UnitError):
         parse_bandwidth(text)
@@ -61,3 +75,9 @@ def test_bad_counts(text: str) -> None:
 @given(st.floats(min_value=1, max_value=1e15))
 def test_format_round_trips_to_three_digits(value: float) -> None:
     assert parse_bandwidth(format_bandwidth(value)) == pytest.approx(value, rel=5e-3)
+
+
+@pytest.mark.parametrize("text", ["4096 m", "12 kg", "5 s"])
+def test_bad_sizes(text: str) -> None:
+    with pytest.raises(UnitError, match="as a size"):
+        parse_bytes(text)

@@ -65,23 +65,32 @@ def _normalise(text: str) -> str:
     return _SHORT_BITS.sub(lambda m: f"{m.group(1) or ''}bit/s", text)
 
 
-def _parse(text: str | float, unit: str, what: str) -> float:
+def _bare_number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _parse(text: str | float, unit: str, what: str, example: str) -> float:
     if isinstance(text, int | float):
         value = float(text)
+    elif (bare := _bare_number(str(text).strip())) is not None:
+        value = bare  # a bare number is in the default unit
     else:
         normalised = _normalise(str(text))
         if not normalised:
             raise UnitError(f"empty {what}")
-        registry = _registry()
         try:
-            quantity: Any = registry.Quantity(normalised)
-            if isinstance(quantity, int | float) or (quantity.dimensionless and not quantity.units):
-                value = float(quantity if isinstance(quantity, int | float) else quantity.m)
-                value = float(registry.Quantity(value, unit).to(unit).m)
-            else:
-                value = float(quantity.to(unit).m)
+            quantity: Any = _registry().Quantity(normalised)
+            # pint counts bits and bytes as dimensionless: insist on one of them being named,
+            # or "3 kHz" would pass for a bandwidth and "4096 m" for a size.
+            named = str(quantity.units)
+            if "byte" in unit and "bit" not in named and "byte" not in named:
+                raise UnitError(f"no bit or byte unit in {text!r}")
+            value = float(quantity.to(unit).m)
         except Exception as exc:  # pint raises many types; all mean "not a quantity of that kind"
-            raise UnitError(f"cannot read {text!r} as a {what} (for example 1 {unit})") from exc
+            raise UnitError(f"cannot read {text!r} as a {what} (for example {example})") from exc
     if not math.isfinite(value) or value < 0:
         raise UnitError(f"{what} must be finite and >= 0 (got {text!r})")
     return value
@@ -89,17 +98,17 @@ def _parse(text: str | float, unit: str, what: str) -> float:
 
 def parse_bandwidth(text: str | float) -> float:
     """Bytes per second from "25 Gbit/s", "12 GB/s", "100 Gbps"; a bare number is bytes/s."""
-    return _parse(text, "byte / second", "bandwidth")
+    return _parse(text, "byte / second", "bandwidth", "25 Gbit/s or 12 GB/s")
 
 
 def parse_bytes(text: str | float) -> float:
     """Bytes from "25 MB", "25 MiB", "4 GB"; a bare number is bytes."""
-    return _parse(text, "byte", "size")
+    return _parse(text, "byte", "size", "25 MB")
 
 
 def parse_duration(text: str | float) -> float:
     """Seconds from "5 us", "2 ms", "1.5 s"; a bare number is seconds."""
-    return _parse(text, "second", "duration")
+    return _parse(text, "second", "duration", "5 us")
 
 
 def parse_count(text: str | float) -> float:

@@ -14,8 +14,7 @@ options and report the same error for the same bad value.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -93,20 +92,8 @@ class MeasureConfig(BaseModel):
     )
 
 
-def _bare_or(parse: Callable[[str], float], text: str) -> float:
-    """A bare number as it is (units' parsers mis-read bare numbers given as text), else
-    ``parse(text)``."""
-    try:
-        value = float(text)
-    except ValueError:
-        return parse(text)
-    if not math.isfinite(value):
-        raise UnitError(f"must be a finite number (got {text!r})")
-    return value
-
-
 def _bytes(text: str) -> int:
-    return int(_bare_or(parse_bytes, text))
+    return int(parse_bytes(text))
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -172,7 +159,7 @@ def read_config(options: Mapping[str, object]) -> MeasureConfig:
             elif isinstance(value, str) and field == "model_params":
                 data[field] = parse_count(value)
             elif isinstance(value, str) and field == "timeout_s":
-                data[field] = _bare_or(parse_duration, value)
+                data[field] = parse_duration(value)
             elif isinstance(value, str) and field == "world_sizes":
                 data[field] = _whole_numbers(field, value, 1, MAX_DEVICES)
             elif isinstance(value, str) and field == "ops":
