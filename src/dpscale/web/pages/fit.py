@@ -173,7 +173,7 @@ def present(result: FitResult, loc: Localizer) -> Presentation:
             ResultItem(
                 key="r_squared",
                 label=_("Fit (R²)"),
-                value=loc.number(result.r_squared, 4),
+                value=loc.number(result.r_squared, 6),
                 sentence=_(
                     "Over %(count)s measured points.", count=loc.number(len(result.fitted.points))
                 ),

@@ -1,0 +1,223 @@
+"""The scaling-fit page and /api/v1/scaling-fit against the live server: pasted points, share
+links, upload without JavaScript, messages at the field in the page's language, and the
+browser pasting points and seeing the fit and the chart."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+
+from .conftest import LiveServer
+
+STEP = "devices,throughput\n1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
+DDP = "1,329\n2,620\n8,2456"
+
+
+def error_at(html: str, field: str) -> str:
+    found = re.search(rf'data-error-for="{field}">([^<]*)<', html)
+    assert found, f"no error slot for {field}"
+    return found.group(1)
+
+
+def test_share_link_carries_the_points_and_shows_the_fit(client: httpx.Client) -> None:
+    query = urlencode({"points": STEP, "at": "512", "devices_per_node": "8"})
+    page = client.get(f"/en/scaling-fit?{query}")
+    assert page.status_code == 200
+    html = page.text
+    assert "Communication-aware model (ring all-reduce)" in html
+    assert "At 512 devices" in html
+    assert "37,077 (71.9%)" in html  # the comm model's plateau, not Amdahl's 8,186
+    assert "outside this interval" in html  # Amdahl's disagreement is named
+    assert f'src="/chart/en/scaling-fit.svg?{query}"' in html.replace("&amp;", "&")
+    assert ">devices,throughput\n1,100\n2,195\n4,371" in html  # the box shows them as given
+    chart = client.get(f"/chart/en/scaling-fit.svg?{query}")
+    assert chart.status_code == 200
+    assert chart.headers["content-type"].startswith("image/svg+xml")
+    assert "95 % prediction interval" in chart.text
+
+
+def test_japanese_page_and_chart(client: httpx.Client) -> None:
+    query = urlencode({"points": DDP, "at": "16"})
+    html = client.get(f"/ja/scaling-fit?{query}").text
+    assert "測定値からのスケーリング当てはめ" in html
+    assert "16 台での予測" in html
+    assert "95 % 予測区間" in client.get(f"/chart/ja/scaling-fit.svg?{query}").text
+
+
+@pytest.mark.parametrize(
+    ("lang", "points", "message"),
+    [
+        ("ja", "1,100\n2,abc", "2 行目:デバイス数とスループットの 2 つの数を入力してください。"),
+        ("en", "1,100\n2.5,190", "Line 2: devices must be a whole number from 1 to 10,000,000"),
+        ("ja", "8,700\n8,710", "2 つ以上の異なるデバイス数での測定値を入力してください。"),
+        ("en", "devices;speed\n1;2", "Line 1: the header must name the columns devices and"),
+    ],
+)
+def test_bad_points_are_told_at_the_field(
+    client: httpx.Client, lang: str, points: str, message: str
+) -> None:
+    page = client.get(f"/{lang}/scaling-fit?{urlencode({'points': points})}")
+    assert page.status_code == 200
+    assert error_at(page.text, "points").startswith(message)
+    assert 'aria-invalid="true"' in page.text
+    assert "data-result=" not in page.text
+
+
+def test_a_model_the_points_cannot_identify_is_told_at_the_model(client: httpx.Client) -> None:
+    query = urlencode({"points": "1,100\n8,700", "model": "usl"})
+    html = client.get(f"/ja/scaling-fit?{query}").text
+    assert error_at(html, "model").startswith("このモデルはこの測定点に当てはめられません")
+
+
+def test_api_gives_the_cli_keys(client: httpx.Client) -> None:
+    reply = client.get("/api/v1/scaling-fit", params={"points": DDP, "at": "16,32"})
+    assert reply.status_code == 200
+    data = reply.json()
+    assert data["model"] == "comm"
+    assert [p["devices"] for p in data["predictions"]] == [16, 32]
+    first = data["predictions"][0]
+    assert first["throughput_low"] <= 4896 <= first["throughput_high"]  # DDP measured 4,896
+    assert set(data) >= {"parameters", "r_squared", "baseline", "selection", "peak_devices"}
+    assert client.get("/api/v1/fit", params={"points": DDP}).json()["model"] == "comm"
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        ({"points": "1,100"}, "points", "two or more different device counts"),
+        ({"points": DDP, "at": "0"}, "at", "at must be a whole number from 1 to 10,000,000"),
+        ({"points": DDP, "model": "gpt"}, "model", "model must be one of: auto, amdahl"),
+        ({}, "points", "points"),
+    ],
+)
+def test_api_refuses_bad_input_with_422(
+    client: httpx.Client, params: dict[str, str], field: str, message: str
+) -> None:
+    reply = client.get("/api/v1/scaling-fit", params=params)
+    assert reply.status_code == 422
+    detail = reply.json()["detail"][0]
+    assert detail["field"] == field
+    assert message in detail["message"]
+
+
+def test_long_tables_are_read_whole(client: httpx.Client) -> None:
+    points = "\n".join(f"{n},{100 * n / (1 + 0.01 * (n - 1)):.3f}" for n in range(1, 65))
+    assert len(points) > 600
+    reply = client.get("/api/v1/scaling-fit", params={"points": points, "model": "amdahl"})
+    assert reply.status_code == 200
+    assert reply.json()["points"] == 64
+    assert reply.json()["parameters"]["serial_fraction"]["value"] == pytest.approx(0.01, rel=1e-3)
+
+
+def test_upload_without_javascript_goes_to_the_share_link(
+    client: httpx.Client, live_server: LiveServer
+) -> None:
+    reply = client.post(
+        "/en/scaling-fit",
+        data={"at": "16", "devices_per_node": "8", "model": "auto"},
+        files={"file": ("points.csv", ("\ufeff" + DDP).encode("utf-8"), "text/csv")},
+        headers={"Origin": live_server.url},
+    )
+    assert reply.status_code == 303
+    assert reply.headers["location"] == "/en/scaling-fit?" + urlencode(
+        {"points": DDP, "at": "16", "devices_per_node": "8", "model": "auto"}
+    )
+
+
+def test_upload_that_is_not_text_is_told_at_the_field(
+    client: httpx.Client, live_server: LiveServer
+) -> None:
+    reply = client.post(
+        "/ja/scaling-fit",
+        files={"file": ("points.xlsx", b"PK\x03\x04\xff\xfe\x00", "application/octet-stream")},
+        headers={"Origin": live_server.url},
+    )
+    assert reply.status_code == 422
+    assert error_at(reply.text, "points") == (
+        "ファイルがテキストではありません。"
+        "UTF-8 で保存した CSV か JSON をアップロードしてください。"
+    )
+    other_site = client.post(
+        "/en/scaling-fit", files={"file": ("p.csv", b"1,1\n2,2")}, headers={"Origin": "https://x"}
+    )
+    assert other_site.status_code == 403
+
+
+# The browser: paste points, see the fit and the chart; upload with JavaScript off.
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        pytest.skip("no Chromium at /usr/bin/chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.mark.browser
+def test_pasting_points_shows_the_fit_and_the_chart(
+    browser: object, live_server: LiveServer
+) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context(base_url=live_server.url)  # type: ignore[attr-defined]
+    page = context.new_page()
+    try:
+        page.goto("/en/scaling-fit")
+        page.fill("#in-points", "devices\tthroughput\n1\t329\n2\t620\n8\t2456")
+        page.fill("#in-at", "16")
+        page.fill("#in-devices_per_node", "")
+        expect(page.locator('[data-result="predictions"] dt')).to_have_text("At 16 devices")
+        expect(page.locator('[data-result="model"] .value')).to_have_text(
+            "Communication-aware model (ring all-reduce)"
+        )
+        expect(page).to_have_url(re.compile(r"points=devices%09throughput%0A1%09329"))
+        expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"at=16"))
+        width = page.evaluate(
+            """() => new Promise((done) => {
+                const img = document.querySelector('.chart img');
+                if (img.complete && img.naturalWidth) done(img.naturalWidth);
+                else img.addEventListener('load', () => done(img.naturalWidth));
+            })"""
+        )
+        assert width > 0
+        page.fill("#in-points", "1,329\n2,abc")
+        expect(page.locator('[data-error-for="points"]')).to_have_text(
+            "Line 2: enter two numbers, the device count and the throughput."
+        )
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+def test_upload_with_javascript_off(
+    browser: object, live_server: LiveServer, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    path = tmp_path / "points.csv"
+    path.write_text("devices,throughput\n1,329\n2,620\n8,2456\n", encoding="utf-8")
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False)  # type: ignore[attr-defined]
+    page = context.new_page()
+    try:
+        page.goto("/ja/scaling-fit")
+        page.set_input_files("#upload-file", str(path))
+        page.click("form.upload-form button[type=submit]")
+        expect(page).to_have_url(re.compile(r"/ja/scaling-fit\?points=devices%2Cthroughput"))
+        expect(page.locator('[data-result="model"] .value')).to_have_text(
+            "通信モデル(リング all-reduce)"
+        )
+        expect(page.locator(".chart img")).to_have_count(1)
+    finally:
+        context.close()
