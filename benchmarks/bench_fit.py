@@ -106,7 +106,7 @@ def model_choice(seeds: int) -> None:
 
 
 def published(path: Path) -> None:
-    print(f"3. Published series ({path.name}), fitted without the largest count")
+    print(f"3. Published series ({path.name}), fitted on smaller counts, checked at the largest")
     if not path.exists():
         print("   not found:", path)
         return
