@@ -71,7 +71,9 @@ LANGUAGES: tuple[Language, ...] = (
     Language("ko", "ko", "한국어"),
     Language("es", "es", "Español"),
     Language("fr", "fr", "Français"),
+    Language("de", "de", "Deutsch"),
     Language("pt-BR", "pt_BR", "Português (Brasil)"),
+    Language("id", "id", "Bahasa Indonesia"),
 )
 DEFAULT_LANGUAGE = "en"
 _BY_CODE = {lang.code: lang for lang in LANGUAGES}
