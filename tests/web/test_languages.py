@@ -142,6 +142,18 @@ def test_prediction_page_writes_quantities_in_the_locale(client: httpx.Client, c
 
 
 @pytest.mark.parametrize("code", CODES)
+def test_fit_chart_writes_device_counts_in_the_locale(client: httpx.Client, code: str) -> None:
+    group = formats(code)[3][2]  # "16,000": the locale's grouping separator
+    points = "devices,throughput%0A1,100%0A2,195%0A4,371%0A8,735%0A16,1290%0A32,2450"
+    chart = client.get(f"/chart/{code}/scaling-fit.svg?points={points}&at=1024,4096")
+    assert chart.status_code == 200
+    svg = unescape(chart.text)
+    assert f">4{group}096<" in svg  # a tick label of the device axis
+    if group != ",":
+        assert ">4,096<" not in svg
+
+
+@pytest.mark.parametrize("code", CODES)
 def test_printed_report_uses_the_locale(client: httpx.Client, code: str) -> None:
     _, _, _, sixteen_k, _, _ = formats(code)
     html = client.get(f"/{code}/data-parallel-scaling?devices=16&throughput=16000&efficiency=80")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -55,6 +56,9 @@ class PlotLabels:
     band: str = "95 % prediction interval"
     ideal: str = "Ideal (linear from the {devices}-device baseline)"
     predicted: str = "Predicted"
+    number: Callable[[float], str] = "{:,.0f}".format
+    """Writes a device count on the axis and in the ideal line's label (a page passes its
+    language's: 1.024 in German)."""
 
 
 def _grid(result: FitResult) -> np.ndarray:
@@ -98,7 +102,7 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
             grid / baseline.devices * baseline.throughput,
             linestyle="--",
             color="#888888",
-            label=labels.ideal.format(devices=f"{baseline.devices:,}"),
+            label=labels.ideal.format(devices=labels.number(baseline.devices)),
         )
         axes.plot(grid, curve, color="#4c78a8", label=labels.fitted.format(model=model))
         axes.scatter(
@@ -119,7 +123,7 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
                 label=labels.predicted,
             )
         axes.set_xscale("log", base=2)
-        axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+        axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: labels.number(value)))
         axes.set_yscale("log")
         axes.set_xlabel(labels.devices)
         axes.set_ylabel(labels.throughput)

@@ -26,14 +26,15 @@ from dpscale.web.i18n import LANGUAGES, LOCALES_DIR, catalogue_path
 __all__ = ["PLACEHOLDER", "extract", "placeholders", "update"]
 
 PACKAGE_DIR = Path(__file__).parent
-PLACEHOLDER = re.compile(r"%\([a-z_]+\)s|%%")
+PLACEHOLDER = re.compile(r"%\([a-z_]+\)s|%%|\{[a-z_]+\}")
+"""``%(name)s`` and ``%%`` for gettext; ``{name}`` for labels filled by ``str.format`` (charts)."""
 
 
 def placeholders(text: str) -> list[str]:
-    """The ``%(name)s`` placeholders and ``%%`` escapes of a message, sorted.
+    """The ``%(name)s`` and ``{name}`` placeholders and ``%%`` escapes of a message, sorted.
 
-    >>> placeholders("%(devices)s × %(efficiency)s = 100%%")
-    ['%%', '%(devices)s', '%(efficiency)s']
+    >>> placeholders("%(devices)s × %(efficiency)s = 100%%"), placeholders("Fitted ({model})")
+    (['%%', '%(devices)s', '%(efficiency)s'], ['{model}'])
     """
     return sorted(PLACEHOLDER.findall(text))
 

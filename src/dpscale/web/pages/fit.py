@@ -185,7 +185,7 @@ def present(result: FitResult, loc: Localizer) -> Presentation:
 def chart(result: FitResult, loc: Localizer) -> str:
     _ = loc.gettext
     labels = PlotLabels(
-        title=_("Scaling fit: {model}"),
+        title=_("Scaling fit: {model}").replace("{model}", _(MODEL_TITLES[result.model])),
         devices=_("Devices"),
         throughput=_("Throughput"),
         measured=_("Measured"),
@@ -193,6 +193,7 @@ def chart(result: FitResult, loc: Localizer) -> str:
         band=_("95 % prediction interval"),
         ideal=_("Ideal (linear from the {devices}-device baseline)"),
         predicted=_("Predicted"),
+        number=loc.number,
     )
     return plot_svg(result, labels)
 
