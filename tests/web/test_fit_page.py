@@ -196,6 +196,10 @@ def test_pasting_points_shows_the_fit_and_the_chart(
         expect(page.locator('[data-error-for="points"]')).to_have_text(
             "Line 2: enter two numbers, the device count and the throughput."
         )
+        default_points = page.get_attribute("#in-points", "data-default")
+        page.click("[data-reset]")
+        expect(page.locator("#in-points")).to_have_value(default_points or "")
+        expect(page.locator('[data-error-for="points"]')).to_have_text("")
     finally:
         context.close()
 

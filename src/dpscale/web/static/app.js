@@ -118,7 +118,7 @@
     each("[data-reset]", function (link) {
       link.addEventListener("click", function (event) {
         event.preventDefault();
-        each("input[data-default], select[data-default]", function (input) {
+        each("input[data-default], select[data-default], textarea[data-default]", function (input) {
           input.value = input.getAttribute("data-default");
         }, form);
         update();
