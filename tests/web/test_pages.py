@@ -61,6 +61,12 @@ def test_fresh_page_opens_with_the_defaults(client: httpx.Client) -> None:
     assert result_value(html, "actual_throughput") == "115,200 samples/s"
 
 
+def test_an_optional_field_left_out_shows_what_applies(client: httpx.Client) -> None:
+    html = client.get("/en/data-parallel-scaling?devices=8&throughput=1000&efficiency=90").text
+    assert re.search(r'<input id="in-unit"[^>]* value=""[^>]* placeholder="samples/s"', html)
+    assert result_value(html, "actual_throughput") == "7,200 samples/s"
+
+
 def test_unit_and_percent_sign_carry_through(client: httpx.Client) -> None:
     html = client.get(
         "/en/data-parallel-scaling?devices=8&throughput=1000&efficiency=90%25&unit=tokens/s"

@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 
 from dpscale.store.feedback import MAX_COMMENT_LENGTH
@@ -42,6 +43,8 @@ class FieldView:
     suggestions: tuple[str, ...]
     shown: str
     """The value as the printed report shows it (see :func:`_shown`)."""
+    placeholder: str = ""
+    """What the field means when left empty (its input model's default), shown greyed."""
 
 
 def site_url(request: Request) -> str:
@@ -63,6 +66,17 @@ def _shown(f: InputField, text: str, loc: Localizer) -> str:
     return text
 
 
+def _placeholder(f: InputField) -> str:
+    """What an optional field left empty means: its input model's own default ("samples/s")."""
+    info = f.model.model_fields.get(f.name)
+    if f.required or f.choices or info is None:
+        return ""
+    default = info.default
+    if default is None or default is PydanticUndefined or isinstance(default, bool):
+        return ""
+    return str(default)
+
+
 def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldView]:
     modes = {"integer": "numeric", "decimal": "decimal", "text": "text"}
     return [
@@ -77,7 +91,8 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
             inputmode=modes[f.kind],
             required=f.required,
             suggestions=f.suggestions,
-            shown=_shown(f, state.values.get(f.name, ""), loc),
+            shown=_shown(f, state.values.get(f.name) or _placeholder(f), loc),
+            placeholder=_placeholder(f),
         )
         for f in calc.fields
     ]
