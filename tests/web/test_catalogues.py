@@ -41,3 +41,19 @@ def test_preferred_language_follows_the_quality_order() -> None:
     assert preferred_language("ja-JP") == "ja"
     assert preferred_language("*") == "en"
     assert preferred_language("ja;q=0") == "en"
+
+
+@pytest.mark.parametrize("code", [lang.code for lang in LANGUAGES if lang.code != "en"])
+def test_no_sentence_is_left_in_english(code: str, messages: list[str]) -> None:
+    # A copy of the English text passes the completeness check but is not a translation.
+    # Short terms may rightly stay the same ("Hardware", "JSON API"); a sentence never does.
+    with catalogue_path(code).open("rb") as source:
+        catalog = read_po(source)
+    copied = [
+        message_id
+        for message_id in messages
+        if len(message_id.split()) > 4
+        and (entry := catalog.get(message_id)) is not None
+        and entry.string == message_id
+    ]
+    assert copied == []
