@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from dpscale.store.feedback import FeedbackInput
 from dpscale.validation import InputError, Rule
@@ -153,7 +154,8 @@ async def feedback(request: Request) -> JSONResponse:
     if not isinstance(data, dict):
         return _invalid(InputError.single("body", "must be a JSON object"))
     try:
-        new_id = store_feedback(data)
+        # The database write blocks: keep it off the event loop that serves everyone else.
+        new_id = await run_in_threadpool(store_feedback, data)
     except InputError as err:
         return _invalid(err)
     return JSONResponse({"id": new_id, "stored": True}, status_code=201)

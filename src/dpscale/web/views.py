@@ -7,6 +7,7 @@ from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from dpscale.validation import InputError
@@ -147,7 +148,10 @@ async def feedback_form(request: Request, code: str, slug: str) -> Response:
     values = dict(parse_qsl(str(form.get("query", ""))))
     state = read_form(calc, values, loc)
     try:
-        store_feedback({"calculator": slug, "lang": code, "helpful": helpful, "comment": comment})
+        await run_in_threadpool(
+            store_feedback,
+            {"calculator": slug, "lang": code, "helpful": helpful, "comment": comment},
+        )
     except InputError as err:
         context = calculator_context(
             request,
