@@ -137,8 +137,14 @@ class Localizer:
         return text % values if values else text
 
     def number(self, value: float, digits: int = 6) -> str:
-        """``value`` in the locale's format, to ``digits`` significant digits (whole part kept)."""
-        if abs(value) >= 1e16:
+        """``value`` in the locale's format, to ``digits`` significant digits (whole part kept).
+
+        Very large and very small magnitudes are written in scientific notation:
+
+        >>> localizer("de").number(9e-79), localizer("en").number(2.5e20)
+        ('9E-79', '2.5E20')
+        """
+        if abs(value) >= 1e16 or 0 < abs(value) < 1e-6:
             return str(format_scientific(value, format="0.###E0", locale=self.language.locale))
         return str(
             format_decimal(
@@ -149,9 +155,18 @@ class Localizer:
         )
 
     def percent(self, fraction: float, digits: int = 4) -> str:
-        """A fraction as the locale writes a percentage: 0.9 -> '90%'."""
+        """A fraction as the locale writes a percentage: 0.9 -> '90%'.
+
+        >>> localizer("en").percent(9e-79)
+        '9E-77%'
+        """
+        locale = self.language.locale
+        if 0 < abs(fraction * 100) < 1e-6:  # the locale's pattern around a scientific number
+            pattern = str(format_percent(1, locale=locale))
+            hundred = str(format_decimal(100, locale=locale))
+            return pattern.replace(hundred, self.number(fraction * 100, digits))
         rounded = Decimal(repr(_significant(float(fraction) * 100, digits))) / 100
-        return str(format_percent(rounded, locale=self.language.locale, decimal_quantization=False))
+        return str(format_percent(rounded, locale=locale, decimal_quantization=False))
 
     def date(self, day: date) -> str:
         return str(format_date(day, format="long", locale=self.language.locale))
