@@ -135,6 +135,22 @@ def test_share_link_reopens_the_inputs_and_language_switch_keeps_them(page: obje
     )
 
 
+def test_a_number_typed_the_german_way_keeps_its_value_in_links(page: object) -> None:
+    page.goto("/de/data-parallel-scaling")
+    page.fill("#in-throughput", "3.000")  # three thousand in German
+    expect(result(page, "actual_throughput")).to_have_text("172.800 samples/s")
+    page.fill("#in-throughput", "2.000")
+    expect(page).to_have_url(re.compile(r"/de/data-parallel-scaling\?devices=64&throughput=2000&"))
+    expect(result(page, "actual_throughput")).to_have_text("115.200 samples/s")
+    assert page.input_value("[data-share-url]").endswith(
+        "/de/data-parallel-scaling?devices=64&throughput=2000&efficiency=90&unit=samples/s"
+    )
+    page.click('a[hreflang="en"][data-keep-query]')
+    expect(page).to_have_url(re.compile(r"/en/data-parallel-scaling\?devices=64&throughput=2000&"))
+    assert page.input_value("#in-throughput") == "2000"
+    expect(result(page, "actual_throughput")).to_have_text("115,200 samples/s")
+
+
 @pytest.fixture
 def other_site(live_server: LiveServer) -> Iterator[str]:
     """Another origin (a second loopback server) whose page frames the app's views."""

@@ -91,7 +91,7 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
             inputmode=modes[f.kind],
             required=f.required,
             suggestions=f.suggestions,
-            shown=_shown(f, state.values.get(f.name) or _placeholder(f), loc),
+            shown=_shown(f, state.canonical.get(f.name) or _placeholder(f), loc),
             placeholder=_placeholder(f),
         )
         for f in calc.fields
@@ -134,7 +134,7 @@ def calculator_context(
 ) -> dict[str, Any]:
     loc = localizer(code)
     base = site_url(request)
-    query = query_string(calc, state.values)
+    query = query_string(calc, state.canonical)
     suffix = f"?{query}" if query else ""
     page_path = f"/{code}/{calc.slug}"
     page_url = base + page_path + suffix

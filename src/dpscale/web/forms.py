@@ -14,7 +14,8 @@ from urllib.parse import urlencode
 
 from dpscale.validation import FieldIssue, InputError, Rule
 from dpscale.web.i18n import Localizer
-from dpscale.web.registry import Calculator, Presentation
+from dpscale.web.registry import Calculator, InputField, Presentation
+from dpscale.web.typed_numbers import canonical_number, read_number
 
 __all__ = ["FormState", "api_errors", "issue_message", "query_string", "read_form"]
 
@@ -27,7 +28,10 @@ class FormState:
     """What a page shows for one set of inputs."""
 
     values: dict[str, str]
-    """Each field's text as typed (or its default)."""
+    """Each field's text as typed (or its default), shown in its box."""
+    canonical: dict[str, str] = field(default_factory=dict)
+    """Each field's text as the input model reads it and links carry it: a number typed in the
+    page's locale (``2.000`` in German) in the canonical form (``2000``)."""
     errors: dict[str, str] = field(default_factory=dict)
     """Field name to message, in the page's language."""
     missing: tuple[str, ...] = ()
@@ -46,6 +50,17 @@ def _values(calc: Calculator, query: Mapping[str, str]) -> dict[str, str]:
     return {
         f.name: str(query[f.name]).strip()[: f.max_length] for f in calc.fields if f.name in query
     }
+
+
+def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
+    """A number field's text in the canonical form (see :mod:`dpscale.web.typed_numbers`),
+    without the unit shown after its box ("90 %" is 90); other fields' text as it is."""
+    if f is None or f.kind == "text" or not text:
+        return text
+    number = text.removesuffix(f.suffix).rstrip() if f.suffix else text
+    if read_number(number, loc.language.locale) is None:
+        return text
+    return canonical_number(number, loc.language.locale)
 
 
 def _limit(value: float | None, loc: Localizer) -> str:
@@ -84,9 +99,15 @@ def rule_message(rule: Rule | None, loc: Localizer) -> str:
 
 
 def issue_message(
-    issue: FieldIssue, calc: Calculator, values: Mapping[str, str], loc: Localizer
+    issue: FieldIssue,
+    calc: Calculator,
+    values: Mapping[str, str],
+    loc: Localizer,
+    typed: Mapping[str, str] | None = None,
 ) -> str:
-    """The message shown at the field for ``issue``."""
+    """The message shown at the field for ``issue``; ``values`` are what the model read,
+    ``typed`` (default: the same) what the reader typed."""
+    typed = values if typed is None else typed
     if issue.rule is None and calc.explain is not None:
         explained = calc.explain(issue, values, loc)
         if explained:
@@ -98,7 +119,7 @@ def issue_message(
         message = rule_message(issue.rule, loc)
     if issue.missing:
         return loc.gettext("Required. %(rule)s", rule=message)
-    given = values.get(issue.field, "")
+    given = typed.get(issue.field, "")
     if given:
         return loc.gettext("%(rule)s You entered: %(value)s", rule=message, value=given[:40])
     return message
@@ -107,8 +128,9 @@ def issue_message(
 def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> FormState:
     """Compute ``calc`` for the query's inputs; never raises for bad input."""
     values = _values(calc, query)
-    given = {name: text for name, text in values.items() if text}
-    state = FormState(values=values)
+    canonical = {name: _canonical(calc.field(name), text, loc) for name, text in values.items()}
+    given = {name: text for name, text in canonical.items() if text}
+    state = FormState(values=values, canonical=canonical)
     try:
         state.result = calc.compute(given)
     except InputError as err:
@@ -119,7 +141,8 @@ def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> For
             if issue.field in missing:
                 continue
             name = issue.field if issue.field in fields else calc.fields[0].name
-            state.errors.setdefault(name, issue_message(issue, calc, values, loc))
+            message = issue_message(issue, calc, canonical, loc, values)
+            state.errors.setdefault(name, message)
         return state
     state.presentation = calc.present(state.result, loc)
     return state

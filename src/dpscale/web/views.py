@@ -163,7 +163,7 @@ async def feedback_form(request: Request, code: str, slug: str) -> Response:
             feedback_helpful=helpful,
         )
         return HTMLResponse(render(code, "calculator.html", **context), status_code=422)
-    back = query_string(calc, state.values)
+    back = query_string(calc, state.canonical)
     target = f"/{code}/{slug}?" + (f"{back}&" if back else "") + "feedback=sent#feedback"
     return RedirectResponse(target, status_code=303)
 

@@ -285,7 +285,7 @@ async def upload(request: Request, code: str) -> Response:
         state.errors["points"] = loc.gettext(
             "The file is not text: upload CSV or JSON saved as UTF-8."
         )
-    query = query_string(CALCULATOR, state.values)
+    query = query_string(CALCULATOR, state.canonical)
     if state.valid and len(query) <= MAX_SHARED_URL:
         return RedirectResponse(f"/{code}/{SLUG}?{query}", status_code=303)
     context = calculator_context(request, CALCULATOR, code, state)

@@ -1,0 +1,93 @@
+"""Numbers as a reader types them on a page, read in the page's locale and written back in one
+canonical form.
+
+A German reader types ``2.000`` for two thousand and ``2000,5`` for two thousand and a half;
+an English one ``2,000`` and ``2000.5``. The input models, and every link the server builds
+(share link, language switch, the address the script writes), get the canonical text instead:
+a dot for the decimal point and no grouping, so a link means the same number in every language.
+
+The page's locale is read first, with Babel's strict parsing (a group separator only where the
+locale puts one), then the canonical form. Text that both read, differently, is read the
+locale's way: ``2.000`` is two thousand on a German page and two on an English one. So that
+no canonical text looks like that, a canonical number never has exactly three digits after a
+point that follows one to three digits: 1.234 is written ``1.2340``.
+
+>>> [canonical_number(text, "de") for text in ("2.000", "2000,5", "0.9", "1.2340")]
+['2000', '2000.5', '0.9', '1.2340']
+>>> [canonical_number(text, "en") for text in ("2,000", "2.000", "1.234", "1e3", "2,5")]
+['2000', '2', '1.2340', '1e3', '2,5']
+>>> canonical_number("2 000,5", "fr")
+'2000.5'
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+from babel.numbers import NumberFormatError, get_group_symbol, parse_decimal
+
+__all__ = ["canonical_number", "read_number"]
+
+_PLAIN = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+"""The canonical syntax: what Python's ``float`` and the CLI read, ASCII digits only."""
+_LOOKS_GROUPED = re.compile(r"[+-]?[1-9]\d{0,2}\.\d{3}")
+"""Canonical text that a locale grouping with ``.`` (de, es, id, pt-BR) reads as thousands."""
+_SPACES = (" ", "\u00a0", "\u202f")
+"""What readers type for a locale whose group separator is a space (French: U+202F)."""
+_FIXED_DIGITS = 40
+"""Beyond 10**±40 the canonical form is scientific (no field allows such values anyway)."""
+
+
+def _locale_reading(text: str, locale: str) -> Decimal | None:
+    group = get_group_symbol(locale)
+    if group in _SPACES:
+        for space in _SPACES:
+            text = text.replace(space, group)
+    try:
+        value = parse_decimal(text, locale=locale, strict=True)
+    except NumberFormatError:
+        return None
+    return value if value.is_finite() else None
+
+
+def _plain_reading(text: str) -> Decimal | None:
+    if not _PLAIN.fullmatch(text):
+        return None
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # pragma: no cover - the pattern admits only Decimal's syntax
+        return None
+
+
+def read_number(text: str, locale: str) -> Decimal | None:
+    """``text`` as a number: the locale's reading if strict parsing accepts it, else the
+    canonical one; None when neither reads it.
+
+    >>> read_number("2.000", "de"), read_number("2.000", "en"), read_number("90 %", "en")
+    (Decimal('2000'), Decimal('2.000'), None)
+    """
+    text = text.strip()
+    local = _locale_reading(text, locale)
+    return local if local is not None else _plain_reading(text)
+
+
+def _write(value: Decimal) -> str:
+    if value and not -_FIXED_DIGITS <= value.adjusted() <= _FIXED_DIGITS:
+        return format(value, "E")
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text + "0" if _LOOKS_GROUPED.fullmatch(text) else text
+
+
+def canonical_number(text: str, locale: str) -> str:
+    """``text`` typed on a page in ``locale`` in the canonical form; text that is no number is
+    returned as it is, for the input model to reject with its own message."""
+    text = text.strip()
+    value = read_number(text, locale)
+    if value is None:
+        return text
+    if value == _plain_reading(text) and not _LOOKS_GROUPED.fullmatch(text):
+        return text  # already canonical: keep it as typed ("1e3", "90")
+    return _write(value)

@@ -1,0 +1,146 @@
+"""Numbers typed in the page's locale: read the locale's way, passed on in the canonical form.
+
+``2.000`` on a German page is two thousand, and the share link, the language switch and the
+live fragment's address all say ``2000``; the JSON API keeps reading plain numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from html import unescape
+
+import httpx
+import pytest
+
+from dpscale.web.typed_numbers import canonical_number, read_number
+
+NNBSP = "\u202f"
+PAGE = "data-parallel-scaling"
+
+
+@pytest.mark.parametrize(
+    ("text", "locale", "value", "canonical"),
+    [
+        ("2.000", "de", "2000", "2000"),
+        ("2000,5", "de", "2000.5", "2000.5"),
+        ("2.000,50", "de", "2000.5", "2000.5"),
+        ("1.000.000", "es", "1000000", "1000000"),
+        ("0.9", "de", "0.9", "0.9"),  # no German reading: the canonical one
+        ("2.5", "pt_BR", "2.5", "2.5"),
+        ("1.2340", "id", "1.234", "1.2340"),
+        ("2,000", "en", "2000", "2000"),
+        ("1,024", "ja", "1024", "1024"),
+        ("2.000", "ja", "2", "2"),
+        ("1.234", "en", "1.234", "1.2340"),  # never written so that German reads 1234
+        ("2 000,5", "fr", "2000.5", "2000.5"),  # a plain space for French U+202F grouping
+        (f"2{NNBSP}000,5", "fr", "2000.5", "2000.5"),
+        ("2.5", "fr", "2.5", "2.5"),
+        ("1e3", "de", "1000", "1e3"),
+        ("90", "ko", "90", "90"),
+    ],
+)
+def test_a_number_is_read_in_the_locale_then_canonically(
+    text: str, locale: str, value: str, canonical: str
+) -> None:
+    assert read_number(text, locale) == Decimal(value)
+    assert canonical_number(text, locale) == canonical
+    assert read_number(canonical, locale) == Decimal(value)  # the link reopens the same value
+    assert read_number(canonical, "en") == Decimal(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "locale"), [("2,5", "en"), ("2 000", "de"), ("abc", "de"), ("NaN", "de"), ("", "fr")]
+)
+def test_text_that_is_no_number_is_left_for_the_model(text: str, locale: str) -> None:
+    assert read_number(text, locale) is None
+    assert canonical_number(text, locale) == text
+
+
+def _value(html: str, key: str) -> str:
+    found = re.search(rf'data-result="{key}">.*?class="value">([^<]*)<', html, re.S)
+    assert found, f"no result {key}"
+    return unescape(found.group(1))
+
+
+def _share_url(html: str) -> str:
+    found = re.search(r'value="([^"]*)" data-share-url', html)
+    assert found
+    return unescape(found.group(1))
+
+
+def _switch(html: str, code: str) -> str:
+    found = re.search(rf'<a href="([^"]*)" hreflang="{code}"', html)
+    assert found
+    return unescape(found.group(1))
+
+
+@pytest.mark.parametrize(
+    ("code", "typed", "actual"),
+    [
+        ("de", "2.000", "115.200"),
+        ("de", "2000,5", "115.229"),
+        ("es", "2.000", "115.200"),
+        ("pt-BR", "2.000", "115.200"),
+        ("id", "2.000", "115.200"),
+        ("fr", "2 000", f"115{NNBSP}200"),
+        ("en", "2,000", "115,200"),
+        ("ja", "2,000", "115,200"),
+        ("ja", "2.000", "115.2"),  # a decimal point in Japanese
+        ("de", "0.9", "51,84"),  # no German reading: the canonical one
+    ],
+)
+def test_a_page_reads_numbers_in_its_locale(
+    client: httpx.Client, code: str, typed: str, actual: str
+) -> None:
+    response = client.get(
+        f"/{code}/{PAGE}", params={"devices": "64", "throughput": typed, "efficiency": "90"}
+    )
+    assert response.status_code == 200
+    assert _value(response.text, "actual_throughput") == f"{actual} samples/s"
+    assert f'value="{typed}"' in unescape(response.text)  # the box keeps what was typed
+
+
+def test_share_link_and_language_switch_carry_the_canonical_number(client: httpx.Client) -> None:
+    html = client.get(f"/de/{PAGE}?devices=64&throughput=2.000&efficiency=90,5 %").text
+    assert _share_url(html).endswith(f"/de/{PAGE}?devices=64&throughput=2000&efficiency=90.5")
+    english = _switch(html, "en")
+    assert english.endswith(f"/en/{PAGE}?devices=64&throughput=2000&efficiency=90.5")
+    # The English page opened by the switch shows the same value: 64 x 2000 x 90.5 %.
+    path = english[english.index(f"/en/{PAGE}") :]
+    assert _value(client.get(path).text, "actual_throughput") == "115,840 samples/s"
+
+    fragment = client.get(
+        f"/fragment/de/{PAGE}", params={"devices": "1.024", "throughput": "2.000,5"}
+    ).json()
+    assert fragment["query"] == "devices=1024&throughput=2000.5"
+
+
+def test_a_link_from_an_english_page_means_the_same_on_a_german_one(client: httpx.Client) -> None:
+    html = client.get(f"/en/{PAGE}?devices=64&throughput=1.234&efficiency=90").text
+    link = _share_url(html)
+    assert link.endswith("throughput=1.2340&efficiency=90")
+    german = client.get(link[link.index(f"/en/{PAGE}") :].replace("/en/", "/de/")).text
+    assert _value(german, "actual_throughput") == "71,0784 samples/s"  # 64 x 1.234 x 0.9
+
+
+def test_a_number_no_reading_accepts_is_told_as_typed(client: httpx.Client) -> None:
+    html = unescape(client.get(f"/en/{PAGE}?devices=64&throughput=2,5&efficiency=90").text)
+    assert "Enter a number from 0 to 1,000,000,000,000,000. You entered: 2,5" in html
+
+
+def test_other_pages_read_their_number_fields_in_the_locale(client: httpx.Client) -> None:
+    html = client.get("/de/effective-batch-size?micro_batch=4&devices=1.024&grad_accum=4").text
+    assert _value(html, "global_batch_size").startswith("16.384")  # 4 x 1024 x 4
+    fragment = client.get(
+        "/fragment/de/effective-batch-size",
+        params={"micro_batch": "4", "devices": "128", "target_global_batch": "1.000"},
+    ).json()  # 1000 is no multiple of 4 x 128: the message names the nearest targets
+    assert fragment["valid"] is False
+    assert "1.024" in fragment["errors"]["target_global_batch"]
+
+
+def test_the_api_keeps_plain_numbers(client: httpx.Client) -> None:
+    body = client.get("/api/v1/calc?devices=64&throughput=2.000&efficiency=90").json()
+    assert body["per_device_throughput"] == 2.0
+    assert client.get("/api/v1/calc?devices=64&throughput=2,000&efficiency=90").status_code == 422
