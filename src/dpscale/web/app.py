@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 
 from dpscale.web import api, views
 from dpscale.web.cache import ResponseCache
+from dpscale.web.head import HeadAsGet
 from dpscale.web.i18n import LANGUAGES, localizer
 from dpscale.web.limits import Limits, LimitsMiddleware
 from dpscale.web.pages import fit as fit_page
@@ -54,6 +55,7 @@ def create_app() -> FastAPI:
     # body 413, address 414, posts per client 429; read now, so a bad setting stops start-up
     app.add_middleware(LimitsMiddleware, limits=Limits.from_env())
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(HeadAsGet)  # outermost: HEAD is GET without the body, on every route
     app.mount("/static", _Static(directory=STATIC_DIR), name="static")
     api.add_api_routes(app)
     api.add_docs_route(app)
@@ -64,6 +66,8 @@ def create_app() -> FastAPI:
     async def _http_error(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 404 and not request.url.path.startswith("/api/"):
             return views.not_found(request)
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
 
     return app
