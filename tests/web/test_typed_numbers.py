@@ -38,6 +38,7 @@ PAGE = "data-parallel-scaling"
         ("2.5", "fr", "2.5", "2.5"),
         ("1e3", "de", "1000", "1e3"),
         ("90", "ko", "90", "90"),
+        ("1.0000000000000002e+16", "es", "10000000000000002", "1.0000000000000002e+16"),
     ],
 )
 def test_a_number_is_read_in_the_locale_then_canonically(

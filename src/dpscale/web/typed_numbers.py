@@ -46,8 +46,8 @@ def _locale_reading(text: str, locale: str) -> Decimal | None:
             text = text.replace(space, group)
     try:
         value = parse_decimal(text, locale=locale, strict=True)
-    except NumberFormatError:
-        return None
+    except (NumberFormatError, InvalidOperation):  # strict parsing re-formats what it read,
+        return None  # which fails for some long exponents ("1.0000000000000002e+16" in es)
     return value if value.is_finite() else None
 
 
