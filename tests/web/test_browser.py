@@ -151,6 +151,49 @@ def test_a_number_typed_the_german_way_keeps_its_value_in_links(page: object) ->
     expect(result(page, "actual_throughput")).to_have_text("115,200 samples/s")
 
 
+FORMULA_LAYOUT = """() => {
+    const doc = document.documentElement;
+    const boxes = [...document.querySelectorAll('.formula-list > div')];
+    const rects = boxes.map((box) => box.getBoundingClientRect());
+    const overlaps = [];
+    rects.forEach((a, i) => rects.forEach((b, j) => {
+        const hit = a.left < b.right - 1 && b.left < a.right - 1
+            && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+        if (i < j && hit) overlaps.push(i + '/' + j);
+    }));
+    const spills = boxes.filter((box) => {
+        const dd = box.querySelector('dd');
+        const math = dd.querySelector('math').getBoundingClientRect();
+        const mine = dd.getBoundingClientRect();
+        return math.right > mine.right + 1 && getComputedStyle(dd).overflowX !== 'auto';
+    }).length;
+    const scrolling = boxes.filter((box) => {
+        const dd = box.querySelector('dd');
+        return dd.scrollWidth > dd.clientWidth + 1;
+    }).length;
+    return {pageScrolls: doc.scrollWidth > doc.clientWidth, overlaps, spills, scrolling};
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("path", ["/en/scaling-prediction", "/ja/scaling-fit", "/de/scaling-fit"])
+def test_long_formulas_neither_overlap_nor_widen_the_page(
+    browser: object, live_server: LiveServer, path: str, width: int
+) -> None:
+    context = browser.new_context(  # type: ignore[attr-defined]
+        base_url=live_server.url, viewport={"width": width, "height": 900}
+    )
+    tab = context.new_page()
+    tab.goto(path)
+    layout = tab.evaluate(FORMULA_LAYOUT)
+    context.close()
+    assert layout["overlaps"] == []
+    assert layout["spills"] == 0  # a formula wider than its box scrolls inside it
+    assert layout["pageScrolls"] is False
+    if width == 1280:
+        assert layout["scrolling"] == 0  # on a wide screen every formula is shown whole
+
+
 @pytest.fixture
 def other_site(live_server: LiveServer) -> Iterator[str]:
     """Another origin (a second loopback server) whose page frames the app's views."""
