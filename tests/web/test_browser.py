@@ -194,6 +194,42 @@ def test_long_formulas_neither_overlap_nor_widen_the_page(
         assert layout["scrolling"] == 0  # on a wide screen every formula is shown whole
 
 
+BROKEN_WORDS = """() => {
+    const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+    const broken = [];
+    let checked = 0;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (!node.parentElement.getClientRects().length) continue;  // not shown
+        for (const word of node.data.matchAll(/[\\uac00-\\ud7a3]{2,}/g)) {
+            const range = document.createRange();
+            range.setStart(node, word.index);
+            range.setEnd(node, word.index + word[0].length);
+            const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+            checked += 1;
+            if (lines.size > 1) broken.push(word[0]);
+        }
+    }
+    return {checked, broken};
+}"""
+
+
+def test_korean_breaks_lines_between_words_and_cjk_pages_still_wrap(
+    browser: object, live_server: LiveServer
+) -> None:
+    context = browser.new_context(  # type: ignore[attr-defined]
+        base_url=live_server.url, viewport={"width": 390, "height": 900}
+    )
+    tab = context.new_page()
+    tab.goto("/ko/scaling-prediction")
+    words = tab.evaluate(BROKEN_WORDS)
+    assert words["checked"] > 200
+    assert words["broken"] == []  # "디바이스" never split into "디바" and "이스"
+    for path in ("/ko/scaling-prediction", "/ja/scaling-prediction", "/zh-Hant/scaling-fit"):
+        tab.goto(path)
+        assert tab.evaluate("document.documentElement.scrollWidth") <= 390
+    context.close()
+
+
 @pytest.fixture
 def other_site(live_server: LiveServer) -> Iterator[str]:
     """Another origin (a second loopback server) whose page frames the app's views."""
