@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
 import pytest
+
+from dpscale.web.i18n import LANGUAGES, localizer
+from dpscale.web.pages.fit import MODEL_TITLES
 
 from .conftest import LiveServer
 
@@ -47,6 +51,20 @@ def test_japanese_page_and_chart(client: httpx.Client) -> None:
     assert "測定値からのスケーリング当てはめ" in html
     assert "16 台での予測" in html
     assert "95 % 予測区間" in client.get(f"/chart/ja/scaling-fit.svg?{query}").text
+
+
+@pytest.mark.parametrize("code", [lang.code for lang in LANGUAGES])
+def test_the_chart_names_the_fitted_model_in_the_page_language(
+    client: httpx.Client, code: str
+) -> None:
+    loc = localizer(code)
+    for model in ("comm", "amdahl"):
+        query = urlencode({"points": STEP, "model": model, "devices_per_node": "8"})
+        svg = unescape(client.get(f"/chart/{code}/scaling-fit.svg?{query}").text)
+        title = loc.gettext(MODEL_TITLES[model])
+        assert loc.gettext("Fitted ({model})").format(model=title) in svg
+        assert loc.gettext("Scaling fit: {model}").format(model=title) in svg
+        assert f"({model})" not in svg  # never the internal id
 
 
 @pytest.mark.parametrize(

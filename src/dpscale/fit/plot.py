@@ -59,6 +59,9 @@ class PlotLabels:
     number: Callable[[float], str] = "{:,.0f}".format
     """Writes a device count on the axis and in the ideal line's label (a page passes its
     language's: 1.024 in German)."""
+    model: Callable[[str], str] = str
+    """Names the fitted model (its id, ``comm``) in the title and the legend (a page passes its
+    language's title of the model: "Kommunikationsmodell (Ring-All-Reduce)")."""
 
 
 def _grid(result: FitResult) -> np.ndarray:
@@ -85,7 +88,7 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
     from matplotlib.ticker import FuncFormatter
 
     labels = labels or PlotLabels()
-    model = result.fitted.model.name
+    model = labels.model(result.fitted.model.name)
     baseline = result.baseline
     points = result.fitted.points
     grid = _grid(result)

@@ -185,7 +185,7 @@ def present(result: FitResult, loc: Localizer) -> Presentation:
 def chart(result: FitResult, loc: Localizer) -> str:
     _ = loc.gettext
     labels = PlotLabels(
-        title=_("Scaling fit: {model}").replace("{model}", _(MODEL_TITLES[result.model])),
+        title=_("Scaling fit: {model}"),
         devices=_("Devices"),
         throughput=_("Throughput"),
         measured=_("Measured"),
@@ -194,6 +194,7 @@ def chart(result: FitResult, loc: Localizer) -> str:
         ideal=_("Ideal (linear from the {devices}-device baseline)"),
         predicted=_("Predicted"),
         number=loc.number,
+        model=lambda name: _(MODEL_TITLES[name]),
     )
     return plot_svg(result, labels)
 
