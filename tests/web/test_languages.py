@@ -16,6 +16,7 @@ from html import unescape
 import httpx
 import pytest
 
+from dpscale.model import preset_names
 from dpscale.web.i18n import LANGUAGES, localizer, preferred_language
 from dpscale.web.registry import calculators
 
@@ -259,3 +260,54 @@ def test_root_redirects_by_accept_language(client: httpx.Client) -> None:
         checked += 1
     assert checked >= 2
     assert client.get("/", headers={"Accept-Language": "sv"}).headers["location"] == "/en/"
+
+
+# code: (the worked example's "label: sentence" and "label: value. sentence" punctuation)
+PUNCTUATION = {
+    "ja": ("：", "。"),
+    "zh-Hans": ("：", "。"),
+    "zh-Hant": ("：", "。"),
+    "fr": (f"{NBSP}: ", ". "),
+}
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_worked_examples_join_label_value_and_sentence_in_the_language(
+    client: httpx.Client, code: str
+) -> None:
+    loc = localizer(code)
+    colon, stop = PUNCTUATION.get(code, (": ", ". "))
+    html = client.get(f"/{code}/scaling-prediction").text
+    items = re.findall(r"<li>([^<]*)</li>", html)
+    label = loc.gettext("Largest device count at %(target)s", target=loc.percent(0.9))
+    joined = [unescape(item) for item in items if unescape(item).startswith(label)]
+    assert len(joined) == 1, f"no worked-example line for {label!r}"
+    line = joined[0]
+    assert line.startswith(label + colon)
+    value, _, sentence = line[len(label + colon) :].partition(stop)
+    assert value, line
+    assert sentence, line
+    scaling = unescape(client.get(f"/{code}/data-parallel-scaling").text)
+    assert loc.gettext("Ideal throughput") + colon in scaling
+
+
+@pytest.mark.parametrize(
+    ("code", "choices"),
+    [
+        ("en", "fp32, bf16, fp16, or fp8"),
+        ("de", "fp32, bf16, fp16 oder fp8"),
+        ("ja", "fp32、bf16、fp16、またはfp8"),
+        ("zh-Hans", "fp32、bf16、fp16或fp8"),
+    ],
+)
+def test_choice_lists_are_joined_as_the_language_writes_them(
+    client: httpx.Client, code: str, choices: str
+) -> None:
+    loc = localizer(code)
+    base = f"/{code}/scaling-prediction?params=1.3e9&micro_batch=8&per_device_throughput=40"
+    html = unescape(client.get(f"{base}&grad_dtype=fp64").text)
+    assert loc.gettext("Choose one of: %(choices)s.", choices=choices) in html
+    presets = unescape(client.get(f"{base}&hardware=tpu").text)
+    named = loc.gettext("Choose one of: %(choices)s.", choices=loc.list(preset_names(), "or"))
+    assert named in presets
+    assert ", ".join(preset_names()) not in presets or code == "en"

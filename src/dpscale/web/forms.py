@@ -73,7 +73,7 @@ def rule_message(rule: Rule | None, loc: Localizer) -> str:
     if rule is None:
         return _("Check this value.")
     if rule.choices:
-        return _("Choose one of: %(choices)s.", choices=", ".join(rule.choices))
+        return _("Choose one of: %(choices)s.", choices=loc.list(rule.choices, "or"))
     if not rule.number:
         if rule.max_length is not None:
             return _("Enter at most %(count)s characters.", count=loc.number(rule.max_length))

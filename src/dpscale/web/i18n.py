@@ -25,9 +25,11 @@ from decimal import Decimal
 from functools import cache, lru_cache
 from io import BytesIO
 from pathlib import Path
+from typing import Literal
 
 from babel.core import Locale, UnknownLocaleError, get_global
 from babel.dates import format_date
+from babel.lists import format_list
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal, format_percent, format_scientific
@@ -170,6 +172,15 @@ class Localizer:
 
     def date(self, day: date) -> str:
         return str(format_date(day, format="long", locale=self.language.locale))
+
+    def list(self, items: Iterable[str], style: Literal["standard", "or"] = "standard") -> str:
+        """``items`` joined as the locale writes a list: "a, b, and c"; ``style="or"`` for a
+        choice ("fp32, bf16, fp16 oder fp8" in German, "fp32、bf16、fp16、またはfp8" in Japanese).
+
+        >>> localizer("en").list(["a", "b", "c"], "or"), localizer("zh-Hans").list(["a", "b"])
+        ('a, b, or c', 'a和b')
+        """
+        return str(format_list(list(items), style=style, locale=self.language.locale))
 
     def quantity(self, text: str) -> str:
         """A quantity as :mod:`dpscale.units` writes it ("2.6 GB", "130 GB/s") with its number

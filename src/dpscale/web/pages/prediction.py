@@ -99,7 +99,7 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         "achieved_tflops": _(
             "FLOPs per sample and TFLOP/s give fewer than 0.000001 samples per second."
         ),
-        "hardware": _("Choose one of: %(choices)s.", choices=", ".join(preset_names())),
+        "hardware": _("Choose one of: %(choices)s.", choices=loc.list(preset_names(), "or")),
         "calibrate": _(
             "Enter the id of a stored run with collectives measured on 2 or more devices "
             "(dpscale runs list)."
