@@ -11,6 +11,7 @@ import pytest
 
 from dpscale.model import PredictQuery, predict, preset_names
 from dpscale.store.runs import save_run
+from dpscale.web.i18n import LANGUAGES, localizer
 
 from .conftest import LiveServer
 
@@ -64,7 +65,9 @@ def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> N
     assert value(html, "micro_batch_needed") == "19"
     assert value(html, "best_bucket") == "134 MB"
     assert value(html, "gradients") == "2.6 GB"
-    assert value(html, "hardware") == "dgx-a100 with the values you entered"
+    # The example's network is not the preset's, and the page says so without claiming that the
+    # reader entered it.
+    assert value(html, "hardware") == "dgx-a100, except: Network bandwidth per node"
     assert sentence(html, "hardware").endswith(
         "network 25 GB/s per node × 96% achieved over RDMA = 24 GB/s."
     )
@@ -345,3 +348,34 @@ def test_calibration_from_a_stored_run(client: httpx.Client, live_server: LiveSe
     assert f"Calibrated from run {run_id}: all_reduce on 2 devices" in html
     api = client.get(f"{API}?{DEFAULTS}&calibrate={run_id}").json()
     assert api["hardware"]["intra_node_bandwidth_bytes_per_s"] == pytest.approx(5e9, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("", "dgx-a100 (NVIDIA DGX A100 with 8x A100 SXM4)"),
+        (
+            "&devices_per_node=8&inter_node_bandwidth=1600+Gbit/s&transport=rdma",
+            "dgx-a100 (NVIDIA DGX A100 with 8x A100 SXM4)",  # the preset's own values
+        ),
+        (
+            "&devices_per_node=4&transport=tcp",
+            "dgx-a100, except: Devices per node and Network transport",
+        ),
+    ],
+)
+def test_the_hardware_is_named_by_what_differs_from_its_preset(
+    client: httpx.Client, extra: str, expected: str
+) -> None:
+    base = "params=1.3e9&micro_batch=8&per_device_throughput=40&hardware=dgx-a100&devices=1,8"
+    html = client.get(f"/en/scaling-prediction?{base}{extra}").text
+    assert value(html, "hardware") == expected
+
+
+def test_a_fresh_page_claims_no_changes_in_any_language(client: httpx.Client) -> None:
+    for lang in LANGUAGES:
+        html = client.get(f"/{lang.code}/scaling-prediction").text
+        loc = localizer(lang.code)
+        network = loc.gettext("Network bandwidth per node")
+        expected = loc.gettext("%(preset)s, except: %(fields)s", preset="dgx-a100", fields=network)
+        assert value(html, "hardware") == expected

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
-from dpscale.model import PredictionResult, preset_names
+from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
 from dpscale.units import format_bandwidth, format_bytes
 from dpscale.web.i18n import N_, Localizer
@@ -169,7 +170,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
         ResultItem(
             key="hardware",
             label=_("Hardware"),
-            value=_hardware_name(hw.name, loc),
+            value=_hardware_name(hw, loc),
             sentence=_(
                 "%(per_node)s devices per node, %(intra)s per device inside a node; network "
                 "%(inter)s per node × %(share)s achieved over %(transport)s = %(effective)s.",
@@ -187,14 +188,38 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     return Presentation(items=tuple(items), notes=tuple(notes))
 
 
-def _hardware_name(name: str, loc: Localizer) -> str:
-    """The preset's name and title, a changed preset's name, or ``custom``."""
-    if name in preset_names():
-        return f"{name} ({load_preset(name).title})"
-    preset, changed, _ = name.partition(" with changes")
-    if changed and preset in preset_names():
-        return loc.gettext("%(preset)s with the values you entered", preset=preset)
-    return loc.gettext("Custom")
+_HARDWARE_FIELDS = (
+    ("devices_per_node", N_("Devices per node")),
+    ("intra_bandwidth", N_("Intra-node bandwidth")),
+    ("inter_bandwidth", N_("Network bandwidth per node")),
+    ("transport", N_("Network transport")),
+    ("intra_latency", N_("Intra-node latency per hop")),
+    ("inter_latency", N_("Network latency per hop")),
+)
+"""The preset's values a query may replace, each with its field's label."""
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9)  # "1.6 Tbit/s" and "1600 Gbit/s"
+    return a == b
+
+
+def _hardware_name(hw: Hardware, loc: Localizer) -> str:
+    """The preset's name and title; with the values that differ from it named (whoever set
+    them: the page's own example sets the network); or ``custom``."""
+    preset, _, _ = hw.name.partition(" with changes")
+    if preset not in preset_names():
+        return loc.gettext("Custom")
+    shipped = load_preset(preset)
+    differ = [
+        loc.gettext(label)
+        for attribute, label in _HARDWARE_FIELDS
+        if not _same(getattr(hw, attribute), getattr(shipped.hardware, attribute))
+    ]
+    if not differ:
+        return f"{preset} ({shipped.title})"
+    return loc.gettext("%(preset)s, except: %(fields)s", preset=preset, fields=loc.list(differ))
 
 
 def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
