@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).parents[1] / "README.md"
-CHECKED = ("calc", "batch", "bubble")  # deterministic and fast; other sections show real runs
+CHECKED = ("calc", "batch", "bubble", "predict")  # deterministic; benchmarks show real runs
 
 
 def examples() -> list[tuple[str, str]]:
