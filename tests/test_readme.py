@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).parents[1] / "README.md"
-CHECKED = ("calc", "batch", "bubble", "predict")  # deterministic; benchmarks show real runs
+CHECKED = ("calc", "batch", "bubble", "predict", "fit")  # deterministic; benchmarks show real runs
 
 
 def examples() -> list[tuple[str, str]]:
@@ -31,6 +31,7 @@ def test_readme_example_is_real_output(command: str, expected: str) -> None:
         check=False,
         timeout=60,
         env={"COLUMNS": "100", "PATH": "/usr/bin:/bin", "TERM": "dumb"},
+        cwd=README.parent,
     )
     assert (done.stdout + done.stderr).rstrip("\n") == expected
 
