@@ -94,8 +94,10 @@ def fit(
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Fit Amdahl, USL or a communication-aware model to measured throughput and extrapolate
-    with 95 % prediction intervals; 'auto' chooses by AICc and says why."""
+    """Fit a scaling model to measured throughput and extrapolate with 95 % intervals.
+
+    Models: Amdahl, USL or a communication-aware model; 'auto' chooses and says why.
+    """
     from dpscale.cli._common import read_input
     from dpscale.fit import FitQuery
     from dpscale.fit import fit as fit_query

@@ -79,8 +79,11 @@ def measure(
     store: bool = typer.Option(True, help="Store the run (DPSCALE_DATABASE_URL)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Measure scaling efficiency (real DistributedDataParallel training) and all-reduce,
-    all-gather, reduce-scatter and broadcast bandwidth at each world size."""
+    """Measure scaling efficiency and collective bandwidth with torch.distributed.
+
+    Real DistributedDataParallel training, and all-reduce, all-gather, reduce-scatter and
+    broadcast bus bandwidth, at each world size.
+    """
     from dpscale.measure import INSTALL_HINT
     from dpscale.measure.config import (
         OPTION_NAMES,
