@@ -2,8 +2,9 @@
 
 Rank 0 appends one JSON line per finished measurement to ``events.jsonl``, so whatever was
 measured survives a rank that dies later. Every rank keeps ``rank-<r>.json`` current (pid,
-host, which measurement it is in, a counter of finished iterations, a heartbeat time and, on
-failure, the error), which lets the launcher tell a dead or hung rank by its number.
+host, which measurement it is in, a progress counter (start-up stages and finished
+iterations), a heartbeat time and, on failure, the error), which lets the launcher tell a
+dead or hung rank by its number.
 """
 
 from __future__ import annotations

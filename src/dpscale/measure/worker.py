@@ -112,6 +112,19 @@ def _die_with_parent() -> None:
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
+def _import_ddp_dependencies() -> None:
+    """Import what ``DistributedDataParallel(...)`` imports on first use, during start-up.
+
+    Its constructor reads ``torch._dynamo.utils``, which imports torch._dynamo (and sympy):
+    about 1.3 s of CPU per rank on an idle machine, 8 s and more on a busy one. Left to the
+    first training measurement, that import is a span without progress longer than a short
+    ``--timeout``, and the launcher reported healthy ranks as stuck in a collective.
+    """
+    import importlib
+
+    importlib.import_module("torch._dynamo")
+
+
 def _cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -245,6 +258,10 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
     import torch  # after the first status: a slow import shows as start-up, not as a hang
     import torch.distributed as dist
 
+    status.tick()  # each start-up stage is progress: the start-up allowance applies to each
+    if config.training:
+        _import_ddp_dependencies()
+        status.tick()
     try:
         backend = resolve_backend(config.backend)
         if backend == "nccl":
