@@ -53,9 +53,9 @@ STARTUP_S = 60.0
 """Start-up (interpreter, torch import, rendezvous) may take this long even with a shorter
 timeout: a busy machine imports torch slowly, which is no hang."""
 EXIT_GRACE_S = 3.0
+"""Once every measurement is in, how long the ranks may take to exit."""
 KILL_WAIT_S = 30.0
 """How long a killed rank may take to disappear (a rank in uninterruptible I/O takes time)."""
-"""After a rank dies, how long torchrun may take to stop the others and report, by itself."""
 WORKER_MODULE = "dpscale.measure.worker"
 
 EventHandler = Callable[[dict[str, Any]], None]
@@ -223,14 +223,21 @@ def _death_message(
 
 
 def _frozen(statuses: dict[int, dict[str, Any]], timeout_s: float) -> list[int]:
-    """Ranks alive but silent: their heartbeat thread stopped (a stopped or stuck process)."""
+    """Ranks alive but silent: their heartbeat thread stopped (a stopped or stuck process).
+
+    The one silent longest comes first: on a busy machine a waiting peer's heartbeat can lag
+    too, but the rank that stopped first is the cause.
+    """
     now = time.time()
     return sorted(
-        rank
-        for rank, status in statuses.items()
-        if status["state"] not in ("done", "failed")
-        and now - status.get("heartbeat", now) > max(2.0, timeout_s / 2)
-        and _alive(int(status["pid"]))
+        (
+            rank
+            for rank, status in statuses.items()
+            if status["state"] not in ("done", "failed")
+            and now - status.get("heartbeat", now) > max(2.0, timeout_s / 2)
+            and _alive(int(status["pid"]))
+        ),
+        key=lambda rank: (statuses[rank]["heartbeat"], rank),
     )
 
 
@@ -350,12 +357,18 @@ def run_world_size(
             ]
             if newly_dead and dead_since is None:
                 dead, dead_since = newly_dead, now
-            if dead_since is not None and now - dead_since > EXIT_GRACE_S:
-                log_text = outcome.log.read_text(encoding="utf-8", errors="replace")
-                outcome.error = _death_message(
-                    world_size, statuses, dead, log_text, config.timeout_s
-                )
-                return outcome
+            if dead_since is not None:
+                # torchrun stops the other ranks and logs how each ended (the signal that
+                # killed one), then exits: that report is awaited, not a fixed time, since a
+                # busy machine takes seconds over it; a torchrun silent for the whole
+                # timeout is given up on, and the ranks are known dead or killed anyway.
+                if now - dead_since > max(EXIT_GRACE_S, config.timeout_s):
+                    log_text = outcome.log.read_text(encoding="utf-8", errors="replace")
+                    outcome.error = _death_message(
+                        world_size, statuses, dead, log_text, config.timeout_s
+                    )
+                    return outcome
+                continue
             starting = len(statuses) < world_size or any(
                 status["state"] == "starting" for status in statuses.values()
             )
