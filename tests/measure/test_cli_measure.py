@@ -37,8 +37,15 @@ def test_measure_json_is_stored_and_shown(
     assert payload["backend"] == "gloo"
     assert payload["partial"] is False
     assert [row["devices"] for row in payload["results"]] == [1, 2]
+    one, two = payload["results"]
+    # Efficiency is a ratio of two timings that a busy machine skews either way (1.38 seen at
+    # load 14), so the test checks how it is derived, not a range it falls in.
+    assert one["efficiency"] == 1.0
+    assert two["efficiency"] == pytest.approx(
+        two["per_device_throughput"] / one["per_device_throughput"]
+    )
+    assert two["per_device_throughput"] == pytest.approx(two["throughput"] / 2)
     for row in payload["results"]:
-        assert 0 < row["efficiency"] <= 1.2
         for key in ("throughput", "per_device_throughput", "step_time_p50_s", "step_time_p95_s"):
             assert row[key] > 0
     assert len(payload["collectives"]) == 8

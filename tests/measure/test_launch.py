@@ -73,7 +73,7 @@ def test_a_killed_rank_ends_the_run_with_its_number(tmp_path: Path) -> None:
     watcher = Watcher(first_collective, kill_rank_1)
     config = MeasureConfig(**{**FAULTY, "timeout_s": 600})
     payload = measure(config, on_event=watcher, work_dir=tmp_path)
-    assert watcher.done
+    assert watcher.done, f"the run ended before rank 1 was killed: {payload['error']}"
     assert payload["partial"] is True
     # Found by the launcher, not by the 600 s timeout: the message names the signal.
     assert "rank 1 of world size 2 was killed by SIGKILL" in payload["error"]
@@ -89,6 +89,7 @@ def test_a_hung_rank_is_named_after_the_timeout(tmp_path: Path) -> None:
     watcher = Watcher(first_collective, freeze_rank_1)
     config = MeasureConfig(**{**FAULTY, "timeout_s": 10})
     payload = measure(config, on_event=watcher, work_dir=tmp_path)
+    assert watcher.done, f"the run ended before rank 1 was stopped: {payload['error']}"
     assert payload["partial"] is True
     assert "rank 1 of world size 2 stopped responding" in payload["error"]
     assert "10 s timeout" in payload["error"]

@@ -84,7 +84,12 @@ def test_two_slurm_tasks_measure_world_sizes_1_and_2(
     payload = json.loads((out / "run.json").read_text())
     assert payload["partial"] is False
     assert [row["devices"] for row in payload["results"]] == [1, 2]
-    assert 0 < payload["results"][1]["efficiency"] <= 1.2
+    one, two = payload["results"]
+    # A ratio of timings, skewed either way on a busy machine: checked as derived, not ranged.
+    assert one["efficiency"] == 1.0
+    assert two["efficiency"] == pytest.approx(
+        two["per_device_throughput"] / one["per_device_throughput"]
+    )
     assert sorted(row["op"] for row in payload["collectives"]) == [
         "all_gather",
         "all_reduce",
