@@ -1,4 +1,4 @@
-"""Fixtures shared by every test folder: databases.
+"""Fixtures shared by every test folder: databases, and the web app as a real server.
 
 ``sqlite_url`` is a fresh SQLite file per test. ``postgres_url`` is a fresh database per test on
 the PostgreSQL server that ``test.sh`` starts (``DPSCALE_TEST_POSTGRES_URL``); without one, the
@@ -8,11 +8,18 @@ test is skipped with the reason.
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
+
+READY_ATTEMPTS = 300  # x 0.1 s: a cold start on a busy machine imports FastAPI, Babel, Jinja2
 
 
 @pytest.fixture
@@ -45,3 +52,44 @@ def postgres_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def running_server(env: Mapping[str, str], log: Path) -> Iterator[str]:
+    """``uvicorn`` serving the app with ``env`` added; yields its base URL."""
+    port = _free_port()
+    command = [sys.executable, "-m", "uvicorn", "--factory", "dpscale.web.app:create_app"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            command, env={**os.environ, **env}, stdout=output, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(READY_ATTEMPTS):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            try:
+                server.wait(timeout=0.1)  # returns only if the server died
+            except subprocess.TimeoutExpired:
+                continue
+            pytest.fail(f"the server exited: {log.read_text()}")
+        else:
+            pytest.fail(f"the server did not answer /healthz: {log.read_text()}")
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-READY_ATTEMPTS = 300  # x 0.1 s: a cold start on a busy machine imports FastAPI, Babel, Jinja2
+from ..conftest import running_server as live_server  # noqa: F401 - the tests here use it
+
 FUZZ_EXAMPLES = int(os.environ.get("DPSCALE_FUZZ_EXAMPLES", "150"))
 
 
@@ -74,44 +71,3 @@ def app_client(sqlite_url: str) -> Iterator[InProcess]:
     """The app with default limits, on a fresh SQLite file."""
     with in_process() as client:
         yield client
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def live_server(env: Mapping[str, str], log: Path) -> Iterator[str]:
-    """``uvicorn`` serving the app with ``env`` added; yields its base URL."""
-    port = _free_port()
-    command = [sys.executable, "-m", "uvicorn", "--factory", "dpscale.web.app:create_app"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            command, env={**os.environ, **env}, stdout=output, stderr=subprocess.STDOUT
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(READY_ATTEMPTS):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            try:
-                server.wait(timeout=0.1)  # returns only if the server died
-            except subprocess.TimeoutExpired:
-                continue
-            pytest.fail(f"the server exited: {log.read_text()}")
-        else:
-            pytest.fail(f"the server did not answer /healthz: {log.read_text()}")
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
