@@ -7,39 +7,15 @@ import threading
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from dpscale.store.feedback import list_feedback
 
 from .conftest import LiveServer
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-if not CHROMIUM.exists():  # scripts/system-deps.sh installs it from Debian
-    pytest.skip("no Chromium at /usr/bin/chromium", allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from .conftest import LiveServer
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-if not CHROMIUM.exists():  # scripts/system-deps.sh installs it from Debian
-    pytest.skip("no Chromium at /usr/bin/chromium", allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 def value(page: object, key: str) -> object:
