@@ -5,8 +5,10 @@ Route tests talk to it over HTTP with httpx; browser tests drive the system Chro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +66,17 @@ def browser() -> Iterator[Any]:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+def result_value(html: str, key: str) -> str:
+    """The value shown for result ``key`` on a rendered page."""
+    found = re.search(rf'data-result="{key}">\s*<dt>[^<]*</dt>\s*<dd class="value">([^<]*)<', html)
+    assert found, f"no result {key}"
+    return unescape(found.group(1))
+
+
+def sentence(html: str, key: str) -> str:
+    """The explanatory sentence under result ``key``."""
+    found = re.search(rf'data-result="{key}">.*?<dd class="sentence">([^<]*)<', html, re.S)
+    assert found, f"no sentence for {key}"
+    return unescape(found.group(1))

@@ -10,19 +10,9 @@ import pytest
 
 from dpscale.web.registry import calculators
 
+from .conftest import result_value, sentence
+
 PAGE = "/{lang}/data-parallel-scaling"
-
-
-def result_value(html: str, key: str) -> str:
-    found = re.search(rf'data-result="{key}">\s*<dt>[^<]*</dt>\s*<dd class="value">([^<]*)<', html)
-    assert found, f"no result {key}"
-    return unescape(found.group(1))
-
-
-def sentence(html: str, key: str) -> str:
-    found = re.search(rf'data-result="{key}">.*?<dd class="sentence">([^<]*)<', html, re.S)
-    assert found, f"no sentence for {key}"
-    return unescape(found.group(1))
 
 
 def field_error(html: str, name: str) -> str:

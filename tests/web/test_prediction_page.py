@@ -13,7 +13,7 @@ from dpscale.model import PredictQuery, predict, preset_names
 from dpscale.store.runs import save_run
 from dpscale.web.i18n import LANGUAGES, localizer
 
-from .conftest import LiveServer
+from .conftest import LiveServer, result_value, sentence
 
 DEFAULTS = (
     "hardware=dgx-a100&params=1.3e9&grad_dtype=bf16&micro_batch=8&grad_accum=1"
@@ -22,18 +22,6 @@ DEFAULTS = (
 )
 DEFAULT = dict(pair.split("=", 1) for pair in DEFAULTS.replace("+", " ").split("&"))
 API = "/api/v1/scaling-prediction"
-
-
-def value(html: str, key: str) -> str:
-    found = re.search(rf'data-result="{key}">\s*<dt>[^<]*</dt>\s*<dd class="value">([^<]*)<', html)
-    assert found, f"no result {key}"
-    return unescape(found.group(1))
-
-
-def sentence(html: str, key: str) -> str:
-    found = re.search(rf'data-result="{key}">.*?<dd class="sentence">([^<]*)<', html, re.S)
-    assert found, f"no sentence for {key}"
-    return unescape(found.group(1))
 
 
 def table(html: str) -> list[list[str]]:
@@ -53,21 +41,21 @@ def field_error(html: str, name: str) -> str:
 
 def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> None:
     html = client.get("/en/scaling-prediction").text
-    assert value(html, "efficiency") == "59.6%"
+    assert result_value(html, "efficiency") == "59.6%"
     assert sentence(html, "efficiency") == (
         "Compute takes 200 ms per step and 135.6 ms of communication is not hidden behind "
         "backward: 200 / 335.6 = 59.6%."
     )
-    assert value(html, "actual_throughput") == "6,103 samples/s"
-    assert value(html, "max_devices") == "8"
-    assert value(html, "grad_accum_needed") == "7"
+    assert result_value(html, "actual_throughput") == "6,103 samples/s"
+    assert result_value(html, "max_devices") == "8"
+    assert result_value(html, "grad_accum_needed") == "7"
     assert sentence(html, "grad_accum_needed").endswith("the global batch becomes 14,336 samples.")
-    assert value(html, "micro_batch_needed") == "19"
-    assert value(html, "best_bucket") == "134 MB"
-    assert value(html, "gradients") == "2.6 GB"
+    assert result_value(html, "micro_batch_needed") == "19"
+    assert result_value(html, "best_bucket") == "134 MB"
+    assert result_value(html, "gradients") == "2.6 GB"
     # The example's network is not the preset's, and the page says so without claiming that the
     # reader entered it.
-    assert value(html, "hardware") == "dgx-a100, except: Network bandwidth per node"
+    assert result_value(html, "hardware") == "dgx-a100, except: Network bandwidth per node"
     assert sentence(html, "hardware").endswith(
         "network 25 GB/s per node × 96% achieved over RDMA = 24 GB/s."
     )
@@ -125,7 +113,7 @@ def test_page_in_japanese(client: httpx.Client) -> None:
     html = client.get(f"/ja/scaling-prediction?{DEFAULTS}").text
     assert '<html lang="ja"' in html
     assert "<h1>スケーリング効率の予測</h1>" in html
-    assert value(html, "efficiency") == "59.6%"
+    assert result_value(html, "efficiency") == "59.6%"
     assert sentence(html, "max_devices").startswith("8 台までは予測効率が 90% 以上を保ちます")
     assert '<th scope="col">露出(ms)</th>' in html
     assert table(html)[4][-1] == "ネットワーク · tree"
@@ -308,7 +296,7 @@ def test_fragment_and_embed_carry_the_table(client: httpx.Client) -> None:
         )
     ).points()[0]["efficiency"]
     assert round(at_256, 4) == 0.9381
-    assert value(data["regions"]["results"], "efficiency") == "93.81%"
+    assert result_value(data["regions"]["results"], "efficiency") == "93.81%"
     assert 'class="breakdown"' in data["regions"]["results"]
     assert "micro_batch=32" in data["regions"]["chart"]
     embed = client.get(f"/embed/ja/scaling-prediction?{DEFAULTS}")
@@ -369,7 +357,7 @@ def test_the_hardware_is_named_by_what_differs_from_its_preset(
 ) -> None:
     base = "params=1.3e9&micro_batch=8&per_device_throughput=40&hardware=dgx-a100&devices=1,8"
     html = client.get(f"/en/scaling-prediction?{base}{extra}").text
-    assert value(html, "hardware") == expected
+    assert result_value(html, "hardware") == expected
 
 
 def test_a_fresh_page_claims_no_changes_in_any_language(client: httpx.Client) -> None:
@@ -378,4 +366,4 @@ def test_a_fresh_page_claims_no_changes_in_any_language(client: httpx.Client) ->
         loc = localizer(lang.code)
         network = loc.gettext("Network bandwidth per node")
         expected = loc.gettext("%(preset)s, except: %(fields)s", preset="dgx-a100", fields=network)
-        assert value(html, "hardware") == expected
+        assert result_value(html, "hardware") == expected
