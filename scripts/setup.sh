@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Create .venv and install dpscale into it with the given extras (default: web).
-#   scripts/setup.sh            # the web app and the CLI
-#   scripts/setup.sh dev        # everything the tests need (torch 2.13.0 CPU first)
+# Create .venv and install dpscale into it, with the exact versions of requirements/ (hashed):
+#   scripts/setup.sh            # the web app and the CLI (requirements/web.txt)
+#   scripts/setup.sh dev        # every extra, as the tests need it (requirements/dev.txt)
+# Refuses a lock that was not made from this pyproject.toml (scripts/lock.sh refreshes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-web}"
@@ -11,12 +12,13 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
     echo "dpscale needs Python 3.11 or newer; set PYTHON=/path/to/python3.11" >&2
     exit 1
 fi
+"$python" scripts/check_lock.py
+lock=requirements/dev.txt
+[ "$extras" = web ] && lock=requirements/web.txt
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 # This machine's pip configuration names local indexes that may be absent: keep their noise out.
 exec 2> >(grep --line-buffered -v "^WARNING: Location 'file://" >&2)
-if [[ "$extras" == *dev* || "$extras" == *measure* ]]; then
-    # Pin the CPU build first: an unpinned torch would pull a multi-GB CUDA build.
-    .venv/bin/python -c 'import torch' 2>/dev/null || "${pip[@]}" "torch==2.13.0"
-fi
-"${pip[@]}" -e ".[$extras]"
+# The lock pins torch 2.13.0+cpu: the CPU build that lies on this disk, never a CUDA download.
+"${pip[@]}" --require-hashes --requirement "$lock"
+"${pip[@]}" --no-deps --editable ".[$extras]"
