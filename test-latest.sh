@@ -9,8 +9,9 @@ python="${PYTHON:-python3}"
 [ -x .venv-latest/bin/python ] || "$python" -m venv .venv-latest
 pip=(.venv-latest/bin/python -m pip install --quiet --disable-pip-version-check)
 exec 2> >(grep --line-buffered -v "^WARNING: Location 'file://" >&2)
-"${pip[@]}" "torch==2.13.0"
-"${pip[@]}" --upgrade --upgrade-strategy eager --editable ".[dev]"
+# The constraint keeps torch at 2.13.0: an upgrade would take a multi-GB CUDA build.
+"${pip[@]}" --constraint requirements/torch.txt "torch==2.13.0"
+"${pip[@]}" --constraint requirements/torch.txt --upgrade --upgrade-strategy eager --editable ".[dev]"
 .venv-latest/bin/python -m pip list --format=freeze --disable-pip-version-check \
     | grep -iE '^(numpy|scipy|pydantic|fastapi|starlette|sqlalchemy|matplotlib|babel|typer)=='
 scripts/system-deps.sh
