@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,28 @@ def tidy(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [tidy(item) for item in value]
     return value
+
+
+class Notice(str):
+    """A warning about the inputs: its English sentence, with the code and numbers it was
+    worded from.
+
+    JSON and the terminal show the sentence (it is a ``str``); other languages word the
+    notice from ``code`` and ``ctx``, never by reading the sentence.
+
+    >>> notice = Notice("few_micro_batches", {"micro": 8}, "micro-batches (8) < ...")
+    >>> notice, notice.code, notice.ctx["micro"]
+    ('micro-batches (8) < ...', 'few_micro_batches', 8)
+    """
+
+    code: str
+    ctx: Mapping[str, int | float]
+
+    def __new__(cls, code: str, ctx: Mapping[str, int | float], sentence: str) -> Notice:
+        notice = super().__new__(cls, sentence)
+        notice.code = code
+        notice.ctx = dict(ctx)
+        return notice
 
 
 class Result:

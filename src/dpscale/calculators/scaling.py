@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.calculators._result import Result
-from dpscale.validation import check_array, parse
+from dpscale.validation import Percent, check_array, parse
 
 __all__ = [
     "MAX_DEVICES",
@@ -70,9 +70,7 @@ class ScalingQuery(BaseModel):
     throughput: float = Field(
         ge=0, le=MAX_THROUGHPUT, allow_inf_nan=False, description="Per-device throughput."
     )
-    efficiency: float = Field(
-        ge=0, le=100, allow_inf_nan=False, description="Scaling efficiency in percent."
-    )
+    efficiency: Percent = Field(description="Scaling efficiency in percent ('90', '90 %').")
     unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Throughput unit.")
 
     def to_input(self) -> ScalingInput:

@@ -13,9 +13,7 @@ from dpscale.cli._common import handle_errors
 
 # Each module named here holds one command (or one group) and a ``register(app)`` function.
 COMMAND_MODULES = (
-    "calc",
-    "batch",
-    "bubble",
+    "calculators",
     "predict",
     "fit",
     "measure",
