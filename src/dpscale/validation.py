@@ -25,10 +25,9 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import annotated_types
-import numpy as np
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 __all__ = [
@@ -49,6 +48,12 @@ MISSING = "missing"
 """Code of an issue: a required field was not given (``ctx`` is empty; the rule says what)."""
 INVALID = "invalid"
 """Code of an issue: the value breaks the field's rule (read the rule, not ``ctx``)."""
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported where arrays are checked, not here: a command that checks one set of
+# scalar inputs (``dpscale calc``) starts faster without it.
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -102,6 +107,8 @@ class Rule:
 
     def admits(self, values: np.ndarray) -> np.ndarray:
         """Element-wise: which values keep the rule (numeric rules only)."""
+        import numpy as np
+
         ok = np.isfinite(values)
         if self.integer:
             ok &= np.equal(np.floor(values), values, where=ok, out=np.zeros_like(ok))
@@ -300,6 +307,8 @@ def check_array(model: type[BaseModel], field: str, values: Any) -> np.ndarray:
     >>> check_array(M, "devices", [1, 2, 8]).tolist()
     [1.0, 2.0, 8.0]
     """
+    import numpy as np
+
     rule = rule_of(model, field)
     try:
         array = np.asarray(values, dtype=float)

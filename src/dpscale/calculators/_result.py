@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping
 from typing import Any
-
-import numpy as np
 
 
 def tidy(value: Any) -> Any:
@@ -14,12 +13,15 @@ def tidy(value: Any) -> Any:
 
     Inputs are never that precise, and 115200.00000000001 only hides the answer.
 
+    >>> import numpy as np
     >>> tidy(115200.00000000001), tidy(np.array([0.30000000000000004]))
     (115200.0, [0.3])
     """
-    if isinstance(value, np.ndarray):
+    # A numpy value exists only where numpy was imported; scalar results never import it.
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
         return [tidy(item) for item in value.tolist()]
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
         return float(f"{value:.12g}")

@@ -43,7 +43,7 @@ NOT_A_MULTIPLE = "not_a_multiple"
 class BatchInput(BaseModel):
     """Micro-batch, data-parallel devices, accumulation steps and an optional sequence length."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     micro_batch: int = Field(
         ge=1, le=MAX_MICRO_BATCH, description="Samples per device per micro-step."
@@ -86,7 +86,7 @@ def effective_batch(inputs: BatchInput) -> BatchResult:
 class GradAccumInput(BaseModel):
     """A target global batch with the micro-batch and device count that must reach it."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     target_global_batch: int = Field(
         ge=1, le=MAX_MICRO_BATCH * MAX_DEVICES, description="Wanted global batch size."

@@ -45,7 +45,7 @@ INTERLEAVE_NOT_MULTIPLE = "interleave_not_multiple"
 class BubbleInput(BaseModel):
     """Pipeline stages, micro-batches per step and virtual stages per device."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     stages: int = Field(ge=1, le=MAX_STAGES, description="Pipeline stages p.")
     micro_batches: int = Field(ge=1, le=MAX_MICRO_BATCHES, description="Micro-batches per step m.")

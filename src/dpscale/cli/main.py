@@ -11,16 +11,21 @@ import typer
 
 from dpscale.cli._common import handle_errors
 
-# Each module named here holds one command (or one group) and a ``register(app)`` function.
-COMMAND_MODULES = (
-    "calculators",
-    "predict",
-    "fit",
-    "measure",
-    "runs",
-    "serve",
-    "feedback",
-)
+# Each command (or group) and the module holding it, with a ``register(app)`` function, in
+# the order of ``dpscale --help``. Only the module of the command being run is imported: the
+# others' options and imports would only slow its start.
+COMMAND_MODULES = {
+    "calc": "calculators",
+    "batch": "calculators",
+    "bubble": "calculators",
+    "predict": "predict",
+    "fit": "fit",
+    "measure": "measure",
+    "runs": "runs",
+    "serve": "serve",
+    "feedback": "feedback",
+}
+_registered: set[str] = set()
 
 app = typer.Typer(
     name="dpscale",
@@ -48,14 +53,21 @@ def _root(
     """Data-parallel training scaling: calculated, predicted, fitted and measured."""
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"dpscale.cli.{_name}").register(app)
+def _register(args: Sequence[str]) -> None:
+    """Register the module of the command in ``args``, or every module (for the app's help,
+    or a command that does not exist, so that the error lists those that do)."""
+    wanted = COMMAND_MODULES.get(args[0]) if args else None
+    for name in dict.fromkeys(COMMAND_MODULES.values()):
+        if name not in _registered and wanted in (None, name):
+            importlib.import_module(f"dpscale.cli.{name}").register(app)
+            _registered.add(name)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line; exit 2 with one line on stderr for any user error."""
-    command = typer.main.get_command(app)
     args = list(sys.argv[1:] if argv is None else argv) or ["--help"]
+    _register(args)
+    command = typer.main.get_command(app)
     try:
         status = command.main(args=args, prog_name="dpscale", standalone_mode=False)
     except typer.TyperException as exc:  # usage errors: unknown option, missing value
