@@ -11,20 +11,10 @@ import typer
 
 from dpscale.cli._common import handle_errors
 
-# Each command (or group) and the module holding it, with a ``register(app)`` function, in
-# the order of ``dpscale --help``. Only the module of the command being run is imported: the
-# others' options and imports would only slow its start.
-COMMAND_MODULES = {
-    "calc": "calculators",
-    "batch": "calculators",
-    "bubble": "calculators",
-    "predict": "predict",
-    "fit": "fit",
-    "measure": "measure",
-    "runs": "runs",
-    "serve": "serve",
-    "feedback": "feedback",
-}
+# Each module named here holds one command (or one group) and a ``register(app)`` function;
+# ``calculators`` holds one command per calculator description (calc, batch, bubble, ...).
+# The order is that of ``dpscale --help``.
+COMMAND_MODULES = ("calculators", "predict", "fit", "measure", "runs", "serve", "feedback")
 _registered: set[str] = set()
 
 app = typer.Typer(
@@ -54,11 +44,17 @@ def _root(
 
 
 def _register(args: Sequence[str]) -> None:
-    """Register the module of the command in ``args``, or every module (for the app's help,
-    or a command that does not exist, so that the error lists those that do)."""
-    wanted = COMMAND_MODULES.get(args[0]) if args else None
-    for name in dict.fromkeys(COMMAND_MODULES.values()):
-        if name not in _registered and wanted in (None, name):
+    """Import only the module of the command in ``args``: the others' options and imports
+    would only slow its start. The app's help (no command) needs them all."""
+    first = args[0] if args else ""
+    if not first or first.startswith("-"):
+        wanted: tuple[str, ...] = COMMAND_MODULES
+    elif first in COMMAND_MODULES:
+        wanted = (first,)
+    else:
+        wanted = ("calculators",)
+    for name in wanted:
+        if name not in _registered:
             importlib.import_module(f"dpscale.cli.{name}").register(app)
             _registered.add(name)
 
