@@ -52,7 +52,7 @@ def test_every_result_is_a_json_key_and_every_placeholder_is_filled(
 ) -> None:
     result = description.compute(example(description))
     keys = set(description.to_json(result))
-    params = description.params(result, {})
+    params = description.params(result)
     for item in description.results:
         assert item.key in keys
         known = set(item.read(params)) if item.shown(params) else set()

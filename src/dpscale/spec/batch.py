@@ -32,7 +32,7 @@ def _to_json(result: BatchResult) -> dict[str, Any]:
     return {key: value for key, value in result.to_dict().items() if value is not None}
 
 
-def _params(result: BatchResult, given: Mapping[str, Any]) -> dict[str, Param]:
+def _params(result: BatchResult) -> dict[str, Param]:
     params: dict[str, Param] = {
         "micro": Number(result.micro_batch),
         "devices": Number(result.devices),

@@ -22,7 +22,7 @@ def _compute(values: Mapping[str, Any]) -> BubbleResult:
     return pipeline_bubble(parse(BubbleInput, values))
 
 
-def _params(result: BubbleResult, given: Mapping[str, Any]) -> dict[str, Param]:
+def _params(result: BubbleResult) -> dict[str, Param]:
     return {
         "p": Number(result.stages),
         "m": Number(result.micro_batches),

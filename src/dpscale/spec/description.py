@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from dpscale.calculators import Notice
 from dpscale.validation import Rule, rule_of
 
 __all__ = ["N_", "Description", "Input", "Number", "Param", "Percentage", "Result", "fill"]
@@ -150,9 +151,8 @@ class Description:
     inputs: tuple[Input, ...]
     compute: Callable[[Mapping[str, Any]], Any]
     """Input values by name (absent when not given) to a result; raises InputError."""
-    params: Callable[[Any, Mapping[str, Any]], Mapping[str, Param]]
-    """(result, inputs as given) to the numbers named by the templates' placeholders; the
-    page passes no inputs (it words the result alone)."""
+    params: Callable[[Any], Mapping[str, Param]]
+    """The result's numbers, named as the templates' placeholders."""
     results: tuple[Result, ...]
     to_json: Callable[[Any], dict[str, Any]] = field(default=lambda result: result.to_dict())
     """The JSON object of ``--json`` and the API."""
@@ -161,8 +161,8 @@ class Description:
     ``ctx``; the English is the calculator's own."""
     notices: Mapping[str, str] = field(default_factory=dict)
     """Notice code (a warning in the result) to its msgid, filled from the notice's ``ctx``."""
-    notices_of: Callable[[Any], tuple[Any, ...]] = lambda result: ()
-    """The result's notices (each with ``code`` and ``ctx``)."""
+    notices_of: Callable[[Any], tuple[Notice, ...]] = lambda result: ()
+    """The result's notices."""
 
     def input(self, name: str) -> Input | None:
         return next((item for item in self.inputs if item.name == name), None)
@@ -171,8 +171,9 @@ class Description:
         self, result: Any, given: Mapping[str, Any], *, page: bool
     ) -> tuple[Mapping[str, Param], tuple[Result, ...]]:
         """The parameters of ``result`` and the results that apply to them, in order: the
-        page shows the primary ones first."""
-        params = self.params(result, given)
+        page shows the primary ones first. ``given`` are the inputs as given (the page words
+        the result alone and passes none)."""
+        params = self.params(result)
         items = [
             item
             for item in self.results

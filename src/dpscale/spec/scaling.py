@@ -18,7 +18,7 @@ def _compute(values: Mapping[str, Any]) -> ScalingResult:
     return scaling_from_query(parse(ScalingQuery, values))
 
 
-def _params(result: ScalingResult, given: Mapping[str, Any]) -> dict[str, Param]:
+def _params(result: ScalingResult) -> dict[str, Param]:
     return {
         "devices": Number(result.devices),
         "throughput": Number(result.per_device_throughput),
