@@ -4,6 +4,8 @@ results and its codes, and both surfaces read it."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -122,3 +124,15 @@ def test_notices_have_codes_and_are_worded_on_the_page() -> None:
     assert len(notes) == 2
     assert "16" in notes[0]
     assert all("stages" not in note for note in notes)
+
+
+def test_the_spec_layer_imports_no_surface() -> None:
+    probe = (
+        "import sys, dpscale.spec\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('dpscale.web', 'dpscale.cli'))"
+        " or m in ('typer', 'rich', 'fastapi', 'babel')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
