@@ -34,7 +34,7 @@ def option_help(item: Input) -> str:
     >>> option_help(SCALING.inputs[0])
     'GPUs or other accelerators training together (d). A whole number from 1 to 10,000,000.'
     """
-    parts = [item.help]
+    parts = [item.terminal_help or item.help]
     rule = item.rule
     if rule.number or rule.choices:
         described = rule.describe()

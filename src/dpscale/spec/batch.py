@@ -101,6 +101,7 @@ BATCH = Description(
             model=GradAccumInput,
             label=N_("Target global batch (optional)"),
             help=N_("Fill in to solve for the accumulation steps instead."),
+            terminal_help="Solve for --grad-accum to reach this global batch.",
             kind="integer",
             optional=True,
         ),

@@ -70,6 +70,8 @@ class Input:
     """msgid saying what the field allows, where its rule alone cannot (a pattern)."""
     optional: bool = False
     """Optional although its model requires it (an input of a second, optional step)."""
+    terminal_help: str = ""
+    """The CLI's help where the page's hint speaks of the page ("Fill in ...")."""
 
     @property
     def option(self) -> str:
