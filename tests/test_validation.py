@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
-from dpscale.validation import InputError, Rule, check_array, parse, rule_of
+from dpscale.validation import (
+    InputError,
+    Percent,
+    Rule,
+    TargetPercent,
+    check_array,
+    parse,
+    rule_of,
+)
 
 
 class Example(BaseModel):
@@ -51,3 +59,26 @@ def test_check_array_names_the_first_bad_element() -> None:
         check_array(Example, "share", [0.5, float("nan")])
     with pytest.raises(InputError, match="devices"):
         check_array(Example, "devices", ["a", "b"])
+
+
+class Percentages(BaseModel):
+    efficiency: Percent
+    target: TargetPercent = 80
+
+
+@pytest.mark.parametrize(("typed", "value"), [("90", 90.0), ("90%", 90.0), (" 90 % ", 90.0)])
+def test_percent_spellings(typed: str, value: float) -> None:
+    assert parse(Percentages, {"efficiency": typed, "target": typed}).efficiency == value
+
+
+def test_100_percent_is_an_upper_bound_but_not_a_target() -> None:
+    assert parse(Percentages, {"efficiency": "100%", "target": "99.9"}).efficiency == 100
+    assert parse(Percentages, {"efficiency": "0"}).efficiency == 0
+    for target in ("100", "0", "nan"):
+        with pytest.raises(InputError) as caught:
+            parse(Percentages, {"efficiency": "50", "target": target})
+        assert caught.value.issues[0].sentence("--target") == (
+            f"--target must be a number greater than 0 and less than 100 (got {target})"
+        )
+    with pytest.raises(InputError, match=r"efficiency must be a number from 0 to 100 \(got abc\)"):
+        parse(Percentages, {"efficiency": "abc %"})

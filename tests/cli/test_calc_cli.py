@@ -179,3 +179,23 @@ def test_bad_input_in_a_real_process_has_no_traceback() -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("dpscale: error: --devices")
+
+
+def test_calc_loads_only_what_it_needs() -> None:
+    # Start-up time is measured by benchmarks/bench_startup.py; this keeps its cause in place:
+    # one scalar calculation imports neither numpy nor the other commands' modules.
+    probe = (
+        "import sys\n"
+        "from dpscale.cli.main import main\n"
+        "try:\n"
+        "    main(['calc', '-d', '64', '-t', '2000', '-e', '90', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m in ('numpy', 'rich', 'scipy', 'sqlalchemy')"
+        " or m.startswith(('dpscale.cli.', 'dpscale.model', 'dpscale.fit', 'dpscale.web'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert loaded == "['dpscale.cli._common', 'dpscale.cli.calculators', 'dpscale.cli.main']"

@@ -1,5 +1,6 @@
 """The seed calculator and its two companions: pure functions over typed inputs."""
 
+from dpscale.calculators._result import Notice
 from dpscale.calculators.batch import (
     BatchInput,
     BatchResult,
@@ -27,6 +28,7 @@ __all__ = [
     "BubbleResult",
     "GradAccumInput",
     "GradAccumResult",
+    "Notice",
     "ScalingInput",
     "ScalingQuery",
     "ScalingResult",

@@ -23,6 +23,7 @@ from dpscale.calculators.scaling import MAX_DEVICES
 from dpscale.validation import InputError
 
 __all__ = [
+    "NOT_A_MULTIPLE",
     "BatchInput",
     "BatchResult",
     "GradAccumInput",
@@ -35,11 +36,14 @@ MAX_MICRO_BATCH = 1_000_000
 MAX_GRAD_ACCUM = 1_000_000
 MAX_SEQ_LEN = 100_000_000
 
+NOT_A_MULTIPLE = "not_a_multiple"
+"""Issue code: no whole number of accumulation steps reaches the target global batch."""
+
 
 class BatchInput(BaseModel):
     """Micro-batch, data-parallel devices, accumulation steps and an optional sequence length."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     micro_batch: int = Field(
         ge=1, le=MAX_MICRO_BATCH, description="Samples per device per micro-step."
@@ -82,7 +86,7 @@ def effective_batch(inputs: BatchInput) -> BatchResult:
 class GradAccumInput(BaseModel):
     """A target global batch with the micro-batch and device count that must reach it."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     target_global_batch: int = Field(
         ge=1, le=MAX_MICRO_BATCH * MAX_DEVICES, description="Wanted global batch size."
@@ -102,6 +106,22 @@ class GradAccumResult(Result):
     global_batch_size: int
 
 
+def not_a_multiple_sentence(ctx: dict[str, int]) -> str:
+    """The English wording of :data:`NOT_A_MULTIPLE`: the nearest targets that do divide (only
+    the one above the target when it is below one step)."""
+
+    def option(total: str, steps: str) -> str:
+        return f"{ctx[total]:,} ({ctx[steps]} step{'s' * (ctx[steps] > 1)})"
+
+    options = [option("below", "below_steps")]
+    if ctx["target"] > ctx["per_step"]:
+        options.append(option("above", "above_steps"))
+    return (
+        f"{ctx['target']:,} is not a multiple of micro-batch x devices = {ctx['per_step']:,}; "
+        f"the nearest that {'are' if len(options) > 1 else 'is'}: " + " and ".join(options)
+    )
+
+
 def grad_accum_for(inputs: GradAccumInput) -> GradAccumResult:
     """The accumulation steps k with b * d * k equal to the target global batch.
 
@@ -116,15 +136,20 @@ def grad_accum_for(inputs: GradAccumInput) -> GradAccumResult:
     steps, remainder = divmod(inputs.target_global_batch, per_step)
     if remainder:
         below = max(steps, 1)
-        options = [f"{below * per_step:,} ({below} step{'s' * (below > 1)})"]
-        if steps >= 1:
-            options.append(f"{(steps + 1) * per_step:,} ({steps + 1} steps)")
+        ctx = {
+            "target": inputs.target_global_batch,
+            "per_step": per_step,
+            "below": below * per_step,
+            "below_steps": below,
+            "above": (below + 1) * per_step,
+            "above_steps": below + 1,
+        }
         raise InputError.single(
             "target_global_batch",
-            f"{inputs.target_global_batch:,} is not a multiple of micro-batch x devices = "
-            f"{per_step:,}; the nearest that {'are' if len(options) > 1 else 'is'}: "
-            + " and ".join(options),
+            not_a_multiple_sentence(ctx),
             inputs.target_global_batch,
+            code=NOT_A_MULTIPLE,
+            ctx=ctx,
         )
     return GradAccumResult(
         target_global_batch=inputs.target_global_batch,

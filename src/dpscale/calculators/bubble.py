@@ -19,20 +19,41 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dpscale.calculators._result import Result
+from dpscale.calculators._result import Notice, Result
 
-__all__ = ["BubbleInput", "BubbleResult", "pipeline_bubble"]
+__all__ = [
+    "FEW_MICRO_BATCHES",
+    "INTERLEAVE_NOT_MULTIPLE",
+    "MAX_MICRO_BATCHES",
+    "MAX_STAGES",
+    "MAX_VIRTUAL_STAGES",
+    "BubbleInput",
+    "BubbleResult",
+    "pipeline_bubble",
+]
+
+MAX_STAGES = 100_000
+MAX_MICRO_BATCHES = 10_000_000
+MAX_VIRTUAL_STAGES = 1_000
+
+FEW_MICRO_BATCHES = "few_micro_batches"
+"""Notice code: m < 4p, the bubble stays large (``ctx``: micro, stages, four_p)."""
+INTERLEAVE_NOT_MULTIPLE = "interleave_not_multiple"
+"""Notice code: interleaving with m not a multiple of p (``ctx``: micro, stages)."""
 
 
 class BubbleInput(BaseModel):
     """Pipeline stages, micro-batches per step and virtual stages per device."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
-    stages: int = Field(ge=1, le=100_000, description="Pipeline stages p.")
-    micro_batches: int = Field(ge=1, le=10_000_000, description="Micro-batches per step m.")
+    stages: int = Field(ge=1, le=MAX_STAGES, description="Pipeline stages p.")
+    micro_batches: int = Field(ge=1, le=MAX_MICRO_BATCHES, description="Micro-batches per step m.")
     virtual_stages: int = Field(
-        default=1, ge=1, le=1_000, description="Virtual stages per device v (interleaved 1F1B)."
+        default=1,
+        ge=1,
+        le=MAX_VIRTUAL_STAGES,
+        description="Virtual stages per device v (interleaved 1F1B).",
     )
 
 
@@ -44,7 +65,7 @@ class BubbleResult(Result):
     bubble_fraction: float
     bubble_ratio: float
     efficiency: float
-    warnings: tuple[str, ...]
+    warnings: tuple[Notice, ...]
 
 
 def pipeline_bubble(inputs: BubbleInput) -> BubbleResult:
@@ -54,19 +75,28 @@ def pipeline_bubble(inputs: BubbleInput) -> BubbleResult:
     bubble negligible from m >= 4p), and Megatron-LM's interleaved schedule needs m to be a
     multiple of p.
 
-    >>> pipeline_bubble(BubbleInput(stages=4, micro_batches=8, virtual_stages=2)).warnings
-    ('micro-batches (8) < 4 x stages (16): the bubble stays large; GPipe found it ...',)
+    >>> [str(w) for w in pipeline_bubble(BubbleInput(stages=4, micro_batches=8)).warnings]
+    ['micro-batches (8) < 4 x stages (16): the bubble stays large; GPipe found it ...']
     """
     p, m, v = inputs.stages, inputs.micro_batches, inputs.virtual_stages
     warnings = []
     if p > 1 and m < 4 * p:
         warnings.append(
-            f"micro-batches ({m}) < 4 x stages ({4 * p}): the bubble stays large; "
-            "GPipe found it negligible from m >= 4p"
+            Notice(
+                FEW_MICRO_BATCHES,
+                {"micro": m, "stages": p, "four_p": 4 * p},
+                f"micro-batches ({m}) < 4 x stages ({4 * p}): the bubble stays large; "
+                "GPipe found it negligible from m >= 4p",
+            )
         )
     if v > 1 and m % p:
         warnings.append(
-            f"the interleaved schedule needs micro-batches ({m}) to be a multiple of stages ({p})"
+            Notice(
+                INTERLEAVE_NOT_MULTIPLE,
+                {"micro": m, "stages": p},
+                f"the interleaved schedule needs micro-batches ({m}) to be a multiple of "
+                f"stages ({p})",
+            )
         )
     fraction = (p - 1) / (v * m + p - 1)
     return BubbleResult(

@@ -9,7 +9,8 @@ With ``d`` devices, per-device throughput ``v`` and scaling efficiency ``E`` in 
     L = I - A        throughput lost to synchronisation
 
 The unit of ``v`` (samples/s, tokens/s, ...) carries through to ``I``, ``A`` and ``L``.
-Every function works element-wise on numpy arrays, for sweeps.
+Every function works element-wise on numpy arrays, for sweeps; plain numbers stay plain
+(numpy is imported for arrays only, so one scalar calculation starts without it).
 
 >>> r = data_parallel_scaling(64, 2000, 0.9)
 >>> r.ideal_throughput, r.actual_throughput, r.speedup, r.lost_throughput
@@ -19,14 +20,16 @@ Every function works element-wise on numpy arrays, for sweeps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.calculators._result import Result
-from dpscale.validation import check_array, parse
+from dpscale.validation import Percent, check_array, parse
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "MAX_DEVICES",
@@ -51,7 +54,7 @@ UNIT_PATTERN = r"^[^\x00-\x1f\x7f<>\"'&]{1,24}$"
 class ScalingInput(BaseModel):
     """The calculator's inputs as the library takes them (efficiency as a fraction)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     devices: int = Field(ge=1, le=MAX_DEVICES, description="Number of devices d.")
     per_device_throughput: float = Field(
@@ -64,15 +67,13 @@ class ScalingInput(BaseModel):
 class ScalingQuery(BaseModel):
     """The inputs as a person types them on the CLI, the page and the API (efficiency in %)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     devices: int = Field(ge=1, le=MAX_DEVICES, description="Number of devices.")
     throughput: float = Field(
         ge=0, le=MAX_THROUGHPUT, allow_inf_nan=False, description="Per-device throughput."
     )
-    efficiency: float = Field(
-        ge=0, le=100, allow_inf_nan=False, description="Scaling efficiency in percent."
-    )
+    efficiency: Percent = Field(description="Scaling efficiency in percent ('90', '90 %').")
     unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Throughput unit.")
 
     def to_input(self) -> ScalingInput:
@@ -98,13 +99,22 @@ class ScalingResult(Result):
     lost_throughput: Any
 
 
+def _times(a: ArrayLike, b: ArrayLike) -> Any:
+    """a * b element-wise; two plain numbers multiply without numpy."""
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a * b
+    import numpy as np
+
+    return np.multiply(a, b)
+
+
 def ideal_throughput(devices: ArrayLike, per_device_throughput: ArrayLike) -> Any:
     """I = d * v: every device as fast as one alone.
 
     >>> int(ideal_throughput(64, 2000))
     128000
     """
-    return np.multiply(devices, per_device_throughput)
+    return _times(devices, per_device_throughput)
 
 
 def actual_throughput(ideal: ArrayLike, efficiency: ArrayLike) -> Any:
@@ -113,7 +123,7 @@ def actual_throughput(ideal: ArrayLike, efficiency: ArrayLike) -> Any:
     >>> float(actual_throughput(128000, 0.9))
     115200.0
     """
-    return np.multiply(ideal, efficiency)
+    return _times(ideal, efficiency)
 
 
 def speedup(devices: ArrayLike, efficiency: ArrayLike) -> Any:
@@ -122,7 +132,7 @@ def speedup(devices: ArrayLike, efficiency: ArrayLike) -> Any:
     >>> float(speedup(8, 0.9))
     7.2
     """
-    return np.multiply(devices, efficiency)
+    return _times(devices, efficiency)
 
 
 def _scalar_or_array(value: np.ndarray) -> Any:
@@ -144,6 +154,8 @@ def data_parallel_scaling(
     >>> r.actual_throughput.tolist(), r.speedup.tolist()
     ([7200.0, 57600.0], [7.2, 57.6])
     """
+    import numpy as np
+
     d = check_array(ScalingInput, "devices", devices)
     v = check_array(ScalingInput, "per_device_throughput", per_device_throughput)
     e = check_array(ScalingInput, "efficiency", efficiency)
@@ -164,8 +176,25 @@ def data_parallel_scaling(
 
 
 def scaling_from_query(query: ScalingQuery) -> ScalingResult:
-    """The result for inputs as typed on a surface (efficiency in percent)."""
+    """The result for inputs as typed on a surface (efficiency in percent).
+
+    The query's model has checked each scalar already, so this needs no array checks.
+
+    >>> q = ScalingQuery(devices=64, throughput=2000, efficiency="90 %")
+    >>> scaling_from_query(q) == data_parallel_scaling(64, 2000, 0.9)
+    True
+    """
     inputs = query.to_input()
-    return data_parallel_scaling(
-        inputs.devices, inputs.per_device_throughput, inputs.efficiency, unit=inputs.unit
+    d, v, e = inputs.devices, inputs.per_device_throughput, inputs.efficiency
+    ideal = float(ideal_throughput(d, v))
+    actual = float(actual_throughput(ideal, e))
+    return ScalingResult(
+        devices=d,
+        per_device_throughput=v,
+        efficiency=e,
+        unit=inputs.unit,
+        ideal_throughput=ideal,
+        actual_throughput=actual,
+        speedup=float(speedup(d, e)),
+        lost_throughput=ideal - actual,
     )

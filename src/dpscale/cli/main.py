@@ -11,18 +11,11 @@ import typer
 
 from dpscale.cli._common import handle_errors
 
-# Each module named here holds one command (or one group) and a ``register(app)`` function.
-COMMAND_MODULES = (
-    "calc",
-    "batch",
-    "bubble",
-    "predict",
-    "fit",
-    "measure",
-    "runs",
-    "serve",
-    "feedback",
-)
+# Each module named here holds one command (or one group) and a ``register(app)`` function;
+# ``calculators`` holds one command per calculator description (calc, batch, bubble, ...).
+# The order is that of ``dpscale --help``.
+COMMAND_MODULES = ("calculators", "predict", "fit", "measure", "runs", "serve", "feedback")
+_registered: set[str] = set()
 
 app = typer.Typer(
     name="dpscale",
@@ -50,14 +43,27 @@ def _root(
     """Data-parallel training scaling: calculated, predicted, fitted and measured."""
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"dpscale.cli.{_name}").register(app)
+def _register(args: Sequence[str]) -> None:
+    """Import only the module of the command in ``args``: the others' options and imports
+    would only slow its start. The app's help (no command) needs them all."""
+    first = args[0] if args else ""
+    if not first or first.startswith("-"):
+        wanted: tuple[str, ...] = COMMAND_MODULES
+    elif first in COMMAND_MODULES:
+        wanted = (first,)
+    else:
+        wanted = ("calculators",)
+    for name in wanted:
+        if name not in _registered:
+            importlib.import_module(f"dpscale.cli.{name}").register(app)
+            _registered.add(name)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line; exit 2 with one line on stderr for any user error."""
-    command = typer.main.get_command(app)
     args = list(sys.argv[1:] if argv is None else argv) or ["--help"]
+    _register(args)
+    command = typer.main.get_command(app)
     try:
         status = command.main(args=args, prog_name="dpscale", standalone_mode=False)
     except typer.TyperException as exc:  # usage errors: unknown option, missing value

@@ -44,10 +44,13 @@ def extract() -> Catalog:
     with (PACKAGE_DIR / "babel.cfg").open() as config:
         method_map, options_map = parse_mapping_cfg(config)  # type: ignore[no-untyped-call]
     template = Catalog(project="dpscale", fuzzy=False)
-    for filename, lineno, message, comments, context in extract_from_dir(
-        PACKAGE_DIR, method_map, options_map
-    ):
-        template.add(message, None, [(filename, lineno)], auto_comments=comments, context=context)
+    # The calculator descriptions word their inputs and results once, for every surface.
+    for folder, prefix in ((PACKAGE_DIR, ""), (PACKAGE_DIR.parent / "spec", "../spec/")):
+        for filename, lineno, message, comments, context in extract_from_dir(
+            folder, method_map, options_map
+        ):
+            location = [(prefix + filename, lineno)]
+            template.add(message, None, location, auto_comments=comments, context=context)
     return template
 
 

@@ -1,0 +1,117 @@
+"""``dpscale calc``, ``batch`` and ``bubble``: one command per calculator description.
+
+Each command's options, help, errors, JSON and table come from its
+:class:`~dpscale.spec.Description`; nothing here is particular to one calculator.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from dpscale.cli._common import JSON_HELP, fail, number, percent, print_json
+from dpscale.spec import DESCRIPTIONS, Description, Input, Number, Param, Percentage, fill
+from dpscale.validation import InputError
+
+
+def write(param: Param) -> str:
+    """A parameter as the terminal shows it (English number format)."""
+    if isinstance(param, Number):
+        return number(param.value)
+    if isinstance(param, Percentage):
+        return percent(param.value)
+    return param
+
+
+def option_help(item: Input) -> str:
+    """The option's help: the hint, then the rule and the default read from the model.
+
+    >>> from dpscale.spec import SCALING
+    >>> option_help(SCALING.inputs[0])
+    'GPUs or other accelerators training together (d). A whole number from 1 to 10,000,000.'
+    """
+    parts = [item.terminal_help or item.help]
+    rule = item.rule
+    if rule.number or rule.choices:
+        described = rule.describe()
+        parts.append(f"{described[0].upper()}{described[1:]}.")
+    if item.default is not None:
+        parts.append(f"Default: {item.default}.")
+    return " ".join(parts)
+
+
+def _parameter(item: Input) -> inspect.Parameter:
+    names = (item.option, item.short) if item.short else (item.option,)
+    option = typer.Option(None, *names, metavar=item.metavar, help=option_help(item))
+    return inspect.Parameter(
+        item.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=str
+    )
+
+
+def _report(description: Description, err: InputError) -> None:
+    """Fail naming each option; a check that no field rule expresses keeps its own sentence."""
+    sentences = []
+    for issue in err.issues:
+        item = description.input(issue.field)
+        named = item is not None and (issue.rule is not None or issue.missing)
+        sentences.append(issue.sentence(item.option if named and item else None))
+    fail("; ".join(sentences))
+
+
+def print_table(description: Description, result: Any, given: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    params, items = description.shown(result, given, page=False)
+    table = Table(title=description.terminal_title, title_justify="left")
+    table.add_column("Result")
+    table.add_column("Value", justify="right")
+    table.add_column("How")
+    for item in items:
+        values = item.read(params)
+        table.add_row(
+            item.terminal_label,
+            fill(item.terminal_value, values, write),
+            fill(item.how, values, write),
+        )
+    Console(soft_wrap=True).print(table)
+    for notice in description.notices_of(result):
+        sys.stderr.write(f"warning: {notice}\n")
+
+
+def command(description: Description) -> Callable[..., None]:
+    """The typer command of ``description``: one string option per input, and ``--json``."""
+
+    def run(**options: Any) -> None:
+        as_json = bool(options.pop("as_json"))
+        given = {name: value for name, value in options.items() if value is not None}
+        try:
+            result = description.compute(given)
+        except InputError as err:
+            _report(description, err)
+        if as_json:
+            print_json(description.to_json(result))
+        else:
+            print_table(description, result, given)
+
+    flag = typer.Option(False, "--json", help=JSON_HELP)
+    parameters = [_parameter(item) for item in description.inputs]
+    parameters.append(
+        inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=flag, annotation=bool)
+    )
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__name__ = description.command
+    run.__doc__ = description.summary
+    return run
+
+
+def register(app: typer.Typer) -> None:
+    for description in DESCRIPTIONS:
+        epilog = ("Example: " if len(description.examples) == 1 else "Examples: ") + "; ".join(
+            description.examples
+        )
+        app.command(description.command, epilog=epilog)(command(description))

@@ -1,0 +1,125 @@
+"""The pipeline bubble calculator, described once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpscale.calculators.bubble import (
+    FEW_MICRO_BATCHES,
+    INTERLEAVE_NOT_MULTIPLE,
+    BubbleInput,
+    BubbleResult,
+    pipeline_bubble,
+)
+from dpscale.spec.description import N_, Description, Input, Number, Param, Percentage, Result
+from dpscale.validation import parse
+
+__all__ = ["BUBBLE"]
+
+
+def _compute(values: Mapping[str, Any]) -> BubbleResult:
+    return pipeline_bubble(parse(BubbleInput, values))
+
+
+def _params(result: BubbleResult) -> dict[str, Param]:
+    return {
+        "p": Number(result.stages),
+        "m": Number(result.micro_batches),
+        "v": Number(result.virtual_stages),
+        "fraction": Percentage(result.bubble_fraction),
+        "efficiency": Percentage(result.efficiency),
+        "ratio": Percentage(result.bubble_ratio),
+    }
+
+
+BUBBLE = Description(
+    command="bubble",
+    slug="pipeline-bubble",
+    title=N_("Pipeline bubble calculator"),
+    summary=N_(
+        "The idle share of a pipeline-parallel training step from the number of stages, "
+        "micro-batches and virtual stages."
+    ),
+    terminal_title="Pipeline bubble",
+    examples=("dpscale bubble --stages 4 --micro-batches 8 --virtual-stages 2",),
+    inputs=(
+        Input(
+            name="stages",
+            model=BubbleInput,
+            label=N_("Pipeline stages"),
+            help=N_("Devices the model is split across, one stage each (p)."),
+            short="-p",
+            example="4",
+            kind="integer",
+        ),
+        Input(
+            name="micro_batches",
+            model=BubbleInput,
+            label=N_("Micro-batches per step"),
+            help=N_("How many micro-batches flow through the pipeline per step (m)."),
+            short="-m",
+            example="8",
+            kind="integer",
+        ),
+        Input(
+            name="virtual_stages",
+            model=BubbleInput,
+            label=N_("Virtual stages per device"),
+            help=N_("Model chunks per device in the interleaved 1F1B schedule (v); 1 means none."),
+            short="-v",
+            example="1",
+            kind="integer",
+        ),
+    ),
+    compute=_compute,
+    params=_params,
+    results=(
+        Result(
+            key="bubble_fraction",
+            label=N_("Bubble (idle share of each step)"),
+            value="%(fraction)s",
+            sentence=N_(
+                "(%(p)s − 1) / (%(v)s × %(m)s + %(p)s − 1) = %(fraction)s of each step "
+                "is spent idle, filling and draining the pipeline."
+            ),
+            terminal_label="Bubble (share of step time)",
+            terminal_value="%(fraction)s",
+            how="(%(p)s - 1) / (%(v)s x %(m)s + %(p)s - 1)",
+            primary=True,
+        ),
+        Result(
+            key="efficiency",
+            label=N_("Pipeline efficiency"),
+            value="%(efficiency)s",
+            sentence=N_("1 − %(fraction)s = %(efficiency)s of each step does useful work."),
+            terminal_label="Pipeline efficiency",
+            terminal_value="%(efficiency)s",
+            how="1 - bubble fraction",
+            primary=True,
+        ),
+        Result(
+            key="bubble_ratio",
+            label=N_("Bubble ratio (Megatron-LM)"),
+            value="%(ratio)s",
+            sentence=N_(
+                "(%(p)s − 1) / (%(v)s × %(m)s) = %(ratio)s: the bubble measured against "
+                "the ideal step time, as Megatron-LM reports it."
+            ),
+            terminal_label="Bubble ratio (Megatron-LM)",
+            terminal_value="%(ratio)s",
+            how="(%(p)s - 1) / (%(v)s x %(m)s)",
+        ),
+    ),
+    notices={
+        FEW_MICRO_BATCHES: N_(
+            "%(micro)s micro-batches is fewer than 4 × %(stages)s stages = %(four_p)s: the "
+            "bubble stays large. GPipe found it negligible from m ≥ 4p."
+        ),
+        INTERLEAVE_NOT_MULTIPLE: N_(
+            "The interleaved schedule needs the micro-batches (%(micro)s) to be a multiple "
+            "of the stages (%(stages)s)."
+        ),
+    },
+    notices_of=lambda result: result.warnings,
+)

@@ -1,0 +1,198 @@
+"""What a calculator description holds: its inputs, its results and their wording, its codes.
+
+A description is data, read by every surface: the CLI builds its options and its table from
+it, the web its form fields and result panels, and each fills the same named parameters
+(``params``) with numbers formatted its own way (English on the terminal, the page's locale
+on the web). Texts marked ``msgid`` are gettext message ids, translated in the web's
+catalogues; their English is what the CLI shows where it shows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from dpscale.calculators import Notice
+from dpscale.validation import Rule, rule_of
+
+__all__ = ["N_", "Description", "Input", "Number", "Param", "Percentage", "Result", "fill"]
+
+
+def N_(message: str) -> str:  # noqa: N802 - the gettext convention for "mark, translate later"
+    """Mark ``message`` for extraction; it is translated where it is shown."""
+    return message
+
+
+@dataclass(frozen=True)
+class Number:
+    """A parameter that each surface writes as a number (``128,000``, ``128.000``)."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class Percentage:
+    """A fraction that each surface writes as a percentage (0.9: ``90 %``, ``90%``)."""
+
+    value: float
+
+
+Param = Number | Percentage | str
+"""A value for a ``%(name)s`` placeholder; a ``str`` is shown as it is (a unit)."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input: a field of an input model, a CLI option and a form field at once.
+
+    The rule (type, range) and the default are the model's; only the words are here.
+    """
+
+    name: str
+    """The model field, the query and API parameter; the CLI option is ``--name-with-dashes``."""
+    model: type[BaseModel]
+    label: str
+    """msgid of the label on the page."""
+    help: str
+    """msgid of the hint under the box; its English is the CLI option's help."""
+    short: str = ""
+    """The CLI's one-letter option (``-d``), if any."""
+    example: str = ""
+    """The worked example's value: what a fresh page shows (empty: the box starts empty)."""
+    kind: Literal["integer", "decimal", "percent", "text"] = "decimal"
+    suggestions: tuple[str, ...] = ()
+    """Values offered in a list next to the box (the throughput units)."""
+    invalid: str = ""
+    """msgid saying what the field allows, where its rule alone cannot (a pattern)."""
+    optional: bool = False
+    """Optional although its model requires it (an input of a second, optional step)."""
+    terminal_help: str = ""
+    """The CLI's help where the page's hint speaks of the page ("Fill in ...")."""
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def rule(self) -> Rule:
+        return rule_of(self.model, self.name)
+
+    @property
+    def default(self) -> object:
+        """The model's default (None when it has none)."""
+        value = self.model.model_fields[self.name].default
+        return None if value is PydanticUndefined else value
+
+    @property
+    def required(self) -> bool:
+        return not self.optional and self.model.model_fields[self.name].is_required()
+
+    @property
+    def metavar(self) -> str:
+        return {"integer": "INT", "decimal": "FLOAT", "percent": "PERCENT", "text": "TEXT"}[
+            self.kind
+        ]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One result: a JSON key, worded for the page (msgids) and for the terminal (English).
+
+    The terminal keeps its own terse wording (a formula in the "How" column) where the page
+    has a sentence; both are filled from the description's ``params``.
+    """
+
+    key: str
+    """The JSON key it comes from (``actual_throughput``)."""
+    label: str
+    """msgid of the label on the page."""
+    value: str
+    """Template of the value on the page; a msgid when ``translate_value``."""
+    sentence: str
+    """msgid of the sentence that shows the numbers behind the value."""
+    terminal_label: str
+    terminal_value: str
+    how: str
+    """Template of the terminal's "How" column."""
+    primary: bool = False
+    """Shown first and large on the page."""
+    translate_value: bool = False
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    """Placeholder to the parameter it shows, where the names differ (``%(count)s`` in a
+    message shared by several results)."""
+    shown: Callable[[Mapping[str, Param]], bool] = lambda params: True
+    """Whether the result applies to these parameters (tokens only with a sequence length)."""
+    terminal_needs: str = ""
+    """An input that must have been given for the terminal to show the result (the steps
+    solved for a target); the page shows it always."""
+
+    def read(self, params: Mapping[str, Param]) -> Mapping[str, Param]:
+        """``params`` with this result's aliases added."""
+        return {**params, **{alias: params[name] for alias, name in self.aliases.items()}}
+
+
+@dataclass(frozen=True)
+class Description:
+    """One calculator, described once for every surface."""
+
+    command: str
+    """The CLI command (``calc``); also an API alias."""
+    slug: str
+    """The URL segment of its page and API route."""
+    title: str
+    """msgid of the page title."""
+    summary: str
+    """msgid of the one-line description; its English is the command's help."""
+    terminal_title: str
+    examples: tuple[str, ...]
+    """Command lines shown under ``--help``."""
+    inputs: tuple[Input, ...]
+    compute: Callable[[Mapping[str, Any]], Any]
+    """Input values by name (absent when not given) to a result; raises InputError."""
+    params: Callable[[Any], Mapping[str, Param]]
+    """The result's numbers, named as the templates' placeholders."""
+    results: tuple[Result, ...]
+    to_json: Callable[[Any], dict[str, Any]] = field(default=lambda result: result.to_dict())
+    """The JSON object of ``--json`` and the API."""
+    issues: Mapping[str, str] = field(default_factory=dict)
+    """Issue code (a check no field rule expresses) to its msgid, filled from the issue's
+    ``ctx``; the English is the calculator's own."""
+    notices: Mapping[str, str] = field(default_factory=dict)
+    """Notice code (a warning in the result) to its msgid, filled from the notice's ``ctx``."""
+    notices_of: Callable[[Any], tuple[Notice, ...]] = lambda result: ()
+    """The result's notices."""
+
+    def input(self, name: str) -> Input | None:
+        return next((item for item in self.inputs if item.name == name), None)
+
+    def shown(
+        self, result: Any, given: Mapping[str, Any], *, page: bool
+    ) -> tuple[Mapping[str, Param], tuple[Result, ...]]:
+        """The parameters of ``result`` and the results that apply to them, in order: the
+        page shows the primary ones first. ``given`` are the inputs as given (the page words
+        the result alone and passes none)."""
+        params = self.params(result)
+        items = [
+            item
+            for item in self.results
+            if item.shown(params)
+            and (page or not item.terminal_needs or given.get(item.terminal_needs) is not None)
+        ]
+        if page:
+            items.sort(key=lambda item: not item.primary)
+        return params, tuple(items)
+
+
+def fill(template: str, params: Mapping[str, Param], write: Callable[[Param], str]) -> str:
+    """``template`` with each ``%(name)s`` replaced by ``write(params[name])``.
+
+    >>> def write(param: Param) -> str:
+    ...     return f"{param.value:g}" if isinstance(param, Number) else str(param)
+    >>> fill("%(n)s devices at %(unit)s", {"n": Number(64), "unit": "samples/s"}, write)
+    '64 devices at samples/s'
+    """
+    return template % {name: write(value) for name, value in params.items()}

@@ -1,0 +1,138 @@
+"""The data-parallel scaling calculator (the reference page's), described once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpscale.calculators.scaling import ScalingQuery, ScalingResult, scaling_from_query
+from dpscale.spec.description import N_, Description, Input, Number, Param, Percentage, Result
+from dpscale.validation import parse
+
+__all__ = ["SCALING"]
+
+UNITS = ("samples/s", "tokens/s", "images/s", "sequences/s", "steps/s")
+
+
+def _compute(values: Mapping[str, Any]) -> ScalingResult:
+    return scaling_from_query(parse(ScalingQuery, values))
+
+
+def _params(result: ScalingResult) -> dict[str, Param]:
+    return {
+        "devices": Number(result.devices),
+        "throughput": Number(result.per_device_throughput),
+        "efficiency": Percentage(result.efficiency),
+        "ideal": Number(result.ideal_throughput),
+        "actual": Number(result.actual_throughput),
+        "speedup": Number(result.speedup),
+        "lost": Number(result.lost_throughput),
+        "unit": result.unit,
+    }
+
+
+SCALING = Description(
+    command="calc",
+    slug="data-parallel-scaling",
+    title=N_("Data-parallel scaling calculator"),
+    summary=N_(
+        "Ideal and actual throughput and the speedup of data-parallel training "
+        "from device count, per-device throughput and scaling efficiency."
+    ),
+    terminal_title="Data-parallel scaling",
+    examples=("dpscale calc --devices 64 --throughput 2000 --efficiency 90",),
+    inputs=(
+        Input(
+            name="devices",
+            model=ScalingQuery,
+            label=N_("Number of devices"),
+            help=N_("GPUs or other accelerators training together (d)."),
+            short="-d",
+            example="64",
+            kind="integer",
+        ),
+        Input(
+            name="throughput",
+            model=ScalingQuery,
+            label=N_("Throughput per device"),
+            help=N_("What one device processes alone (v), in the unit below."),
+            short="-t",
+            example="2000",
+        ),
+        Input(
+            name="efficiency",
+            model=ScalingQuery,
+            label=N_("Scaling efficiency"),
+            help=N_("Share of the ideal throughput you actually get (E), in percent."),
+            short="-e",
+            example="90",
+            kind="percent",
+        ),
+        Input(
+            name="unit",
+            model=ScalingQuery,
+            label=N_("Throughput unit"),
+            help=N_("Any unit: it carries through to the results."),
+            short="-u",
+            example="samples/s",
+            kind="text",
+            suggestions=UNITS,
+            invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
+        ),
+    ),
+    compute=_compute,
+    params=_params,
+    results=(
+        Result(
+            key="actual_throughput",
+            label=N_("Actual throughput"),
+            value="%(actual)s %(unit)s",
+            sentence=N_(
+                "The ideal %(ideal)s %(unit)s discounted at %(efficiency)s efficiency "
+                "gives %(actual)s %(unit)s."
+            ),
+            terminal_label="Actual throughput",
+            terminal_value="%(actual)s %(unit)s",
+            how="ideal %(ideal)s %(unit)s discounted at %(efficiency)s gives %(actual)s %(unit)s",
+            primary=True,
+        ),
+        Result(
+            key="speedup",
+            label=N_("Speedup over one device"),
+            value=N_("%(speedup)s×"),
+            translate_value=True,
+            sentence=N_(
+                "%(devices)s devices × %(efficiency)s = %(speedup)s times the throughput "
+                "of one device."
+            ),
+            terminal_label="Speedup",
+            terminal_value="%(speedup)sx",
+            how="%(devices)s devices x %(efficiency)s = %(speedup)sx",
+            primary=True,
+        ),
+        Result(
+            key="ideal_throughput",
+            label=N_("Ideal throughput"),
+            value="%(ideal)s %(unit)s",
+            sentence=N_(
+                "%(devices)s devices × %(throughput)s %(unit)s = %(ideal)s %(unit)s, "
+                "if every device ran as fast as one alone."
+            ),
+            terminal_label="Ideal throughput",
+            terminal_value="%(ideal)s %(unit)s",
+            how="%(devices)s x %(throughput)s = %(ideal)s",
+        ),
+        Result(
+            key="lost_throughput",
+            label=N_("Lost to synchronisation"),
+            value="%(lost)s %(unit)s",
+            sentence=N_(
+                "%(ideal)s − %(actual)s = %(lost)s %(unit)s spent waiting for "
+                "communication and other overheads."
+            ),
+            terminal_label="Lost to synchronisation",
+            terminal_value="%(lost)s %(unit)s",
+            how="%(ideal)s - %(actual)s = %(lost)s",
+        ),
+    ),
+)

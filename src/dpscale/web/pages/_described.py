@@ -1,0 +1,111 @@
+"""A calculator page built from its :class:`~dpscale.spec.Description`: the form fields, the
+result panels, the notices and the messages of coded issues, in the page's language.
+
+Only what belongs to the page alone is given here: its formulas, the article's date and its
+chart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dpscale.spec import Description, Number, Param, Percentage
+from dpscale.validation import FieldIssue
+from dpscale.web.i18n import Localizer
+from dpscale.web.registry import Calculator, InputField, Presentation, ResultItem
+
+__all__ = ["calculator"]
+
+
+def _writer(loc: Localizer) -> Callable[[Param], str]:
+    def write(param: Param) -> str:
+        if isinstance(param, Number):
+            return loc.number(param.value)
+        if isinstance(param, Percentage):
+            return loc.percent(param.value)
+        return param
+
+    return write
+
+
+def _numbers(ctx: Mapping[str, object], loc: Localizer) -> dict[str, str]:
+    return {
+        name: loc.number(value) if isinstance(value, int | float) else str(value)
+        for name, value in ctx.items()
+    }
+
+
+def fields(description: Description) -> tuple[InputField, ...]:
+    return tuple(
+        InputField(
+            name=item.name,
+            model=item.model,
+            label=item.label,
+            help=item.help,
+            default=item.example,
+            suffix="%" if item.kind == "percent" else "",
+            kind="decimal" if item.kind == "percent" else item.kind,
+            required=item.required,
+            suggestions=item.suggestions,
+            invalid=item.invalid,
+        )
+        for item in description.inputs
+    )
+
+
+def presenter(description: Description) -> Callable[[Any, Localizer], Presentation]:
+    def present(result: Any, loc: Localizer) -> Presentation:
+        write = _writer(loc)
+        params, shown = description.shown(result, {}, page=True)
+        items = []
+        for item in shown:
+            values = {name: write(param) for name, param in item.read(params).items()}
+            items.append(
+                ResultItem(
+                    key=item.key,
+                    label=loc.gettext(item.label),
+                    value=loc.gettext(item.value, **values)
+                    if item.translate_value
+                    else item.value % values,
+                    sentence=loc.gettext(item.sentence, **values),
+                    primary=item.primary,
+                )
+            )
+        notes = tuple(
+            loc.gettext(description.notices[notice.code], **_numbers(notice.ctx, loc))
+            for notice in description.notices_of(result)
+            if notice.code in description.notices
+        )
+        return Presentation(items=tuple(items), notes=notes)
+
+    return present
+
+
+def explainer(
+    description: Description,
+) -> Callable[[FieldIssue, Mapping[str, str], Localizer], str | None]:
+    """Messages for the issues no field rule expresses, worded from their code and ``ctx``."""
+
+    def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:
+        message = description.issues.get(issue.code)
+        return None if message is None else loc.gettext(message, **_numbers(issue.ctx, loc))
+
+    return explain
+
+
+def calculator(description: Description, **page: Any) -> Calculator:
+    """The :class:`Calculator` entry of ``description``; ``page`` holds what only the page has
+    (``formulas``, ``updated``, ``chart``, ``chart_alt``, ``details``)."""
+    return Calculator(
+        slug=description.slug,
+        command=description.command,
+        title=description.title,
+        summary=description.summary,
+        fields=fields(description),
+        compute=description.compute,
+        present=presenter(description),
+        explain=explainer(description) if description.issues else None,
+        to_json=description.to_json,
+        **page,
+    )
