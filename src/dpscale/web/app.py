@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
+from dpscale.store.db import StoreUnavailableError
 from dpscale.web import api, views
 from dpscale.web.budget import Budget, BudgetMiddleware
 from dpscale.web.cache import ResponseCache
@@ -65,6 +66,10 @@ def create_app() -> FastAPI:
     api.add_docs_route(app)
     app.include_router(fit_page.router)  # the scaling-fit page's file upload (POST)
     app.include_router(views.router)
+
+    @app.exception_handler(StoreUnavailableError)
+    async def _store_error(request: Request, exc: StoreUnavailableError) -> Response:
+        return api.store_unavailable(request)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> Response:
