@@ -12,6 +12,11 @@ import typer
 
 from dpscale.cli._common import JSON_HELP, fail, percent, print_json
 
+MAX_RUN_BYTES = 256 * 1024 * 1024
+"""A run with raw timings of a large cluster is tens of megabytes."""
+
+SHOWN_KEYS = ("unit", "rank_spread", "slowest_rank")
+
 runs_app = typer.Typer(
     name="runs",
     help="Stored measurement runs (from dpscale measure): list, show, export, import.",
@@ -130,19 +135,28 @@ def import_command(
     path: Path = typer.Argument(..., metavar="RUN_JSON", help="run.json written by the worker."),
 ) -> None:
     """Store a run that rank 0 of a cluster job wrote (python -m dpscale.measure.worker)."""
+    from dpscale.safejson import JSONInputError, loads
+    from dpscale.store.db import StoreUnavailableError
     from dpscale.store.runs import save_run
 
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_RUN_BYTES:
+            fail(f"{path} is larger than {MAX_RUN_BYTES // 2**20} MiB")
+        payload = loads(path.read_bytes())
     except OSError as err:
         fail(f"cannot read {path}: {err.strerror}")
-    except ValueError as err:
-        fail(f"{path} is not JSON: {err}")
+    except JSONInputError as err:
+        fail(f"{path} is not JSON dpscale reads: {err}")
     if not isinstance(payload, dict):
         fail(f"{path} holds no run object")
+    # What `runs show` prints, beyond what the store needs; the worker always writes it.
+    for index, row in enumerate(payload.get("results") or ()):
+        absent = [key for key in SHOWN_KEYS if isinstance(row, dict) and row.get(key) is None]
+        if absent:
+            fail(f"{path}: results.{index} lacks {', '.join(absent)} (unit: samples/s, ...)")
     try:
         run_id = save_run(payload)
-    except ValueError as err:
+    except (ValueError, TypeError, StoreUnavailableError) as err:
         fail(f"{path}: {err}")
     typer.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
 
