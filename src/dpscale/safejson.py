@@ -28,7 +28,14 @@ MAX_NUMBER_CHARS = 40
 
 
 class JSONInputError(ValueError):
-    """Text that is not JSON dpscale reads; the message says why, in one line."""
+    """Text that is not JSON dpscale reads; the message says why, in one line.
+
+    For a syntax error, ``syntax`` holds the line, column and the parser's own words.
+    """
+
+    def __init__(self, message: str, syntax: tuple[int, int, str] | None = None) -> None:
+        super().__init__(message)
+        self.syntax = syntax
 
 
 def _number(kind: type[int] | type[float]) -> Any:
@@ -87,6 +94,7 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         raise JSONInputError("JSON must be UTF-8 text") from None
     except json.JSONDecodeError as err:
         where = f"line {err.lineno} column {err.colno}"
-        raise JSONInputError(f"not JSON: {err.msg} at {where}") from None
+        syntax = (err.lineno, err.colno, err.msg)
+        raise JSONInputError(f"not JSON: {err.msg} at {where}", syntax) from None
     _check(value, max_depth)
     return value
