@@ -135,3 +135,22 @@ def test_a_good_run_is_stored_and_shown(
         main(["runs", "show", "imported-1"])
     assert exited.value.code in (0, None)
     assert "329" in capsys.readouterr().out
+
+
+def test_escape_sequences_in_host_names_never_reach_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    run = copy.deepcopy(RUN)
+    run["environment"] = {"hosts": ["box\x1b]0;owned\x07\x1b[2J"], "device_names": ["\x9b31m"]}
+    run["error"] = "stopped \x1b[31mred"
+    run["partial"] = True
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    for args in (["runs", "import", str(path)], ["runs", "list"], ["runs", "show", "imported-1"]):
+        with pytest.raises(SystemExit):
+            main(args)
+        out = capsys.readouterr().out
+        assert "\x1b" not in out
+        assert "\x9b" not in out
+        assert "\x07" not in out
+    assert "\\x1b" in out  # shown, so that whoever reads it sees something was there

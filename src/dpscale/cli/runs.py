@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from dpscale.cli._common import JSON_HELP, fail, percent, print_json
+from dpscale.cli._text import terminal_text
 
 MAX_RUN_BYTES = 256 * 1024 * 1024
 """A run with raw timings of a large cluster is tens of megabytes."""
@@ -33,6 +34,20 @@ def _get(run_id: str) -> dict[str, Any]:
         fail(str(err.args[0]))
 
 
+def _shown(value: Any) -> Any:
+    """``value`` with every text made safe for a terminal (host names and errors come from
+    run files anyone may hand over); rich markup in them is escaped as well."""
+    from rich.markup import escape
+
+    if isinstance(value, str):
+        return escape(terminal_text(value))
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
+
+
 @runs_app.command("list")
 def list_command(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Every stored run, newest first."""
@@ -53,7 +68,7 @@ def list_command(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) 
     for name in ("Run", "When (UTC)", "Backend", "Devices", "Efficiency", "all-reduce busbw"):
         table.add_column(name)
     table.add_column("Hosts")
-    for run in runs:
+    for run in (_shown(run) for run in runs):
         efficiency = run["efficiency"]
         busbw = run["all_reduce_busbw"]
         table.add_row(
@@ -81,14 +96,16 @@ def show_command(
     from dpscale.measure.report import print_summary
 
     env = run["environment"]
+    hosts = ", ".join(str(host) for host in env.get("hosts") or []) or "?"
     typer.echo(
-        f"torch {env.get('torch_version', '?')}, {run['backend']}, "
-        f"{env.get('device_count', '?')} devices on {', '.join(env.get('hosts', [])) or '?'}; "
-        f"measured {run['created_at']}"
+        terminal_text(
+            f"torch {env.get('torch_version', '?')}, {run['backend']}, "
+            f"{env.get('device_count', '?')} devices on {hosts}; measured {run['created_at']}"
+        )
     )
-    print_summary(run)
+    print_summary(_shown(run))
     if run["error"]:
-        typer.echo(f"Partial run: {run['error']}")
+        typer.echo(terminal_text(f"Partial run: {run['error']}"))
 
 
 @runs_app.command("export")

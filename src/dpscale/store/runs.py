@@ -163,13 +163,18 @@ class _Timing(_Checked):
     rank_times_s: list[list[float]] = Field(max_length=MAX_DEVICES)
 
 
+class _Environment(_Checked):
+    hosts: list[str] = Field(default_factory=list, max_length=MAX_DEVICES)
+    device_names: list[str] = Field(default_factory=list, max_length=MAX_DEVICES)
+
+
 class _Run(_Checked):
     run_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
     created_at: datetime | None = None
     backend: str = Field(pattern=r"^[a-z0-9_]{1,16}$")
     partial: bool
     error: str | None = Field(default=None, max_length=10_000)
-    environment: dict[str, Any] | None = None
+    environment: _Environment | None = None
     config: dict[str, Any] | None = None
     results: list[_Result] = Field(max_length=100_000)
     collectives: list[_Collective] = Field(max_length=100_000)
