@@ -167,7 +167,8 @@ def import_command(
     if not isinstance(payload, dict):
         fail(f"{path} holds no run object")
     # What `runs show` prints, beyond what the store needs; the worker always writes it.
-    for index, row in enumerate(payload.get("results") or ()):
+    rows = payload.get("results")
+    for index, row in enumerate(rows if isinstance(rows, list) else ()):
         absent = [key for key in SHOWN_KEYS if isinstance(row, dict) and row.get(key) is None]
         if absent:
             fail(f"{path}: results.{index} lacks {', '.join(absent)} (unit: samples/s, ...)")
