@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -61,11 +61,18 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running_server(env: Mapping[str, str], log: Path) -> Iterator[str]:
-    """``uvicorn`` serving the app with ``env`` added; yields its base URL."""
+def running_server(
+    env: Mapping[str, str], log: Path, serve_args: Sequence[str] | None = None
+) -> Iterator[str]:
+    """``uvicorn`` serving the app with ``env`` added; yields its base URL. With
+    ``serve_args``, ``dpscale serve`` with those options starts it instead."""
     port = _free_port()
-    command = [sys.executable, "-m", "uvicorn", "--factory", "dpscale.web.app:create_app"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    if serve_args is None:
+        command = [sys.executable, "-m", "uvicorn", "--factory", "dpscale.web.app:create_app"]
+        command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    else:
+        command = [sys.executable, "-m", "dpscale", "serve", "--host", "127.0.0.1"]
+        command += ["--port", str(port), *serve_args]
     with log.open("wb") as output:
         server = subprocess.Popen(
             command, env={**os.environ, **env}, stdout=output, stderr=subprocess.STDOUT

@@ -81,3 +81,39 @@ def test_format_round_trips_to_three_digits(value: float) -> None:
 def test_bad_sizes(text: str) -> None:
     with pytest.raises(UnitError, match="as a size"):
         parse_bytes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["9**9**9 B", "9^9^9 B", "(2**64) B", "2*3 MB", "1e9999 B", "1" * 5000, "1" * 31, "1 B B"],
+)
+def test_expressions_and_endless_numbers_are_refused_not_evaluated(text: str) -> None:
+    with pytest.raises(UnitError, match="as a size"):
+        parse_bytes(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("2 min", 120.0), ("1.5 h", 5400.0), ("250 milliseconds", 0.25), ("3.4 μs", 3.4e-6)],
+)
+def test_longer_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("4 kibibytes", 4096.0), ("1 Gibit", 2**30 / 8), ("2 TB", 2e12), ("1e3 kB", 1e6)],
+)
+def test_longer_sizes(text: str, value: float) -> None:
+    assert parse_bytes(text) == pytest.approx(value)
+
+
+@given(st.text(max_size=60))
+def test_any_text_is_a_finite_value_or_a_unit_error(text: str) -> None:
+    for parse in (parse_bandwidth, parse_bytes, parse_duration, parse_count):
+        try:
+            value = parse(text)
+        except UnitError:
+            continue
+        assert value >= 0
+        assert value < float("inf")

@@ -1,8 +1,14 @@
 """Quantities at the edges: parse "25 Gbit/s", "553 MB", "5 us" into SI floats, and back.
 
 Inside dpscale everything is SI: bytes, seconds, bytes per second. Text from users and data
-files is converted here, by pint, so "25 Gbit/s", "3.125 GB/s" and "25 Gbps" are the same
+files is read here by a small grammar, so "25 Gbit/s", "3.125 GB/s" and "25 Gbps" are the same
 3.125e9 bytes/s. A bare number is taken in the stated default unit.
+
+The grammar is a number, then an optional unit from a fixed table (an SI or IEC prefix and a
+unit name). It never evaluates anything: "9**9**9 B" is refused at once, as text that is not
+a quantity, where a unit library's expression parser would compute the power and hold the
+interpreter for minutes. Numbers have at most :data:`MAX_DIGITS` digits and a three-digit
+exponent, so no input costs more than reading it.
 
 >>> parse_bandwidth("25 Gbit/s")
 3125000000.0
@@ -22,13 +28,9 @@ from __future__ import annotations
 
 import math
 import re
-from functools import cache
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import pint
 
 __all__ = [
+    "MAX_DIGITS",
     "UnitError",
     "format_bandwidth",
     "format_bytes",
@@ -40,57 +42,130 @@ __all__ = [
     "parse_duration",
 ]
 
+MAX_DIGITS = 30
+"""Digits a number may have, before and after the point together: far more than a float holds."""
+
 
 class UnitError(ValueError):
     """A quantity that cannot be read, or is of the wrong kind (bytes where time was wanted)."""
 
 
-@cache
-def _registry() -> pint.UnitRegistry[float]:
-    import pint  # about 0.3 s to build a registry: only commands that read units pay it
+# The number is matched with bounded repetition only, so the match is linear in the text and
+# a 5,000-digit string is refused by its length, not converted.
+_NUMBER = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d{1,3}))?")
+_PREFIXES = {
+    "": 1.0,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
+}
+_LONG_PREFIXES = {
+    "": 1.0,
+    "kilo": 1e3,
+    "mega": 1e6,
+    "giga": 1e9,
+    "tera": 1e12,
+    "peta": 1e15,
+    "exa": 1e18,
+    "kibi": 2.0**10,
+    "mebi": 2.0**20,
+    "gibi": 2.0**30,
+    "tebi": 2.0**40,
+    "pebi": 2.0**50,
+    "exbi": 2.0**60,
+}
 
-    registry: pint.UnitRegistry[float] = pint.UnitRegistry(cache_folder=None)
-    registry.define("bps = bit / second")
-    return registry
+
+def _size_units() -> dict[str, float]:
+    """Each size unit in bytes: "B", "MiB", "Gbit", "Gb" (a network gigabit), "kilobyte"."""
+    units: dict[str, float] = {}
+    for prefix, factor in _PREFIXES.items():
+        units[prefix + "B"] = factor
+        units[prefix + "b"] = factor / 8
+        units[prefix + "bit"] = factor / 8
+    for prefix, factor in _LONG_PREFIXES.items():
+        for name, size in (("byte", 1.0), ("bit", 1 / 8)):
+            units[prefix + name] = factor * size
+            units[prefix + name + "s"] = factor * size
+    return units
 
 
-# Network people write "Gb/s" and "Gbps" for gigabits; pint reads "Gb" as gilbert.
-_SHORT_BITS = re.compile(r"(?<![A-Za-z])([kKMGTPE]i?)?b(ps|/s)\b")
-_COUNT = re.compile(r"^\s*([0-9.eE+-]+)\s*([kKMGTB]?)\s*$")
-_COUNT_SCALE = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
+_SIZES = _size_units()
+_BANDWIDTHS = (
+    {
+        size + per: factor
+        for size, factor in _SIZES.items()
+        for per in ("/s", "/sec", "/second", "persecond")
+    }
+    | {prefix + "bps": factor / 8 for prefix, factor in _PREFIXES.items()}
+    | {prefix + "Bps": factor for prefix, factor in _PREFIXES.items()}
+)
+_DURATIONS = (
+    {
+        "ns": 1e-9,
+        "us": 1e-6,
+        "ms": 1e-3,
+        "s": 1.0,
+        "sec": 1.0,
+        "secs": 1.0,
+        "min": 60.0,
+        "mins": 60.0,
+        "h": 3600.0,
+        "hr": 3600.0,
+    }
+    | {
+        prefix + name: factor
+        for prefix, factor in (("nano", 1e-9), ("micro", 1e-6), ("milli", 1e-3), ("", 1.0))
+        for name in ("second", "seconds")
+    }
+    | {"minute": 60.0, "minutes": 60.0, "hour": 3600.0, "hours": 3600.0}
+)
+_LONGEST_UNIT = max(len(name) for name in (*_SIZES, *_BANDWIDTHS, *_DURATIONS))
 
 
-def _normalise(text: str) -> str:
-    text = text.strip().replace("µ", "u").replace("μ", "u")
-    return _SHORT_BITS.sub(lambda m: f"{m.group(1) or ''}bit/s", text)
-
-
-def _bare_number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
+def _number(text: str) -> tuple[float, str] | None:
+    """The number at the start of ``text`` and the rest, or None if it does not start with one."""
+    match = _NUMBER.match(text)
+    if match is None:
         return None
+    sign, whole, fraction, exponent = match.groups()
+    digits = len(whole) + len(fraction or "")
+    if digits == 0 or digits > MAX_DIGITS:
+        return None
+    value = float(f"{sign}{whole or '0'}.{fraction or '0'}e{exponent or '0'}")
+    return value, text[match.end() :]
 
 
-def _parse(text: str | float, unit: str, what: str, example: str) -> float:
+def _unit_name(text: str) -> str:
+    """The unit as looked up: spaces dropped, "µs" and "μs" as "us"."""
+    return "".join(text.split()).replace("µ", "u").replace("μ", "u")
+
+
+def _parse(text: str | float, units: dict[str, float], what: str, example: str) -> float:
+    if isinstance(text, bool):
+        raise UnitError(f"cannot read {text!r} as a {what} (for example {example})")
     if isinstance(text, int | float):
         value = float(text)
-    elif (bare := _bare_number(str(text).strip())) is not None:
-        value = bare  # a bare number is in the default unit
     else:
-        normalised = _normalise(str(text))
-        if not normalised:
+        stripped = str(text).strip()
+        if not stripped:
             raise UnitError(f"empty {what}")
-        try:
-            quantity: Any = _registry().Quantity(normalised)
-            # pint counts bits and bytes as dimensionless: insist on one of them being named,
-            # or "3 kHz" would pass for a bandwidth and "4096 m" for a size.
-            named = str(quantity.units)
-            if "byte" in unit and "bit" not in named and "byte" not in named:
-                raise UnitError(f"no bit or byte unit in {text!r}")
-            value = float(quantity.to(unit).m)
-        except Exception as exc:  # pint raises many types; all mean "not a quantity of that kind"
-            raise UnitError(f"cannot read {text!r} as a {what} (for example {example})") from exc
+        read = _number(stripped) if len(stripped) <= MAX_DIGITS + _LONGEST_UNIT + 16 else None
+        name = _unit_name(read[1]) if read is not None else None
+        if read is None or name is None or (name and name not in units):
+            shown = stripped if len(stripped) <= 40 else stripped[:37] + "..."
+            raise UnitError(f"cannot read {shown!r} as a {what} (for example {example})")
+        value = read[0] * units[name] if name else read[0]  # a bare number: the default unit
     if not math.isfinite(value) or value < 0:
         raise UnitError(f"{what} must be finite and >= 0 (got {text!r})")
     return value
@@ -98,17 +173,20 @@ def _parse(text: str | float, unit: str, what: str, example: str) -> float:
 
 def parse_bandwidth(text: str | float) -> float:
     """Bytes per second from "25 Gbit/s", "12 GB/s", "100 Gbps"; a bare number is bytes/s."""
-    return _parse(text, "byte / second", "bandwidth", "25 Gbit/s or 12 GB/s")
+    return _parse(text, _BANDWIDTHS, "bandwidth", "25 Gbit/s or 12 GB/s")
 
 
 def parse_bytes(text: str | float) -> float:
     """Bytes from "25 MB", "25 MiB", "4 GB"; a bare number is bytes."""
-    return _parse(text, "byte", "size", "25 MB")
+    return _parse(text, _SIZES, "size", "25 MB")
 
 
 def parse_duration(text: str | float) -> float:
     """Seconds from "5 us", "2 ms", "1.5 s"; a bare number is seconds."""
-    return _parse(text, "second", "duration", "5 us")
+    return _parse(text, _DURATIONS, "duration", "5 us")
+
+
+_COUNT_SCALE = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
 
 
 def parse_count(text: str | float) -> float:
@@ -117,19 +195,7 @@ def parse_count(text: str | float) -> float:
     >>> parse_count("1.2B")
     1200000000.0
     """
-    if isinstance(text, int | float):
-        value = float(text)
-    else:
-        match = _COUNT.match(str(text))
-        if not match:
-            raise UnitError(f"cannot read {text!r} as a count (for example 138e6 or 138M)")
-        try:
-            value = float(match.group(1)) * _COUNT_SCALE[match.group(2)]
-        except ValueError:
-            raise UnitError(f"cannot read {text!r} as a count (for example 138e6)") from None
-    if not math.isfinite(value) or value < 0:
-        raise UnitError(f"count must be finite and >= 0 (got {text!r})")
-    return value
+    return _parse(text, _COUNT_SCALE, "count", "138e6 or 138M")
 
 
 def _scaled(value: float, steps: tuple[tuple[float, str], ...], digits: int = 3) -> str:

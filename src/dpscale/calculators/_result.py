@@ -7,6 +7,40 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+_SIGNIFICANT = 12
+_EXACT_POWERS = 22
+"""10**k is an exact double up to k = 22: scaling by it and rounding is then correctly rounded."""
+
+
+def _round_array(values: Any) -> list[Any]:
+    """``tidy`` of each element, in bulk: numpy rounds, ``tolist`` converts in C.
+
+    A prediction of 100,000 device counts has 1.2 million numbers; formatting each through a
+    string took three seconds of a web request, this takes milliseconds. Elements whose scale
+    is not an exact power of ten (below 1e-11 or above 1e33) take the per-element path.
+    """
+    import numpy as np  # loaded already: values is a numpy array
+
+    if values.dtype.kind in "iub":
+        return list(values.tolist())
+    floats = values.astype(np.float64)
+    out = floats.copy()
+    nonzero = np.isfinite(floats) & (floats != 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exponent = np.floor(np.log10(np.abs(floats, where=nonzero, out=np.ones_like(floats))))
+    shift = (_SIGNIFICANT - 1 - exponent).astype(np.int64)
+    bulk = nonzero & (np.abs(shift) <= _EXACT_POWERS)
+    up = bulk & (shift >= 0)
+    down = bulk & (shift < 0)
+    scale_up = 10.0 ** shift[up]
+    out[up] = np.round(floats[up] * scale_up) / scale_up
+    scale_down = 10.0 ** (-shift[down])
+    out[down] = np.round(floats[down] / scale_down) * scale_down
+    result: list[Any] = out.tolist()
+    for index in np.flatnonzero(nonzero & ~bulk):
+        result[index] = float(f"{float(floats[index]):.{_SIGNIFICANT}g}")
+    return result
+
 
 def tidy(value: Any) -> Any:
     """Plain Python values, floats rounded to 12 significant digits.
@@ -20,6 +54,8 @@ def tidy(value: Any) -> Any:
     # A numpy value exists only where numpy was imported; scalar results never import it.
     np = sys.modules.get("numpy")
     if np is not None and isinstance(value, np.ndarray):
+        if value.ndim == 1 and value.dtype.kind in "fiub":
+            return _round_array(value)
         return [tidy(item) for item in value.tolist()]
     if np is not None and isinstance(value, np.generic):
         value = value.item()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from dpscale.cli._common import fail, print_json
+from dpscale.cli._text import csv_cell, terminal_text
 
 COLUMNS = ("id", "created_at", "calculator", "lang", "helpful", "comment")
 
@@ -20,7 +21,11 @@ def export(
     as_json: bool = typer.Option(False, "--json", help='One JSON object: {"feedback": [...]}.'),
     as_csv: bool = typer.Option(False, "--csv", help="CSV with a header row."),
 ) -> None:
-    """Print every stored answer, oldest first (a table unless --json or --csv)."""
+    """Print every stored answer, oldest first (a table unless --json or --csv).
+
+    Comments are untrusted text: in the table their control characters are shown as \\xNN,
+    in the CSV a cell starting with = + - @ tab or CR gets a leading ' (no formula runs).
+    """
     if as_json and as_csv:
         fail("choose one of --json and --csv")
     from dpscale.store.feedback import list_feedback
@@ -33,9 +38,10 @@ def export(
         import csv
         import sys
 
-        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
+        # RFC 4180 line ends: a comment holding a lone CR is then quoted, not a broken row
+        writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\r\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({key: csv_cell(value) for key, value in row.items()} for row in rows)
         return
     from rich.console import Console
     from rich.markup import escape
@@ -45,7 +51,7 @@ def export(
     for column in COLUMNS:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(escape(str(row[column])) for column in COLUMNS))
+        table.add_row(*(escape(terminal_text(str(row[column]))) for column in COLUMNS))
     Console(soft_wrap=True).print(table)
 
 

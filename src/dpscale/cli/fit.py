@@ -25,7 +25,14 @@ OPTIONS = {
 
 def _read_text(path: str) -> str:
     if path == "-":
-        return sys.stdin.read()
+        from dpscale.fit.data import MAX_TEXT
+
+        try:
+            # One character past the limit is enough for parse_points to refuse it: an
+            # endless pipe is never read to its end (4 GB took 6 s and all that memory).
+            return sys.stdin.read(MAX_TEXT + 1)
+        except UnicodeDecodeError:
+            fail("stdin: not text (expected CSV or JSON in UTF-8)")
     try:
         with open(path, encoding="utf-8-sig") as handle:
             return handle.read(10_000_000)

@@ -11,6 +11,12 @@ from typing import Any
 import typer
 
 from dpscale.cli._common import JSON_HELP, fail, percent, print_json
+from dpscale.cli._text import terminal_text
+
+MAX_RUN_BYTES = 256 * 1024 * 1024
+"""A run with raw timings of a large cluster is tens of megabytes."""
+
+SHOWN_KEYS = ("unit", "rank_spread", "slowest_rank")
 
 runs_app = typer.Typer(
     name="runs",
@@ -26,6 +32,20 @@ def _get(run_id: str) -> dict[str, Any]:
         return get_run(run_id)
     except LookupError as err:
         fail(str(err.args[0]))
+
+
+def _shown(value: Any) -> Any:
+    """``value`` with every text made safe for a terminal (host names and errors come from
+    run files anyone may hand over); rich markup in them is escaped as well."""
+    from rich.markup import escape
+
+    if isinstance(value, str):
+        return escape(terminal_text(value))
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
 
 
 @runs_app.command("list")
@@ -48,7 +68,7 @@ def list_command(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) 
     for name in ("Run", "When (UTC)", "Backend", "Devices", "Efficiency", "all-reduce busbw"):
         table.add_column(name)
     table.add_column("Hosts")
-    for run in runs:
+    for run in (_shown(run) for run in runs):
         efficiency = run["efficiency"]
         busbw = run["all_reduce_busbw"]
         table.add_row(
@@ -76,14 +96,16 @@ def show_command(
     from dpscale.measure.report import print_summary
 
     env = run["environment"]
+    hosts = ", ".join(str(host) for host in env.get("hosts") or []) or "?"
     typer.echo(
-        f"torch {env.get('torch_version', '?')}, {run['backend']}, "
-        f"{env.get('device_count', '?')} devices on {', '.join(env.get('hosts', [])) or '?'}; "
-        f"measured {run['created_at']}"
+        terminal_text(
+            f"torch {env.get('torch_version', '?')}, {run['backend']}, "
+            f"{env.get('device_count', '?')} devices on {hosts}; measured {run['created_at']}"
+        )
     )
-    print_summary(run)
+    print_summary(_shown(run))
     if run["error"]:
-        typer.echo(f"Partial run: {run['error']}")
+        typer.echo(terminal_text(f"Partial run: {run['error']}"))
 
 
 @runs_app.command("export")
@@ -130,19 +152,29 @@ def import_command(
     path: Path = typer.Argument(..., metavar="RUN_JSON", help="run.json written by the worker."),
 ) -> None:
     """Store a run that rank 0 of a cluster job wrote (python -m dpscale.measure.worker)."""
+    from dpscale.safejson import JSONInputError, loads
+    from dpscale.store.db import StoreUnavailableError
     from dpscale.store.runs import save_run
 
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_RUN_BYTES:
+            fail(f"{path} is larger than {MAX_RUN_BYTES // 2**20} MiB")
+        payload = loads(path.read_bytes())
     except OSError as err:
         fail(f"cannot read {path}: {err.strerror}")
-    except ValueError as err:
-        fail(f"{path} is not JSON: {err}")
+    except JSONInputError as err:
+        fail(f"{path} is not JSON dpscale reads: {err}")
     if not isinstance(payload, dict):
         fail(f"{path} holds no run object")
+    # What `runs show` prints, beyond what the store needs; the worker always writes it.
+    rows = payload.get("results")
+    for index, row in enumerate(rows if isinstance(rows, list) else ()):
+        absent = [key for key in SHOWN_KEYS if isinstance(row, dict) and row.get(key) is None]
+        if absent:
+            fail(f"{path}: results.{index} lacks {', '.join(absent)} (unit: samples/s, ...)")
     try:
         run_id = save_run(payload)
-    except ValueError as err:
+    except (ValueError, TypeError, StoreUnavailableError) as err:
         fail(f"{path}: {err}")
     typer.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from dpscale.safejson import JSONInputError, loads
 from dpscale.validation import FieldIssue, InputError, Rule, rule_of
 
 __all__ = [
@@ -261,9 +262,12 @@ def parse_points(text: str) -> Points:
     text = text.lstrip("\ufeff")
     if text.lstrip()[:1] in ("[", "{"):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise _issue(f"line {err.lineno}", f", column {err.colno}: {err.msg}") from None
+            data = loads(text)  # bounded: depth, digits, NaN
+        except JSONInputError as err:
+            if err.syntax is None:
+                raise _issue("", str(err)) from None
+            line, column, message = err.syntax
+            raise _issue(f"line {line}", f", column {column}: {message}") from None
         return _checked(_json_rows(data))
     return _checked(_table_rows(text))
 

@@ -30,18 +30,19 @@ collective's ring steps as NCCL's model does.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dpscale.model.collectives import bus_factor
 from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S
 from dpscale.model.scenario import Scenario
+from dpscale.safejson import JSONInputError, loads
 from dpscale.validation import InputError
 
 __all__ = [
@@ -124,59 +125,181 @@ def _fail(message: str, value: object = None) -> InputError:
     return InputError.single("calibrate", message, value)
 
 
-def read_nccl_tests_text(text: str, op: str | None = None) -> list[Sample]:
-    """Samples from nccl-tests' printed output (out-of-place columns)."""
-    hosts: list[str] = []
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""A calibration file is a few kilobytes; a log of every nccl-tests run of a week fits too."""
+MAX_BUS_BANDWIDTH = 1e14
+"""Bytes/s: 100 TB/s, a hundred times any link built (as the predictor's own inputs)."""
+MIN_TIME_S = 1e-7
+"""100 ns: no collective between two devices completes faster (NCCL's base latency is ~6 us)."""
+MAX_TIME_S = 3600.0
+MAX_SIZE_BYTES = 2.0**44
+"""16 TiB: more than any device holds."""
+MAX_DEVICES = 10_000_000
+
+
+def _checked(op: str, devices: int, size: float, time_s: float, where: str) -> None:
+    """Refuse a row no real measurement gives, naming it: a 0.00001 us time is 1e11 GB/s."""
+    if not (math.isfinite(size) and 1 <= size <= MAX_SIZE_BYTES):
+        raise _fail(f"{where}: size {size:g} bytes is outside 1 byte to 16 TiB")
+    if not (math.isfinite(time_s) and MIN_TIME_S <= time_s <= MAX_TIME_S):
+        raise _fail(f"{where}: time {time_s * 1e6:g} us is outside 0.1 us to 1 hour")
+    busbw = size * float(bus_factor(op, devices)) / time_s  # type: ignore[arg-type]
+    if busbw > MAX_BUS_BANDWIDTH:
+        raise _fail(
+            f"{where}: {size:g} bytes in {time_s * 1e6:g} us is a bus bandwidth of "
+            f"{busbw / 1e9:.3g} GB/s, beyond any link (at most 100 TB/s)"
+        )
+
+
+@dataclass
+class _TextRun:
+    """One nccl-tests run in a text log: its op, the hosts of its ranks, its result rows."""
+
+    op: str | None = None
+    hosts: list[str] = field(default_factory=list)
     time_column: int | None = None
-    found = op
-    samples: list[tuple[float, float]] = []
-    for line in text.splitlines():
+    rows: list[tuple[int, float, float]] = field(default_factory=list)
+
+
+def _text_runs(text: str, op: str | None) -> list[_TextRun]:
+    """The runs of a log, in order: a rank list, an op name or a "# nThread" line after result
+    rows starts the next run (several runs of nccl-tests are often appended to one file)."""
+    runs = [_TextRun(op=op)]
+    for number, line in enumerate(text.splitlines(), start=1):
+        current = runs[-1]
         rank = _RANK_LINE.match(line.strip())
+        named = _OP_NAME.search(line) if line.startswith("#") else None
+        starts = rank or line.lstrip("#").strip().startswith("nThread") or named
+        if starts and current.rows:
+            current = _TextRun(op=op)
+            runs.append(current)
         if rank:
-            hosts.append(rank.group(1))
+            current.hosts.append(rank.group(1))
             continue
         if line.startswith("#"):
+            if current.op is None and named:
+                current.op = named.group(1)
             words = line.lstrip("#").split()
-            named = _OP_NAME.search(line)
-            if found is None and named:
-                found = named.group(1)
             if "busbw" in words and "time" in words:
-                time_column = words.index("time")
+                current.time_column = words.index("time")
             continue
         words = line.split()
-        if time_column is None or len(words) < time_column + 3 or not words[0].isdigit():
+        column = current.time_column
+        if column is None or len(words) < column + 3 or not words[0].isdigit():
             continue
+        if len(words[0]) > 20:
+            raise _fail(f"line {number}: size {words[0][:20]}... has too many digits")
         try:
-            samples.append((float(words[0]), float(words[time_column]) * 1e-6))
+            current.rows.append((number, float(words[0]), float(words[column]) * 1e-6))
         except ValueError:
             continue
-    if not samples:
+    return [run for run in runs if run.rows]
+
+
+def read_nccl_tests_text(text: str, op: str | None = None) -> list[Sample]:
+    """Samples from nccl-tests' printed output (out-of-place columns).
+
+    Each run in the text keeps its own ranks and op: two 2-GPU runs are two runs on 2
+    devices, not one on 4, and an all_gather run's rows stay all_gather.
+    """
+    runs = _text_runs(text, op)
+    if not runs:
         raise _fail("no nccl-tests result rows found (expected a table with size, time, busbw)")
-    devices = len(hosts)
-    if devices < 2:
-        raise _fail("the nccl-tests output names fewer than 2 ranks ('#  Rank ... on HOST' lines)")
-    nodes = len(set(hosts))
-    return [Sample(found or "all_reduce", devices, size, t, nodes) for size, t in samples]
+    samples = []
+    for run in runs:
+        devices = len(run.hosts)
+        if devices < 2:
+            raise _fail(
+                f"the nccl-tests run at line {run.rows[0][0]} names fewer than 2 ranks "
+                "('#  Rank ... on HOST' lines)"
+            )
+        if devices > MAX_DEVICES:
+            raise _fail(f"the nccl-tests run at line {run.rows[0][0]} names {devices:,} ranks")
+        name = run.op or "all_reduce"
+        nodes = len(set(run.hosts))
+        for number, size, time_s in run.rows:
+            _checked(name, devices, size, time_s, f"line {number}")
+            samples.append(Sample(name, devices, size, time_s, nodes))
+    return samples
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=False)
+
+
+class _Rank(_Strict):
+    hostname: str = Field(default="", max_length=255)
+
+
+class _Config(_Strict):
+    devices: list[_Rank] = Field(default_factory=list, max_length=MAX_DEVICES)
+    ngpus: int = Field(default=1, ge=1, le=1024)
+    nthreads: int = Field(default=1, ge=1, le=1024)
+
+
+class _Timing(_Strict):
+    time: float | None = Field(default=None, allow_inf_nan=False)
+
+
+class _Result(_Strict):
+    size: int = Field(ge=1, le=int(MAX_SIZE_BYTES))
+    out_of_place: _Timing | None = None
+    in_place: _Timing | None = None
+
+
+class _NcclTestsFile(_Strict):
+    args: list[str] = Field(default_factory=lambda: [""], max_length=1000)
+    config: _Config = Field(default_factory=_Config)
+    results: list[_Result] = Field(default_factory=list, max_length=100_000)
+
+
+class _Collective(_Strict):
+    op: str = Field(max_length=40)
+    devices: int = Field(ge=1, le=MAX_DEVICES)
+    bytes: float = Field(ge=1, le=MAX_SIZE_BYTES, allow_inf_nan=False)
+    time_s: float = Field(gt=0, allow_inf_nan=False)
+
+
+class _Environment(_Strict):
+    hosts: list[str] = Field(default_factory=list, max_length=MAX_DEVICES)
+
+
+class _DpscaleRun(_Strict):
+    environment: _Environment = Field(default_factory=_Environment)
+    collectives: list[_Collective] = Field(default_factory=list, max_length=100_000)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def _model(model: type[ModelT], data: object, what: str) -> ModelT:
+    """``data`` checked by ``model``; the first broken rule named by its place in the file."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        place = ".".join(str(part) for part in first["loc"]) or "the top level"
+        raise _fail(f"{what}: {place}: {first['msg']}") from None
 
 
 def read_nccl_tests_json(data: dict[str, Any]) -> list[Sample]:
     """Samples from nccl-tests' ``-J`` JSON file (version 2: config.devices, results)."""
-    config = data.get("config") or {}
-    ranks = config.get("devices") or []
-    per_process = int(config.get("ngpus", 1)) * int(config.get("nthreads", 1))
-    devices = len(ranks) * per_process
+    parsed = _model(_NcclTestsFile, data, "the nccl-tests JSON")
+    config = parsed.config
+    devices = len(config.devices) * config.ngpus * config.nthreads
     if devices < 2:
         raise _fail("the nccl-tests JSON lists fewer than 2 devices in config.devices")
-    nodes = len({rank.get("hostname") for rank in ranks})
-    args = data.get("args") or [""]
-    match = _OP_NAME.search(str(args[0]))
+    nodes = len({rank.hostname for rank in config.devices})
+    match = _OP_NAME.search(parsed.args[0] if parsed.args else "")
     op = match.group(1) if match else "all_reduce"
     samples = []
-    for row in data.get("results") or []:
-        measured = row.get("out_of_place") or row.get("in_place") or {}
-        t = measured.get("time")
-        if isinstance(t, int | float) and t > 0:
-            samples.append(Sample(op, devices, float(row["size"]), float(t) * 1e-6, nodes))
+    for index, row in enumerate(parsed.results):
+        measured = row.out_of_place or row.in_place
+        if measured is None or measured.time is None or measured.time <= 0:
+            continue
+        time_s = measured.time * 1e-6
+        _checked(op, devices, float(row.size), time_s, f"results.{index}")
+        samples.append(Sample(op, devices, float(row.size), time_s, nodes))
     if not samples:
         raise _fail("the nccl-tests JSON has no results with a time")
     return samples
@@ -184,15 +307,14 @@ def read_nccl_tests_json(data: dict[str, Any]) -> list[Sample]:
 
 def read_dpscale_run(data: dict[str, Any]) -> list[Sample]:
     """Samples from a dpscale measurement (``dpscale measure --json`` or a stored run)."""
-    hosts = (data.get("environment") or {}).get("hosts") or []
-    nodes = len(set(hosts)) or None
-    samples = [
-        Sample(
-            str(row["op"]), int(row["devices"]), float(row["bytes"]), float(row["time_s"]), nodes
-        )
-        for row in data.get("collectives") or []
-        if row.get("op") in OPS and int(row.get("devices", 0)) >= 2 and row.get("time_s", 0) > 0
-    ]
+    parsed = _model(_DpscaleRun, data, "the measurement")
+    nodes = len(set(parsed.environment.hosts)) or None
+    samples = []
+    for index, row in enumerate(parsed.collectives):
+        if row.op not in OPS or row.devices < 2:
+            continue
+        _checked(row.op, row.devices, row.bytes, row.time_s, f"collectives.{index}")
+        samples.append(Sample(row.op, row.devices, row.bytes, row.time_s, nodes))
     if not samples:
         raise _fail("the measurement has no collectives on 2 or more devices")
     return samples
@@ -233,9 +355,11 @@ def _from_text(text: str, source: str) -> Calibration:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise _fail(f"{source} is not valid JSON ({err.msg} at line {err.lineno})") from None
+            data = loads(text)
+        except JSONInputError as err:
+            raise _fail(f"{source} is not JSON dpscale reads ({err})") from None
+        if not isinstance(data, dict):
+            raise _fail(f"{source} must hold a JSON object")
         if "collectives" in data:
             return calibration_from_samples(read_dpscale_run(data), source=source)
         return calibration_from_samples(read_nccl_tests_json(data), source=source)
@@ -247,6 +371,8 @@ def load_calibration(reference: str, *, url: str | None = None) -> Calibration:
     path = Path(reference)
     if path.is_file():
         try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise _fail(f"{reference} is larger than {MAX_FILE_BYTES // 2**20} MiB", reference)
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as err:
             raise _fail(f"cannot read {reference}: {err.strerror}", reference) from None

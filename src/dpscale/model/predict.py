@@ -78,16 +78,15 @@ class PredictionResult:
             "buckets": s.buckets.astype(np.int64),
         }
         lists = {key: tidy(np.asarray(value)) for key, value in columns.items()}
-        limited = [LIMITS[int(code)] for code in s.limited_by]
-        algorithm = [ALGORITHMS[int(code)] for code in s.algorithm]
-        return [
-            {
-                **{key: lists[key][i] for key in columns},
-                "limited_by": limited[i],
-                "algorithm": algorithm[i] if sc.strategy == "ddp" else "ring",
-            }
-            for i in range(len(devices))
-        ]
+        lists["limited_by"] = [LIMITS[int(code)] for code in s.limited_by]
+        lists["algorithm"] = (
+            [ALGORITHMS[int(code)] for code in s.algorithm]
+            if sc.strategy == "ddp"
+            else ["ring"] * len(devices)
+        )
+        keys = tuple(lists)
+        # Rows built from columns already converted in bulk: no numpy scalar is touched here.
+        return [dict(zip(keys, row, strict=True)) for row in zip(*lists.values(), strict=True)]
 
     def to_dict(self) -> dict[str, Any]:
         sc, hw = self.scenario, self.scenario.hardware

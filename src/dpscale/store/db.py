@@ -3,6 +3,10 @@
 ``DPSCALE_DATABASE_URL`` names any SQLAlchemy URL (``postgresql+psycopg://...`` lets several web
 hosts share one database). Without it, a SQLite file in the user's data directory is used,
 in WAL mode so that concurrent writers wait for each other instead of failing.
+
+A database that cannot be used (a full disk, a read-only folder or file, a stopped server, a
+wrong password) raises :class:`StoreUnavailableError` with one line naming it, never a driver
+traceback: the web app answers it with 503, ``dpscale serve`` refuses to start on it.
 """
 
 from __future__ import annotations
@@ -14,17 +18,37 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import DatabaseError
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
-__all__ = ["Base", "database_url", "dispose", "engine", "session"]
+__all__ = [
+    "Base",
+    "StoreUnavailableError",
+    "check_database",
+    "database_url",
+    "dispose",
+    "engine",
+    "session",
+]
 
 ENV_VAR = "DPSCALE_DATABASE_URL"
 
 
 class Base(DeclarativeBase):
     """Base of every stored table."""
+
+
+class StoreUnavailableError(RuntimeError):
+    """The database cannot be opened, reached or written; the message names it (no password)."""
+
+
+def _unavailable(url: str, exc: BaseException) -> StoreUnavailableError:
+    shown = make_url(url).render_as_string(hide_password=True)
+    reason = getattr(exc, "orig", None) or exc
+    first = str(reason).strip().splitlines()[0] if str(reason).strip() else type(reason).__name__
+    return StoreUnavailableError(f"the database {shown} cannot be used: {first[:200]}")
 
 
 def default_url() -> str:
@@ -65,9 +89,29 @@ def engine(url: str | None = None) -> Engine:
 def _entry(url: str) -> tuple[Engine, sessionmaker[Session]]:
     with _lock:
         if url not in _engines:
-            created = _create_engine(url)
+            try:
+                created = _create_engine(url)
+            except (SQLAlchemyError, OSError) as exc:
+                raise _unavailable(url, exc) from None
             _engines[url] = (created, sessionmaker(created, expire_on_commit=False))
         return _engines[url]
+
+
+def check_database(url: str | None = None) -> None:
+    """Open the database, create its tables and prove it can be written (nothing is kept).
+
+    Raises :class:`StoreUnavailableError` with one line: for ``dpscale serve`` to refuse a
+    database at start rather than on a reader's first post.
+    """
+    url = url or database_url()
+    created = engine(url)
+    probe = "DELETE FROM feedback WHERE 1 = 0" if created.dialect.name == "sqlite" else "SELECT 1"
+    try:
+        with created.connect() as connection, connection.begin() as transaction:
+            connection.execute(text(probe))  # a write that changes nothing, then rolled back
+            transaction.rollback()
+    except (SQLAlchemyError, OSError) as exc:
+        raise _unavailable(url, exc) from None
 
 
 def dispose(url: str | None = None) -> None:
@@ -120,7 +164,19 @@ def _import_tables() -> None:
 
 @contextmanager
 def session(url: str | None = None) -> Iterator[Session]:
-    """A session that commits on success and rolls back on error."""
-    factory = _entry(url or database_url())[1]
-    with factory() as active, active.begin():
-        yield active
+    """A session that commits on success and rolls back on error.
+
+    A failure of the database itself (disk full, read-only, server gone) is raised as
+    :class:`StoreUnavailableError`; errors of the data (a constraint) stay what they are.
+    """
+    url = url or database_url()
+    factory = _entry(url)[1]
+    try:
+        with factory() as active, active.begin():
+            yield active
+    except OperationalError as exc:
+        raise _unavailable(url, exc) from None
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise _unavailable(url, exc) from None
+        raise

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -37,6 +38,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.store.db import Base, session
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "RunResult",
     "RunTiming",
     "StoredRun",
+    "check_run",
     "get_run",
     "list_runs",
     "save_run",
@@ -114,6 +117,90 @@ class RunTiming(Base):
     rank_times_s: Mapped[list[list[float]]] = mapped_column(JSON)
 
 
+MAX_DEVICES = 10_000_000
+MAX_BYTES = 2**44
+"""16 TiB: more than any device holds (a run claiming 10**30 bytes is refused)."""
+MAX_EFFICIENCY = 4.0
+"""A ratio of measured timings, so above 1 where caches favour more devices (1.38 seen at a
+load of 14); 55 is a percentage typed where a fraction belongs."""
+MAX_SECONDS = 7 * 86400.0
+MAX_RATE = 1e15
+"""Samples/s or bytes/s: far above any device or link."""
+
+
+class _Checked(BaseModel):
+    """Types and ranges of a stored run's figures; other keys are kept as measured."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+
+class _Result(_Checked):
+    devices: int = Field(ge=1, le=MAX_DEVICES)
+    throughput: float = Field(gt=0, le=MAX_RATE)
+    per_device_throughput: float = Field(gt=0, le=MAX_RATE)
+    unit: str | None = Field(default=None, pattern=UNIT_PATTERN)
+    rank_spread: float | None = Field(default=None, ge=0, le=1e6)
+    slowest_rank: int | None = Field(default=None, ge=0, le=MAX_DEVICES)
+    efficiency: float = Field(gt=0, le=MAX_EFFICIENCY)
+    step_time_p50_s: float = Field(gt=0, le=MAX_SECONDS)
+    step_time_p95_s: float = Field(ge=0, le=MAX_SECONDS)
+
+
+class _Collective(_Checked):
+    op: str = Field(pattern=r"^[a-z_]{1,32}$")
+    devices: int = Field(ge=1, le=MAX_DEVICES)
+    bytes: int = Field(ge=1, le=MAX_BYTES)
+    time_s: float = Field(ge=0, le=MAX_SECONDS)  # a timer may read 0 for a 1-device op
+    algbw: float = Field(ge=0, le=MAX_RATE)
+    busbw: float = Field(ge=0, le=MAX_RATE)
+
+
+class _Timing(_Checked):
+    kind: str = Field(pattern=r"^[a-z_]{1,16}$")
+    op: str | None = Field(default=None, pattern=r"^[a-z_]{1,32}$")
+    devices: int = Field(ge=1, le=MAX_DEVICES)
+    bytes: int | None = Field(default=None, ge=1, le=MAX_BYTES)
+    rank_times_s: list[list[float]] = Field(max_length=MAX_DEVICES)
+
+
+class _Environment(_Checked):
+    hosts: list[str] = Field(default_factory=list, max_length=MAX_DEVICES)
+    device_names: list[str] = Field(default_factory=list, max_length=MAX_DEVICES)
+
+
+class _Run(_Checked):
+    run_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    created_at: datetime | None = None
+    backend: str = Field(pattern=r"^[a-z0-9_]{1,16}$")
+    partial: bool
+    error: str | None = Field(default=None, max_length=10_000)
+    environment: _Environment | None = None
+    config: dict[str, Any] | None = None
+    results: list[_Result] = Field(max_length=100_000)
+    collectives: list[_Collective] = Field(max_length=100_000)
+    timings: list[_Timing] | None = Field(default=None, max_length=100_000)
+
+
+def check_run(payload: Mapping[str, Any]) -> None:
+    """Refuse a run whose figures no measurement gives: ``ValueError`` naming the first
+    place (``results.0.efficiency: ...``), as ``dpscale runs import`` reports it."""
+    try:
+        run = _Run.model_validate(payload)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        place = ".".join(str(part) for part in first["loc"]) or "the run"
+        raise ValueError(f"{place}: {first['msg']} (got {_shown(first.get('input'))})") from None
+    for index, timing in enumerate(run.timings or ()):
+        for times in timing.rank_times_s:
+            if any(not 0 <= t <= MAX_SECONDS for t in times):
+                raise ValueError(f"timings.{index}.rank_times_s: times must lie from 0 to 7 days")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _missing(row: Mapping[str, Any], keys: tuple[str, ...], where: str) -> None:
     absent = [key for key in keys if key not in row]
     if absent:
@@ -123,13 +210,19 @@ def _missing(row: Mapping[str, Any], keys: tuple[str, ...], where: str) -> None:
 def save_run(payload: Mapping[str, Any], *, url: str | None = None) -> str:
     """Store a run (the object ``dpscale measure --json`` prints); return its id.
 
-    Raises ``ValueError`` naming what is missing, or when the id is already stored.
+    Raises ``ValueError`` naming what is missing or out of range (:func:`check_run`), or
+    when the id is already stored.
     """
     _missing(payload, ("run_id", "backend", "partial", "results", "collectives"), "the run")
+    for key in ("results", "collectives"):
+        rows = payload[key]
+        if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
+            raise ValueError(f"{key} must be a list of objects")
     for row in payload["results"]:
         _missing(row, _RESULT_KEYS, "a result")
     for row in payload["collectives"]:
         _missing(row, _COLLECTIVE_KEYS, "a collective")
+    check_run(payload)
     run_id = str(payload["run_id"])
     created = payload.get("created_at")
     with session(url) as active:

@@ -8,7 +8,7 @@ is built from the same models.
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +16,8 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from dpscale.safejson import JSONInputError, loads
+from dpscale.store.db import StoreUnavailableError
 from dpscale.store.feedback import FeedbackInput
 from dpscale.validation import InputError, Rule
 from dpscale.web.feedback import store_feedback
@@ -25,7 +27,9 @@ from dpscale.web.registry import Calculator, InputField, calculators
 from dpscale.web.security import same_origin
 from dpscale.web.templating import render
 
-__all__ = ["add_api_routes", "add_docs_route"]
+__all__ = ["add_api_routes", "add_docs_route", "store_unavailable"]
+
+_log = logging.getLogger("dpscale.web")
 
 _ERRORS_SCHEMA = {
     "type": "object",
@@ -148,9 +152,9 @@ async def feedback(request: Request) -> JSONResponse:
             status_code=403,
         )
     try:
-        data = json.loads(await request.body())
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        data = None
+        data = loads(await request.body())
+    except JSONInputError as err:
+        return _invalid(InputError.single("body", f"must be a JSON object ({err})"))
     if not isinstance(data, dict):
         return _invalid(InputError.single("body", "must be a JSON object"))
     try:
@@ -158,7 +162,27 @@ async def feedback(request: Request) -> JSONResponse:
         new_id = await run_in_threadpool(store_feedback, data)
     except InputError as err:
         return _invalid(err)
+    except StoreUnavailableError:
+        return store_unavailable(request)
     return JSONResponse({"id": new_id, "stored": True}, status_code=201)
+
+
+def store_unavailable(request: Request) -> JSONResponse:
+    """503 for a database that cannot be used now; the reason goes to the log, not the reader
+    (it names the database)."""
+    _log.exception("the database cannot be used")
+    return JSONResponse(
+        {
+            "detail": [
+                {
+                    "field": "database",
+                    "message": "the feedback store is unavailable: try again in a minute",
+                }
+            ]
+        },
+        status_code=503,
+        headers={"Retry-After": "60", "Cache-Control": "no-store"},
+    )
 
 
 def add_api_routes(app: FastAPI) -> None:

@@ -13,7 +13,9 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
+from dpscale.store.db import StoreUnavailableError
 from dpscale.web import api, views
+from dpscale.web.budget import Budget, BudgetMiddleware
 from dpscale.web.cache import ResponseCache
 from dpscale.web.head import HeadAsGet
 from dpscale.web.i18n import LANGUAGES, localizer
@@ -51,7 +53,10 @@ def create_app() -> FastAPI:
         localizer(lang.code)
         environment(lang.code)
     calculators()
-    app.add_middleware(ResponseCache)  # innermost: answers repeated public GETs from memory
+    # innermost: costly requests (charts, fits, long predictions) take turns; read now, so a
+    # bad setting stops start-up
+    app.add_middleware(BudgetMiddleware, budget=Budget.from_env())
+    app.add_middleware(ResponseCache)  # answers repeated public GETs from memory, before a turn
     # body 413, address 414, posts per client 429; read now, so a bad setting stops start-up
     app.add_middleware(LimitsMiddleware, limits=Limits.from_env())
     app.add_middleware(SecurityHeaders)
@@ -61,6 +66,10 @@ def create_app() -> FastAPI:
     api.add_docs_route(app)
     app.include_router(fit_page.router)  # the scaling-fit page's file upload (POST)
     app.include_router(views.router)
+
+    @app.exception_handler(StoreUnavailableError)
+    async def _store_error(request: Request, exc: StoreUnavailableError) -> Response:
+        return api.store_unavailable(request)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> Response:

@@ -7,8 +7,10 @@ memory without rendering again: a share link opened by many readers is rendered 
 
 Only ``GET`` responses with status 200, no ``Set-Cookie`` and no ``Vary`` are kept; requests
 that carry cookies, credentials, conditions or a range go straight to the app. The key holds
-the scheme and ``Host`` (pages link to their own absolute address), so a forged ``Host`` only
-ever gets its own entry back. Entries are evicted oldest-first once ``max_bytes`` is reached.
+the scheme and the first ``Host`` header, the one Starlette's ``request.url`` reads (pages link
+to their own absolute address), so a forged ``Host`` only ever gets its own entry back; a
+request with two ``Host`` headers never gets this far (:mod:`dpscale.web.limits` answers 400).
+Entries are evicted oldest-first once ``max_bytes`` is reached.
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ def _lifetime(headers: list[tuple[bytes, bytes]]) -> int:
     return int(found.group(1)) if found else 0
 
 
+def _host(scope: Scope) -> bytes:
+    """The address the page will link to: the first ``Host`` (as Starlette reads it) or the
+    server's own address without one."""
+    for name, value in scope["headers"]:
+        if name == b"host":
+            return bytes(value)
+    server = scope.get("server")
+    return f"{server[0]}:{server[1]}".encode() if server else b""
+
+
 class ResponseCache:
     """ASGI middleware: answer repeated ``GET`` requests for public responses from memory."""
 
@@ -84,7 +96,7 @@ class ResponseCache:
             return
         key = (
             str(scope.get("scheme", "http")),
-            headers.get(b"host", b""),
+            _host(scope),
             str(scope.get("root_path", "")),
             str(scope["path"]),
             bytes(scope.get("query_string", b"")),

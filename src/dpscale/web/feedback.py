@@ -24,6 +24,10 @@ def store_feedback(data: Mapping[str, Any]) -> int:
         raise InputError.single("lang", "is not a language of these pages", entry.lang)
     if "\x00" in entry.comment:  # PostgreSQL text cannot hold NUL
         raise InputError.single("comment", "must not contain NUL characters")
+    try:
+        entry.comment.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800"): no database stores it
+        raise InputError.single("comment", "must be Unicode text (no lone surrogates)") from None
     return add_feedback(entry)
 
 

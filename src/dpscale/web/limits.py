@@ -2,6 +2,8 @@
 
 - a body over ``max_body_bytes`` gets 413 (told by ``Content-Length`` or counted as it arrives);
 - a path and query over ``max_url_bytes`` get 414;
+- a request with more than one ``Host`` header gets 400 (RFC 9112, section 3.2): the app
+  links to the first, a proxy or cache in front may key on the last;
 - posts (the only ones are feedback) are rate limited per client address: a token bucket of
   ``post_burst`` posts refilled at ``posts_per_minute``; past it, 429 with ``Retry-After``.
 
@@ -131,7 +133,7 @@ async def _reply(
 ) -> None:
     body, kind = _message(scope, status, field, text)
     headers = [(b"content-type", kind), (b"content-length", str(len(body)).encode()), *extra]
-    if status == 413:
+    if status in (400, 413):
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -174,6 +176,10 @@ class LimitsMiddleware:
                 "url",
                 f"the address must be at most {limits.max_url_bytes:,} bytes (got {url_bytes:,})",
             )
+            return
+        hosts = sum(1 for name, _ in scope["headers"] if name == b"host")
+        if hosts > 1:
+            await _reply(scope, send, 400, "host", f"one Host header is allowed (got {hosts})")
             return
         if scope["method"] == "POST" and self.posts is not None:
             client = scope.get("client")

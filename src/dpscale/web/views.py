@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -10,7 +11,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from dpscale.validation import InputError
+from dpscale.store.db import StoreUnavailableError
+from dpscale.validation import FieldIssue, InputError
 from dpscale.web.context import REGIONS, calculator_context, site_url
 from dpscale.web.feedback import feedback_message, store_feedback
 from dpscale.web.forms import query_string, read_form
@@ -20,6 +22,8 @@ from dpscale.web.security import same_origin
 from dpscale.web.templating import render
 
 __all__ = ["not_found", "router"]
+
+_log = logging.getLogger("dpscale.web")
 
 router = APIRouter(include_in_schema=False)
 
@@ -144,25 +148,40 @@ async def feedback_form(request: Request, code: str, slug: str) -> Response:
             status_code=403,
         )
     form = await request.form()
-    helpful, comment = str(form.get("helpful", "")), str(form.get("comment", ""))
+    helpful, comment = form.get("helpful", ""), form.get("comment", "")
     values = dict(parse_qsl(str(form.get("query", ""))))
+    await form.close()  # the spooled files of any upload
+    if not isinstance(helpful, str) or not isinstance(comment, str):
+        # A file sent in a text field (multipart): refused, never stored as "UploadFile(...)".
+        return HTMLResponse(
+            loc.gettext("This feedback could not be stored. Reload the page and try again."),
+            status_code=422,
+        )
     state = read_form(calc, values, loc)
+    status, issue = 0, None
     try:
         await run_in_threadpool(
             store_feedback,
             {"calculator": slug, "lang": code, "helpful": helpful, "comment": comment},
         )
     except InputError as err:
+        status, issue = 422, err.issues[0]
+    except StoreUnavailableError:
+        _log.exception("the database cannot be used")
+        status, issue = 503, FieldIssue(field="database", rule=None)
+    if issue is not None:
         context = calculator_context(
             request,
             calc,
             code,
             state,
-            feedback_error=feedback_message(err.issues[0], loc),
+            feedback_error=feedback_message(issue, loc),
             feedback_comment=comment,
             feedback_helpful=helpful,
         )
-        return HTMLResponse(render(code, "calculator.html", **context), status_code=422)
+        headers = {"Retry-After": "60"} if status == 503 else None
+        html = render(code, "calculator.html", **context)
+        return HTMLResponse(html, status_code=status, headers=headers)
     back = query_string(calc, state.canonical)
     target = f"/{code}/{slug}?" + (f"{back}&" if back else "") + "feedback=sent#feedback"
     return RedirectResponse(target, status_code=303)

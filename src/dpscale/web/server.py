@@ -1,0 +1,143 @@
+"""What ``dpscale serve`` asks of uvicorn so that slow or oversized connections cannot starve it.
+
+uvicorn closes an idle keep-alive connection after ``timeout_keep_alive`` seconds, but it has no
+limit on how long a client may take to send a request's head: a client sending one byte every
+few seconds holds its connection (and a file descriptor) for ever, and 10,500 of them filled the
+process's file limit. :class:`HeadTimeoutProtocol` is uvicorn's h11 protocol with that limit: a
+request head (request line and headers) must be complete within ``DPSCALE_HEADER_TIMEOUT_S``
+seconds of its first byte (or of the connection opening), else the connection is closed.
+Trickling bytes does not extend it. A head over ``h11_max_incomplete_event_size`` bytes gets
+431 and the connection is closed: h11 applies that limit only to a head still incomplete, so
+a 100 MiB head that arrived whole was accepted.
+
+Run under another server (``uvicorn --factory dpscale.web.app:create_app``), pass
+``--http dpscale.web.server:HeadTimeoutProtocol`` to get the same limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["HEADER_TIMEOUT_ENV", "HeadTimeoutProtocol", "ServerLimits", "default_workers"]
+
+HEADER_TIMEOUT_ENV = "DPSCALE_HEADER_TIMEOUT_S"
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+
+
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8"
+    b"\r\ncontent-length: 42\r\nconnection: close\r\n\r\nthe request line and headers are too large"
+)
+
+
+def _header_timeout_s() -> float:
+    text = os.environ.get(HEADER_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_HEADER_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{HEADER_TIMEOUT_ENV} must be a number of seconds above 0 (got {text!r})")
+    return value
+
+
+class HeadTimeoutProtocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request head is not in on time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.header_timeout_s = _header_timeout_s()
+        self.max_head_bytes = self.config.h11_max_incomplete_event_size or 16 * 1024
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+        self._head_tail = b""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self._reading_head():
+            self._arm()  # from the first byte of a head; later bytes do not restart it
+            if not self._head_within_limit(data):
+                self._disarm()
+                if not self.transport.is_closing():
+                    self.transport.write(_TOO_LARGE)
+                    self.transport.close()
+                return
+        super().data_received(data)
+        if not self._reading_head():
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _head_within_limit(self, data: bytes) -> bool:
+        """Count the head's bytes in ``data`` (up to its blank line); False past the limit."""
+        window = self._head_tail + data
+        end = window.find(b"\r\n\r\n")
+        self._head_bytes += len(data) if end < 0 else end + 4 - len(self._head_tail)
+        if self._head_bytes > self.max_head_bytes:
+            return False
+        if end < 0:
+            self._head_tail = window[-3:]
+        else:  # the head is complete: the next one is counted afresh
+            self._head_bytes, self._head_tail = 0, b""
+        return True
+
+    def _reading_head(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _arm(self) -> None:
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_too_slow)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self._reading_head() and not self.transport.is_closing():
+            self.logger.info("closed a connection: no request head in %g s", self.header_timeout_s)
+            self.transport.close()
+
+
+def default_workers() -> int:
+    """The processor cores this process may use (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """The connection limits of ``dpscale serve`` (see ``dpscale serve --help``)."""
+
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    max_header_bytes: int = 16 * 1024
+    max_connections: int = 1000
+    keep_alive_s: int = 5
+
+    def uvicorn_options(self, forwarded_allow_ips: str) -> dict[str, Any]:
+        """Keyword arguments of ``uvicorn.run`` for these limits; proxy headers are read only
+        from the addresses in ``forwarded_allow_ips`` (none when it is empty)."""
+        return {
+            "http": HeadTimeoutProtocol,
+            "h11_max_incomplete_event_size": self.max_header_bytes,
+            "limit_concurrency": self.max_connections,
+            "timeout_keep_alive": self.keep_alive_s,
+            "proxy_headers": bool(forwarded_allow_ips),
+            "forwarded_allow_ips": forwarded_allow_ips or None,
+        }

@@ -1,0 +1,66 @@
+"""``dpscale feedback export``: formulas neutralised in CSV (OWASP), escapes never printed."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from dpscale.cli.main import main
+from dpscale.store.feedback import FeedbackInput, add_feedback
+
+COMMENTS = [
+    '=HYPERLINK("http://evil.example","click")',
+    "@SUM(A1:A9)",
+    "+1+1",
+    "-2+3",
+    "\t=1+1",
+    "\r=1+1",
+    "plain words, with a comma",
+    "\x1b]0;owned\x07\x1b[2Jcleared",
+]
+
+
+@pytest.fixture
+def stored(sqlite_url: str) -> None:
+    for comment in COMMENTS:
+        add_feedback(
+            FeedbackInput(
+                calculator="data-parallel-scaling", helpful=False, lang="en", comment=comment
+            )
+        )
+
+
+def _export(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as exited:
+        main(["feedback", "export", *args])
+    assert exited.value.code in (0, None)
+    return capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("stored")
+def test_csv_cells_never_start_a_formula(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = list(csv.DictReader(io.StringIO(_export(capsys, "--csv"))))
+    comments = [row["comment"] for row in rows]
+    assert comments[:6] == ["'" + comment for comment in COMMENTS[:6]]
+    assert comments[6] == "plain words, with a comma"
+    assert [row["id"] for row in rows] == [str(n) for n in range(1, len(COMMENTS) + 1)]
+
+
+@pytest.mark.usefixtures("stored")
+def test_the_table_shows_escapes_instead_of_obeying_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = _export(capsys)
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    assert "\\x1b" in out
+
+
+@pytest.mark.usefixtures("stored")
+def test_json_keeps_the_comments_exactly(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    payload = json.loads(_export(capsys, "--json"))
+    assert [row["comment"] for row in payload["feedback"]] == COMMENTS
