@@ -11,7 +11,8 @@ from dpscale.measure.training import summarise_training
 
 
 def _training(devices: int, step_s: float) -> dict[str, object]:
-    summary = summarise_training(devices, 32 * devices, [[step_s] * 4] * devices)
+    times = [[step_s] * 4] * devices
+    summary = summarise_training(devices, 32 * devices, times, compute=times, comm=times)
     return {
         "type": "measurement",
         "kind": "training",

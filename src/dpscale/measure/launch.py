@@ -15,6 +15,16 @@ In every case each rank and torchrun are killed (the ranks run in sessions of th
 each is killed by its pid, after checking that the pid is still a dpscale rank) before the
 next world size starts or the call returns; what was measured before is kept and the run is
 marked partial.
+
+Across nodes (:func:`measure_across_nodes`), every node runs this launcher around one
+torchrun job over all nodes (:mod:`dpscale.measure.nodes`); each watches its own ranks. The
+node that holds rank 0 returns the run; the others a note. A node whose rank dies tells rank
+0 through the rendezvous' c10d store (key :data:`FAILURE_KEY`), so that the run rank 0
+reports names the rank and node that failed first, not only the broken connection it saw.
+
+The run directory is a temporary folder, removed at every ending; after a failure, Ctrl-C
+or with ``keep_logs``, its logs are moved first to the user's log folder
+(:func:`logs_home`) and the message names torchrun's log there.
 """
 
 from __future__ import annotations
@@ -35,13 +45,18 @@ from typing import Any
 
 from dpscale.measure import rundir
 from dpscale.measure.config import MeasureConfig, default_world_sizes
+from dpscale.measure.nodes import ClusterShape, torchrun_node_command
 from dpscale.measure.report import new_run_id, payload_from_streams
 from dpscale.validation import InputError
 
 __all__ = [
+    "FAILURE_KEY",
     "MeasurementInterrupted",
+    "NodeJob",
     "WorldSizeOutcome",
+    "logs_home",
     "measure",
+    "measure_across_nodes",
     "run_world_size",
     "torchrun_command",
     "world_sizes_for",
@@ -57,6 +72,9 @@ EXIT_GRACE_S = 3.0
 KILL_WAIT_S = 30.0
 """How long a killed rank may take to disappear (a rank in uninterruptible I/O takes time)."""
 WORKER_MODULE = "dpscale.measure.worker"
+FAILURE_KEY = "dpscale-measure/first-failure"
+"""In the rendezvous store: the first failure a node's launcher saw, in words."""
+STORE_CONNECT_S = 5.0
 
 EventHandler = Callable[[dict[str, Any]], None]
 
@@ -69,6 +87,13 @@ class MeasurementInterrupted(KeyboardInterrupt):
         self.payload = payload
 
 
+@dataclass(frozen=True)
+class NodeJob:
+    """This node's part of a run across nodes."""
+
+    shape: ClusterShape
+
+
 @dataclass
 class WorldSizeOutcome:
     world_size: int
@@ -76,10 +101,17 @@ class WorldSizeOutcome:
     error: str | None = None
     pids: set[int] = field(default_factory=set)
     log: Path | None = None
+    statuses: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def lead(self) -> bool:
+        """Whether rank 0 ran here (always on one machine; across nodes on one node)."""
+        return 0 in self.statuses or not self.statuses
 
 
 def torchrun_command(world_size: int, run_dir: Path, config_file: Path) -> list[str]:
-    """torchrun on this machine, one process per rank, no restarts."""
+    """torchrun on this machine, one process per rank, no restarts, its logs in ``run_dir``
+    (not in a temporary folder of its own that nothing removes)."""
     return [
         sys.executable,
         "-m",
@@ -88,6 +120,7 @@ def torchrun_command(world_size: int, run_dir: Path, config_file: Path) -> list[
         f"--nproc-per-node={world_size}",
         "--max-restarts=0",
         "--monitor-interval=0.1",
+        f"--log-dir={run_dir / 'torchelastic'}",
         "-m",
         WORKER_MODULE,
         "--config-file",
@@ -252,15 +285,17 @@ def _frozen_message(
     )
 
 
-def _stall_message(world_size: int, statuses: dict[int, dict[str, Any]], timeout_s: float) -> str:
+def _stall_message(
+    world_size: int, statuses: dict[int, dict[str, Any]], timeout_s: float, local: int
+) -> str:
     if not statuses:
         return f"world size {world_size} did not start within {max(timeout_s, STARTUP_S):g} s"
     frozen = _frozen(statuses, timeout_s)
     if frozen:
         return _frozen_message(world_size, statuses, frozen[0], timeout_s)
     position = {rank: (status["index"], status["ticks"]) for rank, status in statuses.items()}
-    if len(set(position.values())) > 1 or len(statuses) < world_size:
-        missing = sorted(set(range(world_size)) - set(statuses))
+    if len(set(position.values())) > 1 or len(statuses) < local:
+        missing = sorted(set(range(world_size)) - set(statuses)) if local == world_size else []
         rank = missing[0] if missing else min(position, key=lambda r: (position[r], r))
         during = statuses[rank]["label"] if rank in statuses else "start-up"
         return (
@@ -279,6 +314,43 @@ def _last_line(log: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
+_RANK_OF = re.compile(r"\brank (\d+) of world size")
+
+
+def _name_nodes(message: str, statuses: dict[int, dict[str, Any]]) -> str:
+    """Across nodes, "rank 1 of world size 2" becomes "rank 1 (node 1, host h) of ..."."""
+
+    def named(match: re.Match[str]) -> str:
+        status = statuses.get(int(match[1]))
+        if status is None:
+            return match[0]
+        return f"rank {match[1]} (node {status['node_rank']}, {status['host']}) of world size"
+
+    return _RANK_OF.sub(named, message, count=1)
+
+
+def _tell_rank_0(job: NodeJob, message: str) -> None:
+    """Leave how a rank of this node died in the rendezvous store, unless a report is there
+    already: the ranks that lost their peer wait for it (see the worker), so that the run
+    names the cause, not the broken connections that followed.
+
+    Best effort: the store lives in a torchrun agent, which may have ended already.
+    """
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    with contextlib.suppress(Exception):
+        store = dist.TCPStore(  # type: ignore[attr-defined]
+            job.shape.host,
+            job.shape.port,
+            is_master=False,
+            timeout=timedelta(seconds=STORE_CONNECT_S),
+            wait_for_workers=False,
+        )
+        store.compare_set(FAILURE_KEY, "", message)
+
+
 def run_world_size(
     config: MeasureConfig,
     world_size: int,
@@ -286,20 +358,32 @@ def run_world_size(
     *,
     on_event: EventHandler | None = None,
     outcome: WorldSizeOutcome | None = None,
+    run_id: str = "",
+    node: NodeJob | None = None,
 ) -> WorldSizeOutcome:
-    """Measure at one world size; never leaves a process behind, whatever happens."""
+    """Measure at one world size (across nodes: this node's ranks of it); never leaves a
+    process behind, whatever happens."""
     outcome = outcome or WorldSizeOutcome(world_size)
     notify = on_event or (lambda event: None)
     run_dir.mkdir(parents=True, exist_ok=True)
     config_file = run_dir / "config.json"
-    own = config.model_copy(update={"world_sizes": (world_size,)})
+    own = config.model_copy(update={"world_sizes": config.world_sizes if node else (world_size,)})
     config_file.write_text(json.dumps(own.model_dump(mode="json")), encoding="utf-8")
     outcome.log = run_dir / "torchrun.log"
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", DPSCALE_RUN_ID=run_id)
     env.setdefault("OMP_NUM_THREADS", "1")
+    # Importing torch._dynamo (DDP does) makes inductor's cache folder, by default in /tmp.
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(run_dir / "inductor"))
+    if node is None:
+        command = torchrun_command(world_size, run_dir, config_file)
+        local = world_size
+    else:
+        command = torchrun_node_command(node.shape, run_dir, config_file)
+        local = node.shape.nproc_per_node
+        env["DPSCALE_FAILURE_STORE"] = node.shape.rdzv_endpoint
     with outcome.log.open("wb") as log:
         proc = subprocess.Popen(
-            torchrun_command(world_size, run_dir, config_file),
+            command,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -315,6 +399,19 @@ def run_world_size(
     dead_since: float | None = None
     finished_since: float | None = None
     dead: list[int] = []
+
+    def failed(message: str) -> WorldSizeOutcome:
+        cause = next((s["cause"] for s in statuses.values() if s.get("cause")), None)
+        outcome.error = cause or (_name_nodes(message, statuses) if node else message)
+        return outcome
+
+    def death() -> WorldSizeOutcome:
+        log_text = outcome.log.read_text(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
+        failed(_death_message(world_size, statuses, dead, log_text, config.timeout_s))
+        if node is not None and outcome.error:
+            _tell_rank_0(node, outcome.error)
+        return outcome
+
     try:
         while True:
             try:
@@ -329,21 +426,22 @@ def run_world_size(
             if events:
                 last_progress = now
             statuses = rundir.read_statuses(run_dir)
+            outcome.statuses = statuses
             outcome.pids.update(int(status["pid"]) for status in statuses.values())
             current = {rank: (s["state"], s["index"], s["ticks"]) for rank, s in statuses.items()}
             if current != progress:
                 progress = current
                 last_progress = now
                 notify({"type": "status", "world_size": world_size, "statuses": statuses})
+            reported = not outcome.lead or any(e["type"] == "done" for e in outcome.events)
             if code is not None:
-                if code != 0 or not any(e["type"] == "done" for e in outcome.events):
-                    log_text = outcome.log.read_text(encoding="utf-8", errors="replace")
-                    outcome.error = _death_message(
-                        world_size, statuses, dead, log_text, config.timeout_s
-                    )
+                if code != 0 or not reported:
+                    return death()
                 return outcome
-            finished = any(e["type"] == "done" for e in outcome.events) and all(
-                status["state"] == "done" for status in statuses.values()
+            finished = (
+                reported
+                and len(statuses) == local
+                and all(status["state"] == "done" for status in statuses.values())
             )
             if finished:  # every measurement is in; a rank slow to exit is no failure
                 finished_since = finished_since or now
@@ -363,19 +461,14 @@ def run_world_size(
                 # busy machine takes seconds over it; a torchrun silent for the whole
                 # timeout is given up on, and the ranks are known dead or killed anyway.
                 if now - dead_since > max(EXIT_GRACE_S, config.timeout_s):
-                    log_text = outcome.log.read_text(encoding="utf-8", errors="replace")
-                    outcome.error = _death_message(
-                        world_size, statuses, dead, log_text, config.timeout_s
-                    )
-                    return outcome
+                    return death()
                 continue
-            starting = len(statuses) < world_size or any(
+            starting = len(statuses) < local or any(
                 status["state"] == "starting" for status in statuses.values()
             )
             allowed = max(config.timeout_s, STARTUP_S) if starting else config.timeout_s
             if now - last_progress > allowed:
-                outcome.error = _stall_message(world_size, statuses, config.timeout_s)
-                return outcome
+                return failed(_stall_message(world_size, statuses, config.timeout_s, local))
     finally:
         _kill_all(proc, outcome.pids)
         # Events written between the last look and the kill are still measurements.
@@ -383,39 +476,84 @@ def run_world_size(
         outcome.events.extend(late)
 
 
+def logs_home() -> Path:
+    """Where kept logs go: the user's log folder (``$XDG_STATE_HOME/dpscale/log`` on Linux)."""
+    from platformdirs import user_log_dir
+
+    return Path(user_log_dir("dpscale", appauthor=False))
+
+
+class _RunFolder:
+    """The run's working folder: a temporary one unless the caller gives one.
+
+    :meth:`close` removes a temporary folder at every ending; its logs are moved to
+    :func:`logs_home` first when ``keep`` is set (a failure, Ctrl-C, or asked for).
+    """
+
+    def __init__(self, work_dir: Path | None, run_id: str) -> None:
+        self.owned = work_dir is None
+        self.root = work_dir or Path(tempfile.mkdtemp(prefix="dpscale-measure-"))
+        self.kept = self.root if not self.owned else logs_home() / f"measure-{run_id}"
+
+    def where(self, path: Path | None) -> Path | None:
+        """``path`` inside the folder as it will be once kept."""
+        return None if path is None else self.kept / path.relative_to(self.root)
+
+    def close(self, *, keep: bool) -> None:
+        if not self.owned:
+            return
+        import shutil
+
+        if keep:
+            self.kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(self.root, self.kept, dirs_exist_ok=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 def measure(
     config: MeasureConfig,
     *,
     on_event: EventHandler | None = None,
     work_dir: Path | None = None,
+    keep_logs: bool = False,
 ) -> dict[str, Any]:
     """Run every world size of ``config`` on this machine; the run as one JSON-ready object.
 
-    A failure stops the sweep and gives a partial run whose ``error`` says what happened;
-    Ctrl-C raises :class:`MeasurementInterrupted` carrying the partial run.
+    A failure stops the sweep and gives a partial run whose ``error`` says what happened and
+    where torchrun's log was kept; Ctrl-C raises :class:`MeasurementInterrupted` carrying the
+    partial run. ``work_dir``: run there and leave it (default: a temporary folder, removed).
     """
     from dpscale.measure.worker import resolve_backend
 
     backend = resolve_backend(config.backend)
     sizes = world_sizes_for(config, backend)
     resolved = config.model_copy(update={"world_sizes": sizes})
-    root = work_dir or Path(tempfile.mkdtemp(prefix="dpscale-measure-"))
     run_id = new_run_id()
+    folder = _RunFolder(work_dir, run_id)
     outcomes: list[WorldSizeOutcome] = []
     error = None
+    keep = keep_logs
     try:
         for size in sizes:
             outcome = WorldSizeOutcome(size)
             outcomes.append(outcome)
             run_world_size(
-                resolved, size, root / f"world-{size}", on_event=on_event, outcome=outcome
+                resolved,
+                size,
+                folder.root / f"world-{size}",
+                on_event=on_event,
+                outcome=outcome,
+                run_id=run_id,
             )
             if outcome.error:
-                error = f"{outcome.error}; log: {outcome.log}"
+                error = f"{outcome.error}; log: {folder.where(outcome.log)}"
+                keep = True
                 break
     except KeyboardInterrupt:
+        keep = True
         where = f" at world size {outcomes[-1].world_size}" if outcomes else ""
-        message = f"interrupted{where}; every rank was stopped"
+        log = f"; log: {folder.where(outcomes[-1].log)}" if outcomes else ""
+        message = f"interrupted{where}; every rank was stopped{log}"
         raise MeasurementInterrupted(
             payload_from_streams(
                 [o.events for o in outcomes],
@@ -425,13 +563,95 @@ def measure(
                 error=message,
             )
         ) from None
+    finally:
+        folder.close(keep=keep)
     payload = payload_from_streams(
         [o.events for o in outcomes], resolved, run_id=run_id, backend=backend, error=error
     )
-    payload["work_dir"] = str(root)
-    if work_dir is None and not payload["partial"]:
-        import shutil
+    if keep:
+        payload["logs"] = str(folder.kept)
+    return payload
 
-        shutil.rmtree(root, ignore_errors=True)
-        payload.pop("work_dir")
+
+def measure_across_nodes(
+    config: MeasureConfig,
+    shape: ClusterShape,
+    *,
+    on_event: EventHandler | None = None,
+    work_dir: Path | None = None,
+    keep_logs: bool = False,
+) -> dict[str, Any]:
+    """This node's part of one run over ``shape``: every world size in one torchrun job.
+
+    On the node that holds rank 0 the run (as :func:`measure` returns it); on the others a
+    note: ``{"lead": False, "run_id", "node_rank", "ranks", "lead_host"}``, and ``error``
+    when this node's ranks failed. Ctrl-C raises :class:`MeasurementInterrupted`.
+    """
+    from dpscale.measure.worker import resolve_backend
+
+    backend = resolve_backend(config.backend)
+    sizes = config.world_sizes or default_world_sizes(shape.world_size)
+    if max(sizes) > shape.world_size:
+        raise InputError.single(
+            "world_sizes",
+            f"must not exceed --nnodes x --nproc-per-node = {shape.world_size}",
+            ",".join(map(str, sizes)),
+        )
+    if backend == "nccl":
+        import torch
+
+        gpus = torch.cuda.device_count()
+        if shape.nproc_per_node > gpus:
+            raise InputError.single(
+                "nproc_per_node", f"needs one GPU per process with nccl; this node has {gpus}"
+            )
+    resolved = config.model_copy(update={"world_sizes": tuple(sizes), "nproc": shape.world_size})
+    run_id = new_run_id()
+    folder = _RunFolder(work_dir, run_id)
+    job = NodeJob(shape)
+    outcome = WorldSizeOutcome(shape.world_size)
+    keep = keep_logs
+    try:
+        run_world_size(
+            resolved,
+            shape.world_size,
+            folder.root / "job",
+            on_event=on_event,
+            outcome=outcome,
+            run_id=run_id,
+            node=job,
+        )
+    except KeyboardInterrupt:
+        keep = True
+        message = (
+            f"interrupted; every rank of this node was stopped; log: {folder.where(outcome.log)}"
+        )
+        raise MeasurementInterrupted(
+            payload_from_streams(
+                [outcome.events], resolved, run_id=run_id, backend=backend, error=message
+            )
+        ) from None
+    finally:
+        keep = keep or outcome.error is not None
+        folder.close(keep=keep)
+    error = f"{outcome.error}; log: {folder.where(outcome.log)}" if outcome.error else None
+    if not outcome.lead:
+        mine = sorted(outcome.statuses)
+        first = outcome.statuses[mine[0]]
+        note = {
+            "lead": False,
+            "run_id": first.get("run_id"),
+            "node_rank": first["node_rank"],
+            "ranks": mine,
+            "lead_host": first.get("lead_host"),
+            "error": error,
+        }
+        if keep:
+            note["logs"] = str(folder.kept)
+        return note
+    payload = payload_from_streams(
+        [outcome.events], resolved, run_id=run_id, backend=backend, error=error
+    )
+    if keep:
+        payload["logs"] = str(folder.kept)
     return payload

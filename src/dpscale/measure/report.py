@@ -54,8 +54,9 @@ def add_efficiency(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
 def _environment(starts: Sequence[Event]) -> dict[str, Any]:
     if not starts:
         return {}
-    merged = dict(starts[0]["environment"])
-    merged["device_count"] = max(start["environment"]["device_count"] for start in starts)
+    # The largest world size saw every node; the others add nothing but their hosts.
+    widest = max(starts, key=lambda start: start["environment"]["device_count"])
+    merged = dict(widest["environment"])
     for key in ("device_names", "hosts"):
         merged[key] = sorted({value for start in starts for value in start["environment"][key]})
     return merged
@@ -115,12 +116,15 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
     title = f"Run {payload['run_id']}: {payload['backend']}"
     if env.get("device_names") and env.get("hosts"):
         title += f", {', '.join(env['device_names'])} on {', '.join(env['hosts'])}"
+    if env.get("nodes", 1) > 1:
+        title += f" ({env['nodes']} nodes)"
     if payload["partial"]:
         title += " (PARTIAL)"
     table = Table(title=title, title_justify="left")
     for name in ("Devices", "Throughput", "Per device", "Efficiency", "Step p50", "Step p95"):
         table.add_column(name, justify="right")
-    table.add_column("Rank spread", justify="right")
+    for name in ("Rank spread", "Step CV", "Compute", "Exposed comm", "Overhead"):
+        table.add_column(name, justify="right")
     for row in payload["results"]:
         table.add_row(
             f"{row['devices']:,}",
@@ -130,13 +134,18 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
             format_duration(row["step_time_p50_s"]),
             format_duration(row["step_time_p95_s"]),
             f"{row['rank_spread'] * 100:.1f} % (rank {row['slowest_rank']})",
+            *_step_parts(row),
         )
     if payload["results"]:
         console.print(table)
     bandwidth = Table(title="Collectives (busbw as nccl-tests defines it)", title_justify="left")
     for name in ("Op", "Devices", "Size", "Time", "algbw", "busbw"):
         bandwidth.add_column(name, justify="right" if name != "Op" else "left")
+    crossing = any("nodes" in row for row in payload["collectives"])
+    if crossing:
+        bandwidth.add_column("Across", justify="left")
     for row in payload["collectives"]:
+        where = [_across(row)] if crossing else []
         bandwidth.add_row(
             row["op"],
             f"{row['devices']:,}",
@@ -144,6 +153,26 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
             format_duration(row["time_s"]),
             format_bandwidth(row["algbw"]),
             format_bandwidth(row["busbw"]),
+            *where,
         )
     if payload["collectives"]:
         console.print(bandwidth)
+
+
+def _step_parts(row: Mapping[str, Any]) -> list[str]:
+    """Jitter and the split of the median step; runs stored before these existed show '-'."""
+    from dpscale.units import format_duration
+
+    if "step_overhead_s" not in row:
+        return ["-"] * 4
+    return [
+        f"{row['step_time_cv'] * 100:.1f} %",
+        format_duration(row["compute_time_s"]),
+        format_duration(row["exposed_comm_time_s"]),
+        format_duration(row["step_overhead_s"]),
+    ]
+
+
+def _across(row: Mapping[str, Any]) -> str:
+    nodes = row.get("nodes", 1)
+    return f"{nodes} nodes" if nodes > 1 else "one node"
