@@ -329,17 +329,22 @@ def _name_nodes(message: str, statuses: dict[int, dict[str, Any]]) -> str:
     return _RANK_OF.sub(named, message, count=1)
 
 
-def _tell_rank_0(job: NodeJob, message: str) -> None:
-    """Leave how a rank of this node died in the rendezvous store, unless a report is there
-    already: the ranks that lost their peer wait for it (see the worker), so that the run
-    names the cause, not the broken connections that followed.
+def _tell_the_others(job: NodeJob, message: str) -> None:
+    """Leave how this node's part ended (a rank died, Ctrl-C) in the rendezvous store, unless
+    a report is there already: the ranks that lost their peer wait for it (see the worker),
+    so that the run names the cause, not the broken connections that followed.
 
     Best effort: the store lives in a torchrun agent, which may have ended already.
     """
+    import socket
     from datetime import timedelta
 
     import torch.distributed as dist
 
+    try:  # a closed port is told apart quietly; TCPStore would log each retry on stderr
+        socket.create_connection((job.shape.host, job.shape.port), STORE_CONNECT_S).close()
+    except OSError:
+        return
     with contextlib.suppress(Exception):
         store = dist.TCPStore(  # type: ignore[attr-defined]
             job.shape.host,
@@ -403,13 +408,17 @@ def run_world_size(
     def failed(message: str) -> WorldSizeOutcome:
         cause = next((s["cause"] for s in statuses.values() if s.get("cause")), None)
         outcome.error = cause or (_name_nodes(message, statuses) if node else message)
+        if node is not None and not cause and any(s.get("lost_peer") for s in statuses.values()):
+            # No node told what happened (its store was gone first, as when node 0 stops).
+            outcome.error += "; a rank on another node stopped first (that node's output says why)"
         return outcome
 
     def death() -> WorldSizeOutcome:
         log_text = outcome.log.read_text(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
         failed(_death_message(world_size, statuses, dead, log_text, config.timeout_s))
-        if node is not None and outcome.error:
-            _tell_rank_0(node, outcome.error)
+        # Where rank 0 runs, torchrun has stopped it already: only other nodes tell it.
+        if node is not None and outcome.error and not outcome.lead:
+            _tell_the_others(node, outcome.error)
         return outcome
 
     try:
@@ -469,6 +478,12 @@ def run_world_size(
             allowed = max(config.timeout_s, STARTUP_S) if starting else config.timeout_s
             if now - last_progress > allowed:
                 return failed(_stall_message(world_size, statuses, config.timeout_s, local))
+    except KeyboardInterrupt:
+        if node is not None:
+            here = next(iter(statuses.values()), {})
+            where = f"node {here.get('node_rank', '?')} ({here.get('host', '?')})"
+            _tell_the_others(node, f"{where} was interrupted (Ctrl-C or SIGTERM)")
+        raise
     finally:
         _kill_all(proc, outcome.pids)
         # Events written between the last look and the kill are still measurements.
@@ -494,6 +509,11 @@ class _RunFolder:
         self.owned = work_dir is None
         self.root = work_dir or Path(tempfile.mkdtemp(prefix="dpscale-measure-"))
         self.kept = self.root if not self.owned else logs_home() / f"measure-{run_id}"
+
+    def name(self, name: str) -> None:
+        """Keep the logs under ``name`` in the log folder (a temporary folder only)."""
+        if self.owned:
+            self.kept = logs_home() / name
 
     def where(self, path: Path | None) -> Path | None:
         """``path`` inside the folder as it will be once kept."""
@@ -611,6 +631,13 @@ def measure_across_nodes(
     job = NodeJob(shape)
     outcome = WorldSizeOutcome(shape.world_size)
     keep = keep_logs
+
+    def name_logs() -> None:
+        """By the run (rank 0's id) and node: every node's logs side by side."""
+        first = outcome.statuses[min(outcome.statuses)] if outcome.statuses else {}
+        node_rank = first.get("node_rank", shape.node_rank)
+        folder.name(f"measure-{first.get('run_id') or run_id}-node-{node_rank}")
+
     try:
         run_world_size(
             resolved,
@@ -623,6 +650,7 @@ def measure_across_nodes(
         )
     except KeyboardInterrupt:
         keep = True
+        name_logs()
         message = (
             f"interrupted; every rank of this node was stopped; log: {folder.where(outcome.log)}"
         )
@@ -633,6 +661,7 @@ def measure_across_nodes(
         ) from None
     finally:
         keep = keep or outcome.error is not None
+        name_logs()
         folder.close(keep=keep)
     error = f"{outcome.error}; log: {folder.where(outcome.log)}" if outcome.error else None
     if not outcome.lead:

@@ -48,6 +48,14 @@ MAX_NODES = 100_000
 _ENDPOINT = re.compile(r"^(?P<host>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})$")
 
 
+ENDPOINT_RULE = "must be host:port with a port from 1 to 65,535"
+
+
+def _is_endpoint(text: str) -> bool:
+    match = _ENDPOINT.match(text)
+    return bool(match) and 1 <= int(match["port"]) <= 65535  # type: ignore[index]
+
+
 class ClusterShape(BaseModel):
     """How many nodes, processes per node, and where they meet."""
 
@@ -72,9 +80,8 @@ class ClusterShape(BaseModel):
     @field_validator("rdzv_endpoint")
     @classmethod
     def _endpoint(cls, value: str) -> str:
-        match = _ENDPOINT.match(value)
-        if not match or not 1 <= int(match["port"]) <= 65535:
-            raise ValueError("must be host:port with a port from 1 to 65,535")
+        if not _is_endpoint(value):
+            raise ValueError(ENDPOINT_RULE)
         return value
 
     @property
@@ -92,6 +99,9 @@ class ClusterShape(BaseModel):
 
 def read_shape(options: Mapping[str, object]) -> ClusterShape:
     """The shape from options as typed; :class:`InputError` names the field."""
+    endpoint = options.get("rdzv_endpoint")
+    if isinstance(endpoint, str) and len(endpoint) <= 300 and not _is_endpoint(endpoint):
+        raise InputError.single("rdzv_endpoint", f"{ENDPOINT_RULE} (got {endpoint})", endpoint)
     shape = parse(ClusterShape, {k: v for k, v in options.items() if v is not None})
     if shape.node_rank is not None and shape.node_rank >= shape.nnodes:
         raise InputError.single(

@@ -441,9 +441,7 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
     except BaseException as exc:
         status.update(state="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
         if _lost_a_peer(exc):
-            cause = _first_failure_elsewhere(config.timeout_s / 2)
-            if cause:
-                status.update(cause=cause)
+            status.update(lost_peer=True, cause=_first_failure_elsewhere(config.timeout_s / 2))
         raise
     finally:
         status.stop()
