@@ -123,8 +123,7 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
     table = Table(title=title, title_justify="left")
     for name in ("Devices", "Throughput", "Per device", "Efficiency", "Step p50", "Step p95"):
         table.add_column(name, justify="right")
-    for name in ("Rank spread", "Step CV", "Compute", "Exposed comm", "Overhead"):
-        table.add_column(name, justify="right")
+    table.add_column("Rank spread", justify="right")
     for row in payload["results"]:
         table.add_row(
             f"{row['devices']:,}",
@@ -134,10 +133,28 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
             format_duration(row["step_time_p50_s"]),
             format_duration(row["step_time_p95_s"]),
             f"{row['rank_spread'] * 100:.1f} % (rank {row['slowest_rank']})",
-            *_step_parts(row),
         )
     if payload["results"]:
         console.print(table)
+    split = Table(
+        title="The median step: compute + exposed communication + fixed cost",
+        title_justify="left",
+    )
+    for name in ("Devices", "Step p50", "Step CV", "Compute", "Comm alone", "Exposed", "Fixed"):
+        split.add_column(name, justify="right")
+    rows = [row for row in payload["results"] if "step_overhead_s" in row]
+    for row in rows:  # runs stored before the split was measured have none
+        split.add_row(
+            f"{row['devices']:,}",
+            format_duration(row["step_time_p50_s"]),
+            f"{row['step_time_cv'] * 100:.1f} %",
+            format_duration(row["compute_time_s"]),
+            format_duration(row["comm_time_s"]),
+            format_duration(row["exposed_comm_time_s"]),
+            format_duration(row["step_overhead_s"]),
+        )
+    if rows:
+        console.print(split)
     bandwidth = Table(title="Collectives (busbw as nccl-tests defines it)", title_justify="left")
     for name in ("Op", "Devices", "Size", "Time", "algbw", "busbw"):
         bandwidth.add_column(name, justify="right" if name != "Op" else "left")
@@ -157,20 +174,6 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         )
     if payload["collectives"]:
         console.print(bandwidth)
-
-
-def _step_parts(row: Mapping[str, Any]) -> list[str]:
-    """Jitter and the split of the median step; runs stored before these existed show '-'."""
-    from dpscale.units import format_duration
-
-    if "step_overhead_s" not in row:
-        return ["-"] * 4
-    return [
-        f"{row['step_time_cv'] * 100:.1f} %",
-        format_duration(row["compute_time_s"]),
-        format_duration(row["exposed_comm_time_s"]),
-        format_duration(row["step_overhead_s"]),
-    ]
 
 
 def _across(row: Mapping[str, Any]) -> str:
