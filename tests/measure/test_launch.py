@@ -120,6 +120,8 @@ def test_ctrl_c_stops_every_rank_and_keeps_the_partial_run(tmp_path: Path) -> No
         measure(config, on_event=watcher, work_dir=tmp_path)
     payload = stopped.value.payload
     assert payload["partial"] is True
-    assert payload["error"] == "interrupted at world size 2; every rank was stopped"
+    log = tmp_path / "world-2" / "torchrun.log"
+    assert payload["error"] == f"interrupted at world size 2; every rank was stopped; log: {log}"
+    assert log.is_file()
     assert len(payload["collectives"]) >= 1
     assert not [pid for pid in watcher.pids if running(pid)]

@@ -1,6 +1,7 @@
 """One rank of a measurement: the module torchrun (or SLURM ``srun``) starts on every rank.
 
-On one machine ``dpscale measure`` runs it for you, once per world size. Across nodes, start it
+On one machine ``dpscale measure`` runs it for you, once per world size; across nodes
+``dpscale measure --nnodes ...`` on every node runs it in one torchrun job. Or start it
 yourself with the launcher of the cluster; rank 0 collects every rank's timings and writes
 the run to ``--out`` (``run.json``; store it with ``dpscale runs import``)::
 
@@ -8,9 +9,11 @@ the run to ``--out`` (``run.json``; store it with ``dpscale runs import``)::
         --rdzv-endpoint node0:29500 --rdzv-id measure1 \\
         -m dpscale.measure.worker --out runs/measure1 --model-params 25M
 
-The rank comes from torch's variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, set by
-torchrun) or SLURM's (``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``); ``MASTER_ADDR``
-and ``MASTER_PORT`` name rank 0. Backend ``auto`` is NCCL where CUDA is available, with rank
+The rank comes from torch's variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and the node
+rank ``GROUP_RANK``, set by torchrun) or SLURM's (``SLURM_PROCID``, ``SLURM_NTASKS``,
+``SLURM_LOCALID``, ``SLURM_NODEID``); ``MASTER_ADDR`` (under srun by default the first host
+of ``SLURM_JOB_NODELIST``) and ``MASTER_PORT`` name rank 0. Each measurement records how
+many nodes its ranks span. Backend ``auto`` is NCCL where CUDA is available, with rank
 ``r`` on GPU ``LOCAL_RANK``; else gloo on the CPU. With ``--world-sizes 1,8,16`` one job
 measures several world sizes on the first 1, 8, 16 ranks (process subgroups), the other ranks
 waiting at a barrier after each measurement.
