@@ -176,7 +176,7 @@ def test_the_other_node_prints_a_note_not_a_second_run(two_nodes: dict[str, Any]
     assert (note["node_rank"], note["ranks"]) == (1, [1])
     assert "results" not in note
     assert note["note"] == (
-        f"node 1 (ranks 1) took part in run {run_id}; rank 0 on {socket.gethostname()} "
+        f"node 1 (rank 1) took part in run {run_id}; rank 0 on {socket.gethostname()} "
         "gathers, stores and prints it"
     )
 
@@ -217,31 +217,30 @@ def test_a_finished_run_leaves_nothing_behind(two_nodes: dict[str, Any]) -> None
 def test_a_killed_rank_on_the_second_node_is_named_with_its_node(
     tmp_path: Path, sqlite_url: str
 ) -> None:
-    # Two processes per node through the elastic c10d rendezvous (no --node-rank): the
-    # rendezvous gives out the node ranks, so the second node is found by its statuses.
     options = (*FAULTY, "--world-sizes", "4")
-    nodes = _start_nodes(tmp_path, options, nproc_per_node=2, node_ranks=False)
+    nodes = _start_nodes(tmp_path, options, nproc_per_node=2, node_ranks=True)
+    lead, other = nodes
     try:
 
-        def second_node_in_the_big_all_reduce() -> Any:
-            for index, node in enumerate(nodes):
-                for status in node.statuses():
-                    if status["rank"] == 3 and status["label"].startswith("all_reduce 16.8 MB"):
-                        return index, status
-            return None
+        def rank_3_in_the_big_all_reduce() -> Any:
+            return [
+                status
+                for status in other.statuses()
+                if status["rank"] == 3 and status["label"].startswith("all_reduce 16.8 MB")
+            ]
 
-        index, status = _wait_for(second_node_in_the_big_all_reduce, nodes, "the 16 MiB run")
-        assert status["node_rank"] == 1
+        (status,) = _wait_for(rank_3_in_the_big_all_reduce, nodes, "the 16 MiB run")
+        assert (status["node_rank"], status["local_rank"]) == (1, 1)
         os.kill(status["pid"], signal.SIGKILL)
         for node in nodes:
             node.finish()
     finally:
         _stop(nodes)
-    lead, other = nodes[1 - index], nodes[index]
     expected = (
         f"rank 3 (node 1, {socket.gethostname()}) of world size 4 was killed by SIGKILL "
         "(during all_reduce 16.8 MB at 4 devices)"
     )
+    # Node 0's ranks saw only a broken connection; node 1 told them why, through the store.
     assert lead.process.returncode == 1
     payload = json.loads(lead.out)
     assert payload["partial"] is True
@@ -258,33 +257,44 @@ def test_a_killed_rank_on_the_second_node_is_named_with_its_node(
     _assert_clean(tmp_path, nodes)
 
 
-def test_ctrl_c_on_node_0_gives_the_log_and_stops_both_nodes(
+def test_ctrl_c_on_rank_0s_node_gives_the_log_and_stops_both_nodes(
     tmp_path: Path, sqlite_url: str
 ) -> None:
+    # The elastic c10d rendezvous (no --node-rank) gives out the node ranks: rank 0's node
+    # is found by its statuses.
     options = (*FAULTY, "--world-sizes", "2")
-    nodes = _start_nodes(tmp_path, options, nproc_per_node=1, node_ranks=True)
-    lead, other = nodes
+    nodes = _start_nodes(tmp_path, options, nproc_per_node=1, node_ranks=False)
     try:
 
-        def lead_in_the_big_all_reduce() -> Any:
-            return [s for s in lead.statuses() if s["label"].startswith("all_reduce 16.8 MB")]
+        def rank_0_in_the_big_all_reduce() -> Any:
+            for node in nodes:
+                for status in node.statuses():
+                    if status["rank"] == 0 and status["label"].startswith("all_reduce 16.8 MB"):
+                        return node
+            return None
 
-        _wait_for(lead_in_the_big_all_reduce, nodes, "the 16 MiB run")
+        lead = _wait_for(rank_0_in_the_big_all_reduce, nodes, "the 16 MiB run")
         lead.process.send_signal(signal.SIGINT)
         for node in nodes:
             node.finish()
     finally:
         _stop(nodes)
+    other = nodes[1 - nodes.index(lead)]
     assert lead.process.returncode == 130
     line = lead.err.strip().splitlines()[-1]
     assert line.startswith("dpscale: interrupted; every rank of this node was stopped; log: ")
+    assert line.endswith(" stored")  # the partial run, by rank 0's node only
     log = Path(line.split("; log: ", 1)[1].split(";", 1)[0])
     assert log.name == "torchrun.log"
     assert log.is_file()
     assert log.is_relative_to(tmp_path / "state")
-    # The store went with node 0's torchrun: the other node can only say that a peer went.
+    assert [run["partial"] for run in list_runs(url=sqlite_url)] == [True]
     assert other.process.returncode == 1
-    error = json.loads(other.out)["error"]
-    assert error.startswith(f"rank 1 (node 1, {socket.gethostname()}) of world size 2 failed: ")
-    assert "; a rank on another node stopped first (that node's output says why); log: " in error
+    # Told by node 0 where its agent held the rendezvous' store, else left to say so much.
+    error = json.loads(other.out)["error"].split("; log: ")[0]
+    host = socket.gethostname()
+    assert error == f"node 0 ({host}) was interrupted (Ctrl-C or SIGTERM)" or (
+        error.startswith(f"rank 1 (node 1, {host}) of world size 2 failed: ")
+        and error.endswith("; a rank on another node stopped first (that node's output says why)")
+    )
     _assert_clean(tmp_path, nodes)

@@ -152,7 +152,7 @@ def measure(
     except InputError as err:
         fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
     except MeasurementInterrupted as stop:
-        run_id = _store(stop.payload) if store else None
+        run_id = _store(stop.payload) if store and stop.payload.get("lead") is not False else None
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: {stop.payload['error']}{stored}\n")
         raise typer.Exit(130) from None
@@ -269,10 +269,14 @@ def _time_limit(timeout_s: float) -> str:
 def _print_note(note: dict[str, Any], *, as_json: bool) -> None:
     """A node without rank 0: what it took part in, not a second copy of the run."""
     ranks = ", ".join(str(rank) for rank in note["ranks"])
-    text = (
-        f"node {note['node_rank']} (ranks {ranks}) took part in run {note['run_id']}; "
-        f"rank 0 on {note['lead_host']} gathers, stores and prints it"
-    )
+    if note["run_id"] is None:
+        text = f"node {note['node_rank']} took part in no run: its ranks did not start"
+    else:
+        text = (
+            f"node {note['node_rank']} (rank{'s' if len(note['ranks']) > 1 else ''} {ranks}) "
+            f"took part in run {note['run_id']}; rank 0 on {note['lead_host']} gathers, "
+            "stores and prints it"
+        )
     if as_json:
         print_json({**note, "note": text})
     elif not note["error"]:

@@ -405,21 +405,28 @@ def run_world_size(
     finished_since: float | None = None
     dead: list[int] = []
 
-    def failed(message: str) -> WorldSizeOutcome:
-        cause = next((s["cause"] for s in statuses.values() if s.get("cause")), None)
+    def failed(message: str, *, here: bool = True) -> WorldSizeOutcome:
+        """End with ``message``; ``here``: a rank of this node failed of itself (not only by
+        losing a peer), so another node's report is no cause."""
+        reports = [s["cause"] for s in statuses.values() if s.get("cause")]
+        cause = None if here or not reports else reports[0]
         outcome.error = cause or (_name_nodes(message, statuses) if node else message)
-        if node is not None and not cause and any(s.get("lost_peer") for s in statuses.values()):
+        if node is not None and not here and not cause:
             # No node told what happened (its store was gone first, as when node 0 stops).
             outcome.error += "; a rank on another node stopped first (that node's output says why)"
+        # Where rank 0 runs, torchrun has stopped it already: only other nodes tell it.
+        if node is not None and not outcome.lead:
+            _tell_the_others(node, outcome.error)
         return outcome
 
     def death() -> WorldSizeOutcome:
         log_text = outcome.log.read_text(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
-        failed(_death_message(world_size, statuses, dead, log_text, config.timeout_s))
-        # Where rank 0 runs, torchrun has stopped it already: only other nodes tell it.
-        if node is not None and outcome.error and not outcome.lead:
-            _tell_the_others(node, outcome.error)
-        return outcome
+        codes, _ = _torchrun_failures(log_text)
+        ended = set(dead) | {r for r, code in codes.items() if code != -signal.SIGTERM}
+        ended |= {r for r, s in statuses.items() if s["state"] == "failed"}
+        here = any(not statuses.get(r, {}).get("lost_peer") for r in ended) or not ended
+        message = _death_message(world_size, statuses, dead, log_text, config.timeout_s)
+        return failed(message, here=here)
 
     try:
         while True:
@@ -464,6 +471,16 @@ def run_world_size(
             ]
             if newly_dead and dead_since is None:
                 dead, dead_since = newly_dead, now
+                if node is not None and node.shape.node_rank is None and not outcome.lead:
+                    # The elastic rendezvous' store may live in this node's torchrun, which
+                    # ends with its ranks: tell the others now; the signal comes later.
+                    rank = min(newly_dead)
+                    label = statuses[rank]["label"]
+                    _tell_the_others(
+                        node,
+                        _name_nodes(f"rank {rank} of world size {world_size} died", statuses)
+                        + f" (during {label})",
+                    )
             if dead_since is not None:
                 # torchrun stops the other ranks and logs how each ended (the signal that
                 # killed one), then exits: that report is awaited, not a fixed time, since a
@@ -632,6 +649,23 @@ def measure_across_nodes(
     outcome = WorldSizeOutcome(shape.world_size)
     keep = keep_logs
 
+    def lead() -> bool:
+        """Rank 0 ran here; before any rank started, only a node given rank 0 can tell."""
+        return outcome.lead if outcome.statuses else shape.node_rank == 0
+
+    def note(error: str | None) -> dict[str, Any]:
+        mine = sorted(outcome.statuses)
+        first = outcome.statuses[mine[0]] if mine else {}
+        found = {
+            "lead": False,
+            "run_id": first.get("run_id"),
+            "node_rank": first.get("node_rank", shape.node_rank),
+            "ranks": mine,
+            "lead_host": first.get("lead_host"),
+            "error": error,
+        }
+        return found | ({"logs": str(folder.kept)} if keep else {})
+
     def name_logs() -> None:
         """By the run (rank 0's id) and node: every node's logs side by side."""
         first = outcome.statuses[min(outcome.statuses)] if outcome.statuses else {}
@@ -654,6 +688,8 @@ def measure_across_nodes(
         message = (
             f"interrupted; every rank of this node was stopped; log: {folder.where(outcome.log)}"
         )
+        if not lead():  # rank 0's node stores the run; a second, empty copy is no use
+            raise MeasurementInterrupted(note(message)) from None
         raise MeasurementInterrupted(
             payload_from_streams(
                 [outcome.events], resolved, run_id=run_id, backend=backend, error=message
@@ -664,20 +700,8 @@ def measure_across_nodes(
         name_logs()
         folder.close(keep=keep)
     error = f"{outcome.error}; log: {folder.where(outcome.log)}" if outcome.error else None
-    if not outcome.lead:
-        mine = sorted(outcome.statuses)
-        first = outcome.statuses[mine[0]]
-        note = {
-            "lead": False,
-            "run_id": first.get("run_id"),
-            "node_rank": first["node_rank"],
-            "ranks": mine,
-            "lead_host": first.get("lead_host"),
-            "error": error,
-        }
-        if keep:
-            note["logs"] = str(folder.kept)
-        return note
+    if not lead():
+        return note(error)
     payload = payload_from_streams(
         [outcome.events], resolved, run_id=run_id, backend=backend, error=error
     )

@@ -442,9 +442,11 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
         if lead:
             rundir.append_event(run_dir, {"type": "done"})
     except BaseException as exc:
-        status.update(state="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
-        if _lost_a_peer(exc):
-            status.update(lost_peer=True, cause=_first_failure_elsewhere(config.timeout_s / 2))
+        lost = _lost_a_peer(exc)
+        # Said before waiting for the cause: torchrun may stop this rank while it waits.
+        status.update(state="failed", error=f"{type(exc).__name__}: {exc}"[:2000], lost_peer=lost)
+        if lost:
+            status.update(cause=_first_failure_elsewhere(config.timeout_s / 2))
         raise
     finally:
         status.stop()
