@@ -128,7 +128,8 @@ def measure(
         import torch  # noqa: F401  (only to say how to install it when it is missing)
     except ImportError:
         fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
-    from dpscale.measure.launch import MeasurementInterrupted, measure_across_nodes
+    from dpscale.measure.across import measure_across_nodes
+    from dpscale.measure.launch import MeasurementInterrupted
     from dpscale.measure.launch import measure as run_measurement
 
     try:

@@ -16,15 +16,14 @@ each is killed by its pid, after checking that the pid is still a dpscale rank) 
 next world size starts or the call returns; what was measured before is kept and the run is
 marked partial.
 
-Across nodes (:func:`measure_across_nodes`), every node runs this launcher around one
-torchrun job over all nodes (:mod:`dpscale.measure.nodes`); each watches its own ranks. The
-node that holds rank 0 returns the run; the others a note. A node whose rank dies tells rank
-0 through the rendezvous' c10d store (key :data:`FAILURE_KEY`), so that the run rank 0
-reports names the rank and node that failed first, not only the broken connection it saw.
+Across nodes (:func:`dpscale.measure.across.measure_across_nodes`), every node runs
+:func:`run_world_size` around one torchrun job over all nodes, given the cluster's shape;
+each watches its own ranks and names them with their node, and a node whose rank dies tells
+the others (:mod:`dpscale.measure.failures`).
 
-The run directory is a temporary folder, removed at every ending; after a failure, Ctrl-C
-or with ``keep_logs``, its logs are moved first to the user's log folder
-(:func:`logs_home`) and the message names torchrun's log there.
+The run directory is a temporary folder (:class:`~dpscale.measure.rundir.RunFolder`),
+removed at every ending; after a failure, Ctrl-C or with ``keep_logs``, its logs are moved
+first to the user's log folder and the message names torchrun's log there.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,18 +43,16 @@ from typing import Any
 
 from dpscale.measure import rundir
 from dpscale.measure.config import MeasureConfig, default_world_sizes
+from dpscale.measure.failures import tell_the_others
 from dpscale.measure.nodes import ClusterShape, torchrun_node_command
 from dpscale.measure.report import new_run_id, payload_from_streams
+from dpscale.measure.rundir import RunFolder
 from dpscale.validation import InputError
 
 __all__ = [
-    "FAILURE_KEY",
     "MeasurementInterrupted",
-    "NodeJob",
     "WorldSizeOutcome",
-    "logs_home",
     "measure",
-    "measure_across_nodes",
     "run_world_size",
     "torchrun_command",
     "world_sizes_for",
@@ -72,9 +68,6 @@ EXIT_GRACE_S = 3.0
 KILL_WAIT_S = 30.0
 """How long a killed rank may take to disappear (a rank in uninterruptible I/O takes time)."""
 WORKER_MODULE = "dpscale.measure.worker"
-FAILURE_KEY = "dpscale-measure/first-failure"
-"""In the rendezvous store: the first failure a node's launcher saw, in words."""
-STORE_CONNECT_S = 5.0
 
 EventHandler = Callable[[dict[str, Any]], None]
 
@@ -85,13 +78,6 @@ class MeasurementInterrupted(KeyboardInterrupt):
     def __init__(self, payload: dict[str, Any]) -> None:
         super().__init__(payload["error"])
         self.payload = payload
-
-
-@dataclass(frozen=True)
-class NodeJob:
-    """This node's part of a run across nodes."""
-
-    shape: ClusterShape
 
 
 @dataclass
@@ -329,33 +315,6 @@ def _name_nodes(message: str, statuses: dict[int, dict[str, Any]]) -> str:
     return _RANK_OF.sub(named, message, count=1)
 
 
-def _tell_the_others(job: NodeJob, message: str) -> None:
-    """Leave how this node's part ended (a rank died, Ctrl-C) in the rendezvous store, unless
-    a report is there already: the ranks that lost their peer wait for it (see the worker),
-    so that the run names the cause, not the broken connections that followed.
-
-    Best effort: the store lives in a torchrun agent, which may have ended already.
-    """
-    import socket
-    from datetime import timedelta
-
-    import torch.distributed as dist
-
-    try:  # a closed port is told apart quietly; TCPStore would log each retry on stderr
-        socket.create_connection((job.shape.host, job.shape.port), STORE_CONNECT_S).close()
-    except OSError:
-        return
-    with contextlib.suppress(Exception):
-        store = dist.TCPStore(  # type: ignore[attr-defined]
-            job.shape.host,
-            job.shape.port,
-            is_master=False,
-            timeout=timedelta(seconds=STORE_CONNECT_S),
-            wait_for_workers=False,
-        )
-        store.compare_set(FAILURE_KEY, "", message)
-
-
 def run_world_size(
     config: MeasureConfig,
     world_size: int,
@@ -364,7 +323,7 @@ def run_world_size(
     on_event: EventHandler | None = None,
     outcome: WorldSizeOutcome | None = None,
     run_id: str = "",
-    node: NodeJob | None = None,
+    node: ClusterShape | None = None,
 ) -> WorldSizeOutcome:
     """Measure at one world size (across nodes: this node's ranks of it); never leaves a
     process behind, whatever happens."""
@@ -383,9 +342,9 @@ def run_world_size(
         command = torchrun_command(world_size, run_dir, config_file)
         local = world_size
     else:
-        command = torchrun_node_command(node.shape, run_dir, config_file)
-        local = node.shape.nproc_per_node
-        env["DPSCALE_FAILURE_STORE"] = node.shape.rdzv_endpoint
+        command = torchrun_node_command(node, run_dir, config_file)
+        local = node.nproc_per_node
+        env["DPSCALE_FAILURE_STORE"] = node.rdzv_endpoint
     with outcome.log.open("wb") as log:
         proc = subprocess.Popen(
             command,
@@ -416,7 +375,7 @@ def run_world_size(
             outcome.error += "; a rank on another node stopped first (that node's output says why)"
         # Where rank 0 runs, torchrun has stopped it already: only other nodes tell it.
         if node is not None and not outcome.lead:
-            _tell_the_others(node, outcome.error)
+            tell_the_others(node, outcome.error)
         return outcome
 
     def death() -> WorldSizeOutcome:
@@ -471,12 +430,12 @@ def run_world_size(
             ]
             if newly_dead and dead_since is None:
                 dead, dead_since = newly_dead, now
-                if node is not None and node.shape.node_rank is None and not outcome.lead:
+                if node is not None and node.node_rank is None and not outcome.lead:
                     # The elastic rendezvous' store may live in this node's torchrun, which
                     # ends with its ranks: tell the others now; the signal comes later.
                     rank = min(newly_dead)
                     label = statuses[rank]["label"]
-                    _tell_the_others(
+                    tell_the_others(
                         node,
                         _name_nodes(f"rank {rank} of world size {world_size} died", statuses)
                         + f" (during {label})",
@@ -499,52 +458,13 @@ def run_world_size(
         if node is not None:
             here = next(iter(statuses.values()), {})
             where = f"node {here.get('node_rank', '?')} ({here.get('host', '?')})"
-            _tell_the_others(node, f"{where} was interrupted (Ctrl-C or SIGTERM)")
+            tell_the_others(node, f"{where} was interrupted (Ctrl-C or SIGTERM)")
         raise
     finally:
         _kill_all(proc, outcome.pids)
         # Events written between the last look and the kill are still measurements.
         late, offset = rundir.read_events(run_dir, offset)
         outcome.events.extend(late)
-
-
-def logs_home() -> Path:
-    """Where kept logs go: the user's log folder (``$XDG_STATE_HOME/dpscale/log`` on Linux)."""
-    from platformdirs import user_log_dir
-
-    return Path(user_log_dir("dpscale", appauthor=False))
-
-
-class _RunFolder:
-    """The run's working folder: a temporary one unless the caller gives one.
-
-    :meth:`close` removes a temporary folder at every ending; its logs are moved to
-    :func:`logs_home` first when ``keep`` is set (a failure, Ctrl-C, or asked for).
-    """
-
-    def __init__(self, work_dir: Path | None, run_id: str) -> None:
-        self.owned = work_dir is None
-        self.root = work_dir or Path(tempfile.mkdtemp(prefix="dpscale-measure-"))
-        self.kept = self.root if not self.owned else logs_home() / f"measure-{run_id}"
-
-    def name(self, name: str) -> None:
-        """Keep the logs under ``name`` in the log folder (a temporary folder only)."""
-        if self.owned:
-            self.kept = logs_home() / name
-
-    def where(self, path: Path | None) -> Path | None:
-        """``path`` inside the folder as it will be once kept."""
-        return None if path is None else self.kept / path.relative_to(self.root)
-
-    def close(self, *, keep: bool) -> None:
-        if not self.owned:
-            return
-        import shutil
-
-        if keep:
-            self.kept.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(self.root, self.kept, dirs_exist_ok=True)
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def measure(
@@ -566,7 +486,7 @@ def measure(
     sizes = world_sizes_for(config, backend)
     resolved = config.model_copy(update={"world_sizes": sizes})
     run_id = new_run_id()
-    folder = _RunFolder(work_dir, run_id)
+    folder = RunFolder(work_dir, run_id)
     outcomes: list[WorldSizeOutcome] = []
     error = None
     keep = keep_logs
@@ -604,106 +524,6 @@ def measure(
         folder.close(keep=keep)
     payload = payload_from_streams(
         [o.events for o in outcomes], resolved, run_id=run_id, backend=backend, error=error
-    )
-    if keep:
-        payload["logs"] = str(folder.kept)
-    return payload
-
-
-def measure_across_nodes(
-    config: MeasureConfig,
-    shape: ClusterShape,
-    *,
-    on_event: EventHandler | None = None,
-    work_dir: Path | None = None,
-    keep_logs: bool = False,
-) -> dict[str, Any]:
-    """This node's part of one run over ``shape``: every world size in one torchrun job.
-
-    On the node that holds rank 0 the run (as :func:`measure` returns it); on the others a
-    note: ``{"lead": False, "run_id", "node_rank", "ranks", "lead_host"}``, and ``error``
-    when this node's ranks failed. Ctrl-C raises :class:`MeasurementInterrupted`.
-    """
-    from dpscale.measure.worker import resolve_backend
-
-    backend = resolve_backend(config.backend)
-    sizes = config.world_sizes or default_world_sizes(shape.world_size)
-    if max(sizes) > shape.world_size:
-        raise InputError.single(
-            "world_sizes",
-            f"must not exceed --nnodes x --nproc-per-node = {shape.world_size}",
-            ",".join(map(str, sizes)),
-        )
-    if backend == "nccl":
-        import torch
-
-        gpus = torch.cuda.device_count()
-        if shape.nproc_per_node > gpus:
-            raise InputError.single(
-                "nproc_per_node", f"needs one GPU per process with nccl; this node has {gpus}"
-            )
-    resolved = config.model_copy(update={"world_sizes": tuple(sizes), "nproc": shape.world_size})
-    run_id = new_run_id()
-    folder = _RunFolder(work_dir, run_id)
-    job = NodeJob(shape)
-    outcome = WorldSizeOutcome(shape.world_size)
-    keep = keep_logs
-
-    def lead() -> bool:
-        """Rank 0 ran here; before any rank started, only a node given rank 0 can tell."""
-        return outcome.lead if outcome.statuses else shape.node_rank == 0
-
-    def note(error: str | None) -> dict[str, Any]:
-        mine = sorted(outcome.statuses)
-        first = outcome.statuses[mine[0]] if mine else {}
-        found = {
-            "lead": False,
-            "run_id": first.get("run_id"),
-            "node_rank": first.get("node_rank", shape.node_rank),
-            "ranks": mine,
-            "lead_host": first.get("lead_host"),
-            "error": error,
-        }
-        return found | ({"logs": str(folder.kept)} if keep else {})
-
-    def name_logs() -> None:
-        """By the run (rank 0's id) and node: every node's logs side by side."""
-        first = outcome.statuses[min(outcome.statuses)] if outcome.statuses else {}
-        node_rank = first.get("node_rank", shape.node_rank)
-        folder.name(f"measure-{first.get('run_id') or run_id}-node-{node_rank}")
-
-    try:
-        run_world_size(
-            resolved,
-            shape.world_size,
-            folder.root / "job",
-            on_event=on_event,
-            outcome=outcome,
-            run_id=run_id,
-            node=job,
-        )
-    except KeyboardInterrupt:
-        keep = True
-        name_logs()
-        message = (
-            f"interrupted; every rank of this node was stopped; log: {folder.where(outcome.log)}"
-        )
-        if not lead():  # rank 0's node stores the run; a second, empty copy is no use
-            raise MeasurementInterrupted(note(message)) from None
-        raise MeasurementInterrupted(
-            payload_from_streams(
-                [outcome.events], resolved, run_id=run_id, backend=backend, error=message
-            )
-        ) from None
-    finally:
-        keep = keep or outcome.error is not None
-        name_logs()
-        folder.close(keep=keep)
-    error = f"{outcome.error}; log: {folder.where(outcome.log)}" if outcome.error else None
-    if not lead():
-        return note(error)
-    payload = payload_from_streams(
-        [outcome.events], resolved, run_id=run_id, backend=backend, error=error
     )
     if keep:
         payload["logs"] = str(folder.kept)

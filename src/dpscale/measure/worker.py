@@ -43,6 +43,7 @@ from dpscale.measure.config import (
     measurement_plan,
     read_config,
 )
+from dpscale.measure.failures import first_failure_elsewhere, lost_a_peer
 from dpscale.validation import InputError
 
 __all__ = ["RankIdentity", "WorkerSetupError", "main", "rank_identity", "resolve_backend"]
@@ -122,46 +123,6 @@ def resolve_backend(requested: str) -> str:
     if requested == "auto":
         return "nccl" if torch.cuda.is_available() else "gloo"
     return requested
-
-
-def _lost_a_peer(exc: BaseException) -> bool:
-    """Whether ``exc`` is the communication library's report of a peer gone (a consequence,
-    not a cause: the cause is that peer's)."""
-    import torch.distributed as dist
-
-    if isinstance(exc, dist.DistError):
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and any(
-        word in text for word in ("gloo", "nccl", "connection closed", "connection reset")
-    )
-
-
-def _first_failure_elsewhere(wait_s: float) -> str | None:
-    """Across nodes under ``dpscale measure``: what a node's launcher reported as the first
-    rank to die, waited for up to ``wait_s`` in the rendezvous store (None when none came)."""
-    endpoint = os.environ.get("DPSCALE_FAILURE_STORE")
-    if not endpoint:
-        return None
-    from datetime import timedelta
-
-    import torch.distributed as dist
-
-    from dpscale.measure.launch import FAILURE_KEY, STORE_CONNECT_S
-
-    host, _, port = endpoint.rpartition(":")
-    try:
-        store = dist.TCPStore(  # type: ignore[attr-defined]
-            host.strip("[]"),
-            int(port),
-            is_master=False,
-            timeout=timedelta(seconds=STORE_CONNECT_S),
-            wait_for_workers=False,
-        )
-        store.wait([FAILURE_KEY], timedelta(seconds=wait_s))
-        return bytes(store.get(FAILURE_KEY)).decode("utf-8", errors="replace")
-    except Exception:  # no store left, or no report in time: the rank's own error stands
-        return None
 
 
 def _die_with_parent() -> None:
@@ -442,11 +403,11 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
         if lead:
             rundir.append_event(run_dir, {"type": "done"})
     except BaseException as exc:
-        lost = _lost_a_peer(exc)
+        lost = lost_a_peer(exc)
         # Said before waiting for the cause: torchrun may stop this rank while it waits.
         status.update(state="failed", error=f"{type(exc).__name__}: {exc}"[:2000], lost_peer=lost)
         if lost:
-            status.update(cause=_first_failure_elsewhere(config.timeout_s / 2))
+            status.update(cause=first_failure_elsewhere(config.timeout_s / 2))
         raise
     finally:
         status.stop()
