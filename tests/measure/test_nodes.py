@@ -212,3 +212,16 @@ def test_without_slurm_nproc_per_node_alone_is_refused(
     status, _, err = _cli(capsys, "measure", "--nproc-per-node", "2")
     assert status == 2
     assert err == "dpscale: error: --nproc-per-node: needs --nnodes (a run across nodes)\n"
+
+
+def test_under_srun_nproc_per_node_alone_reads_the_shape_from_slurm(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+) -> None:
+    # srun --ntasks-per-node=1 dpscale measure --nproc-per-node 2, on the first of two nodes:
+    # 2 nodes x 2 processes, so 8 ranks are refused naming the 4 that the variables give.
+    slurm = {"SLURM_NNODES": "2", "SLURM_NODEID": "0", "SLURM_JOB_NODELIST": "n[1-2]"}
+    for name, value in slurm.items():
+        monkeypatch.setenv(name, value)
+    status, out, err = _cli(capsys, "measure", "--nproc-per-node", "2", "--world-sizes", "8")
+    assert (status, out) == (2, "")
+    assert err == "dpscale: error: --world-sizes: must not exceed --nnodes x --nproc-per-node = 4\n"
