@@ -124,7 +124,7 @@ def _wait_for(condition: Any, nodes: Sequence[Node], what: str) -> Any:
     pytest.fail(f"no {what} within {ENDS_S:g} s")
 
 
-def _assert_clean(root: Path, nodes: Sequence[Node]) -> None:
+def _assert_clean(nodes: Sequence[Node]) -> None:
     for node in nodes:
         assert _survivors(node.marker) == []
         assert list(node.tmp.iterdir()) == []
@@ -210,7 +210,7 @@ def test_each_result_splits_its_step(two_nodes: dict[str, Any]) -> None:
 
 
 def test_a_finished_run_leaves_nothing_behind(two_nodes: dict[str, Any]) -> None:
-    _assert_clean(two_nodes["root"], two_nodes["nodes"])
+    _assert_clean(two_nodes["nodes"])
     assert not (two_nodes["root"] / "state").exists()  # no logs kept without --keep-logs
 
 
@@ -254,7 +254,7 @@ def test_a_killed_rank_on_the_second_node_is_named_with_its_node(
     note = json.loads(other.out)
     assert note["error"].startswith(expected)
     assert note["run_id"] == payload["run_id"]
-    _assert_clean(tmp_path, nodes)
+    _assert_clean(nodes)
 
 
 def test_ctrl_c_on_rank_0s_node_gives_the_log_and_stops_both_nodes(
@@ -297,4 +297,4 @@ def test_ctrl_c_on_rank_0s_node_gives_the_log_and_stops_both_nodes(
         error.startswith(f"rank 1 (node 1, {host}) of world size 2 failed: ")
         and error.endswith("; a rank on another node stopped first (that node's output says why)")
     )
-    _assert_clean(tmp_path, nodes)
+    _assert_clean(nodes)
