@@ -1,6 +1,7 @@
 """Does the harness distort what it measures, and how long does the quick run take?
 
     .venv/bin/python benchmarks/bench_measure.py [--nproc 2] [--rounds 5]
+        [--skip-bandwidth] [--skip-quick-run] [--skip-nodes]
 
 1. All-reduce bus bandwidth from the harness (``dpscale.measure.collectives``: per-call
    timing, median over iterations, mean over ranks) against a bare ``torch.distributed``
@@ -10,6 +11,11 @@
    ratio harness/bare should be close to 1.
 2. Wall time of the default quick run, ``dpscale measure --no-store --json`` with two CPU
    processes (the issue's aim: under a minute), and the efficiency it measured.
+3. Across nodes on this host: the same collectives measured by two ``dpscale measure
+   --nnodes 2`` (two torchrun agents as two nodes) and by one ``dpscale measure --nproc 2``,
+   alternating ``--rounds`` times: on one machine both move data over the same loopback, so
+   busbw should agree (the multi-node path adds no cost to what it measures); and the wall
+   time each takes (the rendezvous' share).
 
 On a GPU machine the same script compares NCCL (``--backend nccl``); the harness then times
 with CUDA events and the bare loop synchronises once at the end.
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -150,20 +157,78 @@ def quick_run(nproc: int) -> None:
     print(f"   all-reduce {largest['bytes']:,} B: busbw {largest['busbw'] / 1e9:.3f} GB/s")
 
 
+NODE_SIZES = "1MiB,16MiB"
+
+
+def _timed_json(commands: list[list[str]]) -> tuple[float, list[dict[str, object]]]:
+    """Start ``commands`` together; their wall time and JSON outputs."""
+    began = time.perf_counter()
+    procs = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for command in commands
+    ]
+    outputs = [proc.communicate(timeout=900) for proc in procs]
+    wall = time.perf_counter() - began
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        if proc.returncode != 0:
+            sys.exit(f"dpscale measure failed:\n{err}")
+    return wall, [json.loads(out) for out, _ in outputs]
+
+
+def across_nodes(rounds: int) -> None:
+    print("3. two nodes on this host (two torchrun agents) against one machine, 2 processes")
+    dpscale = str(Path(sys.executable).with_name("dpscale"))
+    common = ["--no-training", "--sizes", NODE_SIZES, "--iterations", "20", "--no-store"]
+    common += ["--backend", "gloo", "--json"]
+    busbw: dict[str, dict[int, list[float]]] = {"nodes": {}, "one": {}}
+    walls: dict[str, list[float]] = {"nodes": [], "one": []}
+    for _ in range(rounds):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        node = [dpscale, "measure", "--nnodes", "2", "--nproc-per-node", "1"]
+        node += ["--rdzv-endpoint", f"127.0.0.1:{port}", *common]
+        wall, outputs = _timed_json([[*node, "--node-rank", str(rank)] for rank in (0, 1)])
+        walls["nodes"].append(wall)
+        for row in outputs[0]["collectives"]:  # type: ignore[attr-defined]
+            if row["op"] == "all_reduce":
+                busbw["nodes"].setdefault(row["bytes"], []).append(row["busbw"])
+        one = [dpscale, "measure", "--nproc", "2", "--world-sizes", "2", *common]
+        wall, outputs = _timed_json([one])
+        walls["one"].append(wall)
+        for row in outputs[0]["collectives"]:  # type: ignore[attr-defined]
+            if row["op"] == "all_reduce":
+                busbw["one"].setdefault(row["bytes"], []).append(row["busbw"])
+    print(f"   all-reduce busbw, median of {rounds} alternating rounds")
+    print(f"   {'size':>10} {'two nodes':>11} {'one machine':>11} {'ratio':>6}")
+    for size in sorted(busbw["one"]):
+        nodes, one = statistics.median(busbw["nodes"][size]), statistics.median(busbw["one"][size])
+        print(f"   {size:>10,} {nodes / 1e9:>6.3f} GB/s {one / 1e9:>6.3f} GB/s {nodes / one:>6.3f}")
+    print(
+        f"   wall time, median: two nodes {statistics.median(walls['nodes']):.1f} s, "
+        f"one machine {statistics.median(walls['one']):.1f} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
     parser.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--skip-bandwidth", action="store_true")
     parser.add_argument("--skip-quick-run", action="store_true")
+    parser.add_argument("--skip-nodes", action="store_true")
     args = parser.parse_args()
     if args.rank:
         _rank_main(args.rounds, args.backend)
         return
-    bandwidth_ratio(args.nproc, args.rounds, args.backend)
+    if not args.skip_bandwidth:
+        bandwidth_ratio(args.nproc, args.rounds, args.backend)
     if not args.skip_quick_run:
         quick_run(args.nproc)
+    if not args.skip_nodes:
+        across_nodes(args.rounds)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ def _measured_run(run_id: str, *, error: str | None = None) -> dict[str, Any]:
             {
                 "type": "measurement",
                 "kind": "training",
-                "summary": summarise_training(1, 32, training[0]),
+                "summary": summarise_training(
+                    1, 32, training[0], compute=training[0], comm=training[0]
+                ),
                 "rank_times_s": training[0],
             },
             {"type": "done"},
@@ -39,7 +41,9 @@ def _measured_run(run_id: str, *, error: str | None = None) -> dict[str, Any]:
             {
                 "type": "measurement",
                 "kind": "training",
-                "summary": summarise_training(2, 64, training[1]),
+                "summary": summarise_training(
+                    2, 64, training[1], compute=training[1], comm=training[1]
+                ),
                 "rank_times_s": training[1],
             },
             {

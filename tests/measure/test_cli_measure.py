@@ -8,6 +8,8 @@ import io
 import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -28,11 +30,21 @@ QUICK += ("--model-params", "100k", "--steps", "3", "--warmup-steps", "1")
 
 @pytest.mark.distributed
 def test_measure_json_is_stored_and_shown(
-    capsys: pytest.CaptureFixture[str], sqlite_url: str
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     status, out, err = run(capsys, "measure", *QUICK, "--json")
     assert status == 0, err
     payload = json.loads(out)
+    assert list(tmp.iterdir()) == []  # torchrun's and inductor's folders too
+    assert not (tmp_path / "state").exists()  # no logs kept from a run that succeeded
+    assert "logs" not in payload
     assert {"run_id", "backend", "partial", "environment", "config"} <= set(payload)
     assert payload["backend"] == "gloo"
     assert payload["partial"] is False
@@ -48,6 +60,10 @@ def test_measure_json_is_stored_and_shown(
     for row in payload["results"]:
         for key in ("throughput", "per_device_throughput", "step_time_p50_s", "step_time_p95_s"):
             assert row[key] > 0
+        assert row["step_time_cv"] >= 0
+        assert row["step_overhead_s"] >= 0
+        assert (row["nodes"], row["crosses_nodes"]) == (1, False)
+    assert payload["environment"]["nodes"] == 1
     assert len(payload["collectives"]) == 8
     for row in payload["collectives"]:
         assert row["op"] in ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
@@ -55,6 +71,7 @@ def test_measure_json_is_stored_and_shown(
         assert row["time_s"] > 0
         assert row["algbw"] > 0
         assert row["busbw"] > 0
+        assert (row["nodes"], row["crosses_nodes"]) == (1, False)
     assert get_run(payload["run_id"], url=sqlite_url) == payload
 
     status, out, _ = run(capsys, "runs", "list", "--json")

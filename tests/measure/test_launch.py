@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +67,25 @@ def first_collective(event: dict[str, Any], _watcher: Watcher) -> bool:
     return event["type"] == "measurement" and event["kind"] == "collective"
 
 
-def test_a_killed_rank_ends_the_run_with_its_number(tmp_path: Path) -> None:
+def test_a_killed_rank_ends_the_run_with_its_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def kill_rank_1(watcher: Watcher) -> None:
         os.kill(watcher.rank_pids[1], signal.SIGKILL)
 
+    # Its own temporary folder, as dpscale measure makes it: removed, the logs moved first.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     watcher = Watcher(first_collective, kill_rank_1)
     config = MeasureConfig(**{**FAULTY, "timeout_s": 600})
-    payload = measure(config, on_event=watcher, work_dir=tmp_path)
+    payload = measure(config, on_event=watcher)
+    assert list(tmp.iterdir()) == []
+    log = tmp_path / "state" / "dpscale" / "log" / f"measure-{payload['run_id']}"
+    assert payload["logs"] == str(log)
+    assert payload["error"].endswith(f"; log: {log / 'world-2' / 'torchrun.log'}")
+    assert "exitcode  : -9" in (log / "world-2" / "torchrun.log").read_text()
     assert watcher.done, f"the run ended before rank 1 was killed: {payload['error']}"
     assert payload["partial"] is True
     # Found by the launcher, not by the 600 s timeout: the message names the signal.
@@ -107,6 +120,8 @@ def test_ctrl_c_stops_every_rank_and_keeps_the_partial_run(tmp_path: Path) -> No
         measure(config, on_event=watcher, work_dir=tmp_path)
     payload = stopped.value.payload
     assert payload["partial"] is True
-    assert payload["error"] == "interrupted at world size 2; every rank was stopped"
+    log = tmp_path / "world-2" / "torchrun.log"
+    assert payload["error"] == f"interrupted at world size 2; every rank was stopped; log: {log}"
+    assert log.is_file()
     assert len(payload["collectives"]) >= 1
     assert not [pid for pid in watcher.pids if running(pid)]

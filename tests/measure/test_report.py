@@ -6,12 +6,18 @@ from datetime import UTC, datetime
 import pytest
 
 from dpscale.measure.config import MeasureConfig
-from dpscale.measure.report import add_efficiency, new_run_id, payload_from_streams
+from dpscale.measure.report import (
+    add_efficiency,
+    new_run_id,
+    payload_from_streams,
+    print_summary,
+)
 from dpscale.measure.training import summarise_training
 
 
 def _training(devices: int, step_s: float) -> dict[str, object]:
-    summary = summarise_training(devices, 32 * devices, [[step_s] * 4] * devices)
+    times = [[step_s] * 4] * devices
+    summary = summarise_training(devices, 32 * devices, times, compute=times, comm=times)
     return {
         "type": "measurement",
         "kind": "training",
@@ -73,3 +79,47 @@ def test_run_ids_sort_by_time() -> None:
     first = new_run_id(datetime(2026, 1, 30, 10, 15, tzinfo=UTC))
     assert re.fullmatch(r"20260130-101500-[0-9a-f]{6}", first)
     assert first < new_run_id(datetime(2026, 1, 30, 10, 16, tzinfo=UTC))
+
+
+def _two_node_run() -> dict[str, object]:
+    from dpscale.measure.collectives import summarise_collective
+
+    times = [[0.002, 0.002, 0.002]] * 2
+    collective = summarise_collective("all_reduce", 2, 1_048_576, times)
+    env = {"device_count": 2, "device_names": ["cpu"], "hosts": ["n0", "n1"], "nodes": 2}
+    env["node_hosts"] = [
+        {"node_rank": 0, "host": "n0", "ranks": [0]},
+        {"node_rank": 1, "host": "n1", "ranks": [1]},
+    ]
+    stream = [
+        {"type": "start", "world_size": 2, "backend": "gloo", "environment": env},
+        _training(2, 0.1),
+        {
+            "type": "measurement",
+            "kind": "collective",
+            "summary": collective | {"nodes": 2, "crosses_nodes": True},
+            "rank_times_s": times,
+        },
+        {"type": "done"},
+    ]
+    return payload_from_streams([stream], MeasureConfig(), run_id="r2")
+
+
+def test_a_run_across_nodes_keeps_its_nodes() -> None:
+    payload = _two_node_run()
+    env = payload["environment"]
+    assert env["nodes"] == 2  # type: ignore[index]
+    assert [node["host"] for node in env["node_hosts"]] == ["n0", "n1"]  # type: ignore[index]
+
+
+def test_the_tables_show_the_step_split_and_what_crosses_nodes() -> None:
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    print_summary(_two_node_run(), console)
+    text = console.export_text()
+    assert "Run r2: gloo, cpu on n0, n1 (2 nodes)" in text
+    assert "The median step: compute + exposed communication + fixed cost" in text
+    # 0.1 s steps and 0.1 s of compute alone (the helper's times): nothing exposed, no fixed cost
+    assert "│       2 │   100 ms │   0.0 % │  100 ms │     100 ms │    0 ns │  0 ns │" in text
+    assert "│ all_reduce │       2 │ 1.05 MB │ 2 ms │ 524 MB/s │ 524 MB/s │ 2 nodes │" in text

@@ -19,8 +19,12 @@ def test_model_has_the_requested_size() -> None:
     assert len([m for m in model if type(m).__name__ == "Linear"]) == 4
 
 
+STEPS = [[0.10, 0.10, 0.10, 0.10], [0.20, 0.10, 0.10, 0.10]]
+SLOW = [[0.1] * 3, [0.1] * 3, [0.15] * 3]
+
+
 def test_summary_takes_the_slowest_rank_per_step() -> None:
-    summary = summarise_training(2, 64, [[0.10, 0.10, 0.10, 0.10], [0.20, 0.10, 0.10, 0.10]])
+    summary = summarise_training(2, 64, STEPS, compute=STEPS, comm=STEPS)
     assert summary["step_time_p50_s"] == pytest.approx(0.10)
     assert summary["step_time_mean_s"] == pytest.approx(0.125)
     assert summary["throughput"] == pytest.approx(64 * 4 / 0.5)
@@ -30,6 +34,47 @@ def test_summary_takes_the_slowest_rank_per_step() -> None:
 
 
 def test_summary_names_the_straggler() -> None:
-    summary = summarise_training(3, 96, [[0.1] * 3, [0.1] * 3, [0.15] * 3])
+    summary = summarise_training(3, 96, SLOW, compute=SLOW, comm=SLOW)
     assert summary["slowest_rank"] == 2
     assert summary["rank_spread"] == pytest.approx(0.05 / 0.15)
+
+
+def test_step_time_cv_is_the_spread_of_every_rank_step() -> None:
+    # Seven values 0.1 and one 0.2: mean 0.1125, sample sd sqrt(8.75e-3 / 7) = 0.0353553
+    summary = summarise_training(2, 64, STEPS, compute=STEPS, comm=STEPS)
+    assert summary["step_time_cv"] == pytest.approx(0.0353553 / 0.1125, rel=1e-5)
+    assert summarise_training(3, 96, [[0.1] * 3] * 3, compute=SLOW, comm=SLOW)[
+        "step_time_cv"
+    ] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("step", "compute", "comm", "exposed", "overhead"),
+    [
+        # comm larger than what the step adds over compute: all of it is exposed comm
+        (0.10, 0.07, 0.05, 0.03, 0.0),
+        # comm smaller: the rest is a fixed per-step cost
+        (0.10, 0.07, 0.01, 0.01, 0.02),
+        # compute alone slower than the step (noise): nothing exposed, no overhead
+        (0.10, 0.11, 0.01, 0.0, 0.0),
+    ],
+)
+def test_the_step_splits_into_compute_exposed_comm_and_overhead(
+    step: float, compute: float, comm: float, exposed: float, overhead: float
+) -> None:
+    summary = summarise_training(
+        2, 64, [[step] * 3] * 2, compute=[[compute] * 3] * 2, comm=[[comm] * 3] * 2
+    )
+    assert summary["compute_time_s"] == pytest.approx(compute)
+    assert summary["comm_time_s"] == pytest.approx(comm)
+    assert summary["exposed_comm_time_s"] == pytest.approx(exposed, abs=1e-12)
+    assert summary["step_overhead_s"] == pytest.approx(overhead, abs=1e-12)
+    parts = summary["compute_time_s"] + summary["exposed_comm_time_s"] + overhead
+    assert parts == pytest.approx(max(step, compute))
+
+
+def test_a_step_ends_with_its_slowest_rank_in_every_part() -> None:
+    fast, slow = [0.05, 0.05, 0.05], [0.08, 0.08, 0.08]
+    summary = summarise_training(2, 64, [[0.1] * 3] * 2, compute=[fast, slow], comm=[fast, fast])
+    assert summary["compute_time_s"] == pytest.approx(0.08)
+    assert summary["step_overhead_s"] == pytest.approx(0.0, abs=1e-12)

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from dpscale.cli.main import main
-from dpscale.measure.worker import RankIdentity, WorkerSetupError, rank_identity
+from dpscale.measure.worker import (
+    RankIdentity,
+    WorkerSetupError,
+    master_address,
+    rank_identity,
+)
 from dpscale.store.runs import get_run
 
 
@@ -28,6 +33,18 @@ def test_without_a_launcher_the_message_says_how_to_start() -> None:
         rank_identity({})
     with pytest.raises(WorkerSetupError, match="MASTER_ADDR is not set"):
         rank_identity({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"})
+
+
+def test_the_node_rank_is_torchruns_group_rank_or_sruns_node_id() -> None:
+    torchrun = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "GROUP_RANK": "2"}
+    assert rank_identity(torchrun | {"MASTER_ADDR": "n0"}).node_rank == 2
+    srun = {"SLURM_PROCID": "9", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1", "SLURM_NODEID": "1"}
+    assert rank_identity(srun | {"SLURM_JOB_NODELIST": "n[0-1]"}) == RankIdentity(9, 16, 1, 1)
+
+
+def test_under_srun_rank_0_is_on_the_first_host_of_the_allocation() -> None:
+    assert master_address({"SLURM_JOB_NODELIST": "gpu[07-08],cpu1"}) == "gpu07"
+    assert master_address({"SLURM_JOB_NODELIST": "gpu07", "MASTER_ADDR": "head"}) == "head"
 
 
 def test_bad_option_is_one_line(tmp_path: Path) -> None:
@@ -52,20 +69,24 @@ def _free_port() -> int:
 
 
 @pytest.mark.distributed
-def test_two_slurm_tasks_measure_world_sizes_1_and_2(
+def test_two_slurm_tasks_on_two_nodes_measure_world_sizes_1_and_2(
     tmp_path: Path, sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # As ``srun --nodes 2 --ntasks-per-node 1`` sets the variables, both "nodes" being this
+    # machine under two names; rank 0's address comes from the host list (no MASTER_ADDR).
     out = tmp_path / "run"
     base = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    base |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "SLURM_NTASKS": "2"}
-    base |= {"OMP_NUM_THREADS": "1"}
+    base.pop("MASTER_ADDR", None)
+    base |= {"MASTER_PORT": str(_free_port()), "SLURM_NTASKS": "2", "SLURM_NNODES": "2"}
+    base |= {"SLURM_JOB_NODELIST": "localhost,127.0.0.1", "SLURM_JOB_ID": "4242"}
+    base |= {"SLURM_NTASKS_PER_NODE": "1", "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "dpscale.measure.worker", "--out", str(out)]
     command += ["--world-sizes", "1,2", "--sizes", "4096", "--iterations", "2", "--warmup", "1"]
     command += ["--model-params", "50k", "--steps", "2", "--warmup-steps", "1", "--timeout", "60"]
     tasks = [
         subprocess.Popen(
             command,
-            env=base | {"SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank)},
+            env=base | {"SLURM_PROCID": str(rank), "SLURM_LOCALID": "0", "SLURM_NODEID": str(rank)},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -83,6 +104,13 @@ def test_two_slurm_tasks_measure_world_sizes_1_and_2(
     assert outputs[1][0] == ""
     payload = json.loads((out / "run.json").read_text())
     assert payload["partial"] is False
+    host = socket.gethostname()
+    assert payload["environment"]["nodes"] == 2
+    assert payload["environment"]["node_hosts"] == [
+        {"node_rank": 0, "host": host, "ranks": [0]},
+        {"node_rank": 1, "host": host, "ranks": [1]},
+    ]
+    assert all(row["crosses_nodes"] for row in payload["collectives"])
     assert [row["devices"] for row in payload["results"]] == [1, 2]
     one, two = payload["results"]
     # A ratio of timings, skewed either way on a busy machine: checked as derived, not ranged.

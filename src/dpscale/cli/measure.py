@@ -1,5 +1,7 @@
 """``dpscale measure``: scaling efficiency and collective bandwidth, measured with
-torch.distributed on this machine (one torchrun per world size), stored as a run."""
+torch.distributed on this machine (one torchrun per world size) or across nodes (one
+torchrun job, this command started on every node), stored as a run; or the launch line and
+sbatch script of a cluster run."""
 
 from __future__ import annotations
 
@@ -13,8 +15,16 @@ from dpscale.cli._common import JSON_HELP, fail, print_json
 
 EXAMPLE = (
     "Example: dpscale measure --nproc 2 --model-params 4M --sizes 4KiB..64MiB. "
-    "Across nodes, run python -m dpscale.measure.worker under torchrun or srun (see README)."
+    "Across nodes, on each: dpscale measure --nnodes 2 --nproc-per-node 8 --node-rank R "
+    "--rdzv-endpoint node0:29500; --launch-line or --sbatch prints the job for a cluster."
 )
+_NODE_HELP = {
+    "nnodes": "Nodes of a run across nodes (start this command on each).",
+    "nproc_per_node": "Processes (devices) per node, with --nnodes or under srun.",
+    "node_rank": "This node's rank, 0 on the endpoint's node (omit: the rendezvous decides).",
+    "rdzv_endpoint": "host:port of node 0, where the nodes meet (torchrun's c10d store).",
+    "rdzv_id": "Id shared by the nodes of one run (elastic rendezvous).",
+}
 _HELP = {
     "nproc": "Processes (devices) on this machine; world sizes 1, 2, 4, ... up to it.",
     "world_sizes": "World sizes to measure, e.g. 1,2 (each <= --nproc).",
@@ -37,7 +47,7 @@ _HELP = {
 
 def _option(name: str, metavar: str) -> Any:
     flag = "--" + name.replace("_", "-")
-    return typer.Option(None, flag, metavar=metavar, help=_HELP[name])
+    return typer.Option(None, flag, metavar=metavar, help=_HELP.get(name) or _NODE_HELP[name])
 
 
 def _progress_handler(progress: Any, task: Any) -> Any:
@@ -74,9 +84,23 @@ def measure(
     steps: str = _option("steps", "INT"),
     warmup_steps: str = _option("warmup_steps", "INT"),
     timeout: str = _option("timeout", "DURATION"),
+    nnodes: str = _option("nnodes", "INT"),
+    nproc_per_node: str = _option("nproc_per_node", "INT"),
+    node_rank: str = _option("node_rank", "INT"),
+    rdzv_endpoint: str = _option("rdzv_endpoint", "HOST:PORT"),
+    rdzv_id: str = _option("rdzv_id", "ID"),
     collectives: bool = typer.Option(True, help="Measure the collectives."),
     training: bool = typer.Option(True, help="Measure data-parallel training."),
     store: bool = typer.Option(True, help="Store the run (DPSCALE_DATABASE_URL)."),
+    keep_logs: bool = typer.Option(
+        False, help="Keep torchrun's logs (in the user log folder) after a run that succeeded."
+    ),
+    launch_line: bool = typer.Option(
+        False, "--launch-line", help="Print the torchrun line to run on every node; run nothing."
+    ),
+    sbatch: bool = typer.Option(
+        False, "--sbatch", help="Print an sbatch script for the cluster shape; run nothing."
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Measure scaling efficiency and collective bandwidth with torch.distributed.
@@ -94,31 +118,48 @@ def measure(
     from dpscale.validation import InputError
 
     options = dict(locals())
+    fields = {key: options[key] for key in _HELP}
+    fields.update(collectives=collectives, training=training)
+    node_fields = {key: options[key] for key in _NODE_HELP}
+    if launch_line or sbatch:
+        _print_launch(fields, node_fields, sbatch=sbatch, as_json=as_json)
+        return
     try:
         import torch  # noqa: F401  (only to say how to install it when it is missing)
     except ImportError:
         fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
+    from dpscale.measure.across import measure_across_nodes
     from dpscale.measure.launch import MeasurementInterrupted
     from dpscale.measure.launch import measure as run_measurement
 
-    fields = {key: options[key] for key in _HELP}
-    fields.update(collectives=collectives, training=training)
     try:
         config = read_config(fields)
-        planned = config.world_sizes or default_world_sizes(config.nproc)
+        shape = _shape(node_fields, nproc_given=nproc is not None)
+        if shape is None:
+            planned = config.world_sizes or default_world_sizes(config.nproc)
+            run: Any = run_measurement
+        else:
+            planned = config.world_sizes or default_world_sizes(shape.world_size)
+
+            def run(config: Any, **kwargs: Any) -> dict[str, Any]:
+                return measure_across_nodes(config, shape, **kwargs)
+
         total = len(measurement_plan(config, planned))
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
         try:
-            payload = _run_with_progress(run_measurement, config, total)
+            payload = _run_with_progress(run, config, total, keep_logs=keep_logs)
         finally:
             signal.signal(signal.SIGTERM, previous)
     except InputError as err:
         fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
     except MeasurementInterrupted as stop:
-        run_id = _store(stop.payload) if store else None
+        run_id = _store(stop.payload) if store and stop.payload.get("lead") is not False else None
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: {stop.payload['error']}{stored}\n")
         raise typer.Exit(130) from None
+    if payload.get("lead") is False:
+        _print_note(payload, as_json=as_json)
+        return
     run_id = _store(payload) if store else None
     if as_json:
         print_json(payload)
@@ -138,7 +179,115 @@ def _label(field: str, names: dict[str, str]) -> str:
     return names.get(field, "--" + field.replace("_", "-"))
 
 
-def _run_with_progress(run: Any, config: Any, total: int) -> dict[str, Any]:
+def _shape(node_fields: dict[str, Any], *, nproc_given: bool) -> Any:
+    """The cluster shape of a run across nodes, or None for one machine.
+
+    ``--nnodes`` asks for one; under srun (one task per node) ``--nproc-per-node`` alone
+    does, the rest read from srun's variables.
+    """
+    import os
+
+    from dpscale.measure.nodes import read_shape, shape_from_slurm
+    from dpscale.validation import InputError
+
+    if node_fields["nnodes"] is None:
+        if node_fields["nproc_per_node"] is not None and "SLURM_JOB_NODELIST" in os.environ:
+            return shape_from_slurm(
+                os.environ,
+                nproc_per_node=node_fields["nproc_per_node"],
+                rdzv_endpoint=node_fields["rdzv_endpoint"],
+            )
+        given = [key for key, value in node_fields.items() if value is not None]
+        if given:
+            raise InputError.single(given[0], "needs --nnodes (a run across nodes)")
+        return None
+    if nproc_given:
+        raise InputError.single("nproc", "is for one machine; across nodes use --nproc-per-node")
+    if node_fields["rdzv_endpoint"] is None:
+        raise InputError.single("rdzv_endpoint", "is needed with --nnodes (node 0's host:port)")
+    return read_shape(node_fields)
+
+
+def _worker_options(fields: dict[str, Any]) -> list[str]:
+    """The measurement options as given, for the worker's command line."""
+    from dpscale.measure.config import OPTION_NAMES
+
+    words: list[str] = []
+    for key, value in fields.items():
+        if key == "nproc" or value is None:
+            continue
+        flag = OPTION_NAMES.get(key, "--" + key.replace("_", "-"))
+        if isinstance(value, bool):
+            if not value:
+                words.append("--no-" + flag.removeprefix("--"))
+        else:
+            words += [flag, str(value)]
+    return words
+
+
+def _print_launch(
+    fields: dict[str, Any], node_fields: dict[str, Any], *, sbatch: bool, as_json: bool
+) -> None:
+    """The job for a cluster shape, checked as a run would check it, printed, not run."""
+    from dpscale.measure.config import OPTION_NAMES, read_config
+    from dpscale.measure.nodes import DEFAULT_PORT, launch_line, read_shape, sbatch_script
+    from dpscale.validation import InputError
+
+    try:
+        config = read_config(fields)
+        if sbatch and node_fields["rdzv_endpoint"] is None:
+            node_fields = {**node_fields, "rdzv_endpoint": f"head:{DEFAULT_PORT}"}
+        if node_fields["nnodes"] is None:
+            raise InputError.single("nnodes", "is needed to print a launch line or sbatch script")
+        if node_fields["rdzv_endpoint"] is None:
+            raise InputError.single("rdzv_endpoint", "is needed with --launch-line (host:port)")
+        shape = read_shape(node_fields)
+    except InputError as err:
+        fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
+    worker = _worker_options(fields)
+    if sbatch:
+        text = sbatch_script(
+            shape,
+            worker,
+            gpus=config.backend != "gloo",
+            time_limit=_time_limit(config.timeout_s),
+        )
+    else:
+        out = f"runs/{shape.rdzv_id}"
+        text = launch_line(shape, worker, out) + f"\ndpscale runs import {out}/run.json"
+    if as_json:
+        print_json({"sbatch" if sbatch else "launch_line": text, "shape": shape.model_dump()})
+    else:
+        typer.echo(text.rstrip("\n"))
+
+
+def _time_limit(timeout_s: float) -> str:
+    """sbatch's --time: 30 minutes, or ten timeouts when that is longer (HH:MM:SS)."""
+    seconds = int(max(1800.0, 10 * timeout_s))
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def _print_note(note: dict[str, Any], *, as_json: bool) -> None:
+    """A node without rank 0: what it took part in, not a second copy of the run."""
+    ranks = ", ".join(str(rank) for rank in note["ranks"])
+    if note["run_id"] is None:
+        text = f"node {note['node_rank']} took part in no run: its ranks did not start"
+    else:
+        text = (
+            f"node {note['node_rank']} (rank{'s' if len(note['ranks']) > 1 else ''} {ranks}) "
+            f"took part in run {note['run_id']}; rank 0 on {note['lead_host']} gathers, "
+            "stores and prints it"
+        )
+    if as_json:
+        print_json({**note, "note": text})
+    elif not note["error"]:
+        typer.echo(text + ".")
+    if note["error"]:
+        sys.stderr.write(f"dpscale: error: {note['error']}\n")
+        raise typer.Exit(1)
+
+
+def _run_with_progress(run: Any, config: Any, total: int, *, keep_logs: bool) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -151,14 +300,14 @@ def _run_with_progress(run: Any, config: Any, total: int) -> dict[str, Any]:
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        result: dict[str, Any] = run(config)
+        result: dict[str, Any] = run(config, keep_logs=keep_logs)
         return result
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn())
     with Progress(
         *columns, MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True
     ) as progress:
         task = progress.add_task("starting", total=total)
-        result = run(config, on_event=_progress_handler(progress, task))
+        result = run(config, on_event=_progress_handler(progress, task), keep_logs=keep_logs)
     return result
 
 

@@ -6,7 +6,9 @@ CLI starts fast and can say how to install the extra when torch is missing.
 
 Modules: ``config`` (settings and the plan), ``collectives`` and ``training`` (what a rank
 times, and the summaries), ``worker`` (one rank, under torchrun or srun), ``launch`` (every
-world size on one machine, with timeouts and clean-up), ``report`` (the run as JSON and tables).
+world size on one machine, or this node's part of a run across nodes, with timeouts and
+clean-up), ``nodes`` (the cluster's shape, torchrun's command per node, launch line and
+sbatch script), ``report`` (the run as JSON and tables).
 """
 
 INSTALL_HINT = "pip install 'dpscale[measure]'"

@@ -15,6 +15,15 @@ In every case each rank and torchrun are killed (the ranks run in sessions of th
 each is killed by its pid, after checking that the pid is still a dpscale rank) before the
 next world size starts or the call returns; what was measured before is kept and the run is
 marked partial.
+
+Across nodes (:func:`dpscale.measure.across.measure_across_nodes`), every node runs
+:func:`run_world_size` around one torchrun job over all nodes, given the cluster's shape;
+each watches its own ranks and names them with their node, and a node whose rank dies tells
+the others (:mod:`dpscale.measure.failures`).
+
+The run directory is a temporary folder (:class:`~dpscale.measure.rundir.RunFolder`),
+removed at every ending; after a failure, Ctrl-C or with ``keep_logs``, its logs are moved
+first to the user's log folder and the message names torchrun's log there.
 """
 
 from __future__ import annotations
@@ -26,7 +35,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +43,10 @@ from typing import Any
 
 from dpscale.measure import rundir
 from dpscale.measure.config import MeasureConfig, default_world_sizes
+from dpscale.measure.failures import tell_the_others
+from dpscale.measure.nodes import ClusterShape, torchrun_node_command
 from dpscale.measure.report import new_run_id, payload_from_streams
+from dpscale.measure.rundir import RunFolder
 from dpscale.validation import InputError
 
 __all__ = [
@@ -76,10 +87,17 @@ class WorldSizeOutcome:
     error: str | None = None
     pids: set[int] = field(default_factory=set)
     log: Path | None = None
+    statuses: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def lead(self) -> bool:
+        """Whether rank 0 ran here (always on one machine; across nodes on one node)."""
+        return 0 in self.statuses or not self.statuses
 
 
 def torchrun_command(world_size: int, run_dir: Path, config_file: Path) -> list[str]:
-    """torchrun on this machine, one process per rank, no restarts."""
+    """torchrun on this machine, one process per rank, no restarts, its logs in ``run_dir``
+    (not in a temporary folder of its own that nothing removes)."""
     return [
         sys.executable,
         "-m",
@@ -88,6 +106,7 @@ def torchrun_command(world_size: int, run_dir: Path, config_file: Path) -> list[
         f"--nproc-per-node={world_size}",
         "--max-restarts=0",
         "--monitor-interval=0.1",
+        f"--log-dir={run_dir / 'torchelastic'}",
         "-m",
         WORKER_MODULE,
         "--config-file",
@@ -252,15 +271,17 @@ def _frozen_message(
     )
 
 
-def _stall_message(world_size: int, statuses: dict[int, dict[str, Any]], timeout_s: float) -> str:
+def _stall_message(
+    world_size: int, statuses: dict[int, dict[str, Any]], timeout_s: float, local: int
+) -> str:
     if not statuses:
         return f"world size {world_size} did not start within {max(timeout_s, STARTUP_S):g} s"
     frozen = _frozen(statuses, timeout_s)
     if frozen:
         return _frozen_message(world_size, statuses, frozen[0], timeout_s)
     position = {rank: (status["index"], status["ticks"]) for rank, status in statuses.items()}
-    if len(set(position.values())) > 1 or len(statuses) < world_size:
-        missing = sorted(set(range(world_size)) - set(statuses))
+    if len(set(position.values())) > 1 or len(statuses) < local:
+        missing = sorted(set(range(world_size)) - set(statuses)) if local == world_size else []
         rank = missing[0] if missing else min(position, key=lambda r: (position[r], r))
         during = statuses[rank]["label"] if rank in statuses else "start-up"
         return (
@@ -279,6 +300,21 @@ def _last_line(log: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
+_RANK_OF = re.compile(r"\brank (\d+) of world size")
+
+
+def _name_nodes(message: str, statuses: dict[int, dict[str, Any]]) -> str:
+    """Across nodes, "rank 1 of world size 2" becomes "rank 1 (node 1, host h) of ..."."""
+
+    def named(match: re.Match[str]) -> str:
+        status = statuses.get(int(match[1]))
+        if status is None:
+            return match[0]
+        return f"rank {match[1]} (node {status['node_rank']}, {status['host']}) of world size"
+
+    return _RANK_OF.sub(named, message, count=1)
+
+
 def run_world_size(
     config: MeasureConfig,
     world_size: int,
@@ -286,20 +322,32 @@ def run_world_size(
     *,
     on_event: EventHandler | None = None,
     outcome: WorldSizeOutcome | None = None,
+    run_id: str = "",
+    node: ClusterShape | None = None,
 ) -> WorldSizeOutcome:
-    """Measure at one world size; never leaves a process behind, whatever happens."""
+    """Measure at one world size (across nodes: this node's ranks of it); never leaves a
+    process behind, whatever happens."""
     outcome = outcome or WorldSizeOutcome(world_size)
     notify = on_event or (lambda event: None)
     run_dir.mkdir(parents=True, exist_ok=True)
     config_file = run_dir / "config.json"
-    own = config.model_copy(update={"world_sizes": (world_size,)})
+    own = config.model_copy(update={"world_sizes": config.world_sizes if node else (world_size,)})
     config_file.write_text(json.dumps(own.model_dump(mode="json")), encoding="utf-8")
     outcome.log = run_dir / "torchrun.log"
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", DPSCALE_RUN_ID=run_id)
     env.setdefault("OMP_NUM_THREADS", "1")
+    # Importing torch._dynamo (DDP does) makes inductor's cache folder, by default in /tmp.
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(run_dir / "inductor"))
+    if node is None:
+        command = torchrun_command(world_size, run_dir, config_file)
+        local = world_size
+    else:
+        command = torchrun_node_command(node, run_dir, config_file)
+        local = node.nproc_per_node
+        env["DPSCALE_FAILURE_STORE"] = node.rdzv_endpoint
     with outcome.log.open("wb") as log:
         proc = subprocess.Popen(
-            torchrun_command(world_size, run_dir, config_file),
+            command,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -315,6 +363,30 @@ def run_world_size(
     dead_since: float | None = None
     finished_since: float | None = None
     dead: list[int] = []
+
+    def failed(message: str, *, here: bool = True) -> WorldSizeOutcome:
+        """End with ``message``; ``here``: a rank of this node failed of itself (not only by
+        losing a peer), so another node's report is no cause."""
+        reports = [s["cause"] for s in statuses.values() if s.get("cause")]
+        cause = None if here or not reports else reports[0]
+        outcome.error = cause or (_name_nodes(message, statuses) if node else message)
+        if node is not None and not here and not cause:
+            # No node told what happened (its store was gone first, as when node 0 stops).
+            outcome.error += "; a rank on another node stopped first (that node's output says why)"
+        # Where rank 0 runs, torchrun has stopped it already: only other nodes tell it.
+        if node is not None and not outcome.lead:
+            tell_the_others(node, outcome.error)
+        return outcome
+
+    def death() -> WorldSizeOutcome:
+        log_text = outcome.log.read_text(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
+        codes, _ = _torchrun_failures(log_text)
+        ended = set(dead) | {r for r, code in codes.items() if code != -signal.SIGTERM}
+        ended |= {r for r, s in statuses.items() if s["state"] == "failed"}
+        here = any(not statuses.get(r, {}).get("lost_peer") for r in ended) or not ended
+        message = _death_message(world_size, statuses, dead, log_text, config.timeout_s)
+        return failed(message, here=here)
+
     try:
         while True:
             try:
@@ -329,21 +401,22 @@ def run_world_size(
             if events:
                 last_progress = now
             statuses = rundir.read_statuses(run_dir)
+            outcome.statuses = statuses
             outcome.pids.update(int(status["pid"]) for status in statuses.values())
             current = {rank: (s["state"], s["index"], s["ticks"]) for rank, s in statuses.items()}
             if current != progress:
                 progress = current
                 last_progress = now
                 notify({"type": "status", "world_size": world_size, "statuses": statuses})
+            reported = not outcome.lead or any(e["type"] == "done" for e in outcome.events)
             if code is not None:
-                if code != 0 or not any(e["type"] == "done" for e in outcome.events):
-                    log_text = outcome.log.read_text(encoding="utf-8", errors="replace")
-                    outcome.error = _death_message(
-                        world_size, statuses, dead, log_text, config.timeout_s
-                    )
+                if code != 0 or not reported:
+                    return death()
                 return outcome
-            finished = any(e["type"] == "done" for e in outcome.events) and all(
-                status["state"] == "done" for status in statuses.values()
+            finished = (
+                reported
+                and len(statuses) == local
+                and all(status["state"] == "done" for status in statuses.values())
             )
             if finished:  # every measurement is in; a rank slow to exit is no failure
                 finished_since = finished_since or now
@@ -357,25 +430,36 @@ def run_world_size(
             ]
             if newly_dead and dead_since is None:
                 dead, dead_since = newly_dead, now
+                if node is not None and node.node_rank is None and not outcome.lead:
+                    # The elastic rendezvous' store may live in this node's torchrun, which
+                    # ends with its ranks: tell the others now; the signal comes later.
+                    rank = min(newly_dead)
+                    label = statuses[rank]["label"]
+                    tell_the_others(
+                        node,
+                        _name_nodes(f"rank {rank} of world size {world_size} died", statuses)
+                        + f" (during {label})",
+                    )
             if dead_since is not None:
                 # torchrun stops the other ranks and logs how each ended (the signal that
                 # killed one), then exits: that report is awaited, not a fixed time, since a
                 # busy machine takes seconds over it; a torchrun silent for the whole
                 # timeout is given up on, and the ranks are known dead or killed anyway.
                 if now - dead_since > max(EXIT_GRACE_S, config.timeout_s):
-                    log_text = outcome.log.read_text(encoding="utf-8", errors="replace")
-                    outcome.error = _death_message(
-                        world_size, statuses, dead, log_text, config.timeout_s
-                    )
-                    return outcome
+                    return death()
                 continue
-            starting = len(statuses) < world_size or any(
+            starting = len(statuses) < local or any(
                 status["state"] == "starting" for status in statuses.values()
             )
             allowed = max(config.timeout_s, STARTUP_S) if starting else config.timeout_s
             if now - last_progress > allowed:
-                outcome.error = _stall_message(world_size, statuses, config.timeout_s)
-                return outcome
+                return failed(_stall_message(world_size, statuses, config.timeout_s, local))
+    except KeyboardInterrupt:
+        if node is not None:
+            here = next(iter(statuses.values()), {})
+            where = f"node {here.get('node_rank', '?')} ({here.get('host', '?')})"
+            tell_the_others(node, f"{where} was interrupted (Ctrl-C or SIGTERM)")
+        raise
     finally:
         _kill_all(proc, outcome.pids)
         # Events written between the last look and the kill are still measurements.
@@ -388,34 +472,45 @@ def measure(
     *,
     on_event: EventHandler | None = None,
     work_dir: Path | None = None,
+    keep_logs: bool = False,
 ) -> dict[str, Any]:
     """Run every world size of ``config`` on this machine; the run as one JSON-ready object.
 
-    A failure stops the sweep and gives a partial run whose ``error`` says what happened;
-    Ctrl-C raises :class:`MeasurementInterrupted` carrying the partial run.
+    A failure stops the sweep and gives a partial run whose ``error`` says what happened and
+    where torchrun's log was kept; Ctrl-C raises :class:`MeasurementInterrupted` carrying the
+    partial run. ``work_dir``: run there and leave it (default: a temporary folder, removed).
     """
     from dpscale.measure.worker import resolve_backend
 
     backend = resolve_backend(config.backend)
     sizes = world_sizes_for(config, backend)
     resolved = config.model_copy(update={"world_sizes": sizes})
-    root = work_dir or Path(tempfile.mkdtemp(prefix="dpscale-measure-"))
     run_id = new_run_id()
+    folder = RunFolder(work_dir, run_id)
     outcomes: list[WorldSizeOutcome] = []
     error = None
+    keep = keep_logs
     try:
         for size in sizes:
             outcome = WorldSizeOutcome(size)
             outcomes.append(outcome)
             run_world_size(
-                resolved, size, root / f"world-{size}", on_event=on_event, outcome=outcome
+                resolved,
+                size,
+                folder.root / f"world-{size}",
+                on_event=on_event,
+                outcome=outcome,
+                run_id=run_id,
             )
             if outcome.error:
-                error = f"{outcome.error}; log: {outcome.log}"
+                error = f"{outcome.error}; log: {folder.where(outcome.log)}"
+                keep = True
                 break
     except KeyboardInterrupt:
+        keep = True
         where = f" at world size {outcomes[-1].world_size}" if outcomes else ""
-        message = f"interrupted{where}; every rank was stopped"
+        log = f"; log: {folder.where(outcomes[-1].log)}" if outcomes else ""
+        message = f"interrupted{where}; every rank was stopped{log}"
         raise MeasurementInterrupted(
             payload_from_streams(
                 [o.events for o in outcomes],
@@ -425,13 +520,11 @@ def measure(
                 error=message,
             )
         ) from None
+    finally:
+        folder.close(keep=keep)
     payload = payload_from_streams(
         [o.events for o in outcomes], resolved, run_id=run_id, backend=backend, error=error
     )
-    payload["work_dir"] = str(root)
-    if work_dir is None and not payload["partial"]:
-        import shutil
-
-        shutil.rmtree(root, ignore_errors=True)
-        payload.pop("work_dir")
+    if keep:
+        payload["logs"] = str(folder.kept)
     return payload

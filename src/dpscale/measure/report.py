@@ -54,8 +54,9 @@ def add_efficiency(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
 def _environment(starts: Sequence[Event]) -> dict[str, Any]:
     if not starts:
         return {}
-    merged = dict(starts[0]["environment"])
-    merged["device_count"] = max(start["environment"]["device_count"] for start in starts)
+    # The largest world size saw every node; the others add nothing but their hosts.
+    widest = max(starts, key=lambda start: start["environment"]["device_count"])
+    merged = dict(widest["environment"])
     for key in ("device_names", "hosts"):
         merged[key] = sorted({value for start in starts for value in start["environment"][key]})
     return merged
@@ -115,6 +116,8 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
     title = f"Run {payload['run_id']}: {payload['backend']}"
     if env.get("device_names") and env.get("hosts"):
         title += f", {', '.join(env['device_names'])} on {', '.join(env['hosts'])}"
+    if env.get("nodes", 1) > 1:
+        title += f" ({env['nodes']} nodes)"
     if payload["partial"]:
         title += " (PARTIAL)"
     table = Table(title=title, title_justify="left")
@@ -133,10 +136,33 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         )
     if payload["results"]:
         console.print(table)
+    split = Table(
+        title="The median step: compute + exposed communication + fixed cost",
+        title_justify="left",
+    )
+    for name in ("Devices", "Step p50", "Step CV", "Compute", "Comm alone", "Exposed", "Fixed"):
+        split.add_column(name, justify="right")
+    rows = [row for row in payload["results"] if "step_overhead_s" in row]
+    for row in rows:  # runs stored before the split was measured have none
+        split.add_row(
+            f"{row['devices']:,}",
+            format_duration(row["step_time_p50_s"]),
+            f"{row['step_time_cv'] * 100:.1f} %",
+            format_duration(row["compute_time_s"]),
+            format_duration(row["comm_time_s"]),
+            format_duration(row["exposed_comm_time_s"]),
+            format_duration(row["step_overhead_s"]),
+        )
+    if rows:
+        console.print(split)
     bandwidth = Table(title="Collectives (busbw as nccl-tests defines it)", title_justify="left")
     for name in ("Op", "Devices", "Size", "Time", "algbw", "busbw"):
         bandwidth.add_column(name, justify="right" if name != "Op" else "left")
+    crossing = any("nodes" in row for row in payload["collectives"])
+    if crossing:
+        bandwidth.add_column("Across", justify="left")
     for row in payload["collectives"]:
+        where = [_across(row)] if crossing else []
         bandwidth.add_row(
             row["op"],
             f"{row['devices']:,}",
@@ -144,6 +170,12 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
             format_duration(row["time_s"]),
             format_bandwidth(row["algbw"]),
             format_bandwidth(row["busbw"]),
+            *where,
         )
     if payload["collectives"]:
         console.print(bandwidth)
+
+
+def _across(row: Mapping[str, Any]) -> str:
+    nodes = row.get("nodes", 1)
+    return f"{nodes} nodes" if nodes > 1 else "one node"

@@ -5,16 +5,29 @@ measured survives a rank that dies later. Every rank keeps ``rank-<r>.json`` cur
 host, which measurement it is in, a progress counter (start-up stages and finished
 iterations), a heartbeat time and, on failure, the error), which lets the launcher tell a
 dead or hung rank by its number.
+
+:class:`RunFolder` is where that directory lives: a temporary folder, removed when the run
+ends, its logs kept in the user's log folder when asked or when the run failed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EVENTS", "RESULT", "append_event", "read_events", "read_statuses", "write_status"]
+__all__ = [
+    "EVENTS",
+    "RESULT",
+    "RunFolder",
+    "append_event",
+    "logs_home",
+    "read_events",
+    "read_statuses",
+    "write_status",
+]
 
 EVENTS = "events.jsonl"
 RESULT = "run.json"
@@ -58,3 +71,42 @@ def read_statuses(run_dir: Path) -> dict[int, dict[str, Any]]:
             continue
         statuses[int(status["rank"])] = status
     return statuses
+
+
+def logs_home() -> Path:
+    """Where kept logs go: the user's log folder (``$XDG_STATE_HOME/dpscale/log`` on Linux)."""
+    from platformdirs import user_log_dir
+
+    return Path(user_log_dir("dpscale", appauthor=False))
+
+
+class RunFolder:
+    """The run's working folder: a temporary one unless the caller gives one.
+
+    :meth:`close` removes a temporary folder at every ending; its logs are moved to
+    :func:`logs_home` first when ``keep`` is set (a failure, Ctrl-C, or asked for).
+    """
+
+    def __init__(self, work_dir: Path | None, run_id: str) -> None:
+        self.owned = work_dir is None
+        self.root = work_dir or Path(tempfile.mkdtemp(prefix="dpscale-measure-"))
+        self.kept = self.root if not self.owned else logs_home() / f"measure-{run_id}"
+
+    def name(self, name: str) -> None:
+        """Keep the logs under ``name`` in the log folder (a temporary folder only)."""
+        if self.owned:
+            self.kept = logs_home() / name
+
+    def where(self, path: Path | None) -> Path | None:
+        """``path`` inside the folder as it will be once kept."""
+        return None if path is None else self.kept / path.relative_to(self.root)
+
+    def close(self, *, keep: bool) -> None:
+        if not self.owned:
+            return
+        import shutil
+
+        if keep:
+            self.kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(self.root, self.kept, dirs_exist_ok=True)
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -6,11 +6,28 @@ the parameter count is close to the requested size: ``layers * (h*h + h) <= para
 and targets are random tensors made once on the device, so the step time is compute plus
 gradient all-reduce, with no data loading.
 
+Besides the synchronised steps, every rank times the same steps with DDP's gradient
+synchronisation off (``no_sync``: the compute alone) and the all-reduce of one step's
+gradients bucket by bucket with nothing else running (the communication alone). A step then
+splits into three parts, as the step model in :mod:`dpscale.model.step` adds them:
+
+    step = compute + exposed communication + fixed per-step cost
+
+Only ``step - compute`` is observed, not how much of the communication overlapped the
+backward pass; unexplained time is counted as communication first, up to the whole
+all-reduce time, so ``step_overhead_s`` is a lower bound on the fixed cost (zero when the
+communication alone could explain the difference).
+
 >>> hidden_width(25_000_000, 4)
 2499
->>> s = summarise_training(2, 64, [[0.10, 0.10, 0.12], [0.11, 0.11, 0.10]])
+>>> times = [[0.10, 0.10, 0.12], [0.11, 0.11, 0.10]]
+>>> s = summarise_training(2, 64, times, compute=[[0.07] * 3] * 2, comm=[[0.02] * 3] * 2)
 >>> s["step_time_p50_s"], round(s["throughput"], 3), s["slowest_rank"]
 (0.11, 564.706, 1)
+>>> round(s["exposed_comm_time_s"], 6), round(s["step_overhead_s"], 6)
+(0.02, 0.02)
+>>> round(s["step_time_cv"], 4)
+0.0765
 """
 
 from __future__ import annotations
@@ -19,13 +36,20 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from dpscale.measure.config import MeasureConfig
 
-__all__ = ["build_model", "hidden_width", "summarise_training", "time_training"]
+__all__ = [
+    "TrainingTimes",
+    "build_model",
+    "coefficient_of_variation",
+    "hidden_width",
+    "summarise_training",
+    "time_training",
+]
 
 
 def hidden_width(params: int, layers: int) -> int:
@@ -46,21 +70,51 @@ def build_model(params: int, layers: int) -> Any:
     return nn.Sequential(*parts)
 
 
+def _slowest_median(rank_times_s: Sequence[Sequence[float]]) -> float:
+    """The median over steps of the slowest rank's time: a synchronous step ends with it."""
+    return float(np.median(np.asarray(rank_times_s, dtype=float).max(axis=0)))
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """Sample standard deviation over mean (0 for fewer than two values).
+
+    >>> round(coefficient_of_variation([0.9, 1.0, 1.1]), 6)
+    0.1
+    """
+    data = np.asarray(values, dtype=float)
+    if data.size < 2 or float(data.mean()) <= 0:
+        return 0.0
+    return float(data.std(ddof=1) / data.mean())
+
+
 def summarise_training(
-    devices: int, samples_per_step: int, rank_step_times_s: Sequence[Sequence[float]]
+    devices: int,
+    samples_per_step: int,
+    rank_step_times_s: Sequence[Sequence[float]],
+    *,
+    compute: Sequence[Sequence[float]],
+    comm: Sequence[Sequence[float]],
 ) -> dict[str, Any]:
-    """The measurement from every rank's step times (``rank_step_times_s[rank][step]``).
+    """The measurement from every rank's step times (``rank_step_times_s[rank][step]``), and
+    their compute-only (``compute[rank][step]``) and communication-only times (``comm``).
 
     A step ends when its slowest rank ends, so a step's time is the maximum over ranks;
     throughput is the samples of all timed steps over their total time. ``rank_spread`` is
     how far the ranks' median step times lie apart relative to the median step
-    (stragglers), ``slowest_rank`` the rank with the largest median.
+    (stragglers), ``slowest_rank`` the rank with the largest median. ``step_time_cv`` is the
+    coefficient of variation of every rank's every step time (jitter across steps and
+    ranks, what a synchronous step's maximum over ranks grows with). ``compute_time_s``,
+    ``comm_time_s``, ``exposed_comm_time_s`` and ``step_overhead_s`` split the median step
+    as the module's docstring says.
     """
     times = np.asarray(rank_step_times_s, dtype=float)
     per_step = times.max(axis=0)
     p50 = max(float(np.median(per_step)), 1e-9)  # finite even below the timer's resolution
     rank_medians = [statistics.median(row) for row in rank_step_times_s]
     throughput = samples_per_step * len(per_step) / max(float(per_step.sum()), 1e-9)
+    compute_s = _slowest_median(compute)
+    comm_s = _slowest_median(comm)
+    exposed_s = min(comm_s, max(0.0, p50 - compute_s))
     return {
         "devices": devices,
         "throughput": throughput,
@@ -73,11 +127,35 @@ def summarise_training(
         "step_time_mean_s": float(per_step.mean()),
         "rank_spread": (max(rank_medians) - min(rank_medians)) / p50,
         "slowest_rank": int(np.argmax(rank_medians)),
+        "step_time_cv": coefficient_of_variation(times.ravel().tolist()),
+        "compute_time_s": compute_s,
+        "comm_time_s": comm_s,
+        "exposed_comm_time_s": exposed_s,
+        "step_overhead_s": max(0.0, p50 - compute_s - exposed_s),
     }
 
 
 def _nothing() -> None:
     pass
+
+
+class TrainingTimes(TypedDict):
+    """One rank's timed steps, in seconds: synchronised, compute alone, gradients alone."""
+
+    step: list[float]
+    compute: list[float]
+    comm: list[float]
+
+
+def _bucket_sizes(params: int, bucket_bytes: float) -> list[int]:
+    """Elements per gradient bucket: float32 gradients cut at ``bucket_bytes`` as DDP does.
+
+    >>> _bucket_sizes(10, 16)
+    [4, 4, 2]
+    """
+    per_bucket = max(1, int(bucket_bytes // 4))
+    full, rest = divmod(params, per_bucket)
+    return [per_bucket] * full + ([rest] if rest else [])
 
 
 def time_training(
@@ -87,16 +165,20 @@ def time_training(
     device: Any,
     rank: int,
     on_iteration: Callable[[], None] = _nothing,
-) -> list[float]:
-    """This rank's time for each timed step (after ``config.warmup_steps`` untimed ones).
+) -> TrainingTimes:
+    """This rank's times for ``config.steps`` timed steps (after ``config.warmup_steps``
+    untimed ones), then as many compute-only steps and gradient all-reduces.
 
     A step is ``grad_accum`` forward/backward passes of ``micro_batch`` samples (gradients
-    synchronised on the last only, through ``no_sync``) and one optimizer step.
-    ``on_iteration`` is called after each step (the rank's sign of progress).
+    synchronised on the last only, through ``no_sync``) and one optimizer step. A
+    compute-only step is the same under ``no_sync`` throughout; the gradient all-reduce is
+    one step's gradients, bucket by bucket, on the same group. ``on_iteration`` is called
+    after each (the rank's sign of progress).
     """
     import contextlib
 
     import torch
+    import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
     torch.manual_seed(1234 + rank)
@@ -115,10 +197,10 @@ def time_training(
     low = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[config.precision]
     scaler = torch.amp.GradScaler(device.type, enabled=config.precision == "fp16")
 
-    def step() -> None:
+    def step(sync: bool) -> None:
         optimizer.zero_grad(set_to_none=True)
         for micro in range(config.grad_accum):
-            last = micro == config.grad_accum - 1
+            last = sync and micro == config.grad_accum - 1
             # no_sync must hold over forward and backward; autocast over forward only.
             with contextlib.nullcontext() if last else ddp.no_sync():
                 with torch.autocast(device.type, dtype=low, enabled=low is not None):
@@ -127,17 +209,33 @@ def time_training(
         scaler.step(optimizer)
         scaler.update()
 
+    params = sum(parameter.numel() for parameter in model.parameters())
+    buckets = [
+        torch.zeros(size, dtype=torch.float32, device=device)
+        for size in _bucket_sizes(params, config.bucket_mb * 2**20)
+    ]
+
+    def all_reduce_gradients() -> None:
+        for bucket in buckets:
+            dist.all_reduce(bucket, group=group)
+
+    def timed(run: Callable[[], None]) -> list[float]:
+        times = []
+        for _ in range(config.steps):
+            if cuda:
+                torch.cuda.synchronize(device)
+            began = time.perf_counter()
+            run()
+            if cuda:
+                torch.cuda.synchronize(device)
+            times.append(time.perf_counter() - began)
+            on_iteration()
+        return times
+
     for _ in range(config.warmup_steps):
-        step()
+        step(True)
         on_iteration()
-    times = []
-    for _ in range(config.steps):
-        if cuda:
-            torch.cuda.synchronize(device)
-        began = time.perf_counter()
-        step()
-        if cuda:
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - began)
-        on_iteration()
-    return times
+    synchronised = timed(lambda: step(True))
+    compute = timed(lambda: step(False))
+    all_reduce_gradients()  # the first call on fresh buffers sets up the transport
+    return {"step": synchronised, "compute": compute, "comm": timed(all_reduce_gradients)}

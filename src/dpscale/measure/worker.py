@@ -1,6 +1,7 @@
 """One rank of a measurement: the module torchrun (or SLURM ``srun``) starts on every rank.
 
-On one machine ``dpscale measure`` runs it for you, once per world size. Across nodes, start it
+On one machine ``dpscale measure`` runs it for you, once per world size; across nodes
+``dpscale measure --nnodes ...`` on every node runs it in one torchrun job. Or start it
 yourself with the launcher of the cluster; rank 0 collects every rank's timings and writes
 the run to ``--out`` (``run.json``; store it with ``dpscale runs import``)::
 
@@ -8,9 +9,11 @@ the run to ``--out`` (``run.json``; store it with ``dpscale runs import``)::
         --rdzv-endpoint node0:29500 --rdzv-id measure1 \\
         -m dpscale.measure.worker --out runs/measure1 --model-params 25M
 
-The rank comes from torch's variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, set by
-torchrun) or SLURM's (``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``); ``MASTER_ADDR``
-and ``MASTER_PORT`` name rank 0. Backend ``auto`` is NCCL where CUDA is available, with rank
+The rank comes from torch's variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and the node
+rank ``GROUP_RANK``, set by torchrun) or SLURM's (``SLURM_PROCID``, ``SLURM_NTASKS``,
+``SLURM_LOCALID``, ``SLURM_NODEID``); ``MASTER_ADDR`` (under srun by default the first host
+of ``SLURM_JOB_NODELIST``) and ``MASTER_PORT`` name rank 0. Each measurement records how
+many nodes its ranks span. Backend ``auto`` is NCCL where CUDA is available, with rank
 ``r`` on GPU ``LOCAL_RANK``; else gloo on the CPU. With ``--world-sizes 1,8,16`` one job
 measures several world sizes on the first 1, 8, 16 ranks (process subgroups), the other ranks
 waiting at a barrier after each measurement.
@@ -40,6 +43,7 @@ from dpscale.measure.config import (
     measurement_plan,
     read_config,
 )
+from dpscale.measure.failures import first_failure_elsewhere, lost_a_peer
 from dpscale.validation import InputError
 
 __all__ = ["RankIdentity", "WorkerSetupError", "main", "rank_identity", "resolve_backend"]
@@ -62,34 +66,54 @@ class RankIdentity:
     rank: int
     world_size: int
     local_rank: int
+    node_rank: int = 0
 
 
 def rank_identity(env: Mapping[str, str]) -> RankIdentity:
     """This process's rank, from torchrun's variables or else SLURM's.
 
-    >>> rank_identity({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "n0"})
-    RankIdentity(rank=3, world_size=8, local_rank=1)
-    >>> rank_identity({"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "5",
+    The node rank is torchrun's ``GROUP_RANK`` or srun's ``SLURM_NODEID``.
+
+    >>> rank_identity({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "GROUP_RANK": "1",
     ...                "MASTER_ADDR": "n0"})
-    RankIdentity(rank=5, world_size=16, local_rank=5)
+    RankIdentity(rank=3, world_size=8, local_rank=1, node_rank=1)
+    >>> rank_identity({"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "5",
+    ...                "SLURM_NODEID": "0", "SLURM_JOB_NODELIST": "n[0-1]"})
+    RankIdentity(rank=5, world_size=16, local_rank=5, node_rank=0)
     """
     if "RANK" in env and "WORLD_SIZE" in env:
-        names = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+        names = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK")
     elif "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
-        names = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
+        names = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID")
     else:
         raise WorkerSetupError(
             "not started as a rank: RANK and WORLD_SIZE (set by torchrun) or SLURM_PROCID and "
             "SLURM_NTASKS (set by srun) are missing; run it under torchrun or srun, or use "
             "`dpscale measure` on one machine"
         )
-    if not env.get("MASTER_ADDR"):
+    master_address(env)
+    rank, world = int(env[names[0]]), int(env[names[1]])
+    return RankIdentity(rank, world, int(env.get(names[2], rank)), int(env.get(names[3], 0)))
+
+
+def master_address(env: Mapping[str, str]) -> str:
+    """Rank 0's host: ``MASTER_ADDR``, or under srun the first host of the allocation.
+
+    >>> master_address({"SLURM_JOB_NODELIST": "gpu[07-08]"})
+    'gpu07'
+    """
+    if env.get("MASTER_ADDR"):
+        return env["MASTER_ADDR"]
+    from dpscale.measure.nodes import expand_nodelist
+
+    hosts = expand_nodelist(env.get("SLURM_JOB_NODELIST", ""))
+    if not hosts:
         raise WorkerSetupError(
             "MASTER_ADDR is not set: export rank 0's host name as MASTER_ADDR (and a free port "
-            "as MASTER_PORT) before srun; torchrun sets both"
+            "as MASTER_PORT) before srun, or run inside a SLURM allocation "
+            "(SLURM_JOB_NODELIST); torchrun sets both"
         )
-    rank, world = int(env[names[0]]), int(env[names[1]])
-    return RankIdentity(rank, world, int(env.get(names[2], rank)))
+    return hosts[0]
 
 
 def resolve_backend(requested: str) -> str:
@@ -146,6 +170,7 @@ class _Status:
             "rank": identity.rank,
             "world_size": identity.world_size,
             "local_rank": identity.local_rank,
+            "node_rank": identity.node_rank,
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "state": "starting",
@@ -199,7 +224,36 @@ def _environment(infos: Sequence[dict[str, Any]], backend: str) -> dict[str, Any
         "device_count": len(infos),
         "device_names": sorted({info["device"] for info in infos}),
         "hosts": sorted({info["host"] for info in infos}),
+        "nodes": len({info["node_rank"] for info in infos}),
+        "node_hosts": _node_hosts(infos),
     }
+
+
+def _node_hosts(infos: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per node: its rank, host and the global ranks it ran.
+
+    >>> _node_hosts([{"rank": 0, "host": "a", "node_rank": 0},
+    ...              {"rank": 1, "host": "b", "node_rank": 1}])
+    [{'node_rank': 0, 'host': 'a', 'ranks': [0]}, {'node_rank': 1, 'host': 'b', 'ranks': [1]}]
+    """
+    nodes: dict[int, dict[str, Any]] = {}
+    for info in sorted(infos, key=lambda info: info["rank"]):
+        node = nodes.setdefault(
+            info["node_rank"], {"node_rank": info["node_rank"], "host": info["host"], "ranks": []}
+        )
+        node["ranks"].append(info["rank"])
+    return [nodes[rank] for rank in sorted(nodes)]
+
+
+def _placement(nodes: Sequence[int]) -> dict[str, Any]:
+    """How many nodes a measurement's ranks span: a collective over more than one crosses
+    the network between them (``crosses_nodes``).
+
+    >>> _placement([0, 0, 1, 1])
+    {'nodes': 2, 'crosses_nodes': True}
+    """
+    count = len(set(nodes))
+    return {"nodes": count, "crosses_nodes": count > 1}
 
 
 def _measure(
@@ -210,7 +264,9 @@ def _measure(
     device: Any,
     rank: int,
     tick: Callable[[], None],
-) -> tuple[int, list[float]]:
+) -> tuple[int, Any]:
+    """Bytes moved and this rank's times: a list of seconds, or for training the
+    synchronised, compute-only and communication-only step times."""
     if item.kind == "training":
         from dpscale.measure.training import time_training
 
@@ -230,12 +286,18 @@ def _measure(
     )
 
 
-def _summary(item: PlanItem, config: MeasureConfig, moved: int, times: list[list[float]]) -> Any:
+def _summary(item: PlanItem, config: MeasureConfig, moved: int, times: list[Any]) -> Any:
     if item.kind == "training":
         from dpscale.measure.training import summarise_training
 
         samples = item.devices * config.micro_batch * config.grad_accum
-        return summarise_training(item.devices, samples, times)
+        return summarise_training(
+            item.devices,
+            samples,
+            [rank["step"] for rank in times],
+            compute=[rank["compute"] for rank in times],
+            comm=[rank["comm"] for rank in times],
+        )
     from dpscale.measure.collectives import summarise_collective
 
     return summarise_collective(item.op, item.devices, moved, times)
@@ -246,6 +308,7 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
     identity = rank_identity(os.environ)
     os.environ.setdefault("MASTER_PORT", "29500")
     os.environ.update(
+        MASTER_ADDR=master_address(os.environ),
         RANK=str(identity.rank),
         WORLD_SIZE=str(identity.world_size),
         LOCAL_RANK=str(identity.local_rank),
@@ -283,19 +346,28 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
             )
         groups = {k: None if k == world else dist.new_group(list(range(k))) for k in world_sizes}
         barrier_devices = [identity.local_rank] if device.type == "cuda" else None
-        info = {"rank": identity.rank, "host": socket.gethostname(), "device": name}
-        infos: list[Any] | None = [None] * world if lead else None
-        dist.gather_object(info, infos, dst=0)
+        info = {
+            "rank": identity.rank,
+            "host": socket.gethostname(),
+            "node_rank": identity.node_rank,
+            "device": name,
+        }
+        every: list[Any] = [None] * world
+        dist.all_gather_object(every, info)
+        node_of = [int(peer["node_rank"]) for peer in every]
+        # The run's id is rank 0's launcher's: every node's launcher can then name the run.
+        run_id = [os.environ.get("DPSCALE_RUN_ID")]
+        dist.broadcast_object_list(run_id, src=0)
+        status.update(run_id=run_id[0], lead_host=every[0]["host"])
         plan = measurement_plan(config, world_sizes)
         if lead:
-            assert infos is not None
             rundir.append_event(
                 run_dir,
                 {
                     "type": "start",
                     "world_size": world,
                     "backend": backend,
-                    "environment": _environment(infos, backend),
+                    "environment": _environment(every, backend),
                     "config": config.model_dump(mode="json"),
                     "plan": [item.label for item in plan],
                 },
@@ -318,8 +390,12 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
                             "index": index,
                             "label": item.label,
                             "kind": item.kind,
-                            "summary": _summary(item, config, moved, gathered),
-                            "rank_times_s": gathered,
+                            "summary": _summary(item, config, moved, gathered)
+                            | _placement(node_of[: item.devices]),
+                            "rank_times_s": [
+                                rank["step"] if item.kind == "training" else rank
+                                for rank in gathered
+                            ],
                         },
                     )
             dist.barrier(device_ids=barrier_devices)
@@ -327,7 +403,11 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
         if lead:
             rundir.append_event(run_dir, {"type": "done"})
     except BaseException as exc:
-        status.update(state="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        lost = lost_a_peer(exc)
+        # Said before waiting for the cause: torchrun may stop this rank while it waits.
+        status.update(state="failed", error=f"{type(exc).__name__}: {exc}"[:2000], lost_peer=lost)
+        if lost:
+            status.update(cause=first_failure_elsewhere(config.timeout_s / 2))
         raise
     finally:
         status.stop()

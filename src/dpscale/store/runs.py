@@ -310,7 +310,8 @@ def get_run(run_id: str, *, url: str | None = None) -> dict[str, Any]:
 
 def list_runs(*, url: str | None = None) -> list[dict[str, Any]]:
     """One summary per stored run, newest first: devices measured, efficiency at the largest
-    world size, the best all-reduce bus bandwidth, hosts."""
+    world size, the best all-reduce bus bandwidth, hosts and nodes (1 for a run on one
+    machine, and for runs stored before nodes were recorded)."""
     with session(url) as active:
         runs = active.scalars(select(StoredRun).order_by(StoredRun.created_at.desc())).all()
         summaries = []
@@ -336,6 +337,7 @@ def list_runs(*, url: str | None = None) -> list[dict[str, Any]]:
                     "efficiency": results[-1].efficiency if results else None,
                     "all_reduce_busbw": max(busbw) if busbw else None,
                     "hosts": list(run.environment.get("hosts", [])),
+                    "nodes": int(run.environment.get("nodes", 1)),
                     "error": run.error,
                 }
             )
