@@ -11,6 +11,7 @@ from dpscale.fit import FitQuery, Points, fit
 from dpscale.fit.fitting import fit_model
 from dpscale.fit.intervals import t_quantile
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
+from dpscale.fit.profile import profile_interval
 from dpscale.validation import InputError
 
 DOUBLINGS = [1, 2, 4, 8, 16, 32]
@@ -51,34 +52,50 @@ COVERAGE_CASES = {
     "amdahl": (MODELS["amdahl"], [0.03], [1, 2, 4, 8, 16], [64, 256]),
     "usl": (MODELS["usl"], [0.02, 2e-4], DOUBLINGS, [64, 128]),
     "comm": (comm_model(8), [0.05, 0.15], DOUBLINGS, [128, 512]),
+    # Efficiency 97 % far out: 3 % noise puts a new run above the ideal line 16 % of the
+    # time, where the band, which stops at the ideal, cannot follow it; the throughput the
+    # setup sustains (the true curve) is what the band still covers.
+    "comm near ideal": (comm_model(8), [0.005, 0.01], DOUBLINGS, [128, 512]),
 }
+NEAR_IDEAL = "comm near ideal"
 
 
 @pytest.mark.parametrize("name", COVERAGE_CASES)
 def test_intervals_hold_their_level_over_many_seeds(name: str) -> None:
-    """300 synthetic data sets with 3 % noise: each parameter's truth falls inside its 95 %
-    interval, and a new measurement far beyond the points inside the prediction interval,
-    close to 95 % of the time (a binomial 95 % band for 300 draws is about +-2.5 points; the
-    noise prior makes small samples slightly conservative)."""
+    """200 synthetic data sets with 3 % noise: each parameter's truth falls inside its 95 %
+    profile interval, and a new measurement far beyond the points inside the prediction
+    interval, between 90 % and 99 % of the time (a binomial 95 % band for 200 draws is about
+    +-3 points; the noise prior makes small samples slightly conservative); no band ever
+    reaches above the ideal line."""
     model, losses, devices, far = COVERAGE_CASES[name]
     rng = np.random.default_rng(2024)
     n = np.asarray(devices)
     truth = model.throughput(math.log(100.0), losses, n)
     truth_far = model.throughput(math.log(100.0), losses, far)
-    seeds = 300
+    seeds = 200
     parameter_hits = np.zeros(len(losses))
     prediction_hits = np.zeros(len(far))
+    curve_hits = np.zeros(len(far))
     for _ in range(seeds):
         points = Points(devices=n, throughput=truth * np.exp(rng.normal(0.0, 0.03, n.size)))
         fitted = fit_model(model, points)
-        half = t_quantile(fitted.nu) * fitted.standard_errors()[1:]
-        parameter_hits += np.abs(np.array(fitted.losses) - losses) <= half
+        for index, value in enumerate(losses, start=1):
+            low, high = profile_interval(fitted, index)
+            parameter_hits[index - 1] += low <= value <= high
         _, low, high = fitted.interval(far)
+        assert np.all(high <= fitted.ideal(far) * (1 + 1e-12))
         new = truth_far * np.exp(rng.normal(0.0, 0.03, len(far)))
         prediction_hits += (low <= new) & (new <= high)
-    assert np.all(parameter_hits / seeds >= 0.92), parameter_hits / seeds
+        curve_hits += (low <= truth_far) & (truth_far <= high)
+    if name == NEAR_IDEAL:
+        assert np.all(curve_hits / seeds >= 0.90), curve_hits / seeds
+        assert np.all(curve_hits / seeds <= 0.99), curve_hits / seeds
+        # The price of a band below the ideal: runs above it through noise fall outside.
+        assert np.all((prediction_hits / seeds >= 0.70) & (prediction_hits / seeds <= 0.85))
+        return
+    assert np.all(parameter_hits / seeds >= 0.90), parameter_hits / seeds
     assert np.all(parameter_hits / seeds <= 0.99), parameter_hits / seeds
-    assert np.all(prediction_hits / seeds >= 0.92), prediction_hits / seeds
+    assert np.all(prediction_hits / seeds >= 0.90), prediction_hits / seeds
     assert np.all(prediction_hits / seeds <= 0.99), prediction_hits / seeds
 
 
@@ -111,15 +128,16 @@ def test_json_has_the_public_keys_and_no_nan() -> None:
 
 
 def test_amdahl_target_matches_the_formula() -> None:
-    # E(N) = 1 / (1 + s (N - 1)) < 0.8  <=>  N > 1 + 0.25 / s; s = 0.01 gives N = 27.
+    # E(N) = 1 / (1 + s (N - 1)) < 0.8  <=>  N > 1 + 0.25 / s; s = 0.011 gives N > 23.7, so
+    # 24 (s = 0.01 would put E(26) at exactly 80 %, where rounding decides).
     n = np.array([1, 2, 4, 8, 16])
-    points = Points(devices=n, throughput=MODELS["amdahl"].throughput(0.0, [0.01], n))
+    points = Points(devices=n, throughput=MODELS["amdahl"].throughput(0.0, [0.011], n))
     result = fit(points, model="amdahl", target_efficiency=0.8)
-    assert result.target.devices == 27
+    assert result.target.devices == 24
     low, high = result.target.devices_low, result.target.devices_high
     assert low is not None
     assert high is not None
-    assert low <= 27 <= high
+    assert low <= 24 <= high
 
 
 def test_usl_peak_reported_with_interval() -> None:

@@ -22,6 +22,7 @@ two points and two parameters the fit passes through both, yet the interval stay
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -44,7 +45,7 @@ NOISE_PRIOR_WEIGHT = 1.0
 """How many observations that assumption is worth: one, so a handful of residuals outweigh it."""
 
 
-def noise_scale(rss: float, dof: int) -> tuple[float, float]:
+def noise_scale(rss: float, dof: float) -> tuple[float, float]:
     """``(s, nu)``: the relative noise estimate and its degrees of freedom.
 
     ``s^2 = (nu0 s0^2 + RSS) / (nu0 + dof)`` from the residual sum of squares of ``ln X``.
@@ -57,6 +58,7 @@ def noise_scale(rss: float, dof: int) -> tuple[float, float]:
     return math.sqrt((NOISE_PRIOR_WEIGHT * NOISE_PRIOR**2 + rss) / nu), nu
 
 
+@lru_cache(maxsize=1024)  # the target search asks for the same few quantiles hundreds of times
 def t_quantile(nu: float, level: float = LEVEL) -> float:
     """Two-sided Student-t quantile, ``t_{nu, (1 + level) / 2}``.
 
@@ -81,22 +83,30 @@ def log_interval(
     noise: float,
     nu: float,
     cap: np.ndarray | float = np.inf,
+    bound: np.ndarray | float = np.inf,
 ) -> tuple[np.ndarray, np.ndarray]:
     """95 % interval of a log quantity: ``centre +- t sqrt(g^T Cov g + noise^2)``.
 
     The curve can never exceed ``cap`` (no model here beats linear scaling), so the part of
-    the interval that comes from the fit stops there; measurement noise still adds on top.
+    the interval that comes from the fit stops there. ``bound`` is the physical limit of the
+    quantity itself (the ideal throughput, an efficiency of 1): the log-normal noise model
+    puts some probability above it, which only says that a run can look better than linear
+    through noise in its baseline, so the band stops there too.
 
     >>> low, high = log_interval(np.array([0.0]), np.array([[1.0]]), np.array([[0.01]]),
     ...                          noise=0.0, nu=1e9, cap=0.1)
     >>> round(float(low[0]), 3), round(float(high[0]), 3)
     (-0.196, 0.1)
+    >>> _, high = log_interval(np.array([-0.05]), np.array([[0.0]]), np.array([[0.0]]),
+    ...                        noise=0.05, nu=1e9, bound=0.0)
+    >>> float(high[0])
+    0.0
     """
     t = t_quantile(nu)
     fit_half = t * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", gradient, cov, gradient), 0.0))
     fit_up = np.minimum(fit_half, np.maximum(cap - centre, 0.0))
     noise_half = t * noise
     low = centre - np.hypot(fit_half, noise_half)
-    high = centre + np.hypot(fit_up, noise_half)
+    high = np.maximum(np.minimum(centre + np.hypot(fit_up, noise_half), bound), centre)
     # exp() of anything beyond +-700 is not a float; such an interval means "anything".
     return np.clip(low, -700.0, 700.0), np.clip(high, -700.0, 700.0)

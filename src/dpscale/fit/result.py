@@ -82,33 +82,39 @@ class FitResult:
     @property
     def peak_devices(self) -> float | None:
         peak = self.fitted.model.peak_devices(self.fitted.losses)
-        return peak if peak is not None and peak <= MAX_DEVICES else None
+        # Below one device the curve falls from the first device on: no peak to report.
+        return peak if peak is not None and 1 <= peak <= MAX_DEVICES else None
 
     def curve(self, devices: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Fitted throughput and 95 % prediction interval at each device count (for plots)."""
         return self.fitted.interval(devices)
 
     def parameters(self) -> dict[str, dict[str, Any]]:
-        """Each parameter's value, 95 % confidence interval and meaning."""
+        """Each parameter's value, 95 % profile-likelihood interval and meaning.
+
+        An end the points do not bound (a flat profile) is the parameter's bound: 0 below,
+        and above the largest value a float holds, shown as the Wald end ``value + t se``
+        (finite, so the JSON stays JSON)."""
+        from dpscale.fit.profile import profile_interval
+
         fitted = self.fitted
         t = t_quantile(fitted.nu)
         se = fitted.standard_errors()
-        rate = fitted.model.rate
-        out: dict[str, dict[str, Any]] = {
-            rate.name: {
-                "value": fitted.rate,
-                "low": math.exp(fitted.log_rate - t * se[0]),
-                "high": math.exp(fitted.log_rate + t * se[0]),
-                "description": rate.description,
-            }
-        }
-        for index, (parameter, value) in enumerate(
-            zip(fitted.model.losses, fitted.losses, strict=True), start=1
-        ):
+        model = fitted.model
+        out: dict[str, dict[str, Any]] = {}
+        for index, parameter in enumerate((model.rate, *model.losses)):
+            value = float(fitted.theta[index])
+            low, high = profile_interval(fitted, index)
+            if not math.isfinite(high):
+                high = value + t * float(se[index])
+            if not math.isfinite(low):
+                low = value - t * float(se[index])
+            if index == 0:  # fitted as ln lam
+                value, low, high = (_exp(v) for v in (value, low, high))
             out[parameter.name] = {
                 "value": value,
-                "low": max(value - t * se[index], 0.0),
-                "high": min(value + t * se[index], parameter.upper),
+                "low": low,
+                "high": min(high, parameter.upper),
                 "description": parameter.description,
             }
         return out
@@ -128,11 +134,14 @@ class FitResult:
         se_log = math.sqrt(max(float(gradient @ fitted.cov @ gradient), 0.0))
         t = t_quantile(fitted.nu)
         kappa_low = kappa - t * fitted.standard_errors()[2]
-        high = math.exp(math.log(peak) + t * se_log)
+        # A kappa near 0 makes se_log huge: compare on the log scale, where exp cannot
+        # overflow, and report no upper end beyond the devices anyone can ask about.
+        log_high = math.log(peak) + t * se_log
+        high = math.exp(log_high) if log_high <= math.log(MAX_DEVICES) else None
         return {
             "devices": peak,
-            "devices_low": math.exp(math.log(peak) - t * se_log),
-            "devices_high": high if kappa_low > 0 and high <= MAX_DEVICES else None,
+            "devices_low": math.exp(max(math.log(peak) - t * se_log, 0.0)),
+            "devices_high": high if kappa_low > 0 else None,
             "throughput": float(fitted.throughput([peak])[0]),
         }
 
@@ -159,6 +168,11 @@ class FitResult:
         }
         tidied: dict[str, Any] = _tidy(data)
         return tidied
+
+
+def _exp(value: float) -> float:
+    """exp() kept within floats: a fit so flat that an end passes +-700 means "anything"."""
+    return math.exp(min(max(value, -700.0), 700.0))
 
 
 def _tidy(value: Any) -> Any:
