@@ -224,6 +224,7 @@ def fit_points(
     target = _target(fitted, target_efficiency, baseline.devices)
     notes = [
         *selection.notes,
+        *([selection.flag.sentence()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),
         *_disagreement(fitted, selection, predictions),
         *_node_hint(fitted, selection, devices_per_node),
