@@ -11,7 +11,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpscale.calculators._result import Result, tidy
-from dpscale.fit.data import MAX_DEVICES
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import LEVEL, t_quantile
 from dpscale.fit.selection import Selection
@@ -48,7 +47,7 @@ class Baseline(Result):
 
 @dataclass(frozen=True)
 class Target(Result):
-    """Where efficiency falls below the target (None: not up to 10,000,000 devices)."""
+    """Where efficiency falls below the target (None: not up to ``horizon`` devices)."""
 
     efficiency: float
     devices: int | None
@@ -56,6 +55,9 @@ class Target(Result):
     """Earliest, from the pessimistic edge of the interval."""
     devices_high: int | None
     """Latest, from the optimistic edge of the interval."""
+    horizon: int
+    """The farthest count searched: 8 times the largest measured or the largest asked for;
+    beyond it the points support no statement."""
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,9 @@ class FitResult:
     @property
     def peak_devices(self) -> float | None:
         peak = self.fitted.model.peak_devices(self.fitted.losses)
-        # Below one device the curve falls from the first device on: no peak to report.
-        return peak if peak is not None and 1 <= peak <= MAX_DEVICES else None
+        # Below one device the curve falls from the first device on, and beyond the horizon
+        # the points support no peak: nothing to report.
+        return peak if peak is not None and 1 <= peak <= self.target.horizon else None
 
     def curve(self, devices: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Fitted throughput and 95 % prediction interval at each device count (for plots)."""
@@ -137,7 +140,7 @@ class FitResult:
         # A kappa near 0 makes se_log huge: compare on the log scale, where exp cannot
         # overflow, and report no upper end beyond the devices anyone can ask about.
         log_high = math.log(peak) + t * se_log
-        high = math.exp(log_high) if log_high <= math.log(MAX_DEVICES) else None
+        high = math.exp(log_high) if log_high <= math.log(self.target.horizon) else None
         return {
             "devices": peak,
             "devices_low": math.exp(max(math.log(peak) - t * se_log, 0.0)),
