@@ -22,7 +22,7 @@ beyond a node) cannot be tested; few points give a wide level, so four points ra
 >>> pairs = [(1, 100), (2, 197), (4, 388), (8, 762), (16, 1120), (32, 2950), (64, 5800)]
 >>> fitted, flag = robust_fit(MODELS["amdahl"], Points.of(pairs))
 >>> flag.devices, round(flag.weight, 2)
-(16, 0.15)
+(16, 0.1)
 """
 
 from __future__ import annotations
