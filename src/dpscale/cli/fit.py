@@ -146,11 +146,11 @@ def _interval(low: float, high: float | None) -> str:
     return f"{number(low)} to {'?' if high is None else number(high)}"
 
 
-def _table(title: str, columns: tuple[str, ...], wide: str = "") -> Any:
+def _table(columns: tuple[str, ...], wide: str = "") -> Any:
     """A table that fits the terminal by wrapping: every cell folds, none is cut short."""
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
+    table = Table()
     for column in columns:
         table.add_column(
             column,
@@ -168,11 +168,8 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
     table_console = Console(soft_wrap=False)
     console.print(f"[bold]{data['model_title']}[/bold] ({data['model']}): {data['formula']}")
     console.print(f"Why: {data['selection']['reason']}.")
-    parameters = _table(
-        "Parameters (95 % profile-likelihood intervals)",
-        ("Parameter", "Value", "95 % interval", "Meaning"),
-        wide="Meaning",
-    )
+    console.print("Parameters (95 % profile-likelihood intervals)")
+    parameters = _table(("Parameter", "Value", "95 % interval", "Meaning"), wide="Meaning")
     for name, value in data["parameters"].items():
         parameters.add_row(
             name,
@@ -182,11 +179,11 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
         )
     table_console.print(parameters)
     base = data["baseline"]
-    predictions = _table(
+    console.print(
         f"Predictions (95 % prediction intervals, at most the ideal; efficiency relative to "
-        f"{base['description']})",
-        ("Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval"),
+        f"{base['description']})"
     )
+    predictions = _table(("Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval"))
     for p in data["predictions"]:
         predictions.add_row(
             f"{p['devices']:,}{'*' if p['extrapolated'] else ''}",
