@@ -156,3 +156,19 @@ def test_no_statement_beyond_what_the_points_support(
     assert "10,000,000" not in flat
     status, out, _ = run(capsys, "fit", str(path), "--json")
     assert json.loads(out)["efficiency_target"]["horizon"] == 256
+
+
+def test_issue_12_points_fit_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Issue #12 item 5: these ten noisy points, four devices a node, overflowed math.exp.
+    path = tmp_path / "noisy.csv"
+    path.write_text(
+        "8,375\n9,782\n6,246\n7,111\n6,594\n5,758\n8,807\n4,671\n1,777\n3,550\n", encoding="utf-8"
+    )
+    status, out, err = run(capsys, "fit", str(path), "-g", "4")
+    assert status == 0, err
+    assert "Traceback" not in out + err
+    status, out, _ = run(capsys, "fit", str(path), "-g", "4", "--json")
+    assert status == 0
+    json.loads(out)
