@@ -8,8 +8,10 @@
 2. Model choice: points from the comm model (a node step, then a plateau), from Amdahl and
    from USL, fitted with ``auto``, checked far out: how often the truth lies inside the
    reported interval, the median error, and which model ``auto`` reported.
-3. Published series (``shared/validation/published_scaling.csv``): each series with three or
-   more device counts is fitted on its two, three, ... smallest and checked at its largest.
+3. Held-out published series (``shared/validation/published_scaling.csv``): each series with
+   three or more device counts is fitted on its two, three, ... smallest and predicts the next
+   count: error, the measured value inside the band, the band's half-width, a band above the
+   ideal throughput. Run with ``PYTHONPATH`` at an older tree for its "before".
 4. Time: one ``auto`` fit against one Amdahl fit, side by side.
 """
 
@@ -26,8 +28,8 @@ import numpy as np
 
 from dpscale.fit import Points, fit
 from dpscale.fit.fitting import fit_model
-from dpscale.fit.intervals import t_quantile
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
+from dpscale.fit.profile import profile_interval
 
 CSV = Path(__file__).resolve().parents[2] / "shared" / "validation" / "published_scaling.csv"
 CASES: dict[str, tuple[ScalingModel, list[float], list[int], list[int]]] = {
@@ -40,6 +42,7 @@ CASES: dict[str, tuple[ScalingModel, list[float], list[int], list[int]]] = {
 def coverage(seeds: int) -> None:
     print("1. Coverage of 95 % intervals over", seeds, "seeds")
     print(f"   {'model':10} {'noise':>5}  {'params in CI':>16}  {'new obs in PI':>15}  med |err|")
+    print("   (parameters: profile-likelihood intervals; PI: stops at the ideal line)")
     for name, (model, losses, devices, far) in CASES.items():
         for noise in (0.01, 0.03, 0.05):
             rng = np.random.default_rng(1)
@@ -52,8 +55,9 @@ def coverage(seeds: int) -> None:
             for _ in range(seeds):
                 y = truth * np.exp(rng.normal(0.0, noise, n.size))
                 fitted = fit_model(model, Points(devices=n, throughput=y))
-                half = t_quantile(fitted.nu) * fitted.standard_errors()[1:]
-                params += np.abs(np.array(fitted.losses) - losses) <= half
+                for index, value in enumerate(losses, start=1):
+                    low_p, high_p = profile_interval(fitted, index)
+                    params[index - 1] += low_p <= value <= high_p
                 centre, low, high = fitted.interval(far)
                 new = truth_far * np.exp(rng.normal(0.0, noise, len(far)))
                 hits += (low <= new) & (new <= high)
@@ -105,41 +109,67 @@ def model_choice(seeds: int) -> None:
         )
 
 
+def _series(path: Path) -> dict[str, tuple[int, list[tuple[int, float]]]]:
+    """Each published configuration with three or more device counts: devices per node and
+    ``(devices, throughput)``, the baseline from its per-device figure."""
+    series: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    nodes: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            if not row["measured_throughput"]:
+                continue
+            key = (
+                f"{row['model']} ({row['source'].split()[0]}, {row['transport']}, "
+                f"{row['inter_node_bandwidth']}, {row['per_device_throughput']}/device)"
+            )
+            base = int(row["baseline_devices"])
+            series[key].append((base, float(row["per_device_throughput"]) * base))
+            series[key].append((int(row["devices"]), float(row["measured_throughput"])))
+            nodes[key] = int(row["devices_per_node"])
+    return {
+        key: (nodes[key], sorted(dict(points).items()))
+        for key, points in series.items()
+        if len(dict(points)) >= 3
+    }
+
+
 def published(path: Path) -> None:
-    print(f"3. Published series ({path.name}), fitted on smaller counts, checked at the largest")
+    """Held-out: every published series is fitted on its smaller counts (at least two) with
+    ``--devices-per-node`` and predicts the next count, never seen by the fit."""
+    print(f"3. Held-out published series ({path.name}): fit on the smaller counts, predict the")
+    print("   next (--devices-per-node as published); band: the 95 % prediction interval")
     if not path.exists():
         print("   not found:", path)
         return
-    series: dict[tuple[str, ...], list[tuple[int, float]]] = defaultdict(list)
-    nodes: dict[tuple[str, ...], int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            key: tuple[str, ...] = (row["source"], row["model"], row["per_device_throughput"])
-            key += (row["transport"],)
-            key += (row["inter_node_bandwidth"],)
-            base = int(row["baseline_devices"])
-            if (base, 0.0) not in series[key]:
-                series[key].append((base, float(row["per_device_throughput"]) * base))
-            series[key].append((int(row["devices"]), float(row["measured_throughput"])))
-            nodes[key] = int(row["devices_per_node"])
-    print(f"   {'series':34} {'fit on':>10} {'at':>4} {'g':>4} {'model':>7} {'error':>7}  in PI")
-    for key, points in series.items():
-        points = sorted(set(points))
-        if len({d for d, _ in points}) < 3:
-            continue
-        *known, (largest, measured) = points
-        for size in range(2, len(known) + 1):
-            for g in (None, nodes[key]):
-                result = fit(Points.of(known[:size]), at=[largest], devices_per_node=g)
-                p = result.predictions[0]
-                inside = p.throughput_low <= measured <= p.throughput_high
-                print(
-                    f"   {key[1] + ' ' + key[0][:22]:34} "
-                    f"{','.join(str(d) for d, _ in known[:size]):>10} {largest:>4} "
-                    f"{g or '-':>4} {result.model:>7} {p.throughput / measured - 1:>+7.1%}  "
-                    f"{'yes' if inside else 'NO'} ({p.throughput_low:,.0f} to "
-                    f"{p.throughput_high:,.0f}, measured {measured:,.0f})"
-                )
+    print(
+        f"   {'series':34} {'fit on':>7} {'at':>3} {'model':>6} {'error':>6} {'band':>17} "
+        f"{'half':>5}  in  >ideal"
+    )
+    errors, inside, halves, above = [], 0, [], 0
+    for key, (node, points) in _series(path).items():
+        for size in range(2, len(points)):
+            known, (devices, measured) = points[:size], points[size]
+            result = fit(Points.of(known), at=[devices], devices_per_node=node)
+            p = result.predictions[0]
+            ideal = devices / known[0][0] * known[0][1] * (1 + 1e-9)
+            error = p.throughput / measured - 1
+            hit = p.throughput_low <= measured <= p.throughput_high
+            half = (p.throughput_high - p.throughput_low) / 2 / p.throughput
+            errors.append(abs(error))
+            inside += hit
+            halves.append(half)
+            above += p.throughput_high > ideal
+            print(
+                f"   {key[:34]:34} {','.join(str(d) for d, _ in known):>7} {devices:>3} "
+                f"{result.model:>6} {error:>+6.1%} {p.throughput_low:>8,.0f}-"
+                f"{p.throughput_high:<8,.0f} {half:>5.1%}  {'yes' if hit else 'NO ':3} "
+                f"{'ABOVE' if p.throughput_high > ideal else 'no'}"
+            )
+    print(
+        f"   {len(errors)} predictions: median |error| {np.median(errors):.1%}, measured inside "
+        f"the band {inside}/{len(errors)}, mean band half-width {np.mean(halves):.1%}, bands "
+        f"above ideal {above}"
+    )
 
 
 def timing() -> None:
@@ -161,11 +191,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)
     parser.add_argument("--csv", type=Path, default=CSV)
+    parser.add_argument(
+        "--only", choices=("coverage", "choice", "published", "timing"), help="one section"
+    )
     args = parser.parse_args()
-    coverage(args.seeds)
-    model_choice(args.seeds)
-    published(args.csv)
-    timing()
+    sections = {
+        "coverage": lambda: coverage(args.seeds),
+        "choice": lambda: model_choice(args.seeds),
+        "published": lambda: published(args.csv),
+        "timing": timing,
+    }
+    for name, run in sections.items():
+        if args.only in (None, name):
+            run()
 
 
 if __name__ == "__main__":

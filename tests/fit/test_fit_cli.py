@@ -126,3 +126,49 @@ def test_missing_file_and_missing_input(capsys: pytest.CaptureFixture[str]) -> N
     status, _, err = run(capsys, "fit")
     assert status == 2
     assert "give either a FILE of points or --run ID" in err
+
+
+def test_tables_fit_80_columns_and_cut_nothing(
+    capsys: pytest.CaptureFixture[str], points_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    status, out, _ = run(capsys, "fit", str(points_file), "--at", "1000000", "-g", "8")
+    assert status == 0
+    assert "…" not in out
+    table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table
+    assert max(len(line) for line in table) <= 80
+    assert "1,000,000*" in out  # the extrapolated count whole, marked, not cut
+    assert "* extrapolated beyond the measured device counts" in out
+
+
+def test_no_statement_beyond_what_the_points_support(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Linear to 32 devices: nothing says where that stops, and the report says so at 256
+    # (8 times the largest measured), not at the end of a search range.
+    path = tmp_path / "linear.csv"
+    path.write_text("1,100\n2,200\n4,400\n8,800\n16,1600\n32,3200\n", encoding="utf-8")
+    status, out, _ = run(capsys, "fit", str(path))
+    assert status == 0
+    flat = " ".join(out.split())
+    assert "Efficiency stays above 80 % up to 256 devices, as far as these points" in flat
+    assert "10,000,000" not in flat
+    status, out, _ = run(capsys, "fit", str(path), "--json")
+    assert json.loads(out)["efficiency_target"]["horizon"] == 256
+
+
+def test_issue_12_points_fit_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Issue #12 item 5: these ten noisy points, four devices a node, overflowed math.exp.
+    path = tmp_path / "noisy.csv"
+    path.write_text(
+        "8,375\n9,782\n6,246\n7,111\n6,594\n5,758\n8,807\n4,671\n1,777\n3,550\n", encoding="utf-8"
+    )
+    status, out, err = run(capsys, "fit", str(path), "-g", "4")
+    assert status == 0, err
+    assert "Traceback" not in out + err
+    status, out, _ = run(capsys, "fit", str(path), "-g", "4", "--json")
+    assert status == 0
+    json.loads(out)

@@ -11,6 +11,8 @@ from dpscale.fit import FitQuery, Points, fit
 from dpscale.fit.fitting import fit_model
 from dpscale.fit.intervals import t_quantile
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
+from dpscale.fit.profile import profile_interval
+from dpscale.fit.robust import robust_fit
 from dpscale.validation import InputError
 
 DOUBLINGS = [1, 2, 4, 8, 16, 32]
@@ -51,34 +53,50 @@ COVERAGE_CASES = {
     "amdahl": (MODELS["amdahl"], [0.03], [1, 2, 4, 8, 16], [64, 256]),
     "usl": (MODELS["usl"], [0.02, 2e-4], DOUBLINGS, [64, 128]),
     "comm": (comm_model(8), [0.05, 0.15], DOUBLINGS, [128, 512]),
+    # Efficiency 97 % far out: 3 % noise puts a new run above the ideal line 16 % of the
+    # time, where the band, which stops at the ideal, cannot follow it; the throughput the
+    # setup sustains (the true curve) is what the band still covers.
+    "comm near ideal": (comm_model(8), [0.005, 0.01], DOUBLINGS, [128, 512]),
 }
+NEAR_IDEAL = "comm near ideal"
 
 
 @pytest.mark.parametrize("name", COVERAGE_CASES)
 def test_intervals_hold_their_level_over_many_seeds(name: str) -> None:
-    """300 synthetic data sets with 3 % noise: each parameter's truth falls inside its 95 %
-    interval, and a new measurement far beyond the points inside the prediction interval,
-    close to 95 % of the time (a binomial 95 % band for 300 draws is about +-2.5 points; the
-    noise prior makes small samples slightly conservative)."""
+    """200 synthetic data sets with 3 % noise: each parameter's truth falls inside its 95 %
+    profile interval, and a new measurement far beyond the points inside the prediction
+    interval, between 90 % and 99 % of the time (a binomial 95 % band for 200 draws is about
+    +-3 points; the noise prior makes small samples slightly conservative); no band ever
+    reaches above the ideal line."""
     model, losses, devices, far = COVERAGE_CASES[name]
     rng = np.random.default_rng(2024)
     n = np.asarray(devices)
     truth = model.throughput(math.log(100.0), losses, n)
     truth_far = model.throughput(math.log(100.0), losses, far)
-    seeds = 300
+    seeds = 200
     parameter_hits = np.zeros(len(losses))
     prediction_hits = np.zeros(len(far))
+    curve_hits = np.zeros(len(far))
     for _ in range(seeds):
         points = Points(devices=n, throughput=truth * np.exp(rng.normal(0.0, 0.03, n.size)))
         fitted = fit_model(model, points)
-        half = t_quantile(fitted.nu) * fitted.standard_errors()[1:]
-        parameter_hits += np.abs(np.array(fitted.losses) - losses) <= half
+        for index, value in enumerate(losses, start=1):
+            low, high = profile_interval(fitted, index)
+            parameter_hits[index - 1] += low <= value <= high
         _, low, high = fitted.interval(far)
+        assert np.all(high <= fitted.ideal(far) * (1 + 1e-12))
         new = truth_far * np.exp(rng.normal(0.0, 0.03, len(far)))
         prediction_hits += (low <= new) & (new <= high)
-    assert np.all(parameter_hits / seeds >= 0.92), parameter_hits / seeds
+        curve_hits += (low <= truth_far) & (truth_far <= high)
+    if name == NEAR_IDEAL:
+        assert np.all(curve_hits / seeds >= 0.90), curve_hits / seeds
+        assert np.all(curve_hits / seeds <= 0.99), curve_hits / seeds
+        # The price of a band below the ideal: runs above it through noise fall outside.
+        assert np.all((prediction_hits / seeds >= 0.70) & (prediction_hits / seeds <= 0.85))
+        return
+    assert np.all(parameter_hits / seeds >= 0.90), parameter_hits / seeds
     assert np.all(parameter_hits / seeds <= 0.99), parameter_hits / seeds
-    assert np.all(prediction_hits / seeds >= 0.92), prediction_hits / seeds
+    assert np.all(prediction_hits / seeds >= 0.90), prediction_hits / seeds
     assert np.all(prediction_hits / seeds <= 0.99), prediction_hits / seeds
 
 
@@ -146,9 +164,11 @@ def test_efficiency_relative_to_one_device_or_the_fewest_measured() -> None:
 def test_two_points_fit_exactly_with_a_wide_honest_interval() -> None:
     result = fit(FitQuery(points="1,197\n8,1432", at="16"))
     prediction = result.predictions[0]
-    assert result.selection.method == "fewest parameters"
+    assert result.selection.method == "physics"
     assert any("cannot show their noise" in note for note in result.notes)
-    assert prediction.throughput_high / prediction.throughput_low > 1.5
+    # t_3 = 3.18 on 2 % prior noise: about +-9 %, the top stopped at the ideal.
+    assert prediction.throughput_high / prediction.throughput_low > 1.15
+    assert prediction.throughput_high <= 16 * 197
 
 
 def test_perfectly_linear_points_say_nothing_limits_them() -> None:
@@ -175,8 +195,8 @@ def test_auto_prefers_usl_for_retrograde_points() -> None:
     points = noisy(MODELS["usl"], [0.03, 1e-3], n.tolist(), noise=0.01, seed=11)
     result = fit(points)
     assert result.model == "usl"
-    assert result.selection.method == "AICc"
-    assert "lowest AICc" in result.selection.reason
+    assert result.selection.method == "F test"
+    assert "F test at the 1 % level" in result.selection.reason
 
 
 def test_auto_prefers_comm_for_a_node_step_and_plateau() -> None:
@@ -218,7 +238,8 @@ def test_a_node_step_keeps_the_physical_model_and_names_the_disagreement() -> No
     result = fit(FitQuery(points=STEP, at="512", devices_per_node=8))
     assert result.model == "comm"
     assert result.selection.method == "physics"
-    assert "amdahl has a lower AICc" in result.selection.reason
+    assert "no other model fits the points more closely" in result.selection.reason
+    assert "AICc: amdahl" in result.selection.reason
     assert result.predictions[0].efficiency == pytest.approx(0.72, abs=0.02)
     note = next(note for note in result.notes if note.startswith("At 512 devices"))
     assert "amdahl predicts 8,186" in note
@@ -227,13 +248,15 @@ def test_a_node_step_keeps_the_physical_model_and_names_the_disagreement() -> No
 
 def test_models_that_disagree_far_out_are_named() -> None:
     # Without the node size the comm model is a flat ring that cannot follow the step:
-    # Amdahl fits better and is reported, and the note names the comm model's figure.
+    # Amdahl fits six points more closely, but not decisively (F 7 against 7.85 at 1 %),
+    # so the comm model is kept and the note names Amdahl's figure.
     result = fit(FitQuery(points=STEP, at="512"))
-    assert result.model == "amdahl"
+    assert result.model == "comm"
+    assert "amdahl: F = 7 <= 7.85" in result.selection.reason
     note = next(note for note in result.notes if note.startswith("At 512 devices"))
-    assert "comm predicts 42,771" in note
+    assert "amdahl predicts 8,186" in note
     assert "outside this interval" in note
-    assert any("give the number of devices per node" in note for note in result.notes)
+    assert any("No devices per node given" in note for note in result.notes)
 
 
 @pytest.mark.parametrize(
@@ -250,5 +273,51 @@ def test_points_that_contradict_the_comm_model_replace_it(
     # more closely: Amdahl's steady decline, USL's fall past its peak.
     result = fit(noisy(model, losses, devices, noise=0.01, seed=17), devices_per_node=8)
     assert result.model == model.name
-    assert result.selection.method == "AICc"
+    assert result.selection.method == "F test"
     assert "more closely than the comm model" in result.selection.reason
+
+
+def test_one_dip_at_two_nodes_does_not_make_usl_win() -> None:
+    # Issue #17: a 1-4-8-16 series (8 a node) whose 16-device point dips (a noisy two-node
+    # run). USL bends through the dip and predicts 1,354 at 32 devices (comm: 2,137); the
+    # comm model follows the dip with its inter-node cost, has one residual degree of
+    # freedom (F(1, 2) would have to pass 98.5) and is kept: throughput keeps rising.
+    points = "1,100\n4,380\n8,740\n16,1180"
+    result = fit(FitQuery(points=points, at="32", devices_per_node=8))
+    assert result.model == "comm"
+    assert result.selection.method == "physics"
+    assert result.predictions[0].throughput == pytest.approx(2137, rel=0.01)
+    assert result.peak_devices is None
+    usl = fit(FitQuery(points=points, at="32", devices_per_node=8, model="usl"))
+    assert usl.predictions[0].throughput < 0.7 * result.predictions[0].throughput
+
+
+def test_one_bad_point_is_flagged_down_weighted_and_named() -> None:
+    # A node step and plateau (comm g=8, a=0.02, b=0.05) at 1-64 devices, 1 % noise, with
+    # the 16-device run 25 % low: the outlier test flags it, the fit follows the others.
+    devices = [1, 2, 4, 8, 16, 32, 64]
+    points = noisy(comm_model(8), [0.02, 0.05], devices, noise=0.01, seed=3)
+    clean = points.throughput.copy()
+    points.throughput[4] *= 0.75
+    result = fit(points, at=[128], devices_per_node=8)
+    flag = result.selection.flag
+    assert flag is not None
+    assert flag.devices == 16
+    assert flag.weight < 0.5
+    assert result.model == "comm"
+    assert any(note.startswith("The point at 16 devices") for note in result.notes)
+    assert result.to_dict()["selection"]["down_weighted"]["devices"] == 16
+    honest = fit(Points(devices=points.devices, throughput=clean), at=[128], devices_per_node=8)
+    assert result.predictions[0].throughput == pytest.approx(
+        honest.predictions[0].throughput, rel=0.05
+    )
+
+
+def test_clean_points_are_rarely_flagged() -> None:
+    # 200 clean data sets (2 % noise): the Bonferroni 1 % level flags at most a few.
+    model = comm_model(8)
+    flags = 0
+    for seed in range(200):
+        points = noisy(model, [0.05, 0.15], [1, 2, 4, 8, 16, 32, 64], noise=0.02, seed=seed)
+        flags += robust_fit(model, points)[1] is not None
+    assert flags <= 6

@@ -23,6 +23,8 @@ def test_svg_has_points_curve_band_and_ideal_line() -> None:
         "Fitted (",
         "95 % prediction interval",
         "Ideal (linear from the 1-device baseline)",
+        "Efficiency",
+        "Ideal (100 %)",
     ):
         assert label in svg
     assert svg == plot_svg(result())  # same input, same bytes

@@ -42,6 +42,27 @@ def test_share_link_carries_the_points_and_shows_the_fit(client: httpx.Client) -
     assert chart.status_code == 200
     assert chart.headers["content-type"].startswith("image/svg+xml")
     assert "95 % prediction interval" in chart.text
+    assert "Ideal (100 %)" in chart.text  # the efficiency view, with the ideal line
+    assert "Efficiency" in chart.text
+
+
+def test_issue_12_points_give_a_page_and_a_chart_not_a_500(client: httpx.Client) -> None:
+    points = "8,375\n9,782\n6,246\n7,111\n6,594\n5,758\n8,807\n4,671\n1,777\n3,550"
+    query = urlencode({"points": points, "devices_per_node": "4", "at": ""})
+    assert client.get(f"/en/scaling-fit?{query}").status_code == 200
+    assert client.get(f"/chart/en/scaling-fit.svg?{query}").status_code == 200
+    assert (
+        client.get(
+            "/api/v1/scaling-fit", params={"points": points, "devices_per_node": "4"}
+        ).status_code
+        == 200
+    )
+
+
+def test_a_flagged_point_is_named_on_the_page(client: httpx.Client) -> None:
+    points = "1,100\n2,197\n4,388\n8,762\n16,1120\n32,2950\n64,5800"
+    html = client.get(f"/ja/scaling-fit?{urlencode({'points': points, 'devices_per_node': '8'})}")
+    assert "16 台の点はほかの点によるフィットから" in html.text
 
 
 def test_japanese_page_and_chart(client: httpx.Client) -> None:
@@ -49,7 +70,9 @@ def test_japanese_page_and_chart(client: httpx.Client) -> None:
     html = client.get(f"/ja/scaling-fit?{query}").text
     assert "測定値からのスケーリング当てはめ" in html
     assert "16 台での予測" in html
-    assert "95 % 予測区間" in client.get(f"/chart/ja/scaling-fit.svg?{query}").text
+    chart = client.get(f"/chart/ja/scaling-fit.svg?{query}").text
+    assert "95 % 予測区間" in chart
+    assert "理想（100 %）" in chart
 
 
 @pytest.mark.parametrize("code", [lang.code for lang in LANGUAGES])

@@ -153,16 +153,30 @@ def _interval(low: float, high: float | None) -> str:
     return f"{number(low)} to {'?' if high is None else number(high)}"
 
 
-def _print_report(data: dict[str, Any], plot: str | None) -> None:
-    from rich.console import Console
+def _table(columns: tuple[str, ...], wide: str = "") -> Any:
+    """A table that fits the terminal by wrapping: every cell folds, none is cut short."""
     from rich.table import Table
 
+    table = Table()
+    for column in columns:
+        table.add_column(
+            column,
+            justify="left" if column == wide else "right",
+            overflow="fold",
+            ratio=2 if column == wide else None,
+        )
+    return table
+
+
+def _print_report(data: dict[str, Any], plot: str | None) -> None:
+    from rich.console import Console
+
     console = Console(soft_wrap=True)
+    table_console = Console(soft_wrap=False)
     console.print(f"[bold]{data['model_title']}[/bold] ({data['model']}): {data['formula']}")
     console.print(f"Why: {data['selection']['reason']}.")
-    parameters = Table(title="Parameters (95 % confidence intervals)", title_justify="left")
-    for column in ("Parameter", "Value", "95 % interval", "Meaning"):
-        parameters.add_column(column, justify="right" if column != "Meaning" else "left")
+    console.print("Parameters (95 % profile-likelihood intervals)")
+    parameters = _table(("Parameter", "Value", "95 % interval", "Meaning"), wide="Meaning")
     for name, value in data["parameters"].items():
         parameters.add_row(
             name,
@@ -170,25 +184,24 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
             _interval(value["low"], value["high"]),
             value["description"],
         )
-    console.print(parameters)
+    table_console.print(parameters)
     base = data["baseline"]
-    predictions = Table(
-        title=f"Predictions (95 % prediction intervals; efficiency relative to "
-        f"{base['description']})",
-        title_justify="left",
+    console.print(
+        f"Predictions (95 % prediction intervals, at most the ideal; efficiency relative to "
+        f"{base['description']})"
     )
-    for column in ("Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval", ""):
-        predictions.add_column(column, justify="right")
+    predictions = _table(("Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval"))
     for p in data["predictions"]:
         predictions.add_row(
-            f"{p['devices']:,}",
+            f"{p['devices']:,}{'*' if p['extrapolated'] else ''}",
             number(p["throughput"]),
             _interval(p["throughput_low"], p["throughput_high"]),
             percent(p["efficiency"], 3),
             f"{percent(p['efficiency_low'], 3)} to {percent(p['efficiency_high'], 3)}",
-            "extrapolated" if p["extrapolated"] else "",
         )
-    console.print(predictions)
+    table_console.print(predictions)
+    if any(p["extrapolated"] for p in data["predictions"]):
+        console.print("* extrapolated beyond the measured device counts")
     if data["r_squared"] is not None:
         console.print(f"R² = {data['r_squared']:.4f} over {data['points']} points")
     if data["peak"] is not None:
@@ -200,14 +213,18 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
         )
     target = data["efficiency_target"]
     goal = percent(target["efficiency"], 3)
+    horizon = f"{target['horizon']:,}"
     if target["devices"] is None:
-        console.print(f"Efficiency stays above {goal} up to 10,000,000 devices.")
+        console.print(
+            f"Efficiency stays above {goal} up to {horizon} devices, as far as these points "
+            f"support a statement; they say nothing about beyond."
+        )
     else:
         low, high = target["devices_low"], target["devices_high"]
+        latest = f"beyond {horizon}, as far as these points reach" if high is None else f"{high:,}"
         console.print(
             f"Efficiency falls below {goal} at {target['devices']:,} devices "
-            f"(95 %: {'?' if low is None else f'{low:,}'} to "
-            f"{'beyond 10,000,000' if high is None else f'{high:,}'})."
+            f"(95 %: {'?' if low is None else f'{low:,}'} to {latest})."
         )
     for note in data["notes"]:
         console.print(f"Note: {note}")

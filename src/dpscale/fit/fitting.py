@@ -58,6 +58,24 @@ class ModelFit:
     """Relative noise estimate ``s`` (prior-weighted, see :mod:`dpscale.fit.intervals`)."""
     nu: float
     """Degrees of freedom of ``s``."""
+    weights: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """Weight of each point in the sum of squares (None: all 1); see :mod:`dpscale.fit.robust`."""
+
+    @property
+    def theta(self) -> np.ndarray:
+        """``(ln lam, p_1, ..., p_k)``."""
+        return np.array([self.log_rate, *self.losses])
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of ``theta``: losses are never negative."""
+        return _bounds(self.model)
+
+    def residuals(self, theta: np.ndarray) -> np.ndarray:
+        """Weighted residuals of ``ln X`` at ``theta``."""
+        return _residuals(self.model, self.points, self.weights, theta)
+
+    def jacobian(self, theta: np.ndarray) -> np.ndarray:
+        return _jacobian(self.model, self.points, self.weights, theta)
 
     @property
     def dof(self) -> int:
@@ -70,12 +88,27 @@ class ModelFit:
     def throughput(self, devices: ArrayLike) -> np.ndarray:
         return self.model.throughput(self.log_rate, self.losses, devices)
 
+    @property
+    def baseline_devices(self) -> int:
+        """The fewest devices measured: what efficiency and the ideal line start from."""
+        return int(self.points.devices.min())
+
+    def ideal(self, devices: ArrayLike) -> np.ndarray:
+        """The ideal throughput ``N / N0 * X(N0)``, linear from the fitted baseline."""
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
+        base = self.baseline_devices
+        return np.asarray(n / base * self.throughput([base])[0])
+
     def interval(self, devices: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Fitted throughput and its 95 % prediction interval at each device count."""
+        """Fitted throughput and its 95 % prediction interval at each device count.
+
+        From the baseline on, the band stops at the ideal line: losses are never negative.
+        """
         n = np.atleast_1d(np.asarray(devices, dtype=float))
         centre = self.model.log_throughput(self.log_rate, self.losses, n)
         # X(N) <= lam N: the fit's part of the interval stops at the top of lam's interval.
         cap = self.log_rate + t_quantile(self.nu) * self.standard_errors()[0] + np.log(n)
+        bound = np.where(n >= self.baseline_devices, np.log(self.ideal(n)), np.inf)
         low, high = log_interval(
             centre,
             self.model.gradient(self.losses, n),
@@ -83,6 +116,7 @@ class ModelFit:
             noise=self.noise,
             nu=self.nu,
             cap=cap,
+            bound=bound,
         )
         return np.exp(centre), np.exp(low), np.exp(high)
 
@@ -96,13 +130,16 @@ class ModelFit:
         n = np.atleast_1d(np.asarray(devices, dtype=float))
         model, losses = self.model, self.losses
         centre = np.log(model.denominator(losses, [baseline]) / model.denominator(losses, n))
+        # From the baseline on, efficiency never exceeds 1; below it, D(N) >= 1 bounds it.
+        bound = np.where(n >= baseline, 0.0, np.log(model.denominator(losses, [baseline])[0]))
         low, high = log_interval(
             centre,
             model.gradient(losses, n) - model.gradient(losses, [baseline]),
             self.cov,
             noise=self.noise if noise else 0.0,
             nu=self.nu,
-            cap=0.0,  # efficiency never exceeds 1 on the curve
+            cap=bound,
+            bound=bound,
         )
         return np.exp(centre), np.exp(low), np.exp(high)
 
@@ -167,8 +204,37 @@ def _start(model: ScalingModel, points: Points) -> np.ndarray:
     return np.concatenate([[-math.log(c0)], losses])
 
 
-def fit_model(model: ScalingModel, points: Points) -> ModelFit:
-    """Fit ``model`` to ``points``; raise :class:`NotIdentifiableError` if the points cannot."""
+def _bounds(model: ScalingModel) -> tuple[np.ndarray, np.ndarray]:
+    lower = np.zeros(model.size)
+    lower[0] = -np.inf
+    return lower, np.array([np.inf] + [p.upper for p in model.losses])
+
+
+def _root_weights(points: Points, weights: np.ndarray | None) -> np.ndarray:
+    return np.ones(len(points)) if weights is None else np.sqrt(weights)
+
+
+def _residuals(
+    model: ScalingModel, points: Points, weights: np.ndarray | None, theta: np.ndarray
+) -> np.ndarray:
+    n = points.devices.astype(float)
+    misfit = np.log(points.throughput) - model.log_throughput(theta[0], theta[1:], n)
+    return np.asarray(_root_weights(points, weights) * misfit)
+
+
+def _jacobian(
+    model: ScalingModel, points: Points, weights: np.ndarray | None, theta: np.ndarray
+) -> np.ndarray:
+    n = points.devices.astype(float)
+    return np.asarray(-model.gradient(theta[1:], n) * _root_weights(points, weights)[:, None])
+
+
+def fit_model(model: ScalingModel, points: Points, weights: np.ndarray | None = None) -> ModelFit:
+    """Fit ``model`` to ``points``; raise :class:`NotIdentifiableError` if the points cannot.
+
+    ``weights`` (one per point, in (0, 1]) down-weight points in the sum of squares; the
+    noise then has ``sum(weights) - k`` degrees of freedom.
+    """
     from scipy.optimize import least_squares
 
     _identifiable(model, points)
@@ -176,14 +242,12 @@ def fit_model(model: ScalingModel, points: Points) -> ModelFit:
     log_y = np.log(points.throughput)
 
     def residuals(theta: np.ndarray) -> np.ndarray:
-        return np.asarray(log_y - model.log_throughput(theta[0], theta[1:], n))
+        return _residuals(model, points, weights, theta)
 
     def jacobian(theta: np.ndarray) -> np.ndarray:
-        return -model.gradient(theta[1:], n)
+        return _jacobian(model, points, weights, theta)
 
-    lower = np.zeros(model.size)
-    lower[0] = -np.inf
-    upper = np.array([np.inf] + [p.upper for p in model.losses])
+    lower, upper = _bounds(model)
     first = _start(model, points)
     linear = np.concatenate([[float(np.mean(log_y - np.log(n)))], np.zeros(len(model.losses))])
     solutions = [
@@ -200,7 +264,8 @@ def fit_model(model: ScalingModel, points: Points) -> ModelFit:
     best = min(solutions, key=lambda solution: float(solution.cost))
     theta = np.asarray(best.x, dtype=float)
     rss = float(np.sum(residuals(theta) ** 2))
-    noise, nu = noise_scale(rss, len(points) - model.size)
+    count = len(points) if weights is None else float(np.sum(weights))
+    noise, nu = noise_scale(rss, count - model.size)
     return ModelFit(
         model=model,
         points=points,
@@ -210,4 +275,5 @@ def fit_model(model: ScalingModel, points: Points) -> ModelFit:
         rss=rss,
         noise=noise,
         nu=nu,
+        weights=weights,
     )

@@ -1,4 +1,6 @@
-"""The fit as a chart: measured points, fitted curve, 95 % band and the ideal line.
+"""The fit as a chart: efficiency against devices (where a 10 % loss shows) above the
+throughput on log scales, each with the measured points, the fitted curve, its 95 % band
+and the ideal line.
 
 Drawn with matplotlib's object API on the Agg canvas (no pyplot, no global state), so web
 workers can draw concurrently. SVG keeps its text as text (``svg.fonttype = none``): the
@@ -56,6 +58,8 @@ class PlotLabels:
     band: str = "95 % prediction interval"
     ideal: str = "Ideal (linear from the {devices}-device baseline)"
     predicted: str = "Predicted"
+    efficiency: str = "Efficiency"
+    ideal_efficiency: str = "Ideal (100 %)"
     number: Callable[[float], str] = "{:,.0f}".format
     """Writes a device count on the axis and in the ideal line's label (a page passes its
     language's: 1.024 in German)."""
@@ -93,16 +97,50 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
     points = result.fitted.points
     grid = _grid(result)
     curve, low, high = result.curve(grid)
+    efficiency, efficiency_low, efficiency_high = result.fitted.efficiency_interval(
+        grid, baseline.devices
+    )
+    ideal = grid / baseline.devices * baseline.throughput
+    extrapolated = [p for p in result.predictions if p.extrapolated]
     with _LOCK, matplotlib.rc_context(_style()), warnings.catch_warnings():  # type: ignore[arg-type]
         # Without a CJK font only the layout estimate of such labels suffers in SVG.
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
-        figure = Figure(figsize=(7.0, 4.5), layout="constrained")
+        figure = Figure(figsize=(7.0, 7.5), layout="constrained")
         FigureCanvasAgg(figure)
-        axes = figure.add_subplot()
+        top, axes = figure.subplots(2, 1, sharex=True, height_ratios=(1.1, 1.0))
+        top.fill_between(
+            grid, efficiency_low * 100, efficiency_high * 100, color="#4c78a8", alpha=0.18
+        )
+        top.axhline(100, linestyle="--", color="#888888", label=labels.ideal_efficiency)
+        top.plot(grid, efficiency * 100, color="#4c78a8")
+        top.scatter(
+            points.devices,
+            points.throughput / (points.devices / baseline.devices * baseline.throughput) * 100,
+            color="#e45756",
+            zorder=3,
+        )
+        if extrapolated:
+            top.errorbar(
+                [p.devices for p in extrapolated],
+                [p.efficiency * 100 for p in extrapolated],
+                yerr=[
+                    [(p.efficiency - p.efficiency_low) * 100 for p in extrapolated],
+                    [(p.efficiency_high - p.efficiency) * 100 for p in extrapolated],
+                ],
+                fmt="D",
+                color="#4c78a8",
+                capsize=3,
+            )
+        top.set_ylim(max(0.0, float(np.min(efficiency_low)) * 100 - 5), 105)
+        top.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{labels.number(value)} %"))
+        top.set_ylabel(labels.efficiency)
+        top.set_title(labels.title.format(model=model), loc="left")
+        top.grid(True, which="major", alpha=0.3)
+        top.legend(loc="lower left", fontsize="small")
         axes.fill_between(grid, low, high, color="#4c78a8", alpha=0.18, label=labels.band)
         axes.plot(
             grid,
-            grid / baseline.devices * baseline.throughput,
+            ideal,
             linestyle="--",
             color="#888888",
             label=labels.ideal.format(devices=labels.number(baseline.devices)),
@@ -111,7 +149,6 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
         axes.scatter(
             points.devices, points.throughput, color="#e45756", zorder=3, label=labels.measured
         )
-        extrapolated = [p for p in result.predictions if p.extrapolated]
         if extrapolated:
             axes.errorbar(
                 [p.devices for p in extrapolated],
@@ -130,7 +167,6 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
         axes.set_yscale("log")
         axes.set_xlabel(labels.devices)
         axes.set_ylabel(labels.throughput)
-        axes.set_title(labels.title.format(model=model), loc="left")
         axes.grid(True, which="major", alpha=0.3)
         axes.legend(loc="upper left", fontsize="small")
         buffer = io.BytesIO()

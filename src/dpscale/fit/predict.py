@@ -22,7 +22,7 @@ from dpscale.fit.intervals import NOISE_PRIOR
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.fit.selection import ModelChoice, Selection, choose
 
-__all__ = ["SUPERLINEAR", "default_devices", "fit_points"]
+__all__ = ["SUPERLINEAR", "default_devices", "fit_points", "horizon"]
 
 SUPERLINEAR = 1.02
 """Measured efficiency above which points are called superlinear (2 %: beyond typical noise)."""
@@ -49,13 +49,28 @@ def _baseline(fitted: ModelFit) -> Baseline:
     return Baseline(devices, throughput, measured, description)
 
 
-def _first_below(efficiency: Callable[[int], float], target: float, start: int) -> int | None:
-    """Smallest N >= start with efficiency(N) < target (efficiency falls with N)."""
+def horizon(points: Points, at: Sequence[int] = ()) -> int:
+    """The farthest device count the fit speaks about: 8 times the largest measured (the
+    farthest default prediction) or the largest asked for, whichever is further.
+
+    Beyond it a statement ("efficiency stays above 80 % up to 10,000,000 devices") would be
+    the end of a search range, not something the points show.
+
+    >>> horizon(Points.of([(1, 100), (32, 2900)]), at=(64,))
+    256
+    """
+    return min(max(int(points.devices.max()) * 8, *at, 1), MAX_DEVICES)
+
+
+def _first_below(
+    efficiency: Callable[[int], float], target: float, start: int, end: int
+) -> int | None:
+    """Smallest N in [start, end] with efficiency(N) < target (efficiency falls with N)."""
     if efficiency(start) < target:
         return start
-    if efficiency(MAX_DEVICES) >= target:
+    if efficiency(end) >= target:
         return None
-    low, high = start, MAX_DEVICES
+    low, high = start, end
     while high - low > 1:
         middle = (low + high) // 2
         if efficiency(middle) < target:
@@ -65,9 +80,9 @@ def _first_below(efficiency: Callable[[int], float], target: float, start: int) 
     return high
 
 
-def _target(fitted: ModelFit, target: float, baseline: int) -> Target:
+def _target(fitted: ModelFit, target: float, baseline: int, end: int) -> Target:
     """Where the fitted efficiency, and each edge of its 95 % confidence band, falls below
-    ``target``."""
+    ``target``, searched up to ``end``."""
 
     def edge(index: int) -> Callable[[int], float]:
         def efficiency(devices: int) -> float:
@@ -75,11 +90,13 @@ def _target(fitted: ModelFit, target: float, baseline: int) -> Target:
 
         return efficiency
 
+    end = max(end, baseline)
     return Target(
         efficiency=target,
-        devices=_first_below(edge(0), target, baseline),
-        devices_low=_first_below(edge(1), target, baseline),
-        devices_high=_first_below(edge(2), target, baseline),
+        devices=_first_below(edge(0), target, baseline, end),
+        devices_low=_first_below(edge(1), target, baseline, end),
+        devices_high=_first_below(edge(2), target, baseline, end),
+        horizon=end,
     )
 
 
@@ -221,12 +238,23 @@ def fit_points(
             counts, centre, low, high, *efficiency, strict=True
         )
     )
-    target = _target(fitted, target_efficiency, baseline.devices)
+    target = _target(fitted, target_efficiency, baseline.devices, horizon(points, at))
+    peak = fitted.model.peak_devices(fitted.losses)
+    beyond = (
+        [
+            f"{fitted.model.name}'s curve peaks only beyond {target.horizon:,} devices, "
+            f"farther than these points support a statement: no peak is reported."
+        ]
+        if peak is not None and peak > target.horizon
+        else []
+    )
     notes = [
         *selection.notes,
+        *([selection.flag.sentence()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),
         *_disagreement(fitted, selection, predictions),
         *_node_hint(fitted, selection, devices_per_node),
+        *beyond,
     ]
     return FitResult(
         fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node

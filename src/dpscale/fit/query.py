@@ -7,7 +7,7 @@ same error for the same mistake.
 >>> query = FitQuery(points="devices,throughput\\n1,100\\n8,700\\n16,1250", at="64")
 >>> result = fit(query)
 >>> result.model, result.predictions[0].devices
-('amdahl', 64)
+('comm', 64)
 >>> fit(FitQuery(points="devices,throughput\\n8,700\\n8,710"))
 Traceback (most recent call last):
 ...

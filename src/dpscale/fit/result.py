@@ -11,7 +11,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpscale.calculators._result import Result, tidy
-from dpscale.fit.data import MAX_DEVICES
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import LEVEL, t_quantile
 from dpscale.fit.selection import Selection
@@ -48,7 +47,7 @@ class Baseline(Result):
 
 @dataclass(frozen=True)
 class Target(Result):
-    """Where efficiency falls below the target (None: not up to 10,000,000 devices)."""
+    """Where efficiency falls below the target (None: not up to ``horizon`` devices)."""
 
     efficiency: float
     devices: int | None
@@ -56,6 +55,9 @@ class Target(Result):
     """Earliest, from the pessimistic edge of the interval."""
     devices_high: int | None
     """Latest, from the optimistic edge of the interval."""
+    horizon: int
+    """The farthest count searched: 8 times the largest measured or the largest asked for;
+    beyond it the points support no statement."""
 
 
 @dataclass(frozen=True)
@@ -82,33 +84,40 @@ class FitResult:
     @property
     def peak_devices(self) -> float | None:
         peak = self.fitted.model.peak_devices(self.fitted.losses)
-        return peak if peak is not None and peak <= MAX_DEVICES else None
+        # Below one device the curve falls from the first device on, and beyond the horizon
+        # the points support no peak: nothing to report.
+        return peak if peak is not None and 1 <= peak <= self.target.horizon else None
 
     def curve(self, devices: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Fitted throughput and 95 % prediction interval at each device count (for plots)."""
         return self.fitted.interval(devices)
 
     def parameters(self) -> dict[str, dict[str, Any]]:
-        """Each parameter's value, 95 % confidence interval and meaning."""
+        """Each parameter's value, 95 % profile-likelihood interval and meaning.
+
+        An end the points do not bound (a flat profile) is the parameter's bound: 0 below,
+        and above the largest value a float holds, shown as the Wald end ``value + t se``
+        (finite, so the JSON stays JSON)."""
+        from dpscale.fit.profile import profile_interval
+
         fitted = self.fitted
         t = t_quantile(fitted.nu)
         se = fitted.standard_errors()
-        rate = fitted.model.rate
-        out: dict[str, dict[str, Any]] = {
-            rate.name: {
-                "value": fitted.rate,
-                "low": math.exp(fitted.log_rate - t * se[0]),
-                "high": math.exp(fitted.log_rate + t * se[0]),
-                "description": rate.description,
-            }
-        }
-        for index, (parameter, value) in enumerate(
-            zip(fitted.model.losses, fitted.losses, strict=True), start=1
-        ):
+        model = fitted.model
+        out: dict[str, dict[str, Any]] = {}
+        for index, parameter in enumerate((model.rate, *model.losses)):
+            value = float(fitted.theta[index])
+            low, high = profile_interval(fitted, index)
+            if not math.isfinite(high):
+                high = value + t * float(se[index])
+            if not math.isfinite(low):
+                low = value - t * float(se[index])
+            if index == 0:  # fitted as ln lam
+                value, low, high = (_exp(v) for v in (value, low, high))
             out[parameter.name] = {
                 "value": value,
-                "low": max(value - t * se[index], 0.0),
-                "high": min(value + t * se[index], parameter.upper),
+                "low": low,
+                "high": min(high, parameter.upper),
                 "description": parameter.description,
             }
         return out
@@ -128,11 +137,14 @@ class FitResult:
         se_log = math.sqrt(max(float(gradient @ fitted.cov @ gradient), 0.0))
         t = t_quantile(fitted.nu)
         kappa_low = kappa - t * fitted.standard_errors()[2]
-        high = math.exp(math.log(peak) + t * se_log)
+        # A kappa near 0 makes se_log huge: compare on the log scale, where exp cannot
+        # overflow, and report no upper end beyond the devices anyone can ask about.
+        log_high = math.log(peak) + t * se_log
+        high = math.exp(log_high) if log_high <= math.log(self.target.horizon) else None
         return {
             "devices": peak,
-            "devices_low": math.exp(math.log(peak) - t * se_log),
-            "devices_high": high if kappa_low > 0 and high <= MAX_DEVICES else None,
+            "devices_low": math.exp(max(math.log(peak) - t * se_log, 0.0)),
+            "devices_high": high if kappa_low > 0 else None,
             "throughput": float(fitted.throughput([peak])[0]),
         }
 
@@ -159,6 +171,11 @@ class FitResult:
         }
         tidied: dict[str, Any] = _tidy(data)
         return tidied
+
+
+def _exp(value: float) -> float:
+    """exp() kept within floats: a fit so flat that an end passes +-700 means "anything"."""
+    return math.exp(min(max(value, -700.0), 700.0))
 
 
 def _tidy(value: Any) -> Any:

@@ -8,22 +8,26 @@ law (a fixed amount of work split ``N`` ways, strong scaling) makes efficiency f
 zero; USL adds a cost paid between every pair of devices and makes throughput fall.
 
 ``auto`` therefore starts from the comm model, the physics of a data-parallel step, and
-replaces it only when the points themselves favour another model: one that fits them more
-closely (lower residual sum of squares) and, where it has more parameters, also has the
-lower AICc (Hurvich & Tsai, Biometrika 1989). Among such models the lowest AICc wins. A
-model is not preferred for its smaller parameter penalty alone: with six points AICc's
-small-sample term is 40 for three parameters and 12 for two, so AICc would keep Amdahl for
-any six points a node step and plateau can produce, and Amdahl's decline, extrapolated, is
-then wrong by a factor of four at 512 devices (``benchmarks/bench_fit.py``). Every model's
-AICc and Akaike weight is still reported, and a model that predicts far out outside the
-reported interval is named in a note. Where the comm model cannot be fitted, the lowest
-AICc wins, or with too few points for AICc the fewest parameters.
+replaces it only when the points decisively show contention: another model fits them more
+closely (lower residual sum of squares) and the F test of :func:`contention_test` rejects
+the comm model at the 1 % level (its residual variance against the other model's noise
+estimate). With four points and three parameters the comm model has one residual degree
+of freedom and the 99th percentile of F(1, 2) is 98.5: one dip, which a two-node run can
+show, is not enough. Among the models that pass, the lowest AICc wins. AICc alone is not
+used: with six points its small-sample term is 40 for three parameters and 12 for two, so it
+would keep Amdahl for any six points a node step and plateau can produce, and Amdahl's
+decline, extrapolated, is then wrong by a factor of four at 512 devices
+(``benchmarks/bench_fit.py``). Every model's AICc and Akaike weight is still reported, and a
+model that predicts far out outside the reported interval is named in a note. Where the comm
+model cannot be fitted, the lowest AICc wins, or with too few points for AICc the fewest
+parameters. A point far off the others is first tested against the comm model and
+down-weighted (:mod:`dpscale.fit.robust`); every model is compared on the same weights.
 
 >>> from dpscale.fit.data import Points
 >>> points = Points.of([(1, 100), (2, 190), (4, 341), (8, 547), (16, 717), (32, 706), (64, 524)])
 >>> fitted, selection = choose(points, "auto", None)
 >>> fitted.model.name, selection.method
-('usl', 'AICc')
+('usl', 'F test')
 """
 
 from __future__ import annotations
@@ -32,14 +36,21 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from dpscale.fit.data import Points
 from dpscale.fit.fitting import AICC_NOISE_FLOOR, ModelFit, NotIdentifiableError, fit_model
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
+from dpscale.fit.robust import Flag, robust_fit
 from dpscale.validation import InputError
 
-__all__ = ["Candidate", "Selection", "choose"]
+__all__ = ["CONTENTION_LEVEL", "Candidate", "Selection", "choose", "contention_test"]
 
 ModelChoice = Literal["auto", "amdahl", "usl", "comm"]
+Method = Literal["given", "AICc", "fewest parameters", "physics", "F test"]
+
+CONTENTION_LEVEL = 0.01
+"""Level of the F test that must reject the comm model before another replaces it."""
 
 
 @dataclass(frozen=True)
@@ -61,18 +72,21 @@ class Candidate:
 class Selection:
     """How the reported model was chosen."""
 
-    method: Literal["given", "AICc", "fewest parameters", "physics"]
+    method: Method
     reason: str
     candidates: tuple[Candidate, ...]
     notes: tuple[str, ...] = ()
     others: tuple[ModelFit, ...] = field(default=(), repr=False, compare=False)
     """The other models ``auto`` fitted, to show where they disagree."""
+    flag: Flag | None = None
+    """The point the outlier test down-weighted, if any."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "method": self.method,
             "reason": self.reason,
             "candidates": [candidate.to_dict() for candidate in self.candidates],
+            "down_weighted": None if self.flag is None else self.flag.to_dict(),
         }
 
 
@@ -95,6 +109,24 @@ def _models(points: Points, devices_per_node: int | None) -> tuple[dict[str, Sca
     return {**MODELS, "comm": comm_model(g)}, ""
 
 
+def _fit_all(
+    models: dict[str, ScalingModel], points: Points, weights: np.ndarray | None
+) -> tuple[dict[str, ModelFit], dict[str, str]]:
+    fits: dict[str, ModelFit] = {}
+    skipped: dict[str, str] = {}
+    for name, candidate in models.items():
+        try:
+            fits[name] = fit_model(candidate, points, weights)
+        except NotIdentifiableError as err:
+            skipped[name] = str(err)
+    return fits, skipped
+
+
+def _flagged(fitted: ModelFit) -> tuple[ModelFit, Flag | None]:
+    """``fitted`` again with its own outlier test applied (see :mod:`dpscale.fit.robust`)."""
+    return robust_fit(fitted.model, fitted.points)
+
+
 def choose(
     points: Points, model: ModelChoice, devices_per_node: int | None
 ) -> tuple[ModelFit, Selection]:
@@ -105,18 +137,20 @@ def choose(
     models, comm_note = _models(points, devices_per_node)
     if model != "auto":
         try:
-            fitted = fit_model(models[model], points)
+            fitted, given_flag = robust_fit(models[model], points)
         except NotIdentifiableError as err:
             raise InputError.single("model", f"{model} cannot be fitted: {err}") from None
         notes = (comm_note,) if comm_note and model == "comm" else ()
-        return fitted, Selection("given", f"{model} was asked for", (), notes)
-    fits: dict[str, ModelFit] = {}
-    skipped: dict[str, str] = {}
-    for name, candidate in models.items():
-        try:
-            fits[name] = fit_model(candidate, points)
-        except NotIdentifiableError as err:
-            skipped[name] = str(err)
+        return fitted, Selection("given", f"{model} was asked for", (), notes, flag=given_flag)
+    fits, skipped = _fit_all(models, points, None)
+    # One bad point is judged against the physics of the step (the comm model) where it can
+    # be fitted, and every model is then compared on the same down-weighted points: a model
+    # must not win by bending to a point that the others call a bad run.
+    flag: Flag | None = None
+    if "comm" in fits:
+        fits["comm"], flag = _flagged(fits["comm"])
+        if flag is not None:
+            fits, skipped = _fit_all(models, points, fits["comm"].weights)
     scores = {name: fitted.aicc() for name, fitted in fits.items()}
     compared = {name: score for name, score in scores.items() if score is not None}
     weights: dict[str, float] = {}
@@ -127,7 +161,7 @@ def choose(
     ranking = ", ".join(
         f"{name} {compared[name]:.1f}" for name in sorted(compared, key=compared.__getitem__)
     )
-    method: Literal["AICc", "fewest parameters", "physics"]
+    method: Method
     if "comm" in fits:
         chosen, method, reason = _physics_first(fits, compared, weights, ranking)
     elif compared:
@@ -158,8 +192,12 @@ def choose(
         for name in models
     )
     notes = (comm_note,) if comm_note and chosen == "comm" else ()
+    reported = fits[chosen]
+    if chosen != "comm":
+        # Another model won on the points as they are: its own outlier test decides.
+        reported, flag = _flagged(fit_model(models[chosen], points))
     alternatives = tuple(fitted for name, fitted in fits.items() if name != chosen)
-    return fits[chosen], Selection(method, reason, candidates, notes, alternatives)
+    return reported, Selection(method, reason, candidates, notes, alternatives, flag)
 
 
 def _misfit(fitted: ModelFit) -> float:
@@ -182,62 +220,80 @@ def _few_points_reason(n: int, chosen: str) -> str:
     )
 
 
+def contention_test(comm: ModelFit, rival: ModelFit) -> tuple[float, float] | None:
+    """``(F, threshold)``: does ``rival`` fit so much more closely that the comm model's
+    misfit cannot be noise? None where the comm model has no residual degrees of freedom.
+
+    ``F = (RSS_comm / dof_comm) / s_rival^2`` compares the comm model's residual variance
+    with the rival's noise estimate (prior-weighted, :mod:`dpscale.fit.intervals`); if the
+    comm model holds, both estimate the same noise and ``F`` follows an F distribution with
+    ``(dof_comm, nu_rival)`` degrees of freedom. The points decisively show contention when
+    ``F`` passes its 99th percentile (a 1 % test; the models are not nested, so this is the
+    variance-ratio form of the test, not a likelihood ratio).
+
+    >>> from dpscale.fit.data import Points
+    >>> from dpscale.fit.models import MODELS, comm_model
+    >>> points = Points.of([(1, 100), (2, 190), (4, 341), (8, 547), (16, 717), (32, 706),
+    ...                     (64, 524)])
+    >>> f, threshold = contention_test(fit_model(comm_model(8), points),
+    ...                                fit_model(MODELS["usl"], points))
+    >>> f > threshold
+    True
+    """
+    from scipy import stats
+
+    count = len(comm.points) if comm.weights is None else float(np.sum(comm.weights))
+    dof = count - comm.model.size
+    if dof < 1 - 1e-9:
+        return None
+    ratio = (_misfit(comm) / dof) / rival.noise**2
+    return ratio, float(stats.f.ppf(1 - CONTENTION_LEVEL, dof, rival.nu))
+
+
 def _physics_first(
     fits: dict[str, ModelFit],
     compared: dict[str, float],
     weights: dict[str, float],
     ranking: str,
-) -> tuple[str, Literal["AICc", "fewest parameters", "physics"], str]:
-    """The comm model unless the points favour another: it fits them more closely and, if it
-    has more parameters than the comm model, has the lower AICc too."""
+) -> tuple[str, Method, str]:
+    """The comm model unless another fits the points more closely and the F test of
+    :func:`contention_test` rejects the comm model at the 1 % level."""
     comm = fits["comm"]
-
-    def favoured(name: str) -> bool:
-        other = fits[name]
-        if _misfit(other) >= _misfit(comm):
-            return False
-        if other.model.size <= comm.model.size:
-            return True
-        return name in compared and "comm" in compared and compared[name] < compared["comm"]
-
-    rivals = [name for name in fits if name != "comm" and favoured(name)]
-    if rivals:
-        chosen = min(
-            rivals, key=lambda n: (compared.get(n, math.inf), fits[n].model.size, _misfit(fits[n]))
-        )
-        if chosen in compared:
-            return (
-                chosen,
-                "AICc",
-                f"{chosen} fits the points more closely than the comm model and "
-                + _aicc_reason(chosen, ranking, weights).removeprefix(f"{chosen} "),
-            )
+    tests = {
+        name: contention_test(comm, fitted)
+        for name, fitted in fits.items()
+        if name != "comm" and _misfit(fitted) < _misfit(comm)
+    }
+    decisive = {name: test for name, test in tests.items() if test and test[0] > test[1]}
+    if decisive:
+        chosen = min(decisive, key=lambda n: (compared.get(n, math.inf), _misfit(fits[n]), n))
+        f, threshold = decisive[chosen]
         return (
             chosen,
-            "fewest parameters",
-            f"{chosen} fits the points more closely than the comm model with no more "
-            f"parameters ({len(comm.points)} points are too few for AICc)",
+            "F test",
+            f"{chosen} fits the points so much more closely than the comm model that the "
+            f"comm model's misfit is not noise (F test at the 1 % level: F = {f:.3g} > "
+            f"{threshold:.3g})" + (f"; AICc: {ranking}" if ranking else ""),
         )
-    if compared and min(compared, key=compared.__getitem__) == "comm":
-        return "comm", "AICc", _aicc_reason("comm", ranking, weights)
-    smallest = min(fitted.model.size for fitted in fits.values())
-    if not compared and comm.model.size == smallest:
-        return "comm", "fewest parameters", _few_points_reason(len(comm.points), "comm")
-    lower = [
-        name
-        for name in compared
-        if name != "comm" and compared[name] < compared.get("comm", math.inf)
-    ]
-    penalty = (
-        f"; {', '.join(lower)} {'has' if len(lower) == 1 else 'have'} a lower AICc ({ranking}) "
-        f"only through a smaller penalty for parameters, which says nothing about how the "
-        f"throughput continues beyond the points"
-        if lower
-        else ""
-    )
+    closer = sorted(tests)
+    if closer:
+        shown = "; ".join(
+            f"{name}: F = {test[0]:.3g} <= {test[1]:.3g}"
+            if test
+            else f"{name}: comm has no residual degrees of freedom"
+            for name, test in ((n, tests[n]) for n in closer)
+        )
+        evidence = (
+            f"; {', '.join(closer)} {'fits' if len(closer) == 1 else 'fit'} the points more "
+            f"closely, but not decisively (F test at the 1 % level, {shown})"
+        )
+    else:
+        evidence = "; no other model fits the points more closely"
     return (
         "comm",
         "physics",
         "comm models a data-parallel step (compute, then a ring all-reduce whose cost levels "
-        "off with more devices) and no other model fits the points more closely" + penalty,
+        "off with more devices) and is kept unless the points decisively show contention"
+        + evidence
+        + (f"; AICc: {ranking}" if ranking else ""),
     )

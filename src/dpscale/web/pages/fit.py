@@ -60,7 +60,13 @@ def _reason(result: FitResult, loc: Localizer) -> str:
     if method == "physics":
         return _(
             "Kept because it models a data-parallel step (compute, then a ring all-reduce "
-            "whose cost levels off) and no other model fits the points more closely."
+            "whose cost levels off) and the points do not decisively show contention "
+            "(F test at the 1 % level)."
+        )
+    if method == "F test":
+        return _(
+            "The points show contention decisively (F test at the 1 % level), so this "
+            "model replaces the communication model."
         )
     if method == "fewest parameters":
         return _("Too few points to compare models by AICc: the model with the fewest parameters.")
@@ -89,6 +95,17 @@ def _notes(result: FitResult, loc: Localizer) -> tuple[str, ...]:
                         value=_amount(loc, value),
                     )
                 )
+    flag = result.selection.flag
+    if flag is not None:
+        notes.append(
+            _(
+                "The point at %(devices)s devices lies %(off)s off the fit of the others: an "
+                "outlier test flagged it, and it counts as %(weight)s of a point.",
+                devices=loc.number(flag.devices),
+                off=loc.percent(abs(flag.throughput / flag.expected - 1), 2),
+                weight=loc.number(flag.weight, 2),
+            )
+        )
     if result.devices_per_node is None and result.model != "comm":
         notes.append(
             _(
@@ -135,15 +152,19 @@ def present(result: FitResult, loc: Localizer) -> Presentation:
     target = result.target
     goal = loc.percent(target.efficiency, 3)
     if target.devices is None:
-        value = _("not up to %(devices)s devices", devices=loc.number(MAX_DEVICES))
-        sentence = _("Efficiency stays above %(target)s on the fitted curve.", target=goal)
+        value = _("not up to %(devices)s devices", devices=loc.number(target.horizon))
+        sentence = _(
+            "Efficiency stays above %(target)s on the fitted curve as far as these points "
+            "support a statement.",
+            target=goal,
+        )
     else:
         value = _("%(devices)s devices", devices=loc.number(target.devices))
         sentence = _(
             "Efficiency falls below %(target)s there (95 %% interval %(low)s to %(high)s).",
             target=goal,
             low="?" if target.devices_low is None else loc.number(target.devices_low),
-            high=_("beyond %(devices)s", devices=loc.number(MAX_DEVICES))
+            high=_("beyond %(devices)s", devices=loc.number(target.horizon))
             if target.devices_high is None
             else loc.number(target.devices_high),
         )
@@ -193,6 +214,8 @@ def chart(result: FitResult, loc: Localizer) -> str:
         band=_("95 % prediction interval"),
         ideal=_("Ideal (linear from the {devices}-device baseline)"),
         predicted=_("Predicted"),
+        efficiency=_("Efficiency"),
+        ideal_efficiency=_("Ideal (100 %)"),
         number=loc.number,
         model=lambda name: _(MODEL_TITLES[name]),
     )
@@ -342,8 +365,8 @@ CALCULATOR = Calculator(
             model=FitQuery,
             label=N_("Model"),
             help=N_(
-                "Automatic keeps the communication model unless another fits the points "
-                "more closely."
+                "Automatic keeps the communication model unless the points decisively show "
+                "contention (F test at the 1 % level)."
             ),
             required=False,
             choices=(
@@ -381,8 +404,9 @@ CALCULATOR = Calculator(
     updated=date(2026, 12, 1),
     chart=chart,
     chart_alt=N_(
-        "Throughput against device count on log scales: the measured points, the fitted "
-        "curve with its 95 % prediction band, the ideal line and the predictions."
+        "Efficiency, then throughput on log scales, against device count: the measured "
+        "points, the fitted curve with its 95 % prediction band (never above the ideal), "
+        "the ideal line and the predictions."
     ),
     explain=explain,
     details="_fit_details.html",

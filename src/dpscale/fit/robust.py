@@ -1,0 +1,130 @@
+"""One bad point: found by an outlier test, down-weighted, and named.
+
+A run disturbed by something else on the cluster can sit far off the others; least squares
+would bend the curve to it, and a model that can bend that way (USL's fall) would win. Each
+model's fit is checked once for its worst point, by the externally studentized residual
+(Cook & Weisberg, "Residuals and Influence in Regression", 1982, sec. 2.2), with the
+leverage ``h_ii`` from the Jacobian at the optimum:
+
+    t_i = e_i / (s_(i) sqrt(1 - h_ii)),   s_(i)^2 = (nu0 s0^2 + RSS - e_i^2 / (1 - h_ii)) / (nu - 1)
+
+``s_(i)`` is the noise estimate without point ``i`` (with the same weak prior as every
+interval), so under the model ``t_i`` follows Student's t with ``nu - 1`` degrees of freedom.
+The point is flagged when ``|t_i|`` passes the Bonferroni-corrected two-sided 1 % level,
+``t_{nu - 1, 1 - 0.01 / (2 n)}``: over all ``n`` points, a clean data set has a flag less than
+1 % of the time. A flagged point keeps a weight ``(c / t_i)^2`` (``c`` that level), so that it
+counts as a point at the edge of what the noise explains, and the model is refitted once.
+A point whose leverage is 1 (the only one that measures a parameter, such as the one point
+beyond a node) cannot be tested; few points give a wide level, so four points rarely flag.
+
+>>> from dpscale.fit.data import Points
+>>> from dpscale.fit.models import MODELS
+>>> pairs = [(1, 100), (2, 197), (4, 388), (8, 762), (16, 1120), (32, 2950), (64, 5800)]
+>>> fitted, flag = robust_fit(MODELS["amdahl"], Points.of(pairs))
+>>> flag.devices, round(flag.weight, 2)
+(16, 0.1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpscale.fit.data import Points
+from dpscale.fit.fitting import ModelFit, fit_model
+from dpscale.fit.intervals import NOISE_PRIOR, NOISE_PRIOR_WEIGHT, t_quantile
+from dpscale.fit.models import ScalingModel
+
+__all__ = ["OUTLIER_LEVEL", "Flag", "robust_fit"]
+
+OUTLIER_LEVEL = 0.01
+"""Chance that a clean data set gets a flag (Bonferroni over its points)."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A point far off the fit of the others, and the weight it was given."""
+
+    index: int
+    devices: int
+    throughput: float
+    expected: float
+    """The fitted throughput there, from the fit with the point down-weighted."""
+    studentized: float
+    threshold: float
+    weight: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "devices": self.devices,
+            "throughput": self.throughput,
+            "fitted_throughput": self.expected,
+            "studentized_residual": self.studentized,
+            "threshold": self.threshold,
+            "weight": self.weight,
+        }
+
+    def sentence(self) -> str:
+        off = self.throughput / self.expected - 1
+        return (
+            f"The point at {self.devices:,} devices ({self.throughput:,.6g}) lies "
+            f"{abs(off):.0%} {'below' if off < 0 else 'above'} the fit of the others "
+            f"(studentized residual {abs(self.studentized):.1f}, beyond the 1 % outlier level "
+            f"{self.threshold:.1f}): it was down-weighted to {self.weight:.2f} of a point."
+        )
+
+
+def _worst(fitted: ModelFit) -> tuple[int, float, float] | None:
+    """(index, t_i, threshold) of the most extreme point, if it passes the threshold."""
+    n = len(fitted.points)
+    dof = n - fitted.model.size
+    if dof < 1:
+        return None
+    theta = fitted.theta
+    residuals = fitted.residuals(theta)
+    jacobian = fitted.jacobian(theta)
+    leverage = np.einsum("ij,jk,ik->i", jacobian, np.linalg.pinv(jacobian.T @ jacobian), jacobian)
+    testable = leverage < 0.999
+    if not np.any(testable):
+        return None
+    press = np.where(testable, residuals**2 / np.where(testable, 1 - leverage, 1.0), 0.0)
+    # RSS without the point, never below 0 (the linearisation can overshoot).
+    without = NOISE_PRIOR_WEIGHT * NOISE_PRIOR**2 + np.maximum(fitted.rss - press, 0.0)
+    scale = np.sqrt(without / (NOISE_PRIOR_WEIGHT + dof - 1))
+    studentized = np.where(
+        testable, residuals / (scale * np.sqrt(np.where(testable, 1 - leverage, 1.0))), 0.0
+    )
+    index = int(np.argmax(np.abs(studentized)))
+    threshold = t_quantile(NOISE_PRIOR_WEIGHT + dof - 1, 1 - OUTLIER_LEVEL / n)
+    if abs(studentized[index]) <= threshold:
+        return None
+    return index, float(studentized[index]), threshold
+
+
+def robust_fit(model: ScalingModel, points: Points) -> tuple[ModelFit, Flag | None]:
+    """``model`` fitted to ``points``, with its worst point down-weighted if it is an outlier.
+
+    Raises :class:`dpscale.fit.fitting.NotIdentifiableError` like :func:`fit_model`.
+    """
+    fitted = fit_model(model, points)
+    worst = _worst(fitted)
+    if worst is None:
+        return fitted, None
+    index, studentized, threshold = worst
+    weight = (threshold / studentized) ** 2
+    weights = np.ones(len(points))
+    weights[index] = weight
+    refitted = fit_model(model, points, weights)
+    devices = int(points.devices[index])
+    flag = Flag(
+        index=index,
+        devices=devices,
+        throughput=float(points.throughput[index]),
+        expected=float(refitted.throughput([devices])[0]),
+        studentized=studentized,
+        threshold=threshold,
+        weight=weight,
+    )
+    return refitted, flag
