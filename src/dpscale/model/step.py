@@ -29,6 +29,15 @@ ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054, sec. 7) and FSDP move other vol
     zero3   every micro-step all-gathers parameters for the forward and again for the
     / fsdp  backward, and reduce-scatters gradients: 3x the parameter bytes per micro-step
 
+Beside communication a step pays (``costs``): the optimizer step, once per optimizer step and
+memory-bound, inside the one-device step ``T1 = m b / v`` (so forward and backward take
+``b / v - t_opt / m`` per micro-step); the wait for the slowest device, ``c (b / v) sqrt(m)
+z(N)`` (``c`` the coefficient of variation of one micro-step, ``m`` independent micro-steps
+per step); fixed costs per step on more than one device (``step_overhead``: the wrapper's,
+``o b / v`` at the scenario's micro-batch, or a measured one; the micro-steps under
+``no_sync`` skip the reducer) and, for bucketed DDP, the copies into the buckets and back.
+Efficiency is ``T1 / step time``.
+
 Everything here is element-wise over numpy arrays, so one call evaluates any number of
 (configuration, device count) points.
 
@@ -48,12 +57,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpscale.model.collectives import (
+    RING_PLATEAU,
     Algorithm,
     Topology,
     all_gather,
     all_reduce,
     reduce_scatter,
 )
+from dpscale.model.costs import straggler_time
 from dpscale.model.hardware import NET_HOP_LATENCY_S, NVLINK_HOP_LATENCY_S
 
 __all__ = [
@@ -108,6 +119,9 @@ class Step:
     compute_time: Any
     comm_time: Any
     exposed_comm_time: Any
+    wait_time: Any
+    overhead_time: Any
+    optimizer_time: Any
     step_time: Any
     efficiency: Any
     algorithm: Any
@@ -136,11 +150,17 @@ def data_parallel_step(
     step_overhead: ArrayLike = 0.0,
     strategy: Strategy | ArrayLike = "ddp",
     algorithm: Algorithm | ArrayLike = "auto",
+    optimizer_time: ArrayLike = 0.0,
+    bucket_copy_time: ArrayLike = 0.0,
+    jitter: ArrayLike = 0.0,
+    ring_plateau: ArrayLike = RING_PLATEAU,
 ) -> Step:
     """The step time and efficiency at each point (``inter_bandwidth`` as achieved).
 
     ``step_overhead`` (seconds) is added to every step on more than one device; it is zero
-    unless a measurement says otherwise.
+    unless a measurement says otherwise. ``optimizer_time`` (seconds) is part of the
+    one-device step; ``bucket_copy_time`` (seconds) is paid on more than one device;
+    ``jitter`` is the coefficient of variation of one micro-step's time.
     """
     topo = Topology.build(
         devices=devices,
@@ -149,12 +169,15 @@ def data_parallel_step(
         inter_bandwidth=inter_bandwidth,
         intra_latency=intra_latency,
         inter_latency=inter_latency,
+        ring_plateau=ring_plateau,
     )
     size = np.asarray(params, dtype=float) * np.asarray(bytes_per_value, dtype=float)
     m = np.asarray(grad_accum, dtype=float)
     micro = np.asarray(micro_batch, dtype=float) / np.asarray(per_device_throughput, dtype=float)
+    t_opt = np.asarray(optimizer_time, dtype=float)
+    passes = np.maximum(micro - t_opt / m, 0.0)
     f = np.asarray(backward_fraction, dtype=float)
-    backward, forward = micro * f, micro * (1 - f)
+    backward, forward = passes * f, passes * (1 - f)
     buckets = np.maximum(1.0, np.ceil(size / np.asarray(bucket_bytes, dtype=float)))
     bucket = size / buckets
     s = np.where(np.asarray(overlap, dtype=bool), np.asarray(overlap_slowdown, dtype=float), 0.0)
@@ -186,8 +209,10 @@ def data_parallel_step(
 
     multi = topo.devices > 1
     compute = m * micro
-    overhead = np.where(multi, np.asarray(step_overhead, dtype=float), 0.0)
-    step_time = compute + exposed_time + overhead
+    fixed = np.asarray(step_overhead, dtype=float) + np.asarray(bucket_copy_time, dtype=float)
+    overhead = np.where(multi, fixed, 0.0)
+    wait = straggler_time(micro * np.sqrt(m), jitter, topo.devices)
+    step_time = compute + exposed_time + overhead + wait
     sharded = code > 0
     shape = np.shape(step_time)
     return Step(
@@ -195,6 +220,9 @@ def data_parallel_step(
         compute_time=np.broadcast_to(compute, shape),
         comm_time=comm_time,
         exposed_comm_time=exposed_time,
+        wait_time=np.broadcast_to(wait, shape),
+        overhead_time=np.broadcast_to(overhead, shape),
+        optimizer_time=np.broadcast_to(t_opt, shape),
         step_time=step_time,
         efficiency=compute / step_time,
         algorithm=np.where(sharded, 0, ar.algorithm),
