@@ -12,8 +12,9 @@ device's micro-step (stragglers, :mod:`dpscale.model.costs`), ``t = b / v`` one 
 and ``z(N)`` the expected maximum of N standard normals. A weighted least-squares fit
 (relative residuals, both terms kept >= 0) estimates them. A point at one device replaces the
 per-device throughput. With one multi-device point only ``o`` is fitted and ``c`` keeps its
-default (and its range stays in the band). A stored run may carry ``step_time_cv`` and
-``step_overhead_s`` measured directly; those are used as they are.
+default (and its range stays in the band). A jitter or a fixed cost the user states is kept
+as stated. A stored run may carry ``step_time_cv`` and ``step_overhead_s`` measured directly;
+those are used as they are (the CV of a step of ``m`` micro-steps is ``c / sqrt(m)``).
 
 The band is the fit's: the parameters' covariance from the residuals (a floor of 1 % relative
 noise per measured point, the spread a throughput measurement has from run to run, when there
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,6 +58,7 @@ __all__ = [
     "MeasuredFit",
     "MeasuredPrediction",
     "calibrate_measured",
+    "measured_from_run",
     "parse_measured",
 ]
 
@@ -212,8 +215,12 @@ def calibrate_measured(
     fixed: dict[str, float] = {}
     if step_overhead_s is not None:
         fixed["step_overhead"] = step_overhead_s
+    elif "step_overhead" in scenario.known:
+        fixed["step_overhead"] = scenario.step_overhead
     if step_time_cv is not None:
-        fixed["jitter"] = step_time_cv
+        fixed["jitter"] = step_time_cv * math.sqrt(sc.grad_accum)
+    elif scenario.jitter is not None:
+        fixed["jitter"] = scenario.jitter
     free = [name for name in columns if name not in fixed]
     if len(free) == 2 and len(np.unique(n)) < 2:
         fixed["jitter"] = sc.jitter if sc.jitter else (scenario.jitter or DEFAULT_JITTER)
@@ -267,3 +274,31 @@ def _fit(
     gram = full.T @ full
     covariance = noise**2 * np.linalg.pinv(gram)
     return estimates, covariance, noise
+
+
+def measured_from_run(
+    run: Mapping[str, Any], run_id: str, pairs: list[tuple[int, float]]
+) -> dict[str, Any]:
+    """``calibrate_measured`` keywords from a stored run and its ``(devices, X)`` points.
+
+    The run's own ``step_time_cv`` and ``step_overhead_s`` (``dpscale measure`` reports them
+    per result) are taken from the result at the most devices that has them.
+
+    >>> run = {"results": [{"devices": 2, "throughput": 190.0, "step_time_cv": 0.01},
+    ...                    {"devices": 4, "throughput": 370.0, "step_time_cv": 0.02,
+    ...                     "step_overhead_s": 0.003}]}
+    >>> kw = measured_from_run(run, "r1", [(2, 190.0), (4, 370.0)])
+    >>> kw["step_time_cv"], kw["step_overhead_s"], kw["source"]
+    (0.02, 0.003, 'run r1')
+    """
+    results = [row for row in run.get("results") or [] if isinstance(row, Mapping)]
+    results.sort(key=lambda row: float(row.get("devices") or 0))
+    found: dict[str, float | None] = {"step_time_cv": None, "step_overhead_s": None}
+    for key in found:
+        for row in results:
+            value = row.get(key)
+            if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
+                found[key] = float(value)
+    if not any(n > 1 for n, _ in pairs):
+        raise _fail(f"run {run_id} has no result on more than one device", run_id)
+    return {"points": pairs, "source": f"run {run_id}", **found}
