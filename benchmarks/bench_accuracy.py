@@ -161,9 +161,9 @@ def table(scored: list[Scored]) -> str:
     return "\n".join(lines)
 
 
-def summary_line(name: str, figures: dict[str, float]) -> str:
+def summary_line(name: str, figures: dict[str, float], width: int = 8) -> str:
     return (
-        f"{name:<8} rows {figures['rows']:>3.0f}  median {figures['median_pp']:4.1f} pp  "
+        f"{name:<{width}} rows {figures['rows']:>3.0f}  median {figures['median_pp']:4.1f} pp  "
         f"worst {figures['worst_pp']:4.1f} pp  mean signed {figures['mean_signed_pp']:+4.1f} pp  "
         f"inside band {100 * figures['inside_band']:3.0f} %  "
         f"mean band width {figures['mean_band_width_pp']:4.1f} pp"
@@ -249,7 +249,7 @@ def main() -> None:
         by_source[s.source].append(s)
     print("\nAfter, by source (nothing is estimated from these rows, so no fold is held out):")
     for source, members in sorted(by_source.items()):
-        print(summary_line(source[:8], summary(members)), f"  {source}")
+        print(summary_line(source, summary(members), width=28))
     calibrated = calibrated_series(rows)
     print(
         f"\nCalibrated with --measured on a series' smaller counts, at its next count "

@@ -324,31 +324,20 @@ def _print_result(result: Any, plot: str | None) -> None:
         title=f"Predicted data-parallel scaling on {hw.name} (actual throughput in {sc.unit})",
         title_justify="left",
     )
-    columns = (
-        "N",
-        "Nodes",
-        "E(N)",
-        "Band",
-        "Actual",
-        "Speedup",
-        "Step ms",
-        "Compute",
-        "Comm",
-        "Exposed",
-    )
+    # Compute per step is the same on every row: the line under the table gives it.
+    columns = ("N", "Nodes", "E(N)", "Band %", "Actual", "Speedup", "Step ms", "Comm", "Exposed")
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", no_wrap=column == "Band %")
     table.add_column("Limit", no_wrap=True)
     for p in result.points():
         table.add_row(
             number(p["devices"]),
             number(p["nodes"]),
             percent(p["efficiency"]),
-            f"{percent(p['efficiency_low'], 3)}-{percent(p['efficiency_high'], 3)}",
+            f"{number(100 * p['efficiency_low'], 3)}-{number(100 * p['efficiency_high'], 3)}",
             number(p["actual_throughput"]),
             f"{number(p['speedup'])}x",
             number(p["step_time_s"] * 1e3),
-            number(p["compute_time_s"] * 1e3),
             number(p["comm_time_s"] * 1e3),
             number(p["exposed_comm_time_s"] * 1e3),
             _LIMITS[p["limited_by"]] + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
@@ -364,6 +353,14 @@ def _print_result(result: Any, plot: str | None) -> None:
         f"({hw.transport}) = {format_bandwidth(hw.inter_effective_bandwidth)} per node; "
         f"inside a node {format_bandwidth(hw.intra_bandwidth)} per device."
     )
+    last = result.points()[-1]
+    if last["devices"] > 1:
+        console.print(
+            f"At {last['devices']:,} devices the step also waits {_ms(last['wait_time_s'])} for "
+            f"the slowest device and pays {_ms(last['overhead_time_s'])} of fixed costs; the "
+            f"optimizer step ({sc.optimizer or 'assumed adam'}) is "
+            f"{_ms(last['optimizer_time_s'])} of the compute."
+        )
     if sc.calibration:
         console.print(f"Calibrated from {sc.calibration}.")
     if result.band_inputs == ("measured",):
