@@ -190,7 +190,13 @@ CALCULATOR = Calculator(
             r" + \frac{2(g-1)}{g} \times \frac{S}{B_{\text{intra}}}"
             r" + \frac{2(n-1)}{n} \times \frac{S}{\eta\, B_{\text{net}}}",
         ),
-        Formula(N_("Scaling efficiency"), r"E(N) = \frac{T_c}{T_c + T_x}"),
+        Formula(N_("Optimizer step"), r"T_o = \frac{P \times q}{B_{\text{mem}}}"),
+        Formula(
+            N_("Waiting for the slowest device"),
+            r"T_w = c\,\frac{b}{v}\sqrt{k}\;z(N),\quad"
+            r" z(N) \approx \Phi^{-1}\left(\frac{N - 0.375}{N + 0.25}\right)",
+        ),
+        Formula(N_("Scaling efficiency"), r"E(N) = \frac{T_c}{T_c + T_x + T_w + T_f}"),
     ),
     updated=date(2026, 12, 1),
     chart=_chart,
