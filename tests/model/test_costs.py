@@ -184,3 +184,39 @@ def test_measured_points_narrow_the_band_and_keep_the_point_inside() -> None:
         assert width <= q["efficiency_high"] - q["efficiency_low"] + 1e-12
     # 16 devices measured at 1,800: the calibrated point is there within its noise.
     assert points[1]["actual_throughput"] == pytest.approx(1800, rel=0.02)
+
+
+@given(
+    params=st.floats(1e6, 1e11),
+    micro=st.integers(1, 512),
+    accum=st.integers(1, 64),
+    throughput=st.floats(0.1, 1e5),
+    share=st.sampled_from(["rdma", "tcp"]),
+    overlap=st.booleans(),
+    devices=st.lists(st.integers(1, 100_000), min_size=1, max_size=8),
+)
+def test_band_is_finite_ordered_and_one_at_one_device(
+    params: float,
+    micro: int,
+    accum: int,
+    throughput: float,
+    share: str,
+    overlap: bool,
+    devices: list[int],
+) -> None:
+    hw = Hardware(devices_per_node=8, intra_bandwidth=235e9, inter_bandwidth=25e9, transport=share)  # type: ignore[arg-type]
+    sc = Scenario(
+        params=params,
+        grad_dtype="bf16",
+        micro_batch=micro,
+        grad_accum=accum,
+        per_device_throughput=throughput,
+        hardware=hw,
+        overlap=overlap,
+    )
+    b = band(sc, sorted({1, *devices}))
+    assert np.all(np.isfinite(b.low))
+    assert np.all(np.isfinite(b.high))
+    assert np.all((b.low >= 0) & (b.low <= b.efficiency + 1e-12))
+    assert np.all((b.efficiency <= b.high + 1e-12) & (b.high <= 1))
+    assert b.low[0] == b.high[0] == 1.0
