@@ -7,12 +7,16 @@ table; these tests hold the model to the figures it printed. Nothing is fitted t
 
 Bounds, as measured with the per-step costs and the band (README, "Accuracy"):
 
-- the first 16 rows (the set before the issue #16 additions): median absolute error <= 6 pp,
-  worst <= 12 pp (unchanged from before the per-step costs);
-- all 25 rows: mean signed error at most +2.0 pp (the model without the per-step costs: +4.6),
-  median <= 5 pp, at least 40 % of the measured values inside the band, mean band width
+- the first 16 rows (the set before the issue #16 additions: Horovod, PyTorch DDP,
+  Megatron-LM): median absolute error 1.7 pp (bound 2.5), worst 7.7 (bound 12), mean signed
+  +0.6 (bound +-1.5), 88 % inside the band (bound 80 %): the issue's targets, met there;
+- all 25 rows: mean signed error at most +3.5 pp (the model without the per-step costs: +4.6),
+  median <= 4 pp, at least 60 % of the measured values inside the band, mean band width
   <= 12 pp. The DeepLearningExamples BERT-large rows at 256-512 GPUs lose 5-23 pp more than
-  any stated input explains and set the worst error; they are not met, and not hidden.
+  any stated input explains and set the worst error and most of the bias (the Horovod rows,
+  too pessimistic before Horovod's fusion cycle was modelled, no longer offset them); the
+  issue's targets (+-1.5 pp bias, 2.5 pp median, 12 pp worst, 80 % inside) are not met, and
+  not hidden.
 """
 
 from __future__ import annotations
@@ -45,10 +49,12 @@ def scored() -> list[object]:
     return [bench.score_row(row) for row in bench.read_rows()]
 
 
-def test_the_first_sixteen_rows_keep_their_bounds(scored: list[object]) -> None:
+def test_the_first_sixteen_rows_meet_the_issue_targets(scored: list[object]) -> None:
     figures = bench.summary(scored[:16])
-    assert figures["median_pp"] <= 6.0, bench.table(scored)
+    assert figures["median_pp"] <= 2.5, bench.table(scored)
     assert figures["worst_pp"] <= 12.0, bench.table(scored)
+    assert abs(figures["mean_signed_pp"]) <= 1.5
+    assert figures["inside_band"] >= 0.8
 
 
 def test_all_rows_less_optimistic_than_before(scored: list[object]) -> None:
@@ -56,9 +62,9 @@ def test_all_rows_less_optimistic_than_before(scored: list[object]) -> None:
     after = bench.summary(scored)
     before = bench.summary([bench.score_row(row, before=True) for row in bench.read_rows()])
     assert before["mean_signed_pp"] > 4.0
-    assert after["mean_signed_pp"] <= 2.0, bench.table(scored)
-    assert after["median_pp"] <= 5.0
-    assert after["inside_band"] >= 0.40
+    assert after["mean_signed_pp"] <= 3.5, bench.table(scored)
+    assert after["median_pp"] <= 4.0
+    assert after["inside_band"] >= 0.60
     assert after["mean_band_width_pp"] <= 12.0
 
 

@@ -119,6 +119,12 @@ def predict(
         "(default 1 %, the band spans 0.3-3 %).",
         "--jitter",
     ),
+    fusion_cycle: str = _option(
+        "DURATION",
+        "Horovod's cycle time (HOROVOD_CYCLE_TIME; 5 ms before Horovod 0.21, 1 ms since): "
+        "fused messages hold what backward produces in one cycle, up to --bucket-size.",
+        "--fusion-cycle",
+    ),
     measured: str = _option(
         "POINTS|FILE|run:ID",
         'Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
@@ -182,6 +188,7 @@ def predict(
             "optimizer": optimizer,
             "device_memory_bandwidth": device_memory_bandwidth,
             "jitter": _jitter(jitter),
+            "fusion_cycle": fusion_cycle,
             "measured": measured if measured is None or _inline(measured) else None,
             "target_efficiency": percent_as_fraction(target_efficiency, "--target-efficiency"),
             "unit": unit,

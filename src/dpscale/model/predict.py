@@ -133,6 +133,7 @@ class PredictionResult:
                     "optimizer_bytes_per_param": sc.optimizer_bytes,
                     "jitter": sc.jitter,
                     "measured": sc.measured,
+                    "fusion_cycle_s": sc.fusion_cycle,
                     "band_varies": list(self.band_inputs),
                 }
             ),

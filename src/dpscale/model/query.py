@@ -177,6 +177,11 @@ class PredictQuery(BaseModel):
         allow_inf_nan=False,
         description="Coefficient of variation of one device's step time, a fraction (0.01).",
     )
+    fusion_cycle: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Horovod's cycle time (HOROVOD_CYCLE_TIME): 5 ms before 0.21, 1 ms since.",
+    )
     measured: str | None = Field(
         default=None,
         max_length=MAX_MEASURED_TEXT,
@@ -288,6 +293,11 @@ class PredictQuery(BaseModel):
             optimizer=self.optimizer,
             jitter=self.jitter,
             known=self.known(),
+            fusion_cycle=(
+                0.0
+                if self.fusion_cycle is None
+                else _quantity("fusion_cycle", self.fusion_cycle, parse_duration, 1.0, False)
+            ),
         )
         _check_optimizer_fits(scenario)
         return scenario

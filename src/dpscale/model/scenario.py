@@ -80,6 +80,8 @@ class Scenario:
     """Uncertain inputs the user stated (``overlap_slowdown``, ``step_overhead``, ...)."""
     measured: str | None = None
     """Where a ``--measured`` calibration came from (its estimates are in the fields)."""
+    fusion_cycle: float = 0.0
+    """Horovod's cycle time in seconds (0: buckets of ``bucket_bytes``, as DDP)."""
 
     @property
     def gradient_bytes(self) -> float:
@@ -134,6 +136,7 @@ def step_inputs(
         "jitter": _first(jitter, scenario.jitter, DEFAULT_JITTER),
         "overlap_slowdown": _first(overlap_slowdown, scenario.overlap_slowdown),
         "ring_plateau": RING_PLATEAU if ring_plateau is None else ring_plateau,
+        "fusion_cycle": scenario.fusion_cycle,
     }
 
 

@@ -33,8 +33,11 @@ Beside communication a step pays (``costs``): the optimizer step, once per optim
 memory-bound, inside the one-device step ``T1 = m b / v`` (so forward and backward take
 ``b / v - t_opt / m`` per micro-step); the wait for the slowest device, ``c (b / v) sqrt(m)
 z(N)`` (``c`` the coefficient of variation of one micro-step, ``m`` independent micro-steps
-per step); fixed costs per step on more than one device (``step_overhead``: the wrapper's,
-``o b / v`` at the scenario's micro-batch, or a measured one; the micro-steps under
+per step); Horovod fuses the tensors ready in each cycle (``HOROVOD_CYCLE_TIME``, 5 ms before
+Horovod 0.21, 1 ms since: its v0.21.0 changelog, #2468), so its messages are at most the bytes
+one cycle of backward produces; fixed costs per step on more than one device
+(``step_overhead``: the wrapper's, ``o b / v`` at the scenario's micro-batch, or a measured
+one; the micro-steps under
 ``no_sync`` skip the reducer) and, for bucketed DDP, the copies into the buckets and back.
 Efficiency is ``T1 / step time``.
 
@@ -154,13 +157,16 @@ def data_parallel_step(
     bucket_copy_time: ArrayLike = 0.0,
     jitter: ArrayLike = 0.0,
     ring_plateau: ArrayLike = RING_PLATEAU,
+    fusion_cycle: ArrayLike = 0.0,
 ) -> Step:
     """The step time and efficiency at each point (``inter_bandwidth`` as achieved).
 
     ``step_overhead`` (seconds) is added to every step on more than one device; it is zero
     unless a measurement says otherwise. ``optimizer_time`` (seconds) is part of the
     one-device step; ``bucket_copy_time`` (seconds) is paid on more than one device;
-    ``jitter`` is the coefficient of variation of one micro-step's time.
+    ``jitter`` is the coefficient of variation of one micro-step's time. ``fusion_cycle``
+    (seconds, 0: none) is Horovod's cycle: a fused all-reduce holds at most the gradient bytes
+    backward produces in one cycle, and at most ``bucket_bytes``.
     """
     topo = Topology.build(
         devices=devices,
@@ -178,7 +184,11 @@ def data_parallel_step(
     passes = np.maximum(micro - t_opt / m, 0.0)
     f = np.asarray(backward_fraction, dtype=float)
     backward, forward = passes * f, passes * (1 - f)
-    buckets = np.maximum(1.0, np.ceil(size / np.asarray(bucket_bytes, dtype=float)))
+    cap = np.asarray(bucket_bytes, dtype=float)
+    cycle = np.asarray(fusion_cycle, dtype=float)
+    per_cycle = size * cycle / np.maximum(backward, 1e-300)
+    cap = np.where(cycle > 0, np.minimum(cap, np.maximum(per_cycle, 1.0)), cap)
+    buckets = np.maximum(1.0, np.ceil(size / cap))
     bucket = size / buckets
     s = np.where(np.asarray(overlap, dtype=bool), np.asarray(overlap_slowdown, dtype=float), 0.0)
     hide = np.asarray(overlap, dtype=bool)

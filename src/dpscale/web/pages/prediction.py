@@ -145,6 +145,7 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
     messages["inter_node_bandwidth"] = messages["intra_node_bandwidth"]
     messages["inter_node_latency"] = messages["intra_node_latency"]
     messages["device_memory_bandwidth"] = messages["intra_node_bandwidth"]
+    messages["fusion_cycle"] = messages["intra_node_latency"]
     return messages.get(name)
 
 

@@ -282,6 +282,16 @@ FIELDS = (
         advanced=True,
     ),
     _field(
+        "fusion_cycle",
+        N_("Horovod cycle time"),
+        N_(
+            "For Horovod: tensors ready in one cycle are sent in one fused all-reduce, up to "
+            "the bucket size. 5 ms before Horovod 0.21, 1 ms since. Empty: not Horovod."
+        ),
+        kind="text",
+        advanced=True,
+    ),
+    _field(
         "measured",
         N_("Measured throughputs"),
         N_(
