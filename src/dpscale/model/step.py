@@ -208,14 +208,28 @@ def data_parallel_step(
         )
 
     gather_after = buckets * ag.time
-    ddp = (exposed(ar.time, backward), buckets * ar.time)
-    zero1 = (exposed(rs.time, backward) + gather_after, buckets * (rs.time + ag.time))
-    zero2 = (m * exposed(rs.time, backward) + gather_after, buckets * (m * rs.time + ag.time))
-    zero3_exposed = m * (exposed(ag.time, forward) + exposed(ag.time + rs.time, backward))
-    zero3 = (zero3_exposed, m * buckets * (2 * ag.time + rs.time))
+
+    def ddp() -> tuple[Any, Any]:
+        return exposed(ar.time, backward), buckets * ar.time
+
+    def zero1() -> tuple[Any, Any]:
+        return exposed(rs.time, backward) + gather_after, buckets * (rs.time + ag.time)
+
+    def zero2() -> tuple[Any, Any]:
+        return m * exposed(rs.time, backward) + gather_after, buckets * (m * rs.time + ag.time)
+
+    def zero3() -> tuple[Any, Any]:
+        shown = m * (exposed(ag.time, forward) + exposed(ag.time + rs.time, backward))
+        return shown, m * buckets * (2 * ag.time + rs.time)
+
     table = (ddp, zero1, zero2, zero3, zero3)
-    exposed_time = np.choose(code, [row[0] for row in table])
-    comm_time = np.choose(code, [row[1] for row in table])
+    if isinstance(strategy, str):
+        # One strategy for every point: the others would be computed only to be discarded.
+        exposed_time, comm_time = table[int(code)]()
+    else:
+        rows = [row() for row in table]
+        exposed_time = np.choose(code, [row[0] for row in rows])
+        comm_time = np.choose(code, [row[1] for row in rows])
 
     multi = topo.devices > 1
     compute = m * micro
