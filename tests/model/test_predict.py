@@ -87,6 +87,7 @@ def test_bad_input_raises_input_error_naming_the_field() -> None:
 def test_svg_and_files(tmp_path: Path) -> None:
     prediction = predict(parse(PredictQuery, {**QUERY, "target_efficiency": 0.9}))
     svg = efficiency_svg(prediction)
+    assert ">band<" in svg  # the shaded band is drawn and named in the legend
     assert "<svg" in svg
     assert svg == efficiency_svg(prediction)  # deterministic: no dates, fixed ids
     for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):

@@ -271,6 +271,7 @@ def test_chart_is_localised_and_the_same_for_the_same_inputs(client: httpx.Clien
     assert en.status_code == 200
     assert en.headers["content-type"].startswith("image/svg+xml")
     assert "One node (8 devices)" in en.text
+    assert "Band: the range of the uncertain inputs" in en.text
     assert "Target 90%" in en.text
     assert "256 devices: 53.9%" in en.text
     ja = client.get(f"/chart/ja/scaling-prediction.svg?{DEFAULTS}")
