@@ -249,3 +249,10 @@ def test_horovod_fusion_cycle_shrinks_the_last_message() -> None:
     with pytest.raises(InputError) as err:
         predict(parse(PredictQuery, {**query, "fusion_cycle": "2 s"}))
     assert err.value.issues[0].field == "fusion_cycle"
+
+
+def test_network_latency_varies_by_nccl_version_unless_stated() -> None:
+    unstated = predict(parse(PredictQuery, QUERY)).to_dict()["inputs"]["band_varies"]
+    assert "inter_node_latency" in unstated
+    stated = predict(parse(PredictQuery, {**QUERY, "inter_node_latency": "14 us"})).to_dict()
+    assert "inter_node_latency" not in stated["inputs"]["band_varies"]

@@ -16,6 +16,9 @@ stated range and a central value (the point prediction uses the central one):
     memory_bandwidth     0.3-3.35 TB/s when neither a preset nor the user gives it
     ring_plateau         NCCL's ring latency factor across nodes, 1.4 (Ampere and later,
                          NCCL 2.18+) to 1.9 (Volta, and every arch before 2.18)
+    inter_node_latency   NCCL's network latency per ring step, by version: 9.6 us (2.7.8)
+                         to 28 us (2.12; 14 us in 2.18); a stated latency or a calibration
+                         replaces it
 
 Facts the user gives are not varied, so they narrow the band; facts left out widen it.
 
@@ -59,6 +62,7 @@ PUBLIC_NAMES = {
     "inter_efficiency": "network_share",
     "optimizer_bytes": "optimizer",
     "memory_bandwidth": "device_memory_bandwidth",
+    "inter_latency": "inter_node_latency",
 }
 """The step model's keyword for each uncertain input, as the JSON and the pages name it."""
 
@@ -67,6 +71,9 @@ __all__ = ["NETWORK_SHARE_RANGE", "OVERLAP_SLOWDOWN_RANGE", "Band", "band", "ban
 NETWORK_SHARE_RANGE: dict[str, tuple[float, float]] = {"rdma": (0.70, 0.96), "tcp": (0.32, 0.54)}
 OVERLAP_SLOWDOWN_RANGE = (0.05, 0.35)
 MEMORY_BANDWIDTH_RANGE = (0.3e12, 3.35e12)
+NET_LATENCY_RANGE = (9.6e-6, 28e-6)
+"""NCCL's network latency per Ring/Simple step across versions (tuning.cc ``hwLat[NET]``):
+9.6 us in 2.7.8, 28 us in 2.12, 14 us in 2.18 (which also adds the network's own latency)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,8 @@ def _ranges(scenario: Scenario) -> dict[str, tuple[Any, Any]]:
     if hw.memory_bandwidth is None:
         ranges["memory_bandwidth"] = MEMORY_BANDWIDTH_RANGE
     ranges["ring_plateau"] = RING_PLATEAU_RANGE
+    if "inter_node_latency" not in known and scenario.calibration is None:
+        ranges["inter_latency"] = NET_LATENCY_RANGE
     return ranges
 
 
@@ -126,6 +135,8 @@ def evaluate_central(scenario: Scenario, name: str) -> float:
         return scenario.optimizer_bytes
     if name == "memory_bandwidth":
         return scenario.memory_bandwidth
+    if name == "inter_latency":
+        return scenario.hardware.inter_latency
     if name == "framework_overhead":
         return DEFAULT_FRAMEWORK_OVERHEAD
     return float(np.asarray(step_inputs(scenario)[name]))

@@ -267,7 +267,11 @@ class PredictQuery(BaseModel):
 
     def known(self) -> frozenset[str]:
         """The uncertain inputs this query states (the band does not vary them)."""
-        stated = {"overlap_slowdown": self.overlap_slowdown, "step_overhead": self.step_overhead}
+        stated = {
+            "overlap_slowdown": self.overlap_slowdown,
+            "step_overhead": self.step_overhead,
+            "inter_node_latency": self.inter_node_latency,
+        }
         return frozenset(name for name, value in stated.items() if value is not None)
 
     def scenario(self) -> Scenario:

@@ -117,6 +117,7 @@ def step_inputs(
     overlap_slowdown: ArrayLike | None = None,
     framework_overhead: ArrayLike | None = None,
     ring_plateau: ArrayLike | None = None,
+    inter_latency: ArrayLike | None = None,
 ) -> dict[str, Any]:
     """The step model's keyword arguments for ``scenario``; each keyword overrides a value."""
     hw = scenario.hardware
@@ -137,6 +138,7 @@ def step_inputs(
         "overlap_slowdown": _first(overlap_slowdown, scenario.overlap_slowdown),
         "ring_plateau": RING_PLATEAU if ring_plateau is None else ring_plateau,
         "fusion_cycle": scenario.fusion_cycle,
+        "inter_latency": hw.inter_latency if inter_latency is None else inter_latency,
     }
 
 
@@ -174,7 +176,6 @@ def evaluate(
         devices_per_node=hw.devices_per_node,
         intra_bandwidth=hw.intra_bandwidth,
         intra_latency=hw.intra_latency,
-        inter_latency=hw.inter_latency,
         backward_fraction=scenario.backward_fraction,
         overlap=scenario.overlap,
         **step_inputs(scenario, **(uncertain or {})),
