@@ -136,3 +136,73 @@ def test_bad_input_one_line(
     assert out == ""
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_new_inputs_and_band_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys,
+        *DESIGN_EXAMPLE,
+        "--optimizer",
+        "momentum",
+        "--device-memory-bandwidth",
+        "732 GB/s",
+        "--jitter",
+        "1%",
+        "--json",
+    )
+    assert status == 0
+    payload = json.loads(out)
+    assert payload["inputs"]["optimizer"] == "momentum"
+    assert payload["inputs"]["jitter"] == 0.01
+    assert payload["hardware"]["device_memory_bandwidth_bytes_per_s"] == 732e9
+    assert "optimizer" not in payload["inputs"]["band_varies"]
+    for p in payload["points"]:
+        assert p["efficiency_low"] <= p["efficiency"] <= p["efficiency_high"]
+        assert p["actual_throughput_low"] <= p["actual_throughput"] <= p["actual_throughput_high"]
+
+
+def test_measured_inline_and_csv_agree(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    args = ("--devices", "1,16,64", "--json")
+    base = (
+        "predict",
+        "--params",
+        "25.6e6",
+        "--micro-batch",
+        "32",
+        "--per-device-throughput",
+        "329",
+        "--hardware",
+        "dgx1-v100",
+    )
+    _, inline, _ = run(capsys, *base, *args, "--measured", "1:329,2:620,8:2456")
+    points = tmp_path / "points.csv"
+    points.write_text("devices,throughput\n1,329\n2,620\n8,2456\n", encoding="utf-8")
+    _, from_file, _ = run(capsys, *base, *args, "--measured", str(points))
+    a, b = json.loads(inline)["points"], json.loads(from_file)["points"]
+    assert [p["efficiency"] for p in a] == pytest.approx([p["efficiency"] for p in b])
+    # ResNet-50 on DGX-1, measured at 1, 2 and 8: 16 devices published at 4,896 images/s.
+    assert a[1]["actual_throughput"] == pytest.approx(4896, rel=0.02)
+    assert a[1]["actual_throughput_low"] < 4896 < a[1]["actual_throughput_high"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "words"),
+    [
+        ("--optimizer", "rmsprop", "--optimizer must be one of"),
+        ("--jitter", "80%", "--jitter must be a percentage from 0 to 50"),
+        ("--jitter", "abc", "--jitter must be a percentage"),
+        ("--device-memory-bandwidth", "fast", "--device-memory-bandwidth: cannot read"),
+        ("--measured", "8:abc", "--measured: cannot read '8:abc'"),
+        ("--measured", "1:130", "--measured: give at least one point on more than one device"),
+        ("--measured", "run:no-such-run", "--measured: no stored run named"),
+        ("--measured", "missing.csv", "--measured: no file 'missing.csv'"),
+    ],
+)
+def test_bad_new_inputs_give_one_line(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, words: str
+) -> None:
+    status, out, err = run(capsys, *DESIGN_EXAMPLE, flag, value)
+    assert status == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert words in err

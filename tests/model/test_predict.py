@@ -33,6 +33,10 @@ KEYS = {
     "comm_time_s",
     "exposed_comm_time_s",
     "limited_by",
+    "efficiency_low",
+    "efficiency_high",
+    "actual_throughput_low",
+    "actual_throughput_high",
     "algorithm",
     "nodes",
 }
@@ -50,7 +54,15 @@ def test_points_have_the_design_keys_and_consistent_numbers() -> None:
         assert p["ideal_throughput"] == pytest.approx(p["devices"] * 130.9)
         assert p["actual_throughput"] == pytest.approx(p["ideal_throughput"] * p["efficiency"])
         assert p["speedup"] == pytest.approx(p["devices"] * p["efficiency"])
-        assert p["step_time_s"] == pytest.approx(p["compute_time_s"] + p["exposed_comm_time_s"])
+        parts = ("compute_time_s", "exposed_comm_time_s", "wait_time_s", "overhead_time_s")
+        assert p["step_time_s"] == pytest.approx(sum(p[key] for key in parts))
+        assert p["efficiency_low"] <= p["efficiency"] <= p["efficiency_high"] <= 1
+        assert p["actual_throughput_low"] == pytest.approx(
+            p["ideal_throughput"] * p["efficiency_low"]
+        )
+        assert p["actual_throughput_high"] == pytest.approx(
+            p["ideal_throughput"] * p["efficiency_high"]
+        )
         assert all(not isinstance(v, float) or math.isfinite(v) for v in p.values())
     assert points[0]["efficiency"] == 1.0
     assert points[-1]["limited_by"] == "inter_node_bandwidth"
@@ -75,6 +87,7 @@ def test_bad_input_raises_input_error_naming_the_field() -> None:
 def test_svg_and_files(tmp_path: Path) -> None:
     prediction = predict(parse(PredictQuery, {**QUERY, "target_efficiency": 0.9}))
     svg = efficiency_svg(prediction)
+    assert ">band<" in svg  # the shaded band is drawn and named in the legend
     assert "<svg" in svg
     assert svg == efficiency_svg(prediction)  # deterministic: no dates, fixed ids
     for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):

@@ -50,7 +50,9 @@ def test_efficiency_falls_at_the_node_boundary_then_flattens() -> None:
     assert (np.diff(e) <= 1e-12).all()
     drop_at_boundary = e[1] - e[3]
     drop_far_out = e[5] - e[6]
-    assert drop_at_boundary > 5 * drop_far_out
+    # 3x, not more: at 256 devices NCCL's LL128 ring (no plateau penalty) beats Simple and
+    # tree, so the last quadrupling loses more than a tree-only model says.
+    assert drop_at_boundary > 3 * drop_far_out
 
 
 def test_accumulation_and_lower_precision_raise_efficiency() -> None:

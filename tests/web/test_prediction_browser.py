@@ -27,11 +27,11 @@ def test_changing_inputs_updates_table_chart_and_address(
     page = context.new_page()
     try:
         page.goto("/en/scaling-prediction")
-        expect(value(page, "efficiency")).to_have_text("59.6%")
-        expect(last_row(page).locator("td").nth(1)).to_have_text("59.6%")
+        expect(value(page, "efficiency")).to_have_text("53.9%")
+        expect(last_row(page).locator("td").nth(1)).to_have_text("53.9%")
         page.fill("#in-micro_batch", "32")
-        expect(value(page, "efficiency")).to_have_text("93.81%")
-        expect(last_row(page).locator("td").nth(1)).to_have_text("93.81%")
+        expect(value(page, "efficiency")).to_have_text("88.5%")
+        expect(last_row(page).locator("td").nth(1)).to_have_text("88.5%")
         expect(page).to_have_url(re.compile(r"/en/scaling-prediction\?.*micro_batch=32"))
         expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"micro_batch=32"))
         page.select_option("#in-hardware", "dgx-h100")
@@ -44,7 +44,7 @@ def test_changing_inputs_updates_table_chart_and_address(
         expect(page.locator('[data-error-for="devices"]')).to_contain_text("Write counts like")
         expect(page.locator(".breakdown")).to_have_count(0)
         page.click("[data-reset]")
-        expect(value(page, "efficiency")).to_have_text("59.6%")
+        expect(value(page, "efficiency")).to_have_text("53.9%")
         assert page.input_value("#in-hardware") == "dgx-a100"
         assert page.input_value("#in-micro_batch") == "8"
     finally:
@@ -56,11 +56,11 @@ def test_without_javascript_the_get_form_predicts(browser: object, live_server: 
     page = context.new_page()
     try:
         page.goto("/ja/scaling-prediction")
-        page.fill("#in-grad_accum", "7")
+        page.fill("#in-grad_accum", "8")
         page.click("form.calc-form button[type=submit]")
-        expect(page).to_have_url(re.compile(r"/ja/scaling-prediction\?.*grad_accum=7"))
-        expect(value(page, "efficiency")).to_have_text("91.17%")
+        expect(page).to_have_url(re.compile(r"/ja/scaling-prediction\?.*grad_accum=8"))
+        expect(value(page, "efficiency")).to_have_text("90.61%")
         expect(page.locator(".breakdown tbody tr.below-target")).to_have_count(0)
-        expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"grad_accum=7"))
+        expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"grad_accum=8"))
     finally:
         context.close()

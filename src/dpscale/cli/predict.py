@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -90,14 +92,45 @@ def predict(
     overlap: bool = typer.Option(
         True, "--overlap/--no-overlap", help="Gradient communication overlaps backward."
     ),
-    overlap_slowdown: str = typer.Option(
-        "0.189",
+    overlap_slowdown: str = _option(
+        "FLOAT",
+        "Compute slowdown while overlapped with communication (0-1; default 0.189, and the "
+        "band spans 0.05-0.35).",
         "--overlap-slowdown",
-        metavar="FLOAT",
-        help="Compute slowdown while overlapped with communication (0-1).",
     ),
-    step_overhead: str = typer.Option(
-        "0 s", "--step-overhead", metavar="DURATION", help="Measured fixed cost per step."
+    step_overhead: str = _option(
+        "DURATION",
+        "Measured fixed cost per step (default: the wrapper's, 1.4-5.6 % of a micro-step).",
+        "--step-overhead",
+    ),
+    optimizer: str = _option(
+        "NAME",
+        "none, sgd, momentum, adam, adamw or lamb (default: adam, the band spans none-lamb).",
+        "--optimizer",
+    ),
+    device_memory_bandwidth: str = _option(
+        "BANDWIDTH",
+        "One device's memory bandwidth, e.g. \"900 GB/s\" (default: the preset's).",
+        "--device-memory-bandwidth",
+    ),
+    jitter: str = _option(
+        "PERCENT",
+        "Coefficient of variation of one device's micro-step time, e.g. 1% "
+        "(default 1 %, the band spans 0.3-3 %).",
+        "--jitter",
+    ),
+    fusion_cycle: str = _option(
+        "DURATION",
+        "Horovod's cycle time (HOROVOD_CYCLE_TIME; 5 ms before Horovod 0.21, 1 ms since): "
+        "fused messages hold what backward produces in one cycle, up to --bucket-size.",
+        "--fusion-cycle",
+    ),
+    measured: str = _option(
+        "POINTS|FILE|run:ID",
+        'Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
+        "file as dpscale fit reads, or a stored run (run:ID); calibrates fixed cost and "
+        "jitter.",
+        "--measured",
     ),
     target_efficiency: str = _option(
         "PERCENT",
@@ -152,6 +185,11 @@ def predict(
             "overlap": overlap,
             "overlap_slowdown": overlap_slowdown,
             "step_overhead": step_overhead,
+            "optimizer": optimizer,
+            "device_memory_bandwidth": device_memory_bandwidth,
+            "jitter": _jitter(jitter),
+            "fusion_cycle": fusion_cycle,
+            "measured": measured if measured is None or _inline(measured) else None,
             "target_efficiency": percent_as_fraction(target_efficiency, "--target-efficiency"),
             "unit": unit,
         },
@@ -162,7 +200,10 @@ def predict(
             from dpscale.model.calibrate import load_calibration
 
             scenario = load_calibration(calibrate).apply(scenario)
-        result = run_prediction(query, scenario)
+        fit = None
+        if measured is not None and not _inline(measured):
+            fit = _measured_fit(scenario, measured)
+        result = run_prediction(query, scenario, fit)
         if plot is not None:
             from dpscale.model.plot import save_plot
 
@@ -173,6 +214,71 @@ def predict(
         print_json(result.to_dict())
         return
     _print_result(result, plot)
+
+
+def _jitter(text: str | None) -> float | None:
+    """--jitter in percent ('1', '1%'), 0 to 50, as a fraction."""
+    if text is None:
+        return None
+    cleaned = text.strip().removesuffix("%").strip()
+    try:
+        value = float(cleaned)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 50:
+        fail(f"--jitter must be a percentage from 0 to 50 (got {cleaned})")
+    return value / 100
+
+
+def _inline(text: str) -> bool:
+    """Device:throughput pairs typed on the line, not a file or a run."""
+    return ":" in text and not text.strip().startswith("run:") and not Path(text).is_file()
+
+
+def _measured_fit(scenario: Any, reference: str) -> Any:
+    """A --measured calibration from a CSV file (dpscale fit's format) or a stored run."""
+    from dpscale.fit.data import parse_points, points_from_run
+    from dpscale.model.measured import calibrate_measured, measured_from_run, parse_measured
+    from dpscale.validation import InputError
+
+    def pairs(points: Any) -> list[tuple[int, float]]:
+        text = ",".join(
+            f"{int(n)}:{float(x)!r}" for n, x in zip(points.devices, points.throughput, strict=True)
+        )
+        return parse_measured(text)
+
+    def renamed(err: InputError) -> InputError:
+        return InputError.single("measured", "; ".join(i.sentence(None) for i in err.issues))
+
+    if reference.strip().startswith("run:"):
+        from dpscale.store.runs import get_run
+
+        run_id = reference.strip().removeprefix("run:").strip()
+        try:
+            run = get_run(run_id)
+        except LookupError:
+            raise InputError.single("measured", f"no stored run named {run_id!r}") from None
+        try:
+            points = pairs(points_from_run(run))
+        except InputError as err:
+            raise renamed(err) from None
+        return calibrate_measured(scenario, **measured_from_run(run, run_id, points))
+    path = Path(reference)
+    if not path.is_file():
+        raise InputError.single(
+            "measured",
+            f"no file {reference!r}; give device:throughput pairs such as 1:362.4,8:2722, "
+            "a CSV file, or run:ID",
+        )
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise InputError.single("measured", f"cannot read {reference}: {err.strerror}") from None
+    try:
+        points = pairs(parse_points(text))
+    except InputError as err:
+        raise renamed(err) from None
+    return calibrate_measured(scenario, points, source=path.name)
 
 
 def _print_presets(as_json: bool) -> None:
@@ -225,19 +331,20 @@ def _print_result(result: Any, plot: str | None) -> None:
         title=f"Predicted data-parallel scaling on {hw.name} (actual throughput in {sc.unit})",
         title_justify="left",
     )
-    columns = ("N", "Nodes", "E(N)", "Actual", "Speedup", "Step ms", "Compute", "Comm", "Exposed")
+    # Compute per step is the same on every row: the line under the table gives it.
+    columns = ("N", "Nodes", "E(N)", "Band %", "Actual", "Speedup", "Step ms", "Comm", "Exposed")
     for column in columns:
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", no_wrap=column == "Band %")
     table.add_column("Limit", no_wrap=True)
     for p in result.points():
         table.add_row(
             number(p["devices"]),
             number(p["nodes"]),
             percent(p["efficiency"]),
+            f"{number(100 * p['efficiency_low'], 3)}-{number(100 * p['efficiency_high'], 3)}",
             number(p["actual_throughput"]),
             f"{number(p['speedup'])}x",
             number(p["step_time_s"] * 1e3),
-            number(p["compute_time_s"] * 1e3),
             number(p["comm_time_s"] * 1e3),
             number(p["exposed_comm_time_s"] * 1e3),
             _LIMITS[p["limited_by"]] + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
@@ -253,8 +360,24 @@ def _print_result(result: Any, plot: str | None) -> None:
         f"({hw.transport}) = {format_bandwidth(hw.inter_effective_bandwidth)} per node; "
         f"inside a node {format_bandwidth(hw.intra_bandwidth)} per device."
     )
+    last = result.points()[-1]
+    if last["devices"] > 1:
+        console.print(
+            f"At {last['devices']:,} devices the step also waits {_ms(last['wait_time_s'])} for "
+            f"the slowest device and pays {_ms(last['overhead_time_s'])} of fixed costs; the "
+            f"optimizer step ({sc.optimizer or 'assumed adam'}) is "
+            f"{_ms(last['optimizer_time_s'])} of the compute."
+        )
     if sc.calibration:
         console.print(f"Calibrated from {sc.calibration}.")
+    if result.band_inputs == ("measured",):
+        console.print(
+            f"Calibrated from {sc.measured}: residual fixed cost "
+            f"{_ms(sc.step_overhead)} per step, jitter {percent(sc.jitter or 0.0, 2)}; the "
+            "band is the fit's (two standard deviations)."
+        )
+    elif result.band_inputs:
+        console.print("Band: the stated ranges of " + ", ".join(result.band_inputs) + ".")
     if result.answers is not None:
         _print_answers(console, result.answers, format_bytes)
     if plot is not None:

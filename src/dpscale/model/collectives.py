@@ -14,8 +14,14 @@ Costs (``B`` bus bandwidth: the intra-node link alone on one node, else the smal
 the node's achieved network bandwidth; ``a`` per-step latencies; constants from NCCL's tuning
 model, ``src/graph/tuning.cc``):
 
-    ring          t = L * (a0 + (2(N-1) - 2(n-1)) a_intra + 2(n-1) a_net) + S 2(N-1)/N / B
-                  L = 1.9 across nodes ("plateau effect of ring" for large all-reduces), else 1
+    ring          t = L * (a0 + (2(N-1) - 2(n-1)) a_intra + 2(n-1) a_net) + S 2(N-1)/N / (k B)
+                  for the cheapest of NCCL's three protocols, as NCCL picks by message size:
+                  Simple (k = 1, the hardware's latencies, a0 = 8.4 us), LL128 (k = 0.92;
+                  a0 = 14 us, 1.9 us per NVLink step, 4 us per network step; NVLink only) and
+                  LL (k = 1/4; a0 = 6.6 us, 0.6 us NVLink, 1.0 us PCIe, 2.7 us network), the
+                  NCCL 2.18 tables ``baseLat``/``hwLat`` and the bandwidth refinements of
+                  ``ncclTopoTuneModel``. L = 1.9 across nodes for Simple ("plateau effect of
+                  ring"; 2.18 keeps 1.9 for Volta and uses 1.4 on Ampere and later), else 1
     tree          t = 2 ((g-1) h_intra + ceil(log2 n) h_net) + S c / (0.9 B)
                   NCCL's double binary tree: c = 2, except c = 1 on exactly two nodes, where
                   each node sends only half (trees "can reach up to 2x the network bandwidth",
@@ -43,11 +49,13 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S
+from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S, PCIE_HOP_LATENCY_S
 
 __all__ = [
     "ALGORITHMS",
     "LIMITS",
+    "PROTOCOLS",
+    "RING_PLATEAU_RANGE",
     "Algorithm",
     "CollectiveCost",
     "Topology",
@@ -56,6 +64,7 @@ __all__ = [
     "broadcast",
     "bus_factor",
     "reduce_scatter",
+    "ring_protocols",
 ]
 
 Algorithm = Literal["auto", "ring", "tree", "hierarchical"]
@@ -66,6 +75,12 @@ LIMITS: tuple[str, ...] = ("none", "intra_node_bandwidth", "inter_node_bandwidth
 
 RING_PLATEAU = 1.9
 """NCCL tuning.cc: multi-node ring all-reduce latency x1.9 for large messages."""
+RING_PLATEAU_RANGE = (1.4, 1.9)
+"""NCCL 2.18 tuning.cc: ``lat *= minCompCap < 80 ? 1.9 : 1.4`` (Volta against Ampere+)."""
+PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
+_LL = {"base": 6.6e-6, "nvlink": 0.6e-6, "pci": 1.0e-6, "net": 2.7e-6, "bandwidth": 0.25}
+_LL128 = {"base": 14.0e-6, "nvlink": 1.9e-6, "net": 4.0e-6, "bandwidth": 0.92}
+"""NCCL 2.18 tuning.cc ``baseLat``, ``hwLat`` (Ring) and bandwidth factors (LL 1/4, LL128 0.92)."""
 TREE_BANDWIDTH_FACTOR = 0.9
 """NCCL tuning.cc: tree bus bandwidth = 0.9 x the channels' bandwidth."""
 TREE_CHUNK_BYTES = 256 * 1024
@@ -101,6 +116,7 @@ class Topology:
     nodes: np.ndarray
     local: np.ndarray
     bandwidth: np.ndarray
+    ring_plateau: np.ndarray
 
     @classmethod
     def build(
@@ -112,6 +128,7 @@ class Topology:
         inter_bandwidth: ArrayLike,
         intra_latency: ArrayLike,
         inter_latency: ArrayLike,
+        ring_plateau: ArrayLike = RING_PLATEAU,
     ) -> Topology:
         """``inter_bandwidth`` is what one node's network achieves (after the transport)."""
         d = np.asarray(devices, dtype=float)
@@ -129,6 +146,7 @@ class Topology:
             nodes=nodes,
             local=np.minimum(d, g),
             bandwidth=np.where(nodes > 1, np.minimum(intra, inter), intra),
+            ring_plateau=np.asarray(ring_plateau, dtype=float),
         )
 
 
@@ -158,10 +176,42 @@ def _ring_latency(topo: Topology, steps: Any, inter_steps: Any) -> Any:
     return NCCL_RING_BASE_LATENCY_S + hops
 
 
-def _ring_all_reduce(size: Any, topo: Topology) -> tuple[Any, Any, Any]:
+def ring_protocols(size: ArrayLike, topo: Topology) -> tuple[Any, Any, Any]:
+    """Latency, bandwidth time and protocol code (0 LL, 1 LL128, 2 Simple) of a ring all-reduce.
+
+    NCCL takes the protocol its model finds fastest: LL for small messages, Simple for the
+    large buckets of data-parallel training.
+
+    >>> topo = Topology.build(devices=8, devices_per_node=8, intra_bandwidth=130e9,
+    ...                       inter_bandwidth=48e9, intra_latency=3.4e-6, inter_latency=9.6e-6)
+    >>> [PROTOCOLS[int(ring_protocols(s, topo)[2])] for s in (4096, 2**20, 25 * 2**20)]
+    ['LL', 'LL128', 'Simple']
+    """
+    s = np.asarray(size, dtype=float)
     steps, inter_steps = 2 * (topo.devices - 1), 2 * (topo.nodes - 1)
-    latency = _ring_latency(topo, steps, inter_steps) * np.where(topo.nodes > 1, RING_PLATEAU, 1.0)
-    bandwidth_time = size * bus_factor("all_reduce", topo.devices) / topo.bandwidth
+    intra_steps = steps - inter_steps
+    factor = bus_factor("all_reduce", topo.devices) / topo.bandwidth
+    plateau = np.where(topo.nodes > 1, topo.ring_plateau, 1.0)
+    simple = (_ring_latency(topo, steps, inter_steps) * plateau, s * factor)
+    pci = topo.intra_latency >= PCIE_HOP_LATENCY_S
+    ll_hop = np.where(pci, _LL["pci"], _LL["nvlink"])
+    ll = (
+        _LL["base"] + intra_steps * ll_hop + inter_steps * _LL["net"],
+        s * factor / _LL["bandwidth"],
+    )
+    ll128_latency = _LL128["base"] + intra_steps * _LL128["nvlink"] + inter_steps * _LL128["net"]
+    # NCCL 2.18 enables LL128 by default only over NVLink.
+    ll128 = (np.where(pci, np.inf, ll128_latency), s * factor / _LL128["bandwidth"])
+    options = (ll, ll128, simple)
+    totals = np.stack(np.broadcast_arrays(*(lat + bw for lat, bw in options)))
+    code = np.argmin(totals, axis=0)
+    latency = np.choose(code, [np.broadcast_to(o[0], code.shape) for o in options])
+    bandwidth_time = np.choose(code, [np.broadcast_to(o[1], code.shape) for o in options])
+    return latency, bandwidth_time, code
+
+
+def _ring_all_reduce(size: Any, topo: Topology) -> tuple[Any, Any, Any]:
+    latency, bandwidth_time, _ = ring_protocols(size, topo)
     return latency, bandwidth_time, _flat_inter_limits(topo)
 
 

@@ -63,6 +63,7 @@ class Hardware:
     ``inter_bandwidth`` is the *nominal* network bandwidth of one node (all NICs together);
     ``inter_efficiency`` (default: by transport) turns it into what a collective achieves.
     A calibration sets ``inter_efficiency`` to 1 and ``inter_bandwidth`` to the measured value.
+    ``memory_bandwidth`` is one device's nominal memory bandwidth (bytes/s), None if unknown.
     """
 
     devices_per_node: int
@@ -72,6 +73,7 @@ class Hardware:
     intra_latency: float = NVLINK_HOP_LATENCY_S
     inter_latency: float = NET_HOP_LATENCY_S
     inter_efficiency: float | None = None
+    memory_bandwidth: float | None = None
     name: str = "custom"
 
     @property

@@ -30,7 +30,7 @@ _STYLE: dict[str, Any] = {"svg.hashsalt": "dpscale", "svg.fonttype": "none", "fo
 
 
 def efficiency_figure(result: PredictionResult, *, title: str | None = None) -> Any:
-    """A matplotlib ``Figure`` of E(N), the node boundary and any target line."""
+    """A matplotlib ``Figure`` of E(N) with its band shaded, the node boundary, any target."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import PercentFormatter
 
@@ -39,6 +39,9 @@ def efficiency_figure(result: PredictionResult, *, title: str | None = None) -> 
     efficiency = [point["efficiency"] for point in points]
     figure = Figure(figsize=(6.4, 4.0), layout="constrained")
     axes = figure.add_subplot()
+    low = [point["efficiency_low"] for point in points]
+    high = [point["efficiency_high"] for point in points]
+    axes.fill_between(devices, low, high, color="tab:blue", alpha=0.2, linewidth=0, label="band")
     axes.plot(devices, efficiency, marker="o" if len(devices) <= 40 else None, label="predicted")
     per_node = result.scenario.hardware.devices_per_node
     if devices and max(devices) > per_node:

@@ -9,9 +9,13 @@ input into a :class:`~dpscale.model.query.PredictQuery` and print, render or ret
 ...     transport="rdma", devices="1,16", target_efficiency=0.9)
 >>> result = predict(q).to_dict()
 >>> [p["devices"] for p in result["points"]], round(result["points"][1]["efficiency"], 3)
-([1, 16], 0.863)
+([1, 16], 0.828)
 >>> result["questions"]["max_devices"], result["questions"]["grad_accum_needed"]
-(8, 2)
+(4, 2)
+
+Every point carries its band (``efficiency_low``, ``efficiency_high`` and the throughputs they
+give): from the stated ranges of the inputs the query leaves out (:mod:`dpscale.model.band`),
+or, with ``measured`` points, from the calibration's fit (:mod:`dpscale.model.measured`).
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ from typing import Any
 import numpy as np
 
 from dpscale.calculators._result import tidy
+from dpscale.model.band import band
 from dpscale.model.collectives import ALGORITHMS, LIMITS
+from dpscale.model.measured import MeasuredFit, calibrate_measured, parse_measured
 from dpscale.model.query import PredictQuery
 from dpscale.model.questions import best_bucket, grad_accum_for, max_devices, micro_batch_for
 from dpscale.model.scenario import Scenario, evaluate
 from dpscale.model.step import Step
+from dpscale.validation import InputError
 
 __all__ = ["Answers", "PredictionResult", "predict", "predict_scenario"]
 
@@ -56,6 +63,10 @@ class PredictionResult:
     scenario: Scenario
     step: Step
     answers: Answers | None = None
+    efficiency_low: Any = None
+    efficiency_high: Any = None
+    band_inputs: tuple[str, ...] = ()
+    """What the band varies: the uncertain inputs left out, or ``("measured",)``."""
 
     def points(self) -> list[dict[str, Any]]:
         s, sc = self.step, self.scenario
@@ -63,6 +74,8 @@ class PredictionResult:
         nodes = np.ceil(s.devices / sc.hardware.devices_per_node).astype(np.int64)
         ideal = s.devices * sc.per_device_throughput
         actual = ideal * s.efficiency
+        low = s.efficiency if self.efficiency_low is None else self.efficiency_low
+        high = s.efficiency if self.efficiency_high is None else self.efficiency_high
         columns = {
             "devices": devices,
             "nodes": nodes,
@@ -74,6 +87,13 @@ class PredictionResult:
             "compute_time_s": s.compute_time,
             "comm_time_s": s.comm_time,
             "exposed_comm_time_s": s.exposed_comm_time,
+            "wait_time_s": s.wait_time,
+            "overhead_time_s": s.overhead_time,
+            "optimizer_time_s": s.optimizer_time,
+            "efficiency_low": low,
+            "efficiency_high": high,
+            "actual_throughput_low": ideal * low,
+            "actual_throughput_high": ideal * high,
             "bus_bandwidth_bytes_per_s": s.bus_bandwidth,
             "buckets": s.buckets.astype(np.int64),
         }
@@ -108,6 +128,12 @@ class PredictionResult:
                     "overlap": sc.overlap,
                     "overlap_slowdown": sc.overlap_slowdown,
                     "step_overhead_s": sc.step_overhead,
+                    "optimizer": sc.optimizer,
+                    "optimizer_bytes_per_param": sc.optimizer_bytes,
+                    "jitter": sc.jitter,
+                    "measured": sc.measured,
+                    "fusion_cycle_s": sc.fusion_cycle,
+                    "band_varies": list(self.band_inputs),
                 }
             ),
             "hardware": tidy_dict(
@@ -121,6 +147,7 @@ class PredictionResult:
                     "transport": hw.transport,
                     "transport_efficiency": hw.transport_efficiency,
                     "inter_node_effective_bandwidth_bytes_per_s": hw.inter_effective_bandwidth,
+                    "device_memory_bandwidth_bytes_per_s": hw.memory_bandwidth,
                     "calibration": sc.calibration,
                 }
             ),
@@ -151,23 +178,50 @@ def _answers(scenario: Scenario, target: float, at_devices: int) -> Answers:
 
 
 def predict_scenario(
-    scenario: Scenario, devices: list[int], target_efficiency: float | None = None
+    scenario: Scenario,
+    devices: list[int],
+    target_efficiency: float | None = None,
+    measured: MeasuredFit | None = None,
 ) -> PredictionResult:
     """The prediction for a resolved scenario (for callers that calibrated it)."""
-    step = evaluate(scenario, devices=np.asarray(devices, dtype=float))
+    counts = np.asarray(devices, dtype=float)
+    if measured is not None:
+        scenario = measured.scenario
+    step = evaluate(scenario, devices=counts)
     answers = (
         _answers(scenario, target_efficiency, max(devices))
         if target_efficiency is not None
         else None
     )
-    return PredictionResult(scenario=scenario, step=step, answers=answers)
+    if measured is not None:
+        fitted = measured.predict(counts)
+        efficiency = np.asarray(step.efficiency)
+        low = np.minimum(fitted.efficiency_low, efficiency)
+        high = np.maximum(fitted.efficiency_high, efficiency)
+        return PredictionResult(scenario, step, answers, low, high, ("measured",))
+    spread = band(scenario, counts)
+    return PredictionResult(scenario, step, answers, spread.low, spread.high, spread.inputs)
 
 
-def predict(query: PredictQuery, scenario: Scenario | None = None) -> PredictionResult:
+def predict(
+    query: PredictQuery, scenario: Scenario | None = None, measured: MeasuredFit | None = None
+) -> PredictionResult:
     """Predict E(N) for ``query``; ``scenario`` replaces its resolution (a calibrated one).
+
+    ``measured`` is a calibration the caller made from a CSV file or a stored run; without it,
+    ``query.measured`` given as ``"1:362.4,8:2722"`` pairs calibrates here.
 
     Raises :class:`dpscale.validation.InputError` naming the field for input no rule on the
     model can express (an unreadable bandwidth, a missing hardware value, a bad device list).
     """
     resolved = scenario if scenario is not None else query.scenario()
-    return predict_scenario(resolved, query.device_counts(), query.target_efficiency)
+    if measured is None and query.measured is not None:
+        if query.measured.strip().startswith("run:"):
+            raise InputError.single(
+                "measured", "a stored run is read by the CLI or the page, not here", query.measured
+            )
+        points = parse_measured(query.measured)
+        measured = calibrate_measured(resolved, points, source="measured points")
+    return predict_scenario(
+        resolved, query.device_counts(), query.target_efficiency, measured=measured
+    )

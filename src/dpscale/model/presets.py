@@ -31,6 +31,7 @@ _FIELDS = (
     "inter_node_bandwidth",
     "inter_node_latency",
     "transport",
+    "device_memory_bandwidth",
 )
 
 
@@ -88,6 +89,7 @@ def load_preset(name: str) -> Preset:
         transport=values["transport"],
         intra_latency=parse_duration(values["intra_node_latency"]),
         inter_latency=parse_duration(values["inter_node_latency"]),
+        memory_bandwidth=parse_bandwidth(values["device_memory_bandwidth"]),
         name=name,
     )
     return Preset(

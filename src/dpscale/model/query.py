@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, UNIT_PATTERN
 from dpscale.model.collectives import Algorithm
+from dpscale.model.costs import Optimizer
 from dpscale.model.hardware import Hardware, Transport
 from dpscale.model.presets import load_preset
 from dpscale.model.scenario import Scenario
@@ -63,6 +64,9 @@ MIN_THROUGHPUT = 1e-6
 MAX_LATENCY = 1.0
 MAX_BUCKET = 1e13
 MAX_OVERHEAD = 3600.0
+MAX_JITTER = 0.5
+"""A standard deviation of half the step: beyond it the normal model of step times fails."""
+MAX_MEASURED_TEXT = 4000
 
 _ITEM = re.compile(r"^\s*(\d+)\s*(?:(-|\.\.)\s*(\d+)\s*)?$")
 
@@ -150,10 +154,41 @@ class PredictQuery(BaseModel):
         default=BACKWARD_FRACTION, gt=0, lt=1, allow_inf_nan=False, description="Backward share."
     )
     overlap: bool = Field(default=True, description="Gradient communication overlaps backward.")
-    overlap_slowdown: float = Field(
-        default=OVERLAP_SLOWDOWN, ge=0, le=1, allow_inf_nan=False, description="Compute slowdown."
+    overlap_slowdown: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Compute slowdown under overlap (none: 0.189, varied in the band).",
     )
-    step_overhead: str = Field(default="0 s", max_length=40, description="Per-step overhead.")
+    step_overhead: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Measured fixed cost per step (none: the wrapper's, varied in the band).",
+    )
+    optimizer: Optimizer | None = Field(
+        default=None, description="Optimizer (none: adam, varied from none to lamb in the band)."
+    )
+    device_memory_bandwidth: str | None = Field(
+        default=None, max_length=40, description="One device's memory bandwidth: 900 GB/s."
+    )
+    jitter: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_JITTER,
+        allow_inf_nan=False,
+        description="Coefficient of variation of one device's step time, a fraction (0.01).",
+    )
+    fusion_cycle: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Horovod's cycle time (HOROVOD_CYCLE_TIME): 5 ms before 0.21, 1 ms since.",
+    )
+    measured: str | None = Field(
+        default=None,
+        max_length=MAX_MEASURED_TEXT,
+        description='Measured total throughput per device count: "1:362.4,8:2722,16:5099".',
+    )
     target_efficiency: float | None = Field(
         default=None, gt=0, le=1, allow_inf_nan=False, description="Target efficiency (0-1]."
     )
@@ -202,6 +237,14 @@ class PredictQuery(BaseModel):
             text = getattr(self, field)
             if text is not None:
                 values[field] = _quantity(field, text, parser, high, "bandwidth" in field)
+        if self.device_memory_bandwidth is not None:
+            values["memory_bandwidth"] = _quantity(
+                "device_memory_bandwidth",
+                self.device_memory_bandwidth,
+                parse_bandwidth,
+                MAX_BANDWIDTH,
+                True,
+            )
         chosen: dict[str, Any] = {
             "devices_per_node": self.devices_per_node,
             "intra_bandwidth": values.get("intra_node_bandwidth"),
@@ -209,6 +252,7 @@ class PredictQuery(BaseModel):
             "transport": self.transport,
             "intra_latency": values.get("intra_node_latency"),
             "inter_latency": values.get("inter_node_latency"),
+            "memory_bandwidth": values.get("memory_bandwidth"),
         }
         given: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
         if preset is not None:
@@ -223,9 +267,19 @@ class PredictQuery(BaseModel):
                 raise InputError.single(field, "is required unless a hardware preset is given")
         return Hardware(**given)
 
+    def known(self) -> frozenset[str]:
+        """The uncertain inputs this query states (the band does not vary them)."""
+        stated = {
+            "overlap_slowdown": self.overlap_slowdown,
+            "step_overhead": self.step_overhead,
+            "inter_node_latency": self.inter_node_latency,
+        }
+        return frozenset(name for name, value in stated.items() if value is not None)
+
     def scenario(self) -> Scenario:
         """Units parsed, preset applied, cross-field rules checked; :class:`InputError` if not."""
-        return Scenario(
+        overhead = "0 s" if self.step_overhead is None else self.step_overhead
+        scenario = Scenario(
             params=self.params,
             grad_dtype=self.grad_dtype,
             micro_batch=self.micro_batch,
@@ -235,13 +289,39 @@ class PredictQuery(BaseModel):
             bucket_bytes=_quantity("bucket_size", self.bucket_size, parse_bytes, MAX_BUCKET, True),
             backward_fraction=self.backward_fraction,
             overlap=self.overlap,
-            overlap_slowdown=self.overlap_slowdown,
-            step_overhead=_quantity(
-                "step_overhead", self.step_overhead, parse_duration, MAX_OVERHEAD, False
+            overlap_slowdown=(
+                OVERLAP_SLOWDOWN if self.overlap_slowdown is None else self.overlap_slowdown
             ),
+            step_overhead=_quantity("step_overhead", overhead, parse_duration, MAX_OVERHEAD, False),
             strategy=self.strategy,
             algorithm=self.algorithm,
             unit=self.unit,
+            optimizer=self.optimizer,
+            jitter=self.jitter,
+            known=self.known(),
+            fusion_cycle=(
+                0.0
+                if self.fusion_cycle is None
+                else _quantity("fusion_cycle", self.fusion_cycle, parse_duration, 1.0, False)
+            ),
+        )
+        _check_optimizer_fits(scenario)
+        return scenario
+
+
+def _check_optimizer_fits(scenario: Scenario) -> None:
+    """The optimizer step is part of the one-device step: it cannot take all of it."""
+    if scenario.optimizer is None:
+        return
+    step = scenario.grad_accum * scenario.micro_batch / scenario.per_device_throughput
+    optimizer = scenario.params * scenario.optimizer_bytes / scenario.memory_bandwidth
+    if optimizer >= step:
+        raise InputError.single(
+            "optimizer",
+            f"the {scenario.optimizer} optimizer step alone takes "
+            f"{format_duration(optimizer)} at {format_bandwidth(scenario.memory_bandwidth)}, "
+            f"more than the whole one-device step ({format_duration(step)}): check "
+            "params, the throughput and the device's memory bandwidth",
         )
 
 

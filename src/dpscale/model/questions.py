@@ -17,7 +17,7 @@ the model, not the result of an iteration that might stop early.
 >>> max_devices(sc, 0.9)
 4
 >>> grad_accum_for(sc, 0.9, devices=16)
-7
+8
 """
 
 from __future__ import annotations

@@ -9,7 +9,11 @@ model for it at any array of device counts, with any field swept as an array.
 >>> sc = Scenario(params=25.6e6, grad_dtype="fp32", micro_batch=32, grad_accum=1,
 ...               per_device_throughput=329.0, hardware=hw)
 >>> [round(float(e), 3) for e in evaluate(sc, devices=[1, 8, 64]).efficiency]
-[1.0, 0.994, 0.979]
+[1.0, 0.95, 0.929]
+
+Inputs a user may leave out (the optimizer, the device's memory bandwidth, the jitter, the
+overlap slowdown, the wrapper's fixed cost) take their central value here; ``known`` names the
+ones the user gave, and :mod:`dpscale.model.band` varies the others over their stated ranges.
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpscale.model.collectives import Algorithm
+from dpscale.model.collectives import RING_PLATEAU, Algorithm
+from dpscale.model.costs import (
+    DEFAULT_FRAMEWORK_OVERHEAD,
+    DEFAULT_JITTER,
+    bucket_copy_time,
+    fixed_cost_time,
+    optimizer_bytes_per_param,
+    optimizer_step_time,
+)
 from dpscale.model.hardware import Hardware
 from dpscale.model.step import (
     BACKWARD_FRACTION,
@@ -33,7 +45,13 @@ from dpscale.model.step import (
     data_parallel_step,
 )
 
-__all__ = ["Scenario", "evaluate"]
+__all__ = ["DEFAULT_MEMORY_BANDWIDTH", "DEFAULT_OPTIMIZER", "Scenario", "evaluate", "step_inputs"]
+
+DEFAULT_OPTIMIZER = "adam"
+"""Central value when no optimizer is given (the band spans none to lamb)."""
+DEFAULT_MEMORY_BANDWIDTH = 1.0e12
+"""Bytes/s when neither a preset nor the user gives it: the geometric middle of the stated
+range 0.3-3.35 TB/s (a PCIe card's GDDR to an H100 SXM5's HBM3)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +73,15 @@ class Scenario:
     algorithm: Algorithm = "auto"
     unit: str = "samples/s"
     calibration: str | None = None
+    optimizer: str | None = None
+    jitter: float | None = None
+    framework_overhead: float | None = None
+    known: frozenset[str] = frozenset()
+    """Uncertain inputs the user stated (``overlap_slowdown``, ``step_overhead``, ...)."""
+    measured: str | None = None
+    """Where a ``--measured`` calibration came from (its estimates are in the fields)."""
+    fusion_cycle: float = 0.0
+    """Horovod's cycle time in seconds (0: buckets of ``bucket_bytes``, as DDP)."""
 
     @property
     def gradient_bytes(self) -> float:
@@ -64,11 +91,72 @@ class Scenario:
     def with_hardware(self, **changes: Any) -> Scenario:
         return replace(self, hardware=replace(self.hardware, **changes))
 
+    @property
+    def mixed_precision(self) -> bool:
+        """16-bit (or 8-bit) gradients: the optimizer keeps fp32 master weights."""
+        return self.grad_dtype != "fp32"
 
-def evaluate(scenario: Scenario, *, devices: ArrayLike, **sweep: ArrayLike) -> Step:
+    @property
+    def memory_bandwidth(self) -> float:
+        known = self.hardware.memory_bandwidth
+        return known if known is not None else DEFAULT_MEMORY_BANDWIDTH
+
+    @property
+    def optimizer_bytes(self) -> float:
+        chosen = self.optimizer if self.optimizer is not None else DEFAULT_OPTIMIZER
+        return optimizer_bytes_per_param(chosen, mixed_precision=self.mixed_precision)
+
+
+def step_inputs(
+    scenario: Scenario,
+    *,
+    inter_efficiency: ArrayLike | None = None,
+    optimizer_bytes: ArrayLike | None = None,
+    memory_bandwidth: ArrayLike | None = None,
+    jitter: ArrayLike | None = None,
+    overlap_slowdown: ArrayLike | None = None,
+    framework_overhead: ArrayLike | None = None,
+    ring_plateau: ArrayLike | None = None,
+    inter_latency: ArrayLike | None = None,
+) -> dict[str, Any]:
+    """The step model's keyword arguments for ``scenario``; each keyword overrides a value."""
+    hw = scenario.hardware
+    network = hw.transport_efficiency if inter_efficiency is None else inter_efficiency
+    bandwidth = scenario.memory_bandwidth if memory_bandwidth is None else memory_bandwidth
+    per_param = scenario.optimizer_bytes if optimizer_bytes is None else optimizer_bytes
+    bucketed = scenario.overlap and scenario.strategy == "ddp"
+    copy = bucket_copy_time(scenario.gradient_bytes, bandwidth) if bucketed else 0.0
+    default_overhead = 0.0 if "step_overhead" in scenario.known else DEFAULT_FRAMEWORK_OVERHEAD
+    share = _first(framework_overhead, scenario.framework_overhead, default_overhead)
+    micro = scenario.micro_batch / scenario.per_device_throughput
+    return {
+        "step_overhead": scenario.step_overhead + fixed_cost_time(micro, share),
+        "inter_bandwidth": np.asarray(hw.inter_bandwidth * np.asarray(network, dtype=float)),
+        "optimizer_time": optimizer_step_time(scenario.params, per_param, bandwidth),
+        "bucket_copy_time": copy,
+        "jitter": _first(jitter, scenario.jitter, DEFAULT_JITTER),
+        "overlap_slowdown": _first(overlap_slowdown, scenario.overlap_slowdown),
+        "ring_plateau": RING_PLATEAU if ring_plateau is None else ring_plateau,
+        "fusion_cycle": scenario.fusion_cycle,
+        "inter_latency": hw.inter_latency if inter_latency is None else inter_latency,
+    }
+
+
+def _first(*values: Any) -> Any:
+    return next(value for value in values if value is not None)
+
+
+def evaluate(
+    scenario: Scenario,
+    *,
+    devices: ArrayLike,
+    uncertain: dict[str, Any] | None = None,
+    **sweep: ArrayLike,
+) -> Step:
     """The step model for ``scenario`` at ``devices``; ``sweep`` overrides fields with arrays.
 
     Sweepable: ``micro_batch``, ``grad_accum``, ``bucket_bytes``, ``per_device_throughput``.
+    ``uncertain`` holds :func:`step_inputs` overrides (arrays for a band).
     """
     hw = scenario.hardware
     fields: dict[str, Any] = {
@@ -87,13 +175,10 @@ def evaluate(scenario: Scenario, *, devices: ArrayLike, **sweep: ArrayLike) -> S
         bytes_per_value=BYTES_PER_VALUE[scenario.grad_dtype],
         devices_per_node=hw.devices_per_node,
         intra_bandwidth=hw.intra_bandwidth,
-        inter_bandwidth=hw.inter_effective_bandwidth,
         intra_latency=hw.intra_latency,
-        inter_latency=hw.inter_latency,
         backward_fraction=scenario.backward_fraction,
         overlap=scenario.overlap,
-        overlap_slowdown=scenario.overlap_slowdown,
-        step_overhead=scenario.step_overhead,
+        **step_inputs(scenario, **(uncertain or {})),
         strategy=scenario.strategy,
         algorithm=scenario.algorithm,
         **fields,

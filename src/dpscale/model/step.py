@@ -29,6 +29,18 @@ ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054, sec. 7) and FSDP move other vol
     zero3   every micro-step all-gathers parameters for the forward and again for the
     / fsdp  backward, and reduce-scatters gradients: 3x the parameter bytes per micro-step
 
+Beside communication a step pays (``costs``): the optimizer step, once per optimizer step and
+memory-bound, inside the one-device step ``T1 = m b / v`` (so forward and backward take
+``b / v - t_opt / m`` per micro-step); the wait for the slowest device, ``c (b / v) sqrt(m)
+z(N)`` (``c`` the coefficient of variation of one micro-step, ``m`` independent micro-steps
+per step); Horovod fuses the tensors ready in each cycle (``HOROVOD_CYCLE_TIME``, 5 ms before
+Horovod 0.21, 1 ms since: its v0.21.0 changelog, #2468), so its messages are at most the bytes
+one cycle of backward produces; fixed costs per step on more than one device
+(``step_overhead``: the wrapper's, ``o b / v`` at the scenario's micro-batch, or a measured
+one; the micro-steps under
+``no_sync`` skip the reducer) and, for bucketed DDP, the copies into the buckets and back.
+Efficiency is ``T1 / step time``.
+
 Everything here is element-wise over numpy arrays, so one call evaluates any number of
 (configuration, device count) points.
 
@@ -48,12 +60,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpscale.model.collectives import (
+    RING_PLATEAU,
     Algorithm,
     Topology,
     all_gather,
     all_reduce,
     reduce_scatter,
 )
+from dpscale.model.costs import straggler_time
 from dpscale.model.hardware import NET_HOP_LATENCY_S, NVLINK_HOP_LATENCY_S
 
 __all__ = [
@@ -108,6 +122,9 @@ class Step:
     compute_time: Any
     comm_time: Any
     exposed_comm_time: Any
+    wait_time: Any
+    overhead_time: Any
+    optimizer_time: Any
     step_time: Any
     efficiency: Any
     algorithm: Any
@@ -136,11 +153,20 @@ def data_parallel_step(
     step_overhead: ArrayLike = 0.0,
     strategy: Strategy | ArrayLike = "ddp",
     algorithm: Algorithm | ArrayLike = "auto",
+    optimizer_time: ArrayLike = 0.0,
+    bucket_copy_time: ArrayLike = 0.0,
+    jitter: ArrayLike = 0.0,
+    ring_plateau: ArrayLike = RING_PLATEAU,
+    fusion_cycle: ArrayLike = 0.0,
 ) -> Step:
     """The step time and efficiency at each point (``inter_bandwidth`` as achieved).
 
     ``step_overhead`` (seconds) is added to every step on more than one device; it is zero
-    unless a measurement says otherwise.
+    unless a measurement says otherwise. ``optimizer_time`` (seconds) is part of the
+    one-device step; ``bucket_copy_time`` (seconds) is paid on more than one device;
+    ``jitter`` is the coefficient of variation of one micro-step's time. ``fusion_cycle``
+    (seconds, 0: none) is Horovod's cycle: a fused all-reduce holds at most the gradient bytes
+    backward produces in one cycle, and at most ``bucket_bytes``.
     """
     topo = Topology.build(
         devices=devices,
@@ -149,13 +175,20 @@ def data_parallel_step(
         inter_bandwidth=inter_bandwidth,
         intra_latency=intra_latency,
         inter_latency=inter_latency,
+        ring_plateau=ring_plateau,
     )
     size = np.asarray(params, dtype=float) * np.asarray(bytes_per_value, dtype=float)
     m = np.asarray(grad_accum, dtype=float)
     micro = np.asarray(micro_batch, dtype=float) / np.asarray(per_device_throughput, dtype=float)
+    t_opt = np.asarray(optimizer_time, dtype=float)
+    passes = np.maximum(micro - t_opt / m, 0.0)
     f = np.asarray(backward_fraction, dtype=float)
-    backward, forward = micro * f, micro * (1 - f)
-    buckets = np.maximum(1.0, np.ceil(size / np.asarray(bucket_bytes, dtype=float)))
+    backward, forward = passes * f, passes * (1 - f)
+    cap = np.asarray(bucket_bytes, dtype=float)
+    cycle = np.asarray(fusion_cycle, dtype=float)
+    per_cycle = size * cycle / np.maximum(backward, 1e-300)
+    cap = np.where(cycle > 0, np.minimum(cap, np.maximum(per_cycle, 1.0)), cap)
+    buckets = np.maximum(1.0, np.ceil(size / cap))
     bucket = size / buckets
     s = np.where(np.asarray(overlap, dtype=bool), np.asarray(overlap_slowdown, dtype=float), 0.0)
     hide = np.asarray(overlap, dtype=bool)
@@ -175,19 +208,35 @@ def data_parallel_step(
         )
 
     gather_after = buckets * ag.time
-    ddp = (exposed(ar.time, backward), buckets * ar.time)
-    zero1 = (exposed(rs.time, backward) + gather_after, buckets * (rs.time + ag.time))
-    zero2 = (m * exposed(rs.time, backward) + gather_after, buckets * (m * rs.time + ag.time))
-    zero3_exposed = m * (exposed(ag.time, forward) + exposed(ag.time + rs.time, backward))
-    zero3 = (zero3_exposed, m * buckets * (2 * ag.time + rs.time))
+
+    def ddp() -> tuple[Any, Any]:
+        return exposed(ar.time, backward), buckets * ar.time
+
+    def zero1() -> tuple[Any, Any]:
+        return exposed(rs.time, backward) + gather_after, buckets * (rs.time + ag.time)
+
+    def zero2() -> tuple[Any, Any]:
+        return m * exposed(rs.time, backward) + gather_after, buckets * (m * rs.time + ag.time)
+
+    def zero3() -> tuple[Any, Any]:
+        shown = m * (exposed(ag.time, forward) + exposed(ag.time + rs.time, backward))
+        return shown, m * buckets * (2 * ag.time + rs.time)
+
     table = (ddp, zero1, zero2, zero3, zero3)
-    exposed_time = np.choose(code, [row[0] for row in table])
-    comm_time = np.choose(code, [row[1] for row in table])
+    if isinstance(strategy, str):
+        # One strategy for every point: the others would be computed only to be discarded.
+        exposed_time, comm_time = table[int(code)]()
+    else:
+        rows = [row() for row in table]
+        exposed_time = np.choose(code, [row[0] for row in rows])
+        comm_time = np.choose(code, [row[1] for row in rows])
 
     multi = topo.devices > 1
     compute = m * micro
-    overhead = np.where(multi, np.asarray(step_overhead, dtype=float), 0.0)
-    step_time = compute + exposed_time + overhead
+    fixed = np.asarray(step_overhead, dtype=float) + np.asarray(bucket_copy_time, dtype=float)
+    overhead = np.where(multi, fixed, 0.0)
+    wait = straggler_time(micro * np.sqrt(m), jitter, topo.devices)
+    step_time = compute + exposed_time + overhead + wait
     sharded = code > 0
     shape = np.shape(step_time)
     return Step(
@@ -195,6 +244,9 @@ def data_parallel_step(
         compute_time=np.broadcast_to(compute, shape),
         comm_time=comm_time,
         exposed_comm_time=exposed_time,
+        wait_time=np.broadcast_to(wait, shape),
+        overhead_time=np.broadcast_to(overhead, shape),
+        optimizer_time=np.broadcast_to(t_opt, shape),
         step_time=step_time,
         efficiency=compute / step_time,
         algorithm=np.where(sharded, 0, ar.algorithm),

@@ -14,6 +14,7 @@ from datetime import date
 from functools import lru_cache
 
 from dpscale.model import PredictQuery, Scenario, predict, preset_names
+from dpscale.model.measured import MeasuredFit
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages.prediction_chart import efficiency_chart
@@ -55,22 +56,50 @@ def _parse_all(data: Mapping[str, str]) -> tuple[PageInputs, PredictQuery]:
         raise InputError(issues)
     if page.target_efficiency is not None:
         query = query.model_copy(update={"target_efficiency": page.target_efficiency / 100})
+    if page.jitter is not None:
+        query = query.model_copy(update={"jitter": page.jitter / 100})
     return page, query
+
+
+def _measured_run(scenario: Scenario, reference: str) -> MeasuredFit:
+    """A ``--measured`` calibration from stored run ``run:ID`` (never a file)."""
+    from dpscale.fit.data import points_from_run
+    from dpscale.model.measured import calibrate_measured, measured_from_run, parse_measured
+    from dpscale.store.runs import get_run
+
+    run_id = reference.strip().removeprefix("run:").strip()
+    try:
+        run = get_run(run_id)
+    except LookupError:
+        raise InputError.single("measured", f"no stored run named {run_id!r}", run_id) from None
+    try:
+        points = points_from_run(run)
+    except InputError:
+        raise InputError.single("measured", "the run has no throughputs", run_id) from None
+    text = ",".join(
+        f"{int(n)}:{float(x)!r}" for n, x in zip(points.devices, points.throughput, strict=True)
+    )
+    return calibrate_measured(scenario, **measured_from_run(run, run_id, parse_measured(text)))
 
 
 def compute(values: Mapping[str, str]) -> Prediction:
     """As ``dpscale predict``: the target in percent ("90", "90%"); a run id calibrates."""
     data = dict(values)
-    if "target_efficiency" in data:
-        data["target_efficiency"] = data["target_efficiency"].strip().removesuffix("%").strip()
+    for key in ("target_efficiency", "jitter"):
+        if key in data:
+            data[key] = data[key].strip().removesuffix("%").strip()
     page, query = _parse_all(data)
-    if page.calibrate:
-        scenario = _calibrated(query.scenario(), page.calibrate)
-        return Prediction(predict(query, scenario), None)
-    key = tuple(sorted(data.items()))
+    run = query.measured is not None and query.measured.strip().startswith("run:")
+    if page.calibrate or run:
+        scenario = query.scenario()
+        if page.calibrate:
+            scenario = _calibrated(scenario, page.calibrate)
+        fit = _measured_run(scenario, str(query.measured)) if run else None
+        return Prediction(predict(query, scenario, fit), None)
+    inputs = tuple(sorted(data.items()))
     if len(query.device_counts()) > CACHED_POINTS:
-        return Prediction(predict(query), key)
-    return _predict_cached(key, query)
+        return Prediction(predict(query), inputs)
+    return _predict_cached(inputs, query)
 
 
 CACHED_POINTS = 1024
@@ -113,9 +142,19 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             "Enter the id of a stored run with collectives measured on 2 or more devices "
             "(dpscale runs list)."
         ),
+        "measured": _(
+            "Write device:throughput pairs such as 1:362.4,8:2722 with at least one count above "
+            "1, or run: and the id of a stored run."
+        ),
+        "optimizer": _(
+            "The optimizer step alone would take longer than the whole step on one device: "
+            "check the parameters, the throughput and the memory bandwidth."
+        ),
     }
     messages["inter_node_bandwidth"] = messages["intra_node_bandwidth"]
     messages["inter_node_latency"] = messages["intra_node_latency"]
+    messages["device_memory_bandwidth"] = messages["intra_node_bandwidth"]
+    messages["fusion_cycle"] = messages["intra_node_latency"]
     return messages.get(name)
 
 
@@ -161,7 +200,13 @@ CALCULATOR = Calculator(
             r" + \frac{2(g-1)}{g} \times \frac{S}{B_{\text{intra}}}"
             r" + \frac{2(n-1)}{n} \times \frac{S}{\eta\, B_{\text{net}}}",
         ),
-        Formula(N_("Scaling efficiency"), r"E(N) = \frac{T_c}{T_c + T_x}"),
+        Formula(N_("Optimizer step"), r"T_o = \frac{P \times q}{B_{\text{mem}}}"),
+        Formula(
+            N_("Waiting for the slowest device"),
+            r"T_w = c\,\frac{b}{v}\sqrt{k}\;z(N),\quad"
+            r" z(N) \approx \Phi^{-1}\left(\frac{N - 0.375}{N + 0.25}\right)",
+        ),
+        Formula(N_("Scaling efficiency"), r"E(N) = \frac{T_c}{T_c + T_x + T_w + T_f}"),
     ),
     updated=date(2026, 12, 1),
     chart=_chart,

@@ -63,6 +63,15 @@ def _draw(result: PredictionResult, loc: Localizer) -> str:
         figure = Figure(figsize=(7.2, 4.2), layout="constrained")
         FigureCanvasSVG(figure)
         axes: Any = figure.add_subplot()
+        axes.fill_between(
+            devices,
+            [p["efficiency_low"] for p in points],
+            [p["efficiency_high"] for p in points],
+            color=ACCENT,
+            alpha=0.18,
+            linewidth=0,
+            label=_("Band: the range of the uncertain inputs"),
+        )
         axes.plot(
             devices,
             efficiency,

@@ -31,6 +31,13 @@ class PageInputs(BaseModel):
     calibrate: str | None = Field(
         default=None, pattern=RUN_ID, description="Id of a stored measurement run."
     )
+    jitter: float | None = Field(
+        default=None,
+        ge=0,
+        le=50,
+        allow_inf_nan=False,
+        description="Coefficient of variation of one device's micro-step, in percent.",
+    )
 
 
 def _choices(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -237,5 +244,66 @@ FIELDS = (
         kind="text",
         advanced=True,
         invalid=N_("Use the id of a stored run: letters, digits and . _ : - (up to 64)."),
+    ),
+    _field(
+        "optimizer",
+        N_("Optimizer"),
+        N_(
+            "Its step reads and writes every parameter's state once per optimizer step, at "
+            "the device's memory bandwidth."
+        ),
+        kind="text",
+        choices=(
+            ("", N_("Unknown: Adam, the band spans none to LAMB")),
+            ("none", N_("None")),
+            ("sgd", "SGD"),
+            ("momentum", N_("SGD with momentum")),
+            ("adam", "Adam"),
+            ("adamw", "AdamW"),
+            ("lamb", "LAMB"),
+        ),
+        advanced=True,
+    ),
+    _field(
+        "device_memory_bandwidth",
+        N_("Device memory bandwidth"),
+        N_("With its unit: 900 GB/s. Empty: the preset's (unknown without one: a band)."),
+        kind="text",
+        advanced=True,
+    ),
+    _field(
+        "jitter",
+        N_("Step-time jitter"),
+        N_(
+            "Coefficient of variation of one device's micro-step, in percent: every step "
+            "waits for the slowest device. Empty: 1 percent; the band spans 0.3 to 3 percent."
+        ),
+        suffix="%",
+        advanced=True,
+    ),
+    _field(
+        "fusion_cycle",
+        N_("Horovod cycle time"),
+        N_(
+            "For Horovod: tensors ready in one cycle are sent in one fused all-reduce, up to "
+            "the bucket size. 5 ms before Horovod 0.21, 1 ms since. Empty: not Horovod."
+        ),
+        kind="text",
+        advanced=True,
+    ),
+    _field(
+        "measured",
+        N_("Measured throughputs"),
+        N_(
+            "Total throughput you measured at a few device counts, with the same batch: "
+            "1:362.4,8:2722,16:5099, or run:ID for a stored run. Calibrates the fixed cost "
+            "and the jitter; the band becomes the fit's."
+        ),
+        kind="text",
+        advanced=True,
+        invalid=N_(
+            "Write device:throughput pairs such as 1:362.4,8:2722 with at least one count above "
+            "1, or run: and the id of a stored run."
+        ),
     ),
 )

@@ -32,6 +32,7 @@ class Row:
     devices: str
     nodes: str
     efficiency: str
+    band: str
     actual: str
     speedup: str
     step_ms: str
@@ -72,6 +73,11 @@ class Prediction:
                 devices=loc.number(p["devices"]),
                 nodes=loc.number(p["nodes"]),
                 efficiency=loc.percent(p["efficiency"]),
+                band=loc.gettext(
+                    "%(low)s to %(high)s",
+                    low=loc.percent(p["efficiency_low"], 3),
+                    high=loc.percent(p["efficiency_high"], 3),
+                ),
                 actual=loc.number(p["actual_throughput"], 4),
                 speedup=loc.gettext("%(speedup)s×", speedup=loc.number(p["speedup"], 4)),
                 step_ms=_ms(loc, p["step_time_s"]),
@@ -112,12 +118,17 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             label=_("Efficiency at %(devices)s devices", devices=devices),
             value=efficiency,
             sentence=_(
-                "Compute takes %(compute)s ms per step and %(exposed)s ms of communication is "
-                "not hidden behind backward: %(compute)s / %(step)s = %(efficiency)s.",
+                "Compute takes %(compute)s ms per step, %(exposed)s ms of communication is not "
+                "hidden behind backward, and waiting for the slowest device and fixed costs "
+                "take %(other)s ms: %(compute)s / %(step)s = %(efficiency)s (band %(low)s to "
+                "%(high)s).",
                 compute=_ms(loc, last["compute_time_s"]),
                 exposed=_ms(loc, last["exposed_comm_time_s"]),
+                other=_ms(loc, last["wait_time_s"] + last["overhead_time_s"]),
                 step=_ms(loc, last["step_time_s"]),
                 efficiency=efficiency,
+                low=loc.percent(last["efficiency_low"], 3),
+                high=loc.percent(last["efficiency_high"], 3),
             ),
             primary=True,
         ),

@@ -1,0 +1,280 @@
+"""How close ``dpscale predict`` comes to published scaling measurements; how honest its band is.
+
+    .venv/bin/python benchmarks/bench_accuracy.py [--rows]
+
+Each row of ``tests/model/data/published_scaling.csv`` (a copy of the project's shared
+validation set) is predicted from what a user knows of that job: the model, batch, precision,
+hardware and what the job's code does (optimizer, overlap, bucket size, the device's memory
+bandwidth). Efficiency is relative to the row's baseline device count, as the source measured
+it; the band is propagated the same way (each scenario of the stack divided by its own
+baseline). Nothing in the model is estimated from these rows, so there is nothing to
+cross-validate for the stated-inputs table; the calibrated table estimates from each series'
+own smaller counts and is scored on the next count, which the fit never saw.
+
+Printed: the error table (median and worst absolute error, mean signed error, share of rows
+inside the band, mean band width) for
+
+- **before**: the step model as it was before the per-step costs (only communication and its
+  overlap: no optimizer step, no stragglers, no fixed costs, no bucket copies, Horovod's
+  fusion taken as DDP's fixed buckets);
+- **after**: the model with them, central values and band.
+
+Then the calibrated check: each series with several device counts, calibrated on the counts
+below its largest (``--measured``) and scored on the largest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpscale.model.band import band_steps, combine
+from dpscale.model.measured import calibrate_measured, parse_measured
+from dpscale.model.query import PredictQuery
+from dpscale.model.scenario import evaluate
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "model" / "data" / "published_scaling.csv"
+_FIELDS = (
+    "params",
+    "grad_dtype",
+    "micro_batch",
+    "grad_accum",
+    "per_device_throughput",
+    "devices_per_node",
+    "intra_node_bandwidth",
+    "inter_node_bandwidth",
+    "transport",
+    "optimizer",
+    "device_memory_bandwidth",
+)
+_BEFORE = {
+    "jitter": 0.0,
+    "framework_overhead": 0.0,
+    "optimizer_bytes": 0.0,
+    "memory_bandwidth": np.inf,
+}
+"""The new per-step costs switched off: the model before them."""
+_MEASUREMENT = {"case", "devices", "measured_throughput", "measured_efficiency", "notes"}
+"""Columns that differ between the points of one series."""
+
+
+@dataclass(frozen=True)
+class Scored:
+    case: str
+    source: str
+    devices: int
+    measured: float
+    predicted: float
+    low: float
+    high: float
+
+    @property
+    def error_pp(self) -> float:
+        return 100 * (self.predicted - self.measured)
+
+    @property
+    def inside(self) -> bool:
+        return self.low - 1e-9 <= self.measured <= self.high + 1e-9
+
+    @property
+    def width_pp(self) -> float:
+        return 100 * (self.high - self.low)
+
+
+def read_rows(path: Path = DATA) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def query_of(row: dict[str, str], devices: str) -> PredictQuery:
+    """What a user of this job would type: the row's inputs and what its code does."""
+    values: dict[str, Any] = {field: row[field] for field in _FIELDS if row.get(field)}
+    values["devices"] = devices
+    values["overlap"] = row["overlap"] != "none"
+    if "Horovod" in row["implementation"] and row["overlap"] != "none":
+        # Horovod before 0.21 (all these rows) fuses what is ready every 5 ms.
+        values["fusion_cycle"] = "5 ms"
+    if row.get("bucket_size"):
+        values["bucket_size"] = row["bucket_size"]
+    elif row["overlap"] == "none":
+        values["bucket_size"] = f"{float(row['params']) * 4:.0f} B"  # one bucket, the model
+    return PredictQuery.model_validate(values)
+
+
+def score_row(row: dict[str, str], *, before: bool = False) -> Scored:
+    base, devices = int(row["baseline_devices"]), int(row["devices"])
+    query = query_of(row, f"{base},{devices}")
+    scenario = query.scenario()
+    counts = np.array(sorted({base, devices}), dtype=float)
+    if before:
+        scenario = replace(scenario, fusion_cycle=0.0)
+        step = evaluate(scenario, devices=counts, uncertain=_BEFORE)
+        e = np.asarray(step.efficiency)
+        ratio = float(e[-1] / e[0])
+        return Scored(row["case"], _source(row), devices, _measured(row), ratio, ratio, ratio)
+    stack, _ = band_steps(scenario, counts)
+    e = np.asarray(stack.efficiency)
+    central, low, high = combine(e[:, -1:] / e[:, :1])
+    return Scored(
+        row["case"],
+        _source(row),
+        devices,
+        _measured(row),
+        float(central[0]),
+        float(min(low[0], central[0])),
+        float(max(high[0], central[0])),
+    )
+
+
+def _measured(row: dict[str, str]) -> float:
+    return float(row["measured_efficiency"])
+
+
+def _source(row: dict[str, str]) -> str:
+    return row["source"].split(" ")[0]
+
+
+def summary(scored: list[Scored]) -> dict[str, float]:
+    errors = [abs(s.error_pp) for s in scored]
+    return {
+        "rows": len(scored),
+        "median_pp": statistics.median(errors),
+        "worst_pp": max(errors),
+        "mean_signed_pp": statistics.fmean(s.error_pp for s in scored),
+        "inside_band": statistics.fmean(1.0 if s.inside else 0.0 for s in scored),
+        "mean_band_width_pp": statistics.fmean(s.width_pp for s in scored),
+    }
+
+
+def table(scored: list[Scored]) -> str:
+    lines = [
+        "| case | N | measured | predicted | band | error (pp) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for s in scored:
+        lines.append(
+            f"| {s.case} | {s.devices} | {100 * s.measured:.1f} % | {100 * s.predicted:.1f} % "
+            f"| {100 * s.low:.1f}-{100 * s.high:.1f} % | {s.error_pp:+.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def summary_line(name: str, figures: dict[str, float], width: int = 8) -> str:
+    return (
+        f"{name:<{width}} rows {figures['rows']:>3.0f}  median {figures['median_pp']:4.1f} pp  "
+        f"worst {figures['worst_pp']:4.1f} pp  mean signed {figures['mean_signed_pp']:+4.1f} pp  "
+        f"inside band {100 * figures['inside_band']:3.0f} %  "
+        f"mean band width {figures['mean_band_width_pp']:4.1f} pp"
+    )
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    series: str
+    given: str
+    devices: int
+    measured: float
+    predicted: float
+    low: float
+    high: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1
+
+    @property
+    def inside(self) -> bool:
+        return self.low <= self.measured <= self.high
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2 / self.predicted
+
+
+def calibrated_series(rows: list[dict[str, str]]) -> list[Calibrated]:
+    """Series with measured throughputs at several counts, scored at the largest."""
+    groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        if row["measured_throughput"] and row["baseline_devices"] == "1":
+            key = tuple(value for name, value in row.items() if name not in _MEASUREMENT)
+            groups[key].append(row)
+    scored = []
+    for members in groups.values():
+        members.sort(key=lambda r: int(r["devices"]))
+        if len(members) < 2:
+            continue
+        first = members[0]
+        name = first["case"].rsplit("-", 1)[0]
+        for k in range(1, len(members)):
+            target = members[k]
+            pairs = [(1, float(first["per_device_throughput"]))] + [
+                (int(r["devices"]), float(r["measured_throughput"])) for r in members[:k]
+            ]
+            text = ",".join(f"{n}:{x:g}" for n, x in pairs)
+            n = int(target["devices"])
+            query = query_of(first, f"1,{n}")
+            fit = calibrate_measured(query.scenario(), parse_measured(text), source="bench")
+            prediction = fit.predict([1, n])
+            scored.append(
+                Calibrated(
+                    name,
+                    text,
+                    n,
+                    float(target["measured_throughput"]),
+                    float(prediction.throughput[-1]),
+                    float(prediction.throughput_low[-1]),
+                    float(prediction.throughput_high[-1]),
+                )
+            )
+    return scored
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", action="store_true", help="print every row (markdown)")
+    args = parser.parse_args()
+    rows = read_rows()
+    before = [score_row(row, before=True) for row in rows]
+    after = [score_row(row) for row in rows]
+    if args.rows:
+        print(table(after))
+        print()
+    print(f"Stated inputs only, {len(rows)} published rows ({DATA.name}):")
+    print(summary_line("before", summary(before)))
+    print(summary_line("after", summary(after)))
+    by_source: dict[str, list[Scored]] = defaultdict(list)
+    for s in after:
+        by_source[s.source].append(s)
+    print("\nAfter, by source (nothing is estimated from these rows, so no fold is held out):")
+    for source, members in sorted(by_source.items()):
+        print(summary_line(source, summary(members), width=28))
+    calibrated = calibrated_series(rows)
+    print(
+        f"\nCalibrated with --measured on a series' smaller counts, at its next count "
+        f"({len(calibrated)} predictions):"
+    )
+    for c in calibrated:
+        print(
+            f"  {c.series:<18} given {c.given:<24} N={c.devices:<4} measured {c.measured:8.1f}  "
+            f"predicted {c.predicted:8.1f} ({c.low:.1f}-{c.high:.1f})  "
+            f"error {100 * c.error:+5.1f} %"
+            f"  {'inside' if c.inside else 'OUTSIDE'}"
+        )
+    if calibrated:
+        errors = [abs(c.error) for c in calibrated]
+        print(
+            f"  median {100 * statistics.median(errors):.1f} %, worst {100 * max(errors):.1f} %, "
+            f"inside band {100 * statistics.fmean(c.inside for c in calibrated):.0f} %, "
+            f"mean half-width {100 * statistics.fmean(c.half_width for c in calibrated):.1f} %"
+        )
+
+
+if __name__ == "__main__":
+    main()
