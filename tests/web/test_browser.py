@@ -260,7 +260,7 @@ def test_embed_snippet_and_preview_on_the_page(page: object) -> None:
     page.goto("/en/pipeline-bubble?stages=8&micro_batches=32")
     snippet = page.input_value("[data-embed-code]")
     assert snippet.startswith('<iframe src="http://127.0.0.1:')
-    assert "/embed/en/pipeline-bubble?stages=8&micro_batches=32" in snippet
+    assert "/embed/en/pipeline-bubble?stages=8&amp;micro_batches=32" in snippet
     preview = page.frame_locator(".embed-preview")
     expect(preview.locator('[data-result="bubble_fraction"] .value')).to_have_text("17.95%")
     page.click("[data-copy-embed]")

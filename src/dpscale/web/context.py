@@ -6,13 +6,15 @@ a value shown in one reads the same in the others.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
+from html import escape
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
@@ -23,7 +25,15 @@ from dpscale.web.i18n import LANGUAGES, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
 from dpscale.web.templating import mathml
 
-__all__ = ["REGIONS", "FieldView", "calculator_context", "site_url"]
+__all__ = [
+    "EMBED_HEIGHTS",
+    "EMBED_MESSAGE",
+    "REGIONS",
+    "FieldView",
+    "calculator_context",
+    "embed_snippet",
+    "site_url",
+]
 
 REGIONS = ("results", "chart", "share", "report", "embed")
 """The parts of a page that change with its inputs; the fragment endpoint renders each."""
@@ -98,6 +108,45 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
     ]
 
 
+EMBED_HEIGHTS = {
+    "data-parallel-scaling": 740,  # measured 713 px (Chromium, worked example, 640 px wide)
+    "effective-batch-size": 720,  # 691
+    "pipeline-bubble": 740,  # 705
+    "scaling-prediction": 2100,  # 2,033: the table of every device count
+    "scaling-fit": 2100,  # 2,035
+}
+"""Default iframe height (px) of each embed: its content at 640 px wide, with the worked
+example's inputs; tests/web/test_embed.py checks that the content fits. The snippet's script
+then follows the real height, which the embed posts to the host page."""
+
+EMBED_MESSAGE = "dpscale:height"
+"""``type`` of the message an embed posts to its host page: ``{type, height}`` in CSS px."""
+
+
+def embed_snippet(embed_url: str, title: str, height: int, origin: str) -> str:
+    """The HTML a site owner pastes: the iframe, and a script that sizes it to its content.
+
+    Every attribute is escaped, so a query's ``&micro_batches=`` reaches the host page's parser
+    as ``&amp;micro_batches=`` and is not read as the character reference ``&micro`` (µ).
+    Without the script (a site that strips scripts), the default height shows the results.
+    """
+    frame = (
+        f'<iframe src="{escape(embed_url)}" title="{escape(title)}" width="100%" '
+        f'height="{height}" style="border:0;max-width:640px" loading="lazy" '
+        "data-dpscale-embed></iframe>"
+    )
+    # JSON is a JavaScript string literal; "<" escaped so no "</script>" can end it early.
+    allowed = json.dumps(f"{urlsplit(origin).scheme}://{urlsplit(origin).netloc}")
+    allowed = allowed.replace("<", "\\u003c")
+    script = (
+        '<script>addEventListener("message",function(e){var d=e.data;'
+        f'if(e.origin!=={allowed}||!d||d.type!=="{EMBED_MESSAGE}")return;'
+        'document.querySelectorAll("iframe[data-dpscale-embed]").forEach(function(f){'
+        'if(f.contentWindow===e.source)f.style.height=Math.ceil(d.height)+"px"})})</script>'
+    )
+    return frame + "\n" + script
+
+
 def _share_links(title: str, text: str, url: str, loc: Localizer) -> list[tuple[str, str, str]]:
     """(key, label, href) for X, Facebook, LINE and e-mail."""
     body = f"{text}\n{url}" if text else url
@@ -158,6 +207,14 @@ def calculator_context(
         "reset_href": page_path + "?" + query_string(calc, calc.defaults()),
         "embed_path": f"/embed/{code}/{calc.slug}{suffix}",
         "embed_url": f"{base}/embed/{code}/{calc.slug}{suffix}",
+        "embed_snippet": embed_snippet(
+            f"{base}/embed/{code}/{calc.slug}{suffix}",
+            title,
+            EMBED_HEIGHTS.get(calc.slug, 760),
+            base,
+        ),
+        "embed_message": EMBED_MESSAGE,
+        "in_embed": False,
         "fragment_path": f"/fragment/{code}/{calc.slug}",
         "chart_src": (
             f"/chart/{code}/{calc.slug}.svg{suffix}" if calc.chart and state.valid else ""

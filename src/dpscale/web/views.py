@@ -96,7 +96,7 @@ def page(request: Request, code: str, slug: str) -> HTMLResponse:
 def embed(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     state = read_form(calc, _query(request), localizer(_language(code)))
-    context = calculator_context(request, calc, code, state)
+    context = calculator_context(request, calc, code, state, in_embed=True)
     return HTMLResponse(render(code, "embed.html", **context), headers=_PUBLIC)
 
 

@@ -208,7 +208,36 @@
     });
   }
 
+  /* An embed tells its host page how tall it is (the pasted snippet's script, or our own
+   * page's preview, sets the iframe to it): no inner scroll bar, no results cut off. */
+  var HEIGHT = "dpscale:height";
+
+  function reportHeight() {
+    if (window.parent === window || !document.body.classList.contains("embed")) return;
+    var last = 0;
+    function send() {
+      var height = Math.ceil(document.body.getBoundingClientRect().height);
+      if (height === last) return;
+      last = height;
+      window.parent.postMessage({ type: HEIGHT, height: height }, "*");
+    }
+    send();
+    if (window.ResizeObserver) new ResizeObserver(send).observe(document.body);
+  }
+
+  function followPreviewHeight() {
+    window.addEventListener("message", function (event) {
+      var data = event.data;
+      if (event.origin !== location.origin || !data || data.type !== HEIGHT) return;
+      each("iframe[data-embed-preview]", function (frame) {
+        if (frame.contentWindow === event.source) frame.style.height = Math.ceil(data.height) + "px";
+      });
+    });
+  }
+
   function start() {
+    reportHeight();
+    followPreviewHeight();
     each("form[data-calculator]", setupCalculator);
     each("form[data-feedback]", setupFeedback);
     setupTools();
