@@ -169,11 +169,13 @@ def _share_links(title: str, text: str, url: str, loc: Localizer) -> list[tuple[
 @cache  # the same for every request; computing it per page cost a fifth of its render time
 def _example(calc: Calculator, loc: Localizer) -> tuple[dict[str, str], dict[str, ResultItem]]:
     """The worked example of the article: the default inputs and their results, computed."""
-    state = read_form(calc, {}, loc)
+    values = calc.example()
+    state = read_form(calc, values, loc)
     inputs = {}
     for f in calc.fields:
-        if f.default:
-            inputs[f.name] = f.default if f.kind == "text" else loc.number(float(f.default))
+        if f.name in values:
+            text = values[f.name]
+            inputs[f.name] = text if f.kind == "text" else loc.number(float(text))
     items = {item.key: item for item in state.presentation.items} if state.presentation else {}
     return inputs, items
 
