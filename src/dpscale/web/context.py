@@ -239,6 +239,8 @@ def calculator_context(
         "updated_iso": calc.updated.isoformat(),
         "today": loc.date(now.date()),
         "today_iso": now.date().isoformat(),
+        # The skip link lands in the first box, not on the breadcrumb above the title.
+        "skip_to": "in-" + next(f.name for f in calc.fields if not f.advanced),
         "feedback_sent": False,
         "feedback_error": "",
         "feedback_comment": "",

@@ -172,6 +172,14 @@ def not_found(request: Request) -> HTMLResponse:
     """The 404 page, in the language of the address when it names one."""
     first = request.url.path.strip("/").split("/")[0]
     code = first if language(first) else preferred_language(request.headers.get("accept-language"))
-    entries = [(calc.slug, localizer(code).gettext(calc.title)) for calc in calculators().values()]
-    html = render(code, "not_found.html", lang=code, loc=localizer(code), entries=entries)
+    loc = localizer(code)
+    entries = [
+        (calc.slug, loc.gettext(calc.title), loc.gettext(calc.summary))
+        for calc in calculators().values()
+    ]
+    # The switch offers each language's list of calculators: the address has no page in any.
+    alternates = [(lang.code, lang.name, f"/{lang.code}/") for lang in LANGUAGES]
+    html = render(
+        code, "not_found.html", lang=code, loc=loc, entries=entries, alternates=alternates
+    )
     return HTMLResponse(html, status_code=404)

@@ -95,6 +95,7 @@
               el.innerHTML = data.regions[name];
             });
           });
+          markScrollBoxes();
           showErrors(form, data.errors);
           history.replaceState(null, "", location.pathname + (data.query ? "?" + data.query : ""));
           keepQuery(data.query);
@@ -208,6 +209,28 @@
     });
   }
 
+  /* A table or formula wider than its box scrolls sideways; keyboard users reach it with Tab
+   * (and scroll it with the arrow keys) only if it is focusable, so only then is it made so,
+   * named after its caption: no extra Tab stop where everything fits. */
+  function markScrollBoxes() {
+    each(".table-scroll, .formula-list dd", function (box) {
+      var wide = box.scrollWidth > box.clientWidth + 1;
+      if (wide && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("data-scroll-box", "");
+        var caption = box.querySelector("caption");
+        if (caption) {
+          box.setAttribute("role", "region");
+          box.setAttribute("aria-label", caption.textContent.trim());
+        }
+      } else if (!wide && box.hasAttribute("data-scroll-box")) {
+        ["tabindex", "data-scroll-box", "role", "aria-label"].forEach(function (name) {
+          box.removeAttribute(name);
+        });
+      }
+    });
+  }
+
   /* An embed tells its host page how tall it is (the pasted snippet's script, or our own
    * page's preview, sets the iframe to it): no inner scroll bar, no results cut off. */
   var HEIGHT = "dpscale:height";
@@ -236,6 +259,8 @@
   }
 
   function start() {
+    markScrollBoxes();
+    window.addEventListener("resize", debounce(markScrollBoxes, 150));
     reportHeight();
     followPreviewHeight();
     each("form[data-calculator]", setupCalculator);
