@@ -260,7 +260,7 @@ def test_fragment_gives_the_live_parts(client: httpx.Client) -> None:
     ).json()
     assert data["valid"] is True
     assert data["query"] == "devices=128&throughput=2000&efficiency=90&unit=samples/s"
-    assert set(data["regions"]) == {"results", "chart", "share", "report", "embed"}
+    assert set(data["regions"]) == {"results", "bar", "chart", "share", "report", "embed"}
     assert "230,400 samples/s" in data["regions"]["results"]
     assert "devices=128" in data["regions"]["chart"]
     bad = client.get("/fragment/ja/data-parallel-scaling?devices=0&throughput=1&efficiency=1")

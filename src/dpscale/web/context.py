@@ -35,7 +35,7 @@ __all__ = [
     "site_url",
 ]
 
-REGIONS = ("results", "chart", "share", "report", "embed")
+REGIONS = ("results", "bar", "chart", "share", "report", "embed")
 """The parts of a page that change with its inputs; the fragment endpoint renders each."""
 
 

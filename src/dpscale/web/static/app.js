@@ -213,12 +213,12 @@
    * (and scroll it with the arrow keys) only if it is focusable, so only then is it made so,
    * named after its caption: no extra Tab stop where everything fits. */
   function markScrollBoxes() {
-    each(".table-scroll, .formula-list dd", function (box) {
+    each('.table-scroll, .formula-list dd, [data-live="chart"]', function (box) {
       var wide = box.scrollWidth > box.clientWidth + 1;
       if (wide && !box.hasAttribute("tabindex")) {
         box.setAttribute("tabindex", "0");
         box.setAttribute("data-scroll-box", "");
-        var caption = box.querySelector("caption");
+        var caption = box.querySelector("caption, figcaption");
         if (caption) {
           box.setAttribute("role", "region");
           box.setAttribute("aria-label", caption.textContent.trim());
