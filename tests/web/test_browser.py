@@ -58,7 +58,7 @@ def test_invalid_input_is_told_at_the_field_while_typing(page: object) -> None:
     page.goto("/ja/data-parallel-scaling")
     page.fill("#in-efficiency", "150")
     expect(page.locator('[data-error-for="efficiency"]')).to_have_text(
-        "0 から 100 までの数値を入力してください。(入力値: 150)"
+        "0 から 100 までの数値を入力してください（入力値：150）。"
     )
     expect(page.locator("#in-efficiency")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("[data-result]")).to_have_count(0)

@@ -90,13 +90,13 @@ def test_unit_and_percent_sign_carry_through(client: httpx.Client) -> None:
             "ja",
             "devices=64&throughput=abc&efficiency=90",
             "throughput",
-            "0 から 1,000,000,000,000,000 までの数値を入力してください。(入力値: abc)",
+            "0 から 1,000,000,000,000,000 までの数値を入力してください（入力値：abc）。",
         ),
         (
             "ja",
             "devices=-3&throughput=2000&efficiency=90",
             "devices",
-            "1 から 10,000,000 までの整数を入力してください。(入力値: -3)",
+            "1 から 10,000,000 までの整数を入力してください（入力値：-3）。",
         ),
     ],
 )
@@ -243,7 +243,7 @@ def test_article_has_every_part(client: httpx.Client) -> None:
                 "この計算の限界",
                 "よくある質問",
                 "免責事項",
-                "最終更新日:",
+                "最終更新日：",
                 "2026年11月30日",
             ],
         ),
@@ -265,7 +265,7 @@ def test_fragment_gives_the_live_parts(client: httpx.Client) -> None:
     assert "devices=128" in data["regions"]["chart"]
     bad = client.get("/fragment/ja/data-parallel-scaling?devices=0&throughput=1&efficiency=1")
     assert bad.json()["errors"] == {
-        "devices": "1 から 10,000,000 までの整数を入力してください。(入力値: 0)"
+        "devices": "1 から 10,000,000 までの整数を入力してください（入力値：0）。"
     }
 
 
@@ -288,7 +288,7 @@ def test_chart_is_svg_with_translated_labels(client: httpx.Client) -> None:
     assert svg.lstrip().startswith("<?xml")
     assert "<svg" in svg
     assert "デバイス数" in svg
-    assert "理想(d × v)" in svg
+    assert "理想（d × v）" in svg
     assert "115,200" in svg
     english = client.get(
         "/chart/en/data-parallel-scaling.svg?devices=64&throughput=2000&efficiency=90"

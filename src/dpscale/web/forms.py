@@ -128,7 +128,10 @@ def issue_message(
         return loc.gettext("Required. %(rule)s", rule=message)
     given = typed.get(issue.field, "")
     if given:
-        return loc.gettext("%(rule)s You entered: %(value)s", rule=message, value=given[:40])
+        template = loc.gettext("%(rule)s You entered: %(value)s")
+        if template.endswith("。"):  # Japanese, Chinese: the value goes before the full stop
+            message = message.removesuffix("。")
+        return template % {"rule": message, "value": given[:40]}
     return message
 
 
