@@ -115,7 +115,7 @@ def test_page_in_japanese(client: httpx.Client) -> None:
     assert "<h1>スケーリング効率の予測</h1>" in html
     assert result_value(html, "efficiency") == "59.6%"
     assert sentence(html, "max_devices").startswith("8 台までは予測効率が 90% 以上を保ちます")
-    assert '<th scope="col">露出(ms)</th>' in html
+    assert '<th scope="col">露出（ms）</th>' in html
     assert table(html)[4][-1] == "ネットワーク · tree"
     assert "予測のしくみ" in html
     assert "最終更新日" in html
@@ -229,7 +229,7 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
             "ja",
             "target_efficiency=0",
             "target_efficiency",
-            "0 より大きく 100 以下の数値を入力してください。",
+            "0 より大きく 100 以下の数値を入力してください",
         ),
         ("en", "bucket_size=0+MB", "bucket_size", "Enter a size with its unit"),
     ],
@@ -270,7 +270,7 @@ def test_chart_is_localised_and_the_same_for_the_same_inputs(client: httpx.Clien
     assert "Target 90%" in en.text
     assert "256 devices: 59.6%" in en.text
     ja = client.get(f"/chart/ja/scaling-prediction.svg?{DEFAULTS}")
-    assert "1 ノード(8 台)" in ja.text
+    assert "1 ノード（8 台）" in ja.text
     assert "目標 90%" in ja.text
     assert client.get(f"/chart/en/scaling-prediction.svg?{DEFAULTS}").content == en.content
     bad = client.get(f"/chart/en/scaling-prediction.svg?{DEFAULTS}&micro_batch=0")
