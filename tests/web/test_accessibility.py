@@ -131,3 +131,52 @@ def test_language_menu_is_one_line_on_a_phone(browser: Any, live_server: LiveSer
         assert header["height"] < 70  # one row: brand and menu side by side
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("code", ["en", "ja"])
+def test_axe_finds_no_violation_in_the_dark_theme(
+    code: str, axe_source: str, browser: Any, live_server: LiveServer
+) -> None:
+    context = browser.new_context(
+        base_url=live_server.url,
+        viewport={"width": 390, "height": 844},
+        bypass_csp=True,
+        color_scheme="dark",
+    )
+    tab = context.new_page()
+    found = []
+    try:
+        for route in [*routes(code), f"/embed/{code}/scaling-prediction?theme=dark"]:
+            tab.goto(route)
+            tab.wait_for_load_state("load")
+            assert tab.evaluate("getComputedStyle(document.body).colorScheme") == "dark"
+            tab.evaluate(axe_source)
+            found += [f"{route}: {v}" for v in tab.evaluate(RUN_AXE)]
+    finally:
+        context.close()
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("system", "theme", "expected"),
+    [
+        ("light", "", "light"),
+        ("dark", "", "dark"),
+        ("light", "dark", "dark"),  # an embed on a dark site, read on a light system
+        ("dark", "light", "light"),
+        ("dark", "purple", "dark"),  # an unknown theme: the system's
+    ],
+)
+def test_embed_theme_parameter(
+    system: str, theme: str, expected: str, browser: Any, live_server: LiveServer
+) -> None:
+    context = browser.new_context(base_url=live_server.url, color_scheme=system)
+    tab = context.new_page()
+    try:
+        query = f"?theme={theme}" if theme else ""
+        tab.goto(f"/embed/en/data-parallel-scaling{query}")
+        assert tab.evaluate("getComputedStyle(document.body).colorScheme") == expected
+        background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == ("rgb(255, 255, 255)" if expected == "light" else "rgb(26, 34, 43)")
+    finally:
+        context.close()

@@ -27,6 +27,9 @@ router = APIRouter(include_in_schema=False)
 # (dpscale.web.cache), may keep them for a minute: a share link opened by many is rendered once.
 _PUBLIC = {"Cache-Control": "public, max-age=60"}
 
+THEMES = ("light", "dark")
+"""Values of an embed's ``theme`` parameter; without it, the reader's system setting."""
+
 
 def _language(code: str) -> str:
     if language(code) is None:
@@ -96,7 +99,11 @@ def page(request: Request, code: str, slug: str) -> HTMLResponse:
 def embed(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     state = read_form(calc, _query(request), localizer(_language(code)))
-    context = calculator_context(request, calc, code, state, in_embed=True)
+    # The host site's colours: light or dark, else the reader's system setting.
+    theme = request.query_params.get("theme", "")
+    context = calculator_context(
+        request, calc, code, state, in_embed=True, theme=theme if theme in THEMES else ""
+    )
     return HTMLResponse(render(code, "embed.html", **context), headers=_PUBLIC)
 
 
