@@ -112,9 +112,10 @@ def test_invalid_input_is_told_at_the_field(
     assert "data-hint" in html
 
 
-def test_an_emptied_field_gives_a_hint_not_an_error(client: httpx.Client) -> None:
+def test_an_emptied_field_is_marked_and_the_results_say_why(client: httpx.Client) -> None:
     html = client.get("/en/data-parallel-scaling?devices=&throughput=2000&efficiency=90").text
-    assert field_error(html, "devices") == ""
+    assert field_error(html, "devices") == "Fill in this field."
+    assert field_error(html, "throughput") == ""
     assert "Fill in every required field to see the results." in html
 
 

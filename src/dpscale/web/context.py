@@ -96,7 +96,9 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
             help=loc.gettext(f.help) if f.help else "",
             value=state.values.get(f.name, ""),
             default=f.default,
-            error=state.errors.get(f.name, ""),
+            # An emptied required box is marked too, not only the hint above the results.
+            error=state.errors.get(f.name)
+            or (loc.gettext("Fill in this field.") if f.name in state.missing else ""),
             suffix=f.suffix,
             inputmode=modes[f.kind],
             required=f.required,

@@ -50,10 +50,11 @@
     });
   }
 
-  function showErrors(form, errors) {
+  function showErrors(form, errors, missing) {
     each("[data-error-for]", function (el) {
       var name = el.getAttribute("data-error-for");
-      var message = errors[name] || "";
+      var empty = missing.indexOf(name) >= 0 ? form.getAttribute("data-msg-missing") : "";
+      var message = errors[name] || empty || "";
       var input = form.elements.namedItem(name);
       el.textContent = message;
       var field = el.closest(".field");
@@ -96,7 +97,7 @@
             });
           });
           markScrollBoxes();
-          showErrors(form, data.errors);
+          showErrors(form, data.errors, data.missing || []);
           history.replaceState(null, "", location.pathname + (data.query ? "?" + data.query : ""));
           keepQuery(data.query);
           form.removeAttribute("aria-busy");
