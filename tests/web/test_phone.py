@@ -82,3 +82,21 @@ def test_chart_text_is_legible_on_a_phone(slug: str, phone: Any) -> None:
     box = phone.locator("[data-live=chart]")
     expect(box).to_have_attribute("tabindex", "0")
     expect(box).to_have_attribute("aria-label", phone.locator(".chart figcaption").inner_text())
+
+
+@pytest.mark.parametrize("width", [390, 800, 1100, 1280])
+def test_next_cards_leave_no_lone_card(width: int, browser: Any, live_server: LiveServer) -> None:
+    context = browser.new_context(
+        base_url=live_server.url, viewport={"width": width, "height": 900}
+    )
+    tab = context.new_page()
+    try:
+        tab.goto("/en/pipeline-bubble")
+        tops = tab.evaluate(
+            "[...document.querySelectorAll('.next .card')].map(c => c.getBoundingClientRect().top)"
+        )
+        rows = [tops.count(top) for top in sorted(set(tops))]
+        assert len(tops) == 4
+        assert rows in ([4], [2, 2], [1, 1, 1, 1])
+    finally:
+        context.close()
