@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh dev
 scripts/system-deps.sh
+scripts/browser-tools.sh
 source scripts/postgres.sh   # starts a throw-away server; exports DPSCALE_TEST_POSTGRES_URL
 
 lint_paths=(src tests)

@@ -58,7 +58,7 @@ def test_invalid_input_is_told_at_the_field_while_typing(page: object) -> None:
     page.goto("/ja/data-parallel-scaling")
     page.fill("#in-efficiency", "150")
     expect(page.locator('[data-error-for="efficiency"]')).to_have_text(
-        "0 から 100 までの数値を入力してください。(入力値: 150)"
+        "0 から 100 までの数値を入力してください（入力値：150）。"
     )
     expect(page.locator("#in-efficiency")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("[data-result]")).to_have_count(0)
@@ -102,6 +102,7 @@ def test_share_link_reopens_the_inputs_and_language_switch_keeps_them(page: obje
     expect(page.locator("html")).to_have_attribute("lang", "ja")
     page.fill("#in-throughput", "300")
     expect(result(page, "actual_throughput")).to_have_text("1,200 tokens/s")
+    page.click(".language-menu summary")
     page.click('a[hreflang="en"][data-keep-query]')
     expect(page.locator("html")).to_have_attribute("lang", "en")
     expect(page).to_have_url(re.compile(r"/en/data-parallel-scaling\?devices=8&throughput=300"))
@@ -121,6 +122,7 @@ def test_a_number_typed_the_german_way_keeps_its_value_in_links(page: object) ->
     assert page.input_value("[data-share-url]").endswith(
         "/de/data-parallel-scaling?devices=64&throughput=2000&efficiency=90&unit=samples/s"
     )
+    page.click(".language-menu summary")
     page.click('a[hreflang="en"][data-keep-query]')
     expect(page).to_have_url(re.compile(r"/en/data-parallel-scaling\?devices=64&throughput=2000&"))
     assert page.input_value("#in-throughput") == "2000"
@@ -260,7 +262,7 @@ def test_embed_snippet_and_preview_on_the_page(page: object) -> None:
     page.goto("/en/pipeline-bubble?stages=8&micro_batches=32")
     snippet = page.input_value("[data-embed-code]")
     assert snippet.startswith('<iframe src="http://127.0.0.1:')
-    assert "/embed/en/pipeline-bubble?stages=8&micro_batches=32" in snippet
+    assert "/embed/en/pipeline-bubble?stages=8&amp;micro_batches=32" in snippet
     preview = page.frame_locator(".embed-preview")
     expect(preview.locator('[data-result="bubble_fraction"] .value')).to_have_text("17.95%")
     page.click("[data-copy-embed]")

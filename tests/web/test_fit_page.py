@@ -92,7 +92,7 @@ def test_the_chart_names_the_fitted_model_in_the_page_language(
 @pytest.mark.parametrize(
     ("lang", "points", "message"),
     [
-        ("ja", "1,100\n2,abc", "2 行目:デバイス数とスループットの 2 つの数を入力してください。"),
+        ("ja", "1,100\n2,abc", "2 行目：デバイス数とスループットの 2 つの数を入力してください。"),
         ("en", "1,100\n2.5,190", "Line 2: devices must be a whole number from 1 to 10,000,000"),
         ("ja", "8,700\n8,710", "2 つ以上の異なるデバイス数での測定値を入力してください。"),
         ("en", "devices;speed\n1;2", "Line 1: the header must name the columns devices and"),

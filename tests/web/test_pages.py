@@ -90,13 +90,13 @@ def test_unit_and_percent_sign_carry_through(client: httpx.Client) -> None:
             "ja",
             "devices=64&throughput=abc&efficiency=90",
             "throughput",
-            "0 から 1,000,000,000,000,000 までの数値を入力してください。(入力値: abc)",
+            "0 から 1,000,000,000,000,000 までの数値を入力してください（入力値：abc）。",
         ),
         (
             "ja",
             "devices=-3&throughput=2000&efficiency=90",
             "devices",
-            "1 から 10,000,000 までの整数を入力してください。(入力値: -3)",
+            "1 から 10,000,000 までの整数を入力してください（入力値：-3）。",
         ),
     ],
 )
@@ -112,9 +112,10 @@ def test_invalid_input_is_told_at_the_field(
     assert "data-hint" in html
 
 
-def test_an_emptied_field_gives_a_hint_not_an_error(client: httpx.Client) -> None:
+def test_an_emptied_field_is_marked_and_the_results_say_why(client: httpx.Client) -> None:
     html = client.get("/en/data-parallel-scaling?devices=&throughput=2000&efficiency=90").text
-    assert field_error(html, "devices") == ""
+    assert field_error(html, "devices") == "Fill in this field."
+    assert field_error(html, "throughput") == ""
     assert "Fill in every required field to see the results." in html
 
 
@@ -243,7 +244,7 @@ def test_article_has_every_part(client: httpx.Client) -> None:
                 "この計算の限界",
                 "よくある質問",
                 "免責事項",
-                "最終更新日:",
+                "最終更新日：",
                 "2026年11月30日",
             ],
         ),
@@ -260,12 +261,12 @@ def test_fragment_gives_the_live_parts(client: httpx.Client) -> None:
     ).json()
     assert data["valid"] is True
     assert data["query"] == "devices=128&throughput=2000&efficiency=90&unit=samples/s"
-    assert set(data["regions"]) == {"results", "chart", "share", "report", "embed"}
+    assert set(data["regions"]) == {"results", "bar", "chart", "share", "report", "embed"}
     assert "230,400 samples/s" in data["regions"]["results"]
     assert "devices=128" in data["regions"]["chart"]
     bad = client.get("/fragment/ja/data-parallel-scaling?devices=0&throughput=1&efficiency=1")
     assert bad.json()["errors"] == {
-        "devices": "1 から 10,000,000 までの整数を入力してください。(入力値: 0)"
+        "devices": "1 から 10,000,000 までの整数を入力してください（入力値：0）。"
     }
 
 
@@ -288,7 +289,7 @@ def test_chart_is_svg_with_translated_labels(client: httpx.Client) -> None:
     assert svg.lstrip().startswith("<?xml")
     assert "<svg" in svg
     assert "デバイス数" in svg
-    assert "理想(d × v)" in svg
+    assert "理想（d × v）" in svg
     assert "115,200" in svg
     english = client.get(
         "/chart/en/data-parallel-scaling.svg?devices=64&throughput=2000&efficiency=90"

@@ -7,9 +7,18 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from dpscale.web.forms import query_string
+from dpscale.web.registry import calculators
+
 from .conftest import LiveServer
 
+CALC = calculators()["scaling-prediction"]
+
 pytestmark = pytest.mark.browser
+
+# The article's worked example: DGX A100 nodes with a single 200 Gbit/s card each (a fresh
+# page predicts the preset's own network instead).
+EXAMPLE = query_string(CALC, CALC.example())
 
 
 def value(page: object, key: str) -> object:
@@ -26,7 +35,7 @@ def test_changing_inputs_updates_table_chart_and_address(
     context = browser.new_context(base_url=live_server.url)  # type: ignore[attr-defined]
     page = context.new_page()
     try:
-        page.goto("/en/scaling-prediction")
+        page.goto(f"/en/scaling-prediction?{EXAMPLE}")
         expect(value(page, "efficiency")).to_have_text("53.9%")
         expect(last_row(page).locator("td").nth(1)).to_have_text("53.9%")
         page.fill("#in-micro_batch", "32")
@@ -43,8 +52,9 @@ def test_changing_inputs_updates_table_chart_and_address(
         page.fill("#in-devices", "1-x")
         expect(page.locator('[data-error-for="devices"]')).to_contain_text("Write counts like")
         expect(page.locator(".breakdown")).to_have_count(0)
-        page.click("[data-reset]")
-        expect(value(page, "efficiency")).to_have_text("53.9%")
+        page.click("[data-reset]")  # the fresh page: the preset's own network
+        expect(value(page, "efficiency")).to_have_text("88.04%")
+        assert page.input_value("#in-inter_node_bandwidth") == ""
         assert page.input_value("#in-hardware") == "dgx-a100"
         assert page.input_value("#in-micro_batch") == "8"
     finally:
@@ -55,7 +65,7 @@ def test_without_javascript_the_get_form_predicts(browser: object, live_server: 
     context = browser.new_context(base_url=live_server.url, java_script_enabled=False)  # type: ignore[attr-defined]
     page = context.new_page()
     try:
-        page.goto("/ja/scaling-prediction")
+        page.goto(f"/ja/scaling-prediction?{EXAMPLE}")
         page.fill("#in-grad_accum", "8")
         page.click("form.calc-form button[type=submit]")
         expect(page).to_have_url(re.compile(r"/ja/scaling-prediction\?.*grad_accum=8"))

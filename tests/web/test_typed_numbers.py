@@ -145,3 +145,41 @@ def test_the_api_keeps_plain_numbers(client: httpx.Client) -> None:
     body = client.get("/api/v1/calc?devices=64&throughput=2.000&efficiency=90").json()
     assert body["per_device_throughput"] == 2.0
     assert client.get("/api/v1/calc?devices=64&throughput=2,000&efficiency=90").status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("code", "typed", "actual"),
+    [
+        ("ja", "２０００", "115,200"),  # full-width digits, as a Japanese input method types them
+        ("ja", "２，０００", "115,200"),  # and its full-width comma
+        ("zh-Hans", "２０００．５", "115,229"),  # 64 × 2000.5 × 90 %, rounded as shown
+        ("ko", "２０００", "115,200"),
+        ("de", "２．０００", "115.200"),
+    ],
+)
+def test_full_width_digits_read_as_ascii_ones(
+    client: httpx.Client, code: str, typed: str, actual: str
+) -> None:
+    response = client.get(
+        f"/{code}/{PAGE}", params={"devices": "６４", "throughput": typed, "efficiency": "９０ ％"}
+    )
+    assert response.status_code == 200
+    assert _value(response.text, "actual_throughput") == f"{actual} samples/s"
+    assert f'value="{typed}"' in unescape(response.text)  # the box keeps what was typed
+    assert 'aria-invalid="true"' not in response.text
+
+
+def test_full_width_text_fields_read_too(client: httpx.Client) -> None:
+    html = client.get(
+        "/ja/scaling-prediction",
+        params={
+            "hardware": "dgx-a100",
+            "params": "１．３Ｂ",
+            "micro_batch": "８",
+            "per_device_throughput": "４０",
+            "devices": "１，８，２５６",
+            "inter_node_bandwidth": "２００　Ｇｂｉｔ／ｓ",
+        },
+    ).text
+    assert 'aria-invalid="true"' not in html
+    assert "inter_node_bandwidth=200+Gbit/s" in html.replace("&amp;", "&")

@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
+from starlette.middleware.gzip import GZipMiddleware
 
 from dpscale.store.db import StoreUnavailableError
 from dpscale.web import api, views
@@ -60,6 +61,9 @@ def create_app() -> FastAPI:
     # body 413, address 414, posts per client 429; read now, so a bad setting stops start-up
     app.add_middleware(LimitsMiddleware, limits=Limits.from_env())
     app.add_middleware(SecurityHeaders)
+    # Level 1: the 65 KB prediction page to 17 KB in 0.5 ms (level 6: 14 KB in 1.4 ms), paid
+    # on every response, cached ones too (the cache, inside, keeps them uncompressed).
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     app.add_middleware(HeadAsGet)  # outermost: HEAD is GET without the body, on every route
     app.mount("/static", _Static(directory=STATIC_DIR), name="static")
     api.add_api_routes(app)

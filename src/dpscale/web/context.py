@@ -6,14 +6,17 @@ a value shown in one reads the same in the others.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
+from html import escape
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
+from markupsafe import Markup
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 
@@ -21,11 +24,19 @@ from dpscale.store.feedback import MAX_COMMENT_LENGTH
 from dpscale.web.forms import FormState, query_string, read_form
 from dpscale.web.i18n import LANGUAGES, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
-from dpscale.web.templating import mathml
+from dpscale.web.templating import mathml, render
 
-__all__ = ["REGIONS", "FieldView", "calculator_context", "site_url"]
+__all__ = [
+    "EMBED_HEIGHTS",
+    "EMBED_MESSAGE",
+    "REGIONS",
+    "FieldView",
+    "calculator_context",
+    "embed_snippet",
+    "site_url",
+]
 
-REGIONS = ("results", "chart", "share", "report", "embed")
+REGIONS = ("results", "bar", "chart", "share", "report", "embed")
 """The parts of a page that change with its inputs; the fragment endpoint renders each."""
 
 
@@ -86,7 +97,9 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
             help=loc.gettext(f.help) if f.help else "",
             value=state.values.get(f.name, ""),
             default=f.default,
-            error=state.errors.get(f.name, ""),
+            # An emptied required box is marked too, not only the hint above the results.
+            error=state.errors.get(f.name)
+            or (loc.gettext("Fill in this field.") if f.name in state.missing else ""),
             suffix=f.suffix,
             inputmode=modes[f.kind],
             required=f.required,
@@ -96,6 +109,45 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
         )
         for f in calc.fields
     ]
+
+
+EMBED_HEIGHTS = {
+    "data-parallel-scaling": 740,  # measured 713 px (Chromium, worked example, 640 px wide)
+    "effective-batch-size": 720,  # 691
+    "pipeline-bubble": 740,  # 705
+    "scaling-prediction": 2100,  # 2,033: the table of every device count
+    "scaling-fit": 2100,  # 2,035
+}
+"""Default iframe height (px) of each embed: its content at 640 px wide, with the worked
+example's inputs; tests/web/test_embed.py checks that the content fits. The snippet's script
+then follows the real height, which the embed posts to the host page."""
+
+EMBED_MESSAGE = "dpscale:height"
+"""``type`` of the message an embed posts to its host page: ``{type, height}`` in CSS px."""
+
+
+def embed_snippet(embed_url: str, title: str, height: int, origin: str) -> str:
+    """The HTML a site owner pastes: the iframe, and a script that sizes it to its content.
+
+    Every attribute is escaped, so a query's ``&micro_batches=`` reaches the host page's parser
+    as ``&amp;micro_batches=`` and is not read as the character reference ``&micro`` (µ).
+    Without the script (a site that strips scripts), the default height shows the results.
+    """
+    frame = (
+        f'<iframe src="{escape(embed_url)}" title="{escape(title)}" width="100%" '
+        f'height="{height}" style="border:0;max-width:640px" loading="lazy" '
+        "data-dpscale-embed></iframe>"
+    )
+    # JSON is a JavaScript string literal; "<" escaped so no "</script>" can end it early.
+    allowed = json.dumps(f"{urlsplit(origin).scheme}://{urlsplit(origin).netloc}")
+    allowed = allowed.replace("<", "\\u003c")
+    script = (
+        '<script>addEventListener("message",function(e){var d=e.data;'
+        f'if(e.origin!=={allowed}||!d||d.type!=="{EMBED_MESSAGE}")return;'
+        'document.querySelectorAll("iframe[data-dpscale-embed]").forEach(function(f){'
+        'if(f.contentWindow===e.source)f.style.height=Math.ceil(d.height)+"px"})})</script>'
+    )
+    return frame + "\n" + script
 
 
 def _share_links(title: str, text: str, url: str, loc: Localizer) -> list[tuple[str, str, str]]:
@@ -120,13 +172,38 @@ def _share_links(title: str, text: str, url: str, loc: Localizer) -> list[tuple[
 @cache  # the same for every request; computing it per page cost a fifth of its render time
 def _example(calc: Calculator, loc: Localizer) -> tuple[dict[str, str], dict[str, ResultItem]]:
     """The worked example of the article: the default inputs and their results, computed."""
-    state = read_form(calc, {}, loc)
+    values = calc.example()
+    state = read_form(calc, values, loc)
     inputs = {}
     for f in calc.fields:
-        if f.default:
-            inputs[f.name] = f.default if f.kind == "text" else loc.number(float(f.default))
+        if f.name in values:
+            text = values[f.name]
+            inputs[f.name] = text if f.kind == "text" else loc.number(float(text))
     items = {item.key: item for item in state.presentation.items} if state.presentation else {}
     return inputs, items
+
+
+@cache  # the article reads only the worked example: the same for every request
+def _article(calc: Calculator, code: str) -> Markup:
+    """The article under the calculator, rendered once per calculator and language (it was a
+    third of an uncached page's render time)."""
+    loc = localizer(code)
+    example_inputs, example = _example(calc, loc)
+    html = render(
+        code,
+        calc.template,
+        lang=code,
+        loc=loc,
+        calc=calc,
+        example=example,
+        example_inputs=example_inputs,
+        formulas=_formulas(calc, loc),
+    )
+    return Markup(html)
+
+
+def _formulas(calc: Calculator, loc: Localizer) -> list[tuple[str, Markup]]:
+    return [(loc.gettext(f.label), mathml(f.latex, "inline")) for f in calc.formulas]
 
 
 def calculator_context(
@@ -158,6 +235,14 @@ def calculator_context(
         "reset_href": page_path + "?" + query_string(calc, calc.defaults()),
         "embed_path": f"/embed/{code}/{calc.slug}{suffix}",
         "embed_url": f"{base}/embed/{code}/{calc.slug}{suffix}",
+        "embed_snippet": embed_snippet(
+            f"{base}/embed/{code}/{calc.slug}{suffix}",
+            title,
+            EMBED_HEIGHTS.get(calc.slug, 760),
+            base,
+        ),
+        "embed_message": EMBED_MESSAGE,
+        "in_embed": False,
         "fragment_path": f"/fragment/{code}/{calc.slug}",
         "chart_src": (
             f"/chart/{code}/{calc.slug}.svg{suffix}" if calc.chart and state.valid else ""
@@ -165,7 +250,8 @@ def calculator_context(
         "chart_alt": loc.gettext(calc.chart_alt) if calc.chart_alt else "",
         "has_chart": calc.chart is not None,
         "share": _share_links(title, headline, page_url, loc),
-        "formulas": [(loc.gettext(f.label), mathml(f.latex, "inline")) for f in calc.formulas],
+        "formulas": _formulas(calc, loc),
+        "article_html": _article(calc, code),
         "alternates": [
             (lang.code, lang.name, f"{base}/{lang.code}/{calc.slug}{suffix}") for lang in LANGUAGES
         ],
@@ -180,6 +266,8 @@ def calculator_context(
         "updated_iso": calc.updated.isoformat(),
         "today": loc.date(now.date()),
         "today_iso": now.date().isoformat(),
+        # The skip link lands in the first box, not on the breadcrumb above the title.
+        "skip_to": "in-" + next(f.name for f in calc.fields if not f.advanced),
         "feedback_sent": False,
         "feedback_error": "",
         "feedback_comment": "",

@@ -7,6 +7,7 @@ page's. The JSON API words the same issue as the CLI does, naming the parameter.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,12 @@ def _values(calc: Calculator, query: Mapping[str, str]) -> dict[str, str]:
     return {
         f.name: str(query[f.name]).strip()[: f.max_length] for f in calc.fields if f.name in query
     }
+
+
+def _read_as(text: str) -> str:
+    """What the models read for a box's text: NFKC-normalised, since a Japanese or Chinese
+    input method types full-width digits and signs (２０００, １．５, ９０％, ２５　Ｇｂｉｔ)."""
+    return unicodedata.normalize("NFKC", text).strip()
 
 
 def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
@@ -121,14 +128,19 @@ def issue_message(
         return loc.gettext("Required. %(rule)s", rule=message)
     given = typed.get(issue.field, "")
     if given:
-        return loc.gettext("%(rule)s You entered: %(value)s", rule=message, value=given[:40])
+        template = loc.gettext("%(rule)s You entered: %(value)s")
+        if template.endswith("。"):  # Japanese, Chinese: the value goes before the full stop
+            message = message.removesuffix("。")
+        return template % {"rule": message, "value": given[:40]}
     return message
 
 
 def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> FormState:
     """Compute ``calc`` for the query's inputs; never raises for bad input."""
     values = _values(calc, query)
-    canonical = {name: _canonical(calc.field(name), text, loc) for name, text in values.items()}
+    canonical = {
+        name: _canonical(calc.field(name), _read_as(text), loc) for name, text in values.items()
+    }
     given = {name: text for name, text in canonical.items() if text}
     state = FormState(values=values, canonical=canonical)
     try:

@@ -118,6 +118,12 @@ def _significant(value: float, digits: int) -> float:
     return round(value, max(0, digits - 1 - magnitude))
 
 
+@cache
+def _locale(identifier: str) -> Locale:
+    """Babel parses a locale name on every call given one: a page formats ~50 numbers."""
+    return Locale.parse(identifier)
+
+
 @dataclass(frozen=True)
 class Localizer:
     """Messages, numbers and dates in one language."""
@@ -131,7 +137,7 @@ class Localizer:
 
     @property
     def locale(self) -> Locale:
-        return Locale.parse(self.language.locale)
+        return _locale(self.language.locale)
 
     def gettext(self, message: str, **values: object) -> str:
         """``message`` translated, then filled with ``values`` (``%(name)s`` placeholders)."""
@@ -147,11 +153,11 @@ class Localizer:
         ('9E-79', '2.5E20')
         """
         if abs(value) >= 1e16 or 0 < abs(value) < 1e-6:
-            return str(format_scientific(value, format="0.###E0", locale=self.language.locale))
+            return str(format_scientific(value, format="0.###E0", locale=self.locale))
         return str(
             format_decimal(
                 _significant(float(value), digits),
-                locale=self.language.locale,
+                locale=self.locale,
                 decimal_quantization=False,
             )
         )
@@ -162,7 +168,7 @@ class Localizer:
         >>> localizer("en").percent(9e-79)
         '9E-77%'
         """
-        locale = self.language.locale
+        locale = self.locale
         if 0 < abs(fraction * 100) < 1e-6:  # the locale's pattern around a scientific number
             pattern = str(format_percent(1, locale=locale))
             hundred = str(format_decimal(100, locale=locale))
@@ -171,7 +177,7 @@ class Localizer:
         return str(format_percent(rounded, locale=locale, decimal_quantization=False))
 
     def date(self, day: date) -> str:
-        return str(format_date(day, format="long", locale=self.language.locale))
+        return str(format_date(day, format="long", locale=self.locale))
 
     def list(self, items: Iterable[str], style: Literal["standard", "or"] = "standard") -> str:
         """``items`` joined as the locale writes a list: "a, b, and c"; ``style="or"`` for a
@@ -180,7 +186,7 @@ class Localizer:
         >>> localizer("en").list(["a", "b", "c"], "or"), localizer("zh-Hans").list(["a", "b"])
         ('a, b, or c', 'a和b')
         """
-        return str(format_list(list(items), style=style, locale=self.language.locale))
+        return str(format_list(list(items), style=style, locale=self.locale))
 
     def quantity(self, text: str) -> str:
         """A quantity as :mod:`dpscale.units` writes it ("2.6 GB", "130 GB/s") with its number

@@ -54,6 +54,8 @@ class InputField:
     """Message id of the hint under the box."""
     default: str = ""
     """Value on a fresh page and after Reset (empty: the field starts empty)."""
+    example: str = ""
+    """The article's worked example's value, where it is not the fresh page's (``default``)."""
     suffix: str = ""
     """Unit shown after the box (not translated: '%', 'samples')."""
     kind: Literal["integer", "decimal", "text"] = "decimal"
@@ -153,6 +155,10 @@ class Calculator:
 
     def defaults(self) -> dict[str, str]:
         return {f.name: f.default for f in self.fields if f.default}
+
+    def example(self) -> dict[str, str]:
+        """The inputs of the article's worked example: the defaults, and any field's own."""
+        return {f.name: f.example or f.default for f in self.fields if f.example or f.default}
 
     def field(self, name: str) -> InputField | None:
         return next((f for f in self.fields if f.name == name), None)

@@ -31,6 +31,9 @@ router = APIRouter(include_in_schema=False)
 # (dpscale.web.cache), may keep them for a minute: a share link opened by many is rendered once.
 _PUBLIC = {"Cache-Control": "public, max-age=60"}
 
+THEMES = ("light", "dark")
+"""Values of an embed's ``theme`` parameter; without it, the reader's system setting."""
+
 
 def _language(code: str) -> str:
     if language(code) is None:
@@ -100,7 +103,11 @@ def page(request: Request, code: str, slug: str) -> HTMLResponse:
 def embed(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     state = read_form(calc, _query(request), localizer(_language(code)))
-    context = calculator_context(request, calc, code, state)
+    # The host site's colours: light or dark, else the reader's system setting.
+    theme = request.query_params.get("theme", "")
+    context = calculator_context(
+        request, calc, code, state, in_embed=True, theme=theme if theme in THEMES else ""
+    )
     return HTMLResponse(render(code, "embed.html", **context), headers=_PUBLIC)
 
 
@@ -191,6 +198,14 @@ def not_found(request: Request) -> HTMLResponse:
     """The 404 page, in the language of the address when it names one."""
     first = request.url.path.strip("/").split("/")[0]
     code = first if language(first) else preferred_language(request.headers.get("accept-language"))
-    entries = [(calc.slug, localizer(code).gettext(calc.title)) for calc in calculators().values()]
-    html = render(code, "not_found.html", lang=code, loc=localizer(code), entries=entries)
+    loc = localizer(code)
+    entries = [
+        (calc.slug, loc.gettext(calc.title), loc.gettext(calc.summary))
+        for calc in calculators().values()
+    ]
+    # The switch offers each language's list of calculators: the address has no page in any.
+    alternates = [(lang.code, lang.name, f"/{lang.code}/") for lang in LANGUAGES]
+    html = render(
+        code, "not_found.html", lang=code, loc=loc, entries=entries, alternates=alternates
+    )
     return HTMLResponse(html, status_code=404)

@@ -134,7 +134,9 @@ FIELDS = (
         "inter_node_bandwidth",
         N_("Network bandwidth per node"),
         N_("Nominal, all the node's network cards together, with its unit: 200 Gbit/s."),
-        default="200 Gbit/s",
+        # Empty on a fresh page: a value here replaces the preset's, so a pre-filled one would
+        # override every preset chosen (AWS p5's 3,200 Gbit/s EFA predicted as 200 Gbit/s).
+        example="200 Gbit/s",
         kind="text",
     ),
     _field(

@@ -50,10 +50,11 @@
     });
   }
 
-  function showErrors(form, errors) {
+  function showErrors(form, errors, missing) {
     each("[data-error-for]", function (el) {
       var name = el.getAttribute("data-error-for");
-      var message = errors[name] || "";
+      var empty = missing.indexOf(name) >= 0 ? form.getAttribute("data-msg-missing") : "";
+      var message = errors[name] || empty || "";
       var input = form.elements.namedItem(name);
       el.textContent = message;
       var field = el.closest(".field");
@@ -95,7 +96,8 @@
               el.innerHTML = data.regions[name];
             });
           });
-          showErrors(form, data.errors);
+          markScrollBoxes();
+          showErrors(form, data.errors, data.missing || []);
           history.replaceState(null, "", location.pathname + (data.query ? "?" + data.query : ""));
           keepQuery(data.query);
           form.removeAttribute("aria-busy");
@@ -208,7 +210,60 @@
     });
   }
 
+  /* A table or formula wider than its box scrolls sideways; keyboard users reach it with Tab
+   * (and scroll it with the arrow keys) only if it is focusable, so only then is it made so,
+   * named after its caption: no extra Tab stop where everything fits. */
+  function markScrollBoxes() {
+    each('.table-scroll, .formula-list dd, [data-live="chart"]', function (box) {
+      var wide = box.scrollWidth > box.clientWidth + 1;
+      if (wide && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("data-scroll-box", "");
+        var caption = box.querySelector("caption, figcaption");
+        if (caption) {
+          box.setAttribute("role", "region");
+          box.setAttribute("aria-label", caption.textContent.trim());
+        }
+      } else if (!wide && box.hasAttribute("data-scroll-box")) {
+        ["tabindex", "data-scroll-box", "role", "aria-label"].forEach(function (name) {
+          box.removeAttribute(name);
+        });
+      }
+    });
+  }
+
+  /* An embed tells its host page how tall it is (the pasted snippet's script, or our own
+   * page's preview, sets the iframe to it): no inner scroll bar, no results cut off. */
+  var HEIGHT = "dpscale:height";
+
+  function reportHeight() {
+    if (window.parent === window || !document.body.classList.contains("embed")) return;
+    var last = 0;
+    function send() {
+      var height = Math.ceil(document.body.getBoundingClientRect().height);
+      if (height === last) return;
+      last = height;
+      window.parent.postMessage({ type: HEIGHT, height: height }, "*");
+    }
+    send();
+    if (window.ResizeObserver) new ResizeObserver(send).observe(document.body);
+  }
+
+  function followPreviewHeight() {
+    window.addEventListener("message", function (event) {
+      var data = event.data;
+      if (event.origin !== location.origin || !data || data.type !== HEIGHT) return;
+      each("iframe[data-embed-preview]", function (frame) {
+        if (frame.contentWindow === event.source) frame.style.height = Math.ceil(data.height) + "px";
+      });
+    });
+  }
+
   function start() {
+    markScrollBoxes();
+    window.addEventListener("resize", debounce(markScrollBoxes, 150));
+    reportHeight();
+    followPreviewHeight();
     each("form[data-calculator]", setupCalculator);
     each("form[data-feedback]", setupFeedback);
     setupTools();
