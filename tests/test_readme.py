@@ -57,9 +57,21 @@ def test_readme_has_examples() -> None:
     assert len(examples(ROOT / "README.md")) >= 5
 
 
+def anchors(page: Path) -> set[str]:
+    """The fragments GitHub gives the page's headings (outside code blocks)."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    titles = re.findall(r"^#+ (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-") for title in titles}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
 def test_relative_links_resolve(page: Path) -> None:
-    text = page.read_text(encoding="utf-8")
-    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
-    missing = [t for t in targets if "://" not in t and not (page.parent / t).exists()]
-    assert missing == []
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    broken = []
+    for target, fragment in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
+        if "://" in target:
+            continue
+        linked = (page.parent / target).resolve() if target else page
+        if not linked.exists() or (fragment and fragment not in anchors(linked)):
+            broken.append(f"{target}#{fragment}" if fragment else target)
+    assert broken == []
