@@ -5,7 +5,7 @@
 knows of that job (its inputs, optimizer, overlap, bucket size, memory bandwidth) and prints the
 table; these tests hold the model to the figures it printed. Nothing is fitted to the rows.
 
-Bounds, as measured with the per-step costs and the band (README, "Accuracy"):
+Bounds, as measured with the per-step costs and the band (docs/predict.md, "Accuracy"):
 
 - the first 16 rows (the set before the issue #16 additions: Horovod, PyTorch DDP,
   Megatron-LM): median absolute error 1.7 pp (bound 2.5), worst 7.7 (bound 12), mean signed
