@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm packages the browser tests load into the pages: axe-core 4 (the accessibility test).
+# npm packages the browser tests load into the pages: axe-core 4, pinned (the accessibility test).
 # Installed into .tools/ (git-ignored), only where missing; without node/npm the tests that
 # need them skip, saying so.
 set -euo pipefail
@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 command -v npm >/dev/null 2>&1 || { echo "no npm: the accessibility test will skip" >&2; exit 0; }
 [ -f .tools/node_modules/axe-core/axe.min.js ] && exit 0
 mkdir -p .tools
-npm install --prefix .tools --no-save --no-audit --no-fund --loglevel=error "axe-core@4" >/dev/null
+npm install --prefix .tools --no-save --no-audit --no-fund --loglevel=error "axe-core@4.14.1" >/dev/null
