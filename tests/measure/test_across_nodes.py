@@ -209,6 +209,29 @@ def test_each_result_splits_its_step(two_nodes: dict[str, Any]) -> None:
         assert parts == pytest.approx(max(row["step_time_p50_s"], row["compute_time_s"]))
 
 
+def test_predict_calibrated_on_the_run_holds_what_it_measured(two_nodes: dict[str, Any]) -> None:
+    """The issue's end: ``predict --measured run:ID`` on the two-node run gives a band that
+    holds the efficiency measured at that size (the run's jitter is used, its fixed cost fitted
+    to its throughputs)."""
+    payload = json.loads(two_nodes["nodes"][0].out)
+    one, two = payload["results"]
+    config = payload["config"]
+    command = [sys.executable, "-m", "dpscale", "predict", "--json", "--devices", "2"]
+    command += ["--params", str(config["model_params"]), "--grad-dtype", config["precision"]]
+    command += ["--micro-batch", str(config["micro_batch"])]
+    command += ["--grad-accum", str(config["grad_accum"])]
+    command += ["--per-device-throughput", repr(one["throughput"])]
+    command += ["--devices-per-node", "1", "--intra-node-bandwidth", "10 GB/s"]
+    command += ["--inter-node-bandwidth", "10 Gbit/s", "--transport", "tcp"]
+    command += ["--measured", f"run:{payload['run_id']}"]
+    env = dict(os.environ, DPSCALE_DATABASE_URL=two_nodes["url"])
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    (point,) = json.loads(done.stdout)["points"]
+    assert point["efficiency_low"] <= two["efficiency"] <= point["efficiency_high"]
+    assert point["efficiency"] == pytest.approx(two["efficiency"], rel=0.01)
+
+
 def test_a_finished_run_leaves_nothing_behind(two_nodes: dict[str, Any]) -> None:
     _assert_clean(two_nodes["nodes"])
     assert not (two_nodes["root"] / "state").exists()  # no logs kept without --keep-logs
