@@ -246,7 +246,7 @@ def test_upload_with_javascript_off(
         page.click("form.upload-form button[type=submit]")
         expect(page).to_have_url(re.compile(r"/ja/scaling-fit\?points=devices%2Cthroughput"))
         expect(page.locator('[data-result="model"] .value')).to_have_text(
-            "通信モデル(リング all-reduce)"
+            "通信モデル（リング all-reduce）"
         )
         expect(page.locator(".chart img")).to_have_count(1)
     finally:
