@@ -134,9 +134,11 @@ def score_row(row: dict[str, str], *, before: bool = False, setup_loss: float = 
         e = np.asarray(step.efficiency)
         ratio = float(e[-1] / e[0])
         return Scored(row["case"], _source(row), devices, _measured(row), ratio, ratio, ratio)
+    # The per-device throughput was measured at the baseline, with its accumulation.
+    scenario = replace(scenario, throughput_grad_accum=int(accum[0]))
     stack, _ = band_steps(scenario, counts, grad_accum=accum)
-    e = np.asarray(stack.efficiency)
-    central, low, high = combine(e[:, -1:] / e[:, :1])
+    per_sample = np.asarray(stack.step_time) / accum
+    central, low, high = combine(per_sample[:, :1] / per_sample[:, -1:])
     if crosses_nodes(row):
         low = low * (1 - setup_loss)
     return Scored(
