@@ -108,6 +108,9 @@ def query_of(row: dict[str, str], devices: str) -> PredictQuery:
     if "Horovod" in row["implementation"] and row["overlap"] != "none":
         # Horovod before 0.21 (all these rows) fuses what is ready every 5 ms.
         values["fusion_cycle"] = "5 ms"
+    if row.get("baseline_grad_accum"):
+        # The per-device throughput was measured at the baseline, with its accumulation.
+        values["throughput_grad_accum"] = row["baseline_grad_accum"]
     if row.get("bucket_size"):
         values["bucket_size"] = row["bucket_size"]
     elif row["overlap"] == "none":
@@ -134,8 +137,6 @@ def score_row(row: dict[str, str], *, before: bool = False, setup_loss: float = 
         e = np.asarray(step.efficiency)
         ratio = float(e[-1] / e[0])
         return Scored(row["case"], _source(row), devices, _measured(row), ratio, ratio, ratio)
-    # The per-device throughput was measured at the baseline, with its accumulation.
-    scenario = replace(scenario, throughput_grad_accum=int(accum[0]))
     stack, _ = band_steps(scenario, counts, grad_accum=accum)
     per_sample = np.asarray(stack.step_time) / accum
     central, low, high = combine(per_sample[:, :1] / per_sample[:, -1:])

@@ -255,7 +255,7 @@ def data_parallel_step(
         overhead_time=np.broadcast_to(overhead, shape),
         optimizer_time=np.broadcast_to(t_opt, shape),
         step_time=step_time,
-        efficiency=compute / step_time,
+        efficiency=m * micro / step_time,
         algorithm=np.where(sharded, 0, ar.algorithm),
         limited_by=np.where(sharded, rs.limited_by, ar.limited_by),
         bus_bandwidth=np.broadcast_to(np.where(multi, topo.bandwidth, 0.0), shape),
