@@ -285,3 +285,12 @@ def test_optimizer_spread_over_the_measured_accumulation() -> None:
     assert float(strong.efficiency[0]) == pytest.approx(micro / (micro + t_opt * 31 / 32))
     told = predict(parse(PredictQuery, {**query, "grad_accum": 32, "throughput_grad_accum": 32}))
     assert float(told.step.efficiency[0]) == pytest.approx(1.0)
+
+
+def test_a_measured_one_device_point_brings_its_own_accumulation() -> None:
+    # The one-device point of --measured ran with the query's accumulation: it replaces the
+    # throughput, and the throughput's other accumulation with it.
+    stated = Scenario(**{**RESNET50.__dict__, "throughput_grad_accum": 8, "optimizer": "momentum"})
+    fit = calibrate_measured(stated, parse_measured("1:329,8:2456"), source="test")
+    assert fit.scenario.throughput_grad_accum is None
+    assert fit.scenario.per_device_throughput == 329
