@@ -294,3 +294,19 @@ def test_a_measured_one_device_point_brings_its_own_accumulation() -> None:
     fit = calibrate_measured(stated, parse_measured("1:329,8:2456"), source="test")
     assert fit.scenario.throughput_grad_accum is None
     assert fit.scenario.per_device_throughput == 329
+
+
+def test_setup_loss_lowers_the_band_across_nodes_only() -> None:
+    from dataclasses import replace
+
+    from dpscale.model.band import SETUP_LOSS, band_steps, combine
+
+    plain = band(RESNET50, [1, 8, 16, 64])
+    step, _ = band_steps(RESNET50, [1, 8, 16, 64])
+    _, low, _ = combine(np.asarray(step.efficiency))
+    assert "framework_setup" in plain.inputs
+    assert plain.low[1] == pytest.approx(low[1])  # one node: as the stated ranges give it
+    assert plain.low[2:] == pytest.approx(low[2:] * (1 - SETUP_LOSS))
+    measured = replace(RESNET50, step_overhead=0.002, known=frozenset({"step_overhead"}))
+    told = band(measured, [1, 8, 16, 64])
+    assert "framework_setup" not in told.inputs
