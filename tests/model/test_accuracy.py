@@ -5,18 +5,21 @@
 knows of that job (its inputs, optimizer, overlap, bucket size, memory bandwidth) and prints the
 table; these tests hold the model to the figures it printed. Nothing is fitted to the rows.
 
-Bounds, as measured with the per-step costs and the band (docs/predict.md, "Accuracy"):
+Bounds, as measured (docs/predict.md, "Accuracy"); the band's setup loss is the one value
+estimated from the rows, so every figure below is leave-one-source-out (each source scored with
+the loss estimated from the others):
 
 - the first 16 rows (the set before the issue #16 additions: Horovod, PyTorch DDP,
   Megatron-LM): median absolute error 1.7 pp (bound 2.5), worst 7.7 (bound 12), mean signed
   +0.6 (bound +-1.5), 88 % inside the band (bound 80 %): the issue's targets, met there;
-- all 25 rows: mean signed error at most +3.5 pp (the model without the per-step costs: +4.6),
-  median <= 4 pp, at least 60 % of the measured values inside the band, mean band width
-  <= 12 pp. The DeepLearningExamples BERT-large rows at 256-512 GPUs lose 5-23 pp more than
-  any stated input explains and set the worst error and most of the bias (the Horovod rows,
-  too pessimistic before Horovod's fusion cycle was modelled, no longer offset them); the
-  issue's targets (+-1.5 pp bias, 2.5 pp median, 12 pp worst, 80 % inside) are not met, and
-  not hidden.
+- all 25 rows: median 2.6 pp (bound 2.7; 3.8 before the strong-scaling baselines), worst
+  16.6 pp (bound 17; was 23.3), mean signed +2.6 pp (bound 2.7; +4.6 without the per-step
+  costs, +3.3 before the strong-scaling baselines), 84 % inside the band (bound 84 %; 60 %
+  before the setup loss), mean band width 18.8 pp (bound 19; the issue's target of 12 is not
+  met: the band now says how much multi-node jobs lose to their setup, which costs width on
+  every multi-node row). The DeepLearningExamples DGX-2H rows lose 10-17 pp no stated input
+  explains (their 16-node points scale worse than their 32-node ones) and set the worst error
+  and most of the bias.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ bench = _bench()
 
 @pytest.fixture(scope="module")
 def scored() -> list[object]:
-    return [bench.score_row(row) for row in bench.read_rows()]
+    return bench.cross_validated(bench.read_rows())[0]  # type: ignore[no-any-return]
 
 
 def test_the_first_sixteen_rows_meet_the_issue_targets(scored: list[object]) -> None:
@@ -57,15 +60,41 @@ def test_the_first_sixteen_rows_meet_the_issue_targets(scored: list[object]) -> 
     assert figures["inside_band"] >= 0.8
 
 
-def test_all_rows_less_optimistic_than_before(scored: list[object]) -> None:
+def test_all_rows_held_out_by_source(scored: list[object]) -> None:
     assert len(scored) == 25
     after = bench.summary(scored)
     before = bench.summary([bench.score_row(row, before=True) for row in bench.read_rows()])
     assert before["mean_signed_pp"] > 4.0
-    assert after["mean_signed_pp"] <= 3.5, bench.table(scored)
-    assert after["median_pp"] <= 4.0
-    assert after["inside_band"] >= 0.60
-    assert after["mean_band_width_pp"] <= 12.0
+    assert after["mean_signed_pp"] <= 2.7, bench.table(scored)
+    assert after["median_pp"] <= 2.7
+    assert after["worst_pp"] <= 17.0
+    assert after["inside_band"] >= 0.84
+    assert after["mean_band_width_pp"] <= 19.0
+
+
+def test_setup_loss_is_the_estimate_from_all_rows() -> None:
+    from dpscale.model.band import SETUP_LOSS
+
+    assert bench.setup_loss(bench.read_rows()) == pytest.approx(SETUP_LOSS, abs=5e-4)
+
+
+def test_a_fold_never_sees_its_own_source() -> None:
+    rows = bench.read_rows()
+    _, held_out = bench.cross_validated(rows)
+    dlperf = [r for r in rows if r["case"].startswith("dlperf")]
+    others = [r for r in rows if not r["case"].startswith("dlperf")]
+    assert held_out["DLPerf"] == bench.setup_loss(others)
+    assert held_out["DLPerf"] != bench.setup_loss(dlperf + others)
+
+
+def test_strong_scaling_baseline_accumulation_lowers_the_prediction() -> None:
+    # DeepLearningExamples TF2 BERT-large, DGX A100, seq 128: one node accumulates 32
+    # micro-steps, 32 nodes one (README, "Multi-node on DGX A100"): measured 90.6 %.
+    row = next(r for r in bench.read_rows() if r["case"] == "dle-tf2-bertL-a100-s128-amp")
+    strong = bench.score_row(row)
+    weak = bench.score_row({**row, "baseline_grad_accum": ""})
+    assert strong.predicted < weak.predicted - 0.03
+    assert strong.low <= strong.measured <= strong.high
 
 
 def test_every_band_holds_its_point(scored: list[object]) -> None:

@@ -196,6 +196,8 @@ def test_measured_inline_and_csv_agree(capsys: pytest.CaptureFixture[str], tmp_p
         ("--measured", "1:130", "--measured: give at least one point on more than one device"),
         ("--measured", "run:no-such-run", "--measured: no stored run named"),
         ("--measured", "missing.csv", "--measured: no file 'missing.csv'"),
+        ("--throughput-grad-accum", "0", "--throughput-grad-accum must be a whole number"),
+        ("--throughput-grad-accum", "x", "--throughput-grad-accum must be a whole number"),
     ],
 )
 def test_bad_new_inputs_give_one_line(

@@ -152,6 +152,8 @@ QUERY = {
         ("jitter", 0.9),
         ("device_memory_bandwidth", "fast"),
         ("device_memory_bandwidth", "0 GB/s"),
+        ("throughput_grad_accum", 0),
+        ("throughput_grad_accum", 2_000_000),
     ],
 )
 def test_bad_new_inputs_name_their_field(field: str, value: object) -> None:
@@ -256,3 +258,55 @@ def test_network_latency_varies_by_nccl_version_unless_stated() -> None:
     assert "inter_node_latency" in unstated
     stated = predict(parse(PredictQuery, {**QUERY, "inter_node_latency": "14 us"})).to_dict()
     assert "inter_node_latency" not in stated["inputs"]["band_varies"]
+
+
+def test_optimizer_spread_over_the_measured_accumulation() -> None:
+    # DeepLearningExamples TF2 BERT-large on DGX A100, seq 128 (README, "Multi-node on DGX
+    # A100"): 475.48 seq/s per GPU on one node with 32 micro-steps of 312 per LAMB step; at 32
+    # nodes one. LAMB under AMP: 330e6 x 56 B / 1,555 GB/s = 11.88 ms per optimizer step.
+    query = {
+        "params": "330M",
+        "grad_dtype": "fp16",
+        "micro_batch": 312,
+        "per_device_throughput": 475.48,
+        "optimizer": "lamb",
+        "hardware": "dgx-a100",
+        "devices": "1",
+    }
+    same = predict(parse(PredictQuery, {**query, "grad_accum": 1})).step
+    strong = predict(
+        parse(PredictQuery, {**query, "grad_accum": 1, "throughput_grad_accum": 32})
+    ).step
+    t_opt = 330e6 * 56 / 1555e9
+    micro = 312 / 475.48
+    assert float(same.efficiency[0]) == pytest.approx(1.0)
+    # One micro-step now carries the whole optimizer step, not 1/32 of it.
+    assert float(strong.step_time[0]) == pytest.approx(micro + t_opt * (1 - 1 / 32))
+    assert float(strong.efficiency[0]) == pytest.approx(micro / (micro + t_opt * 31 / 32))
+    told = predict(parse(PredictQuery, {**query, "grad_accum": 32, "throughput_grad_accum": 32}))
+    assert float(told.step.efficiency[0]) == pytest.approx(1.0)
+
+
+def test_a_measured_one_device_point_brings_its_own_accumulation() -> None:
+    # The one-device point of --measured ran with the query's accumulation: it replaces the
+    # throughput, and the throughput's other accumulation with it.
+    stated = Scenario(**{**RESNET50.__dict__, "throughput_grad_accum": 8, "optimizer": "momentum"})
+    fit = calibrate_measured(stated, parse_measured("1:329,8:2456"), source="test")
+    assert fit.scenario.throughput_grad_accum is None
+    assert fit.scenario.per_device_throughput == 329
+
+
+def test_setup_loss_lowers_the_band_across_nodes_only() -> None:
+    from dataclasses import replace
+
+    from dpscale.model.band import SETUP_LOSS, band_steps, combine
+
+    plain = band(RESNET50, [1, 8, 16, 64])
+    step, _ = band_steps(RESNET50, [1, 8, 16, 64])
+    _, low, _ = combine(np.asarray(step.efficiency))
+    assert "framework_setup" in plain.inputs
+    assert plain.low[1] == pytest.approx(low[1])  # one node: as the stated ranges give it
+    assert plain.low[2:] == pytest.approx(low[2:] * (1 - SETUP_LOSS))
+    measured = replace(RESNET50, step_overhead=0.002, known=frozenset({"step_overhead"}))
+    told = band(measured, [1, 8, 16, 64])
+    assert "framework_setup" not in told.inputs

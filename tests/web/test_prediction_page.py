@@ -45,7 +45,7 @@ def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> N
     assert sentence(html, "efficiency") == (
         "Compute takes 200 ms per step, 153.2 ms of communication is not hidden behind "
         "backward, and waiting for the slowest device and fixed costs take 17.82 ms: "
-        "200 / 371.1 = 53.9% (band 36.2% to 57.6%)."
+        "200 / 371.1 = 53.9% (band 33.6% to 57.6%)."
     )
     assert result_value(html, "actual_throughput") == "5,519 samples/s"
     assert result_value(html, "max_devices") == "8"
@@ -86,7 +86,7 @@ def test_step_breakdown_table(client: httpx.Client) -> None:
         "4.92",
         "Intra-node link · ring",
     ]
-    assert rows[4][:4] == ["16", "2", "83.73%", "58.4% to 88%"]
+    assert rows[4][:4] == ["16", "2", "83.73%", "54.2% to 88%"]
     assert rows[4][-1] == "Network · tree"
     assert rows[-1][2] == "53.9%"
     below = re.findall(r'<tr class="below-target">\s*<th scope="row">(\d+)<', html)
@@ -384,6 +384,7 @@ def test_a_fresh_page_claims_no_changes_in_any_language(client: httpx.Client) ->
         ("measured=8-2722", "measured", "measured: cannot read '8-2722'"),
         ("measured=1:40", "measured", "measured: give at least one point"),
         ("measured=run:no-such-run", "measured", "measured: no stored run named"),
+        ("throughput_grad_accum=0", "throughput_grad_accum", "throughput_grad_accum must be"),
     ],
 )
 def test_api_refuses_bad_new_inputs_naming_the_field(
@@ -415,6 +416,13 @@ def test_new_inputs_on_the_page_and_the_api(client: httpx.Client) -> None:
         assert p["efficiency_low"] <= p["efficiency"] <= p["efficiency_high"]
     html = client.get(f"/ja/scaling-prediction?{DEFAULTS}&jitter=80").text
     assert field_error(html, "jitter")
+    html = client.get(f"/de/scaling-prediction?{DEFAULTS}&throughput_grad_accum=0").text
+    assert field_error(html, "throughput_grad_accum") == (
+        "Geben Sie eine ganze Zahl von 1 bis 1.000.000 ein. Ihre Eingabe: 0"
+    )
+    strong = client.get(f"{API}?{DEFAULTS}&grad_accum=1&throughput_grad_accum=8").json()
+    assert strong["inputs"]["throughput_grad_accum"] == 8
+    assert strong["points"][0]["efficiency"] < 1  # the optimizer step spread over 1, not 8
     html = client.get(f"/de/scaling-prediction?{DEFAULTS}&measured=8-1").text
     assert field_error(html, "measured") == (
         "Schreiben Sie Paare Gerät:Durchsatz wie 1:362.4,8:2722 mit mindestens einer Anzahl "

@@ -38,6 +38,12 @@ def predict(
     ),
     micro_batch: str = _option("INT", "Samples per device per micro-step.", "--micro-batch"),
     grad_accum: str = typer.Option("1", "--grad-accum", metavar="INT", help="Micro-steps/step."),
+    throughput_grad_accum: str = _option(
+        "INT",
+        "Micro-steps per step when --per-device-throughput was measured (default: "
+        "--grad-accum); its optimizer step was spread over them.",
+        "--throughput-grad-accum",
+    ),
     per_device_throughput: str = _option(
         "FLOAT",
         "One device alone, in samples/s (the unit of --micro-batch).",
@@ -167,6 +173,7 @@ def predict(
             "grad_dtype": grad_dtype,
             "micro_batch": micro_batch,
             "grad_accum": grad_accum,
+            "throughput_grad_accum": throughput_grad_accum,
             "per_device_throughput": per_device_throughput,
             "flops_per_sample": flops_per_sample,
             "achieved_tflops": achieved_tflops,

@@ -205,7 +205,8 @@ def calibrate_measured(
     sc = scenario
     single = [x for n, x in points if n == 1]
     if single:
-        sc = replace(sc, per_device_throughput=single[0])
+        # Measured with the query's own accumulation, like every other point.
+        sc = replace(sc, per_device_throughput=single[0], throughput_grad_accum=None)
     sc = replace(sc, step_overhead=0.0, jitter=0.0, framework_overhead=0.0)
     multi = [(n, x) for n, x in points if n > 1]
     n = np.array([p[0] for p in multi], dtype=float)

@@ -120,6 +120,7 @@ class PredictionResult:
                     "gradient_bytes": sc.gradient_bytes,
                     "micro_batch": sc.micro_batch,
                     "grad_accum": sc.grad_accum,
+                    "throughput_grad_accum": sc.throughput_grad_accum,
                     "per_device_throughput": sc.per_device_throughput,
                     "bucket_bytes": sc.bucket_bytes,
                     "strategy": sc.strategy,

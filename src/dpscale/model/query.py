@@ -120,6 +120,12 @@ class PredictQuery(BaseModel):
     grad_dtype: GradDtype = Field(default="fp32", description="Gradient precision.")
     micro_batch: int = Field(ge=1, le=10_000_000, description="Samples per device per micro-step.")
     grad_accum: int = Field(default=1, ge=1, le=1_000_000, description="Micro-steps per step.")
+    throughput_grad_accum: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Micro-steps per step when per_device_throughput was measured.",
+    )
     per_device_throughput: float | None = Field(
         default=None,
         ge=MIN_THROUGHPUT,
@@ -284,6 +290,7 @@ class PredictQuery(BaseModel):
             grad_dtype=self.grad_dtype,
             micro_batch=self.micro_batch,
             grad_accum=self.grad_accum,
+            throughput_grad_accum=self.throughput_grad_accum,
             per_device_throughput=self._throughput(),
             hardware=self._hardware(),
             bucket_bytes=_quantity("bucket_size", self.bucket_size, parse_bytes, MAX_BUCKET, True),
@@ -313,7 +320,9 @@ def _check_optimizer_fits(scenario: Scenario) -> None:
     """The optimizer step is part of the one-device step: it cannot take all of it."""
     if scenario.optimizer is None:
         return
-    step = scenario.grad_accum * scenario.micro_batch / scenario.per_device_throughput
+    # The throughput was measured with the optimizer step spread over its own accumulation.
+    accum = scenario.throughput_grad_accum or scenario.grad_accum
+    step = accum * scenario.micro_batch / scenario.per_device_throughput
     optimizer = scenario.params * scenario.optimizer_bytes / scenario.memory_bandwidth
     if optimizer >= step:
         raise InputError.single(

@@ -82,6 +82,8 @@ class Scenario:
     """Where a ``--measured`` calibration came from (its estimates are in the fields)."""
     fusion_cycle: float = 0.0
     """Horovod's cycle time in seconds (0: buckets of ``bucket_bytes``, as DDP)."""
+    throughput_grad_accum: int | None = None
+    """Accumulation at which ``per_device_throughput`` was measured (None: ``grad_accum``)."""
 
     @property
     def gradient_bytes(self) -> float:
@@ -181,5 +183,6 @@ def evaluate(
         **step_inputs(scenario, **(uncertain or {})),
         strategy=scenario.strategy,
         algorithm=scenario.algorithm,
+        throughput_grad_accum=scenario.throughput_grad_accum,
         **fields,
     )

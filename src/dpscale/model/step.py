@@ -158,6 +158,7 @@ def data_parallel_step(
     jitter: ArrayLike = 0.0,
     ring_plateau: ArrayLike = RING_PLATEAU,
     fusion_cycle: ArrayLike = 0.0,
+    throughput_grad_accum: ArrayLike | None = None,
 ) -> Step:
     """The step time and efficiency at each point (``inter_bandwidth`` as achieved).
 
@@ -167,6 +168,10 @@ def data_parallel_step(
     ``jitter`` is the coefficient of variation of one micro-step's time. ``fusion_cycle``
     (seconds, 0: none) is Horovod's cycle: a fused all-reduce holds at most the gradient bytes
     backward produces in one cycle, and at most ``bucket_bytes``.
+    ``throughput_grad_accum`` (default: ``grad_accum``) is the accumulation at which
+    ``per_device_throughput`` was measured: its optimizer step is spread over that many
+    micro-steps, so a smaller ``grad_accum`` (a fixed global batch on more devices) pays the
+    optimizer step over fewer samples.
     """
     topo = Topology.build(
         devices=devices,
@@ -181,7 +186,8 @@ def data_parallel_step(
     m = np.asarray(grad_accum, dtype=float)
     micro = np.asarray(micro_batch, dtype=float) / np.asarray(per_device_throughput, dtype=float)
     t_opt = np.asarray(optimizer_time, dtype=float)
-    passes = np.maximum(micro - t_opt / m, 0.0)
+    m_ref = m if throughput_grad_accum is None else np.asarray(throughput_grad_accum, float)
+    passes = np.maximum(micro - t_opt / m_ref, 0.0)
     f = np.asarray(backward_fraction, dtype=float)
     backward, forward = passes * f, passes * (1 - f)
     cap = np.asarray(bucket_bytes, dtype=float)
@@ -232,7 +238,8 @@ def data_parallel_step(
         comm_time = np.choose(code, [row[1] for row in rows])
 
     multi = topo.devices > 1
-    compute = m * micro
+    # m (b / v - t_opt / m_ref) + t_opt: exactly m b / v when v was measured at m.
+    compute = m * micro + t_opt * (1 - m / m_ref)
     fixed = np.asarray(step_overhead, dtype=float) + np.asarray(bucket_copy_time, dtype=float)
     overhead = np.where(multi, fixed, 0.0)
     wait = straggler_time(micro * np.sqrt(m), jitter, topo.devices)
@@ -248,7 +255,7 @@ def data_parallel_step(
         overhead_time=np.broadcast_to(overhead, shape),
         optimizer_time=np.broadcast_to(t_opt, shape),
         step_time=step_time,
-        efficiency=compute / step_time,
+        efficiency=m * micro / step_time,
         algorithm=np.where(sharded, 0, ar.algorithm),
         limited_by=np.where(sharded, rs.limited_by, ar.limited_by),
         bus_bandwidth=np.broadcast_to(np.where(multi, topo.bandwidth, 0.0), shape),

@@ -284,6 +284,16 @@ FIELDS = (
         advanced=True,
     ),
     _field(
+        "throughput_grad_accum",
+        N_("Accumulation when the throughput was measured"),
+        N_(
+            "Micro-steps per optimizer step in the run that gave the throughput of one "
+            "device: its optimizer step was spread over them. Empty: the accumulation above."
+        ),
+        kind="integer",
+        advanced=True,
+    ),
+    _field(
         "fusion_cycle",
         N_("Horovod cycle time"),
         N_(
