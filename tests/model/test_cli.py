@@ -122,8 +122,23 @@ def test_calibrate_from_file(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         (("--inter-node-bandwidth", "fast"), "--inter-node-bandwidth: cannot read 'fast'"),
         (("--micro-batch", "0"), "--micro-batch must be a whole number from 1"),
         (("--devices", "0,4"), "--devices: counts must be whole numbers from 1"),
-        (("--target-efficiency", "190"), "--target-efficiency must be a percentage greater than 0"),
-        (("--target-efficiency", "abc"), "--target-efficiency must be a percentage greater than 0"),
+        (
+            ("--target-efficiency", "190"),
+            "--target-efficiency must be a number greater than 0 and less than 100 (got 190)",
+        ),
+        (
+            ("--target-efficiency", "abc %"),
+            "--target-efficiency must be a number greater than 0 and less than 100 (got abc)",
+        ),
+        # 100 % is refused as a target, as dpscale fit refuses it (validation.TargetPercent).
+        (
+            ("--target-efficiency", "100"),
+            "--target-efficiency must be a number greater than 0 and less than 100 (got 100)",
+        ),
+        (
+            ("--target-efficiency", "0%"),
+            "--target-efficiency must be a number greater than 0 and less than 100 (got 0%)",
+        ),
         (("--plot", "chart.gif"), "--plot: the file name must end in .png, .svg or .pdf"),
         (("--calibrate", "missing-run"), "--calibrate: no file and no stored run"),
     ],
@@ -189,8 +204,8 @@ def test_measured_inline_and_csv_agree(capsys: pytest.CaptureFixture[str], tmp_p
     ("flag", "value", "words"),
     [
         ("--optimizer", "rmsprop", "--optimizer must be one of"),
-        ("--jitter", "80%", "--jitter must be a percentage from 0 to 50"),
-        ("--jitter", "abc", "--jitter must be a percentage"),
+        ("--jitter", "80%", "--jitter must be a number from 0 to 50 (got 80%)"),
+        ("--jitter", "abc", "--jitter must be a number from 0 to 50 (got abc)"),
         ("--device-memory-bandwidth", "fast", "--device-memory-bandwidth: cannot read"),
         ("--measured", "8:abc", "--measured: cannot read '8:abc'"),
         ("--measured", "1:130", "--measured: give at least one point on more than one device"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from dpscale.cli._common import (
     number,
     option_name,
     percent,
-    percent_as_fraction,
     print_json,
     read_input,
 )
@@ -155,11 +153,15 @@ def predict(
     """
     from dpscale.model import PredictQuery
     from dpscale.model import predict as run_prediction
+    from dpscale.model.query import PercentInputs
     from dpscale.validation import InputError
 
     if list_hardware:
         _print_presets(as_json)
         return
+    percentages = read_input(
+        PercentInputs, {"target_efficiency": target_efficiency, "jitter": jitter}
+    ).fractions()
     query = read_input(
         PredictQuery,
         {
@@ -187,11 +189,10 @@ def predict(
             "step_overhead": step_overhead,
             "optimizer": optimizer,
             "device_memory_bandwidth": device_memory_bandwidth,
-            "jitter": _jitter(jitter),
             "fusion_cycle": fusion_cycle,
             "measured": measured if measured is None or _inline(measured) else None,
-            "target_efficiency": percent_as_fraction(target_efficiency, "--target-efficiency"),
             "unit": unit,
+            **percentages,
         },
     )
     try:
@@ -214,20 +215,6 @@ def predict(
         print_json(result.to_dict())
         return
     _print_result(result, plot)
-
-
-def _jitter(text: str | None) -> float | None:
-    """--jitter in percent ('1', '1%'), 0 to 50, as a fraction."""
-    if text is None:
-        return None
-    cleaned = text.strip().removesuffix("%").strip()
-    try:
-        value = float(cleaned)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= 50:
-        fail(f"--jitter must be a percentage from 0 to 50 (got {cleaned})")
-    return value / 100
 
 
 def _inline(text: str) -> bool:

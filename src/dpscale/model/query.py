@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -46,9 +46,9 @@ from dpscale.units import (
     parse_count,
     parse_duration,
 )
-from dpscale.validation import InputError
+from dpscale.validation import InputError, Percent, TargetFraction, TargetPercent
 
-__all__ = ["MAX_POINTS", "PredictQuery", "parse_devices"]
+__all__ = ["MAX_POINTS", "JitterPercent", "PercentInputs", "PredictQuery", "parse_devices"]
 
 MAX_POINTS = 10_000
 """Device counts one query may ask for: every count up to 10,000 is enough for any curve, and
@@ -67,6 +67,9 @@ MAX_OVERHEAD = 3600.0
 MAX_JITTER = 0.5
 """A standard deviation of half the step: beyond it the normal model of step times fails."""
 MAX_MEASURED_TEXT = 4000
+
+JitterPercent = Annotated[Percent, Field(le=MAX_JITTER * 100)]
+"""``jitter`` as the CLI and the page take it: a percentage from 0 to 50."""
 
 _ITEM = re.compile(r"^\s*(\d+)\s*(?:(-|\.\.)\s*(\d+)\s*)?$")
 
@@ -107,6 +110,29 @@ def parse_devices(text: str) -> list[int]:
         if len(counts) > MAX_POINTS:
             raise _devices_error(f"at most {MAX_POINTS:,} device counts per query", text)
     return sorted(counts)
+
+
+class PercentInputs(BaseModel):
+    """The inputs the CLI and the page take in percent, as people write them ("90", "90 %");
+    :class:`PredictQuery` takes them as fractions (:meth:`fractions`).
+
+    >>> PercentInputs(target_efficiency="90 %", jitter="1").fractions()
+    {'target_efficiency': 0.9, 'jitter': 0.01}
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    target_efficiency: TargetPercent | None = Field(
+        default=None, description="Target efficiency, in percent."
+    )
+    jitter: JitterPercent | None = Field(
+        default=None, description="Coefficient of variation of one device's micro-step, in percent."
+    )
+
+    def fractions(self) -> dict[str, float]:
+        """The percentages given, as :class:`PredictQuery`'s fractions."""
+        given = {"target_efficiency": self.target_efficiency, "jitter": self.jitter}
+        return {name: value / 100 for name, value in given.items() if value is not None}
 
 
 class PredictQuery(BaseModel):
@@ -189,8 +215,8 @@ class PredictQuery(BaseModel):
         max_length=MAX_MEASURED_TEXT,
         description='Measured total throughput per device count: "1:362.4,8:2722,16:5099".',
     )
-    target_efficiency: float | None = Field(
-        default=None, gt=0, le=1, allow_inf_nan=False, description="Target efficiency (0-1]."
+    target_efficiency: TargetFraction | None = Field(
+        default=None, description="Target efficiency, a fraction strictly between 0 and 1."
     )
     unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Throughput unit.")
 
