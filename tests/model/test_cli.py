@@ -139,7 +139,7 @@ def test_calibrate_from_file(capsys: pytest.CaptureFixture[str], tmp_path: Path)
             ("--target-efficiency", "0%"),
             "--target-efficiency must be a number greater than 0 and less than 100 (got 0%)",
         ),
-        (("--plot", "chart.gif"), "--plot: the file name must end in .png, .svg or .pdf"),
+        (("--plot", "chart.gif"), "--plot: the file name must end in .svg, .png or .pdf"),
         (("--calibrate", "missing-run"), "--calibrate: no file and no stored run"),
     ],
 )
