@@ -1,6 +1,10 @@
 """``dpscale predict`` end to end: table, JSON, chart, calibration, target, one-line errors."""
 
+import inspect
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -221,3 +225,58 @@ def test_bad_new_inputs_give_one_line(
     assert out == ""
     assert len(err.strip().splitlines()) == 1
     assert words in err
+
+
+def test_option_defaults_are_the_input_models() -> None:
+    from dpscale.cli.predict import predict
+    from dpscale.model.query import PredictQuery
+    from dpscale.model.step import BACKWARD_FRACTION, DDP_BUCKET_BYTES
+    from dpscale.units import parse_bytes
+
+    defaults = {
+        name: parameter.default.default
+        for name, parameter in inspect.signature(predict).parameters.items()
+    }
+    for name, field in PredictQuery.model_fields.items():
+        if name in defaults and not field.is_required() and field.default is not None:
+            assert defaults[name] in (field.default, str(field.default)), name
+    assert float(defaults["backward_fraction"]) == BACKWARD_FRACTION
+    assert parse_bytes(defaults["bucket_size"]) == DDP_BUCKET_BYTES
+
+
+CHANGED_CONSTANTS = """
+import importlib, json, sys
+import dpscale.model.step as step
+step.BACKWARD_FRACTION, step.DDP_BUCKET_BYTES, step.OVERLAP_SLOWDOWN = 0.5, 32 * 2**20, 0.25
+import dpscale.model.query, dpscale.cli.predict
+importlib.reload(dpscale.model.query)
+importlib.reload(dpscale.cli.predict)
+from dpscale.cli.main import main
+main(sys.argv[1:])
+"""
+
+
+def test_changing_a_constant_changes_the_cli_default() -> None:
+    # In a fresh interpreter: the model's constants changed, then the CLI read again.
+    args = (*DESIGN_EXAMPLE, "--devices", "1,16", "--json")
+    done = subprocess.run(
+        [sys.executable, "-c", CHANGED_CONSTANTS, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    inputs = json.loads(done.stdout)["inputs"]
+    assert inputs["backward_fraction"] == 0.5
+    assert inputs["bucket_bytes"] == 32 * 2**20
+    help_text = subprocess.run(
+        [sys.executable, "-c", CHANGED_CONSTANTS, "predict", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    ).stdout
+    assert "default 0.25," in help_text
+    assert "32 MiB" in help_text

@@ -35,7 +35,13 @@ from dpscale.model.costs import Optimizer
 from dpscale.model.hardware import Hardware, Transport
 from dpscale.model.presets import load_preset
 from dpscale.model.scenario import Scenario
-from dpscale.model.step import BACKWARD_FRACTION, OVERLAP_SLOWDOWN, GradDtype, Strategy
+from dpscale.model.step import (
+    BACKWARD_FRACTION,
+    DDP_BUCKET_BYTES,
+    OVERLAP_SLOWDOWN,
+    GradDtype,
+    Strategy,
+)
 from dpscale.units import (
     UnitError,
     format_bandwidth,
@@ -67,6 +73,9 @@ MAX_OVERHEAD = 3600.0
 MAX_JITTER = 0.5
 """A standard deviation of half the step: beyond it the normal model of step times fails."""
 MAX_MEASURED_TEXT = 4000
+
+DEFAULT_BUCKET_SIZE = f"{DDP_BUCKET_BYTES / 2**20:g} MiB"
+"""``DDP_BUCKET_BYTES`` as people write it: "25 MiB"."""
 
 JitterPercent = Annotated[Percent, Field(le=MAX_JITTER * 100)]
 """``jitter`` as the CLI and the page take it: a percentage from 0 to 50."""
@@ -173,7 +182,9 @@ class PredictQuery(BaseModel):
     inter_node_latency: str | None = Field(default=None, max_length=40, description="Per hop.")
     transport: Transport | None = Field(default=None, description="Network transport.")
     devices: str = Field(default="1..1024", max_length=400, description="Device counts.")
-    bucket_size: str = Field(default="25 MiB", max_length=40, description="DDP bucket size.")
+    bucket_size: str = Field(
+        default=DEFAULT_BUCKET_SIZE, max_length=40, description="DDP bucket size."
+    )
     algorithm: Algorithm = Field(default="auto", description="All-reduce algorithm.")
     strategy: Strategy = Field(default="ddp", description="Data-parallel strategy.")
     backward_fraction: float = Field(
@@ -185,7 +196,8 @@ class PredictQuery(BaseModel):
         ge=0,
         le=1,
         allow_inf_nan=False,
-        description="Compute slowdown under overlap (none: 0.189, varied in the band).",
+        description=f"Compute slowdown under overlap (none: {OVERLAP_SLOWDOWN:g}, varied in the "
+        "band).",
     )
     step_overhead: str | None = Field(
         default=None,

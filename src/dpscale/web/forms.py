@@ -20,6 +20,7 @@ from dpscale.web.typed_numbers import canonical_number, read_number
 
 __all__ = ["FormState", "api_errors", "issue_message", "query_string", "read_form"]
 
+
 @dataclass
 class FormState:
     """What a page shows for one set of inputs."""
