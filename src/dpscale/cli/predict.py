@@ -16,8 +16,6 @@ from dpscale.cli._common import (
     print_json,
     read_input,
 )
-from dpscale.model.query import PercentInputs, PredictQuery
-from dpscale.model.step import BACKWARD_FRACTION, OVERLAP_SLOWDOWN
 
 EXAMPLE = (
     "Example: dpscale predict --params 138e6 --grad-dtype fp32 --micro-batch 64 "
@@ -31,20 +29,13 @@ def _option(metavar: str, help_text: str, *names: str) -> Any:
     return typer.Option(None, *names, metavar=metavar, help=help_text)
 
 
-def _default(field: str) -> str:
-    """The option's default: the input model's, which comes from the model's constants."""
-    return str(PredictQuery.model_fields[field].default)
-
-
 def predict(
     params: str = _option("COUNT", "Model parameters: 138e6, 138M, 1.2B.", "--params"),
     grad_dtype: str = typer.Option(
-        _default("grad_dtype"), "--grad-dtype", help="Gradient precision: fp32, bf16, fp16, fp8."
+        "fp32", "--grad-dtype", help="Gradient precision: fp32, bf16, fp16, fp8."
     ),
     micro_batch: str = _option("INT", "Samples per device per micro-step.", "--micro-batch"),
-    grad_accum: str = typer.Option(
-        _default("grad_accum"), "--grad-accum", metavar="INT", help="Micro-steps/step."
-    ),
+    grad_accum: str = typer.Option("1", "--grad-accum", metavar="INT", help="Micro-steps/step."),
     per_device_throughput: str = _option(
         "FLOAT",
         "One device alone, in samples/s (the unit of --micro-batch).",
@@ -78,35 +69,32 @@ def predict(
     ),
     transport: str = _option("tcp|rdma", "Network transport.", "--transport"),
     devices: str = typer.Option(
-        _default("devices"),
+        "1..1024",
         "--devices",
         "-d",
         help="Device counts: 1,16,128 or 1-512 (every count) or 1..512 (doubling).",
     ),
-    bucket_size: str = typer.Option(
-        _default("bucket_size"), "--bucket-size", help="DDP gradient bucket size."
+    bucket_size: str = _option(
+        "SIZE", "DDP gradient bucket size (default 25 MiB, as DDP's).", "--bucket-size"
     ),
     algorithm: str = typer.Option(
-        _default("algorithm"), "--algorithm", help="All-reduce: auto, ring, tree, hierarchical."
+        "auto", "--algorithm", help="All-reduce: auto, ring, tree, hierarchical."
     ),
     strategy: str = typer.Option(
-        _default("strategy"), "--strategy", help="ddp, zero1, zero2, zero3 or fsdp (full shard)."
+        "ddp", "--strategy", help="ddp, zero1, zero2, zero3 or fsdp (full shard)."
     ),
-    backward_fraction: str = typer.Option(
-        _default("backward_fraction"),
-        "--backward-fraction",
-        metavar="FLOAT",
-        help=f"Share of compute in backward (default {BACKWARD_FRACTION:.4g}).",
+    backward_fraction: str = _option(
+        "FLOAT", "Share of compute in backward (default 2/3).", "--backward-fraction"
     ),
     overlap: bool = typer.Option(
-        PredictQuery.model_fields["overlap"].default,
+        True,
         "--overlap/--no-overlap",
         help="Gradient communication overlaps backward.",
     ),
     overlap_slowdown: str = _option(
         "FLOAT",
-        "Compute slowdown while overlapped with communication (0-1; default "
-        f"{OVERLAP_SLOWDOWN:g}, and the band spans 0.05-0.35).",
+        "Compute slowdown while overlapped with communication (0-1; default 0.189, and the "
+        "band spans 0.05-0.35).",
         "--overlap-slowdown",
     ),
     step_overhead: str = _option(
@@ -148,7 +136,7 @@ def predict(
         "Target efficiency in percent (90 or 90%): answers what to change.",
         "--target-efficiency",
     ),
-    unit: str = typer.Option(_default("unit"), "--unit", "-u", help="Unit of the throughput."),
+    unit: str = typer.Option("samples/s", "--unit", "-u", help="Unit of the throughput."),
     calibrate: str = _option(
         "FILE|RUN_ID",
         "nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run id.",
@@ -165,6 +153,7 @@ def predict(
     added to the step. E(N) = compute time / step time.
     """
     from dpscale.model import predict as run_prediction
+    from dpscale.model.query import PercentInputs, PredictQuery
     from dpscale.validation import InputError
 
     if list_hardware:
