@@ -82,3 +82,16 @@ def test_100_percent_is_an_upper_bound_but_not_a_target() -> None:
         )
     with pytest.raises(InputError, match=r"efficiency must be a number from 0 to 100 \(got abc\)"):
         parse(Percentages, {"efficiency": "abc %"})
+
+
+class OptionalPercentages(BaseModel):
+    target: TargetPercent | None = None
+
+
+def test_an_optional_percentage_keeps_its_rule() -> None:
+    # pydantic keeps the constraints inside the union: rule_of must read them there.
+    assert rule_of(OptionalPercentages, "target") == rule_of(Percentages, "target")
+    assert parse(OptionalPercentages, {"target": "90 %"}).target == 90
+    assert parse(OptionalPercentages, {}).target is None
+    with pytest.raises(InputError, match=r"target must be a number greater than 0 and less "):
+        parse(OptionalPercentages, {"target": "100"})

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import annotated_types
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic.fields import FieldInfo
 
 __all__ = [
     "INVALID",
@@ -37,6 +38,7 @@ __all__ = [
     "InputError",
     "Percent",
     "Rule",
+    "TargetFraction",
     "TargetPercent",
     "check_array",
     "parse",
@@ -140,6 +142,9 @@ TargetPercent = Annotated[
 """A percentage to reach, strictly between 0 and 100. 100 % is refused as a target: it asks
 for no loss at all, which only a single device attains, so "where does efficiency fall below
 100 %" has no answer to report; 0 % is no target either."""
+
+TargetFraction = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+""":data:`TargetPercent` as the library takes it, a fraction: 0 < t < 1."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +258,17 @@ def _strip_optional(annotation: object) -> object:
     return annotation
 
 
+def _unwrap(info: FieldInfo) -> tuple[object, list[object]]:
+    """The field's type and constraints, also when an annotated type is made optional
+    (``TargetPercent | None``), where pydantic keeps the constraints inside the union."""
+    annotation = _strip_optional(info.annotation)
+    metadata = list(info.metadata)
+    if typing.get_origin(annotation) is Annotated:
+        inner = FieldInfo.from_annotation(typing.cast(Any, annotation))
+        annotation, metadata = inner.annotation, [*inner.metadata, *metadata]
+    return annotation, metadata
+
+
 def rule_of(model: type[BaseModel], field: str) -> Rule:
     """The rule of ``model.field``, read from its annotation and constraints.
 
@@ -262,15 +278,14 @@ def rule_of(model: type[BaseModel], field: str) -> Rule:
     >>> rule_of(M, "efficiency").describe()
     'a number from 0 to 1'
     """
-    info = model.model_fields[field]
-    annotation = _strip_optional(info.annotation)
+    annotation, metadata = _unwrap(model.model_fields[field])
     choices = _choices(annotation)
     integer = annotation is int
     number = annotation in (int, float)
     low = high = None
     low_open = high_open = False
     max_length = None
-    for meta in info.metadata:
+    for meta in metadata:
         if isinstance(meta, annotated_types.Ge):
             low = float(typing.cast(float, meta.ge))
         elif isinstance(meta, annotated_types.Gt):

@@ -1,6 +1,10 @@
 """``dpscale predict`` end to end: table, JSON, chart, calibration, target, one-line errors."""
 
+import inspect
 import json
+import subprocess
+import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -122,9 +126,24 @@ def test_calibrate_from_file(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         (("--inter-node-bandwidth", "fast"), "--inter-node-bandwidth: cannot read 'fast'"),
         (("--micro-batch", "0"), "--micro-batch must be a whole number from 1"),
         (("--devices", "0,4"), "--devices: counts must be whole numbers from 1"),
-        (("--target-efficiency", "190"), "--target-efficiency must be a percentage greater than 0"),
-        (("--target-efficiency", "abc"), "--target-efficiency must be a percentage greater than 0"),
-        (("--plot", "chart.gif"), "--plot: the file name must end in .png, .svg or .pdf"),
+        (
+            ("--target-efficiency", "190"),
+            "--target-efficiency must be a number greater than 0 and less than 100 (got 190)",
+        ),
+        (
+            ("--target-efficiency", "abc %"),
+            "--target-efficiency must be a number greater than 0 and less than 100 (got abc)",
+        ),
+        # 100 % is refused as a target, as dpscale fit refuses it (validation.TargetPercent).
+        (
+            ("--target-efficiency", "100"),
+            "--target-efficiency must be a number greater than 0 and less than 100 (got 100)",
+        ),
+        (
+            ("--target-efficiency", "0%"),
+            "--target-efficiency must be a number greater than 0 and less than 100 (got 0%)",
+        ),
+        (("--plot", "chart.gif"), "--plot: the file name must end in .svg, .png or .pdf"),
         (("--calibrate", "missing-run"), "--calibrate: no file and no stored run"),
     ],
 )
@@ -189,8 +208,8 @@ def test_measured_inline_and_csv_agree(capsys: pytest.CaptureFixture[str], tmp_p
     ("flag", "value", "words"),
     [
         ("--optimizer", "rmsprop", "--optimizer must be one of"),
-        ("--jitter", "80%", "--jitter must be a percentage from 0 to 50"),
-        ("--jitter", "abc", "--jitter must be a percentage"),
+        ("--jitter", "80%", "--jitter must be a number from 0 to 50 (got 80%)"),
+        ("--jitter", "abc", "--jitter must be a number from 0 to 50 (got abc)"),
         ("--device-memory-bandwidth", "fast", "--device-memory-bandwidth: cannot read"),
         ("--measured", "8:abc", "--measured: cannot read '8:abc'"),
         ("--measured", "1:130", "--measured: give at least one point on more than one device"),
@@ -208,3 +227,54 @@ def test_bad_new_inputs_give_one_line(
     assert out == ""
     assert len(err.strip().splitlines()) == 1
     assert words in err
+
+
+def test_option_defaults_are_the_input_models() -> None:
+    from dpscale.cli.predict import predict
+    from dpscale.model.query import PredictQuery
+    from dpscale.model.step import BACKWARD_FRACTION, DDP_BUCKET_BYTES, OVERLAP_SLOWDOWN
+
+    options = {
+        name: parameter.default for name, parameter in inspect.signature(predict).parameters.items()
+    }
+    for name, field in PredictQuery.model_fields.items():
+        if name in options and options[name].default is not None:
+            assert options[name].default in (field.default, str(field.default)), name
+    # The defaults that are the model's constants are left to the model (no option default,
+    # so a changed constant is what the command uses); the help states them, as they are.
+    helps = {name: options[name].help for name in ("backward_fraction", "bucket_size")}
+    assert options["backward_fraction"].default is None
+    assert options["bucket_size"].default is None
+    fraction = Fraction(BACKWARD_FRACTION).limit_denominator(100)
+    assert float(fraction) == BACKWARD_FRACTION
+    assert f"(default {fraction})" in helps["backward_fraction"]
+    assert f"(default {DDP_BUCKET_BYTES / 2**20:g} MiB," in helps["bucket_size"]
+    assert f"default {OVERLAP_SLOWDOWN:g}," in options["overlap_slowdown"].help
+
+
+CHANGED_CONSTANTS = """
+import importlib, sys
+import dpscale.model.step as step
+step.BACKWARD_FRACTION, step.DDP_BUCKET_BYTES, step.OVERLAP_SLOWDOWN = 0.5, 32 * 2**20, 0.25
+import dpscale.model.query
+importlib.reload(dpscale.model.query)
+from dpscale.cli.main import main
+main(sys.argv[1:])
+"""
+
+
+def test_changing_a_constant_changes_the_cli_default() -> None:
+    # In a fresh interpreter: the model's constants changed, then its input model read again.
+    args = (*DESIGN_EXAMPLE, "--devices", "1,16", "--json")
+    done = subprocess.run(
+        [sys.executable, "-c", CHANGED_CONSTANTS, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    inputs = json.loads(done.stdout)["inputs"]
+    assert inputs["backward_fraction"] == 0.5
+    assert inputs["bucket_bytes"] == 32 * 2**20
+    assert inputs["overlap_slowdown"] == 0.25

@@ -161,7 +161,7 @@ def test_api_gives_the_json_of_predict(client: httpx.Client) -> None:
         (
             "target_efficiency=150",
             "target_efficiency",
-            "target_efficiency must be a number greater than 0 and <= 100 (got 150)",
+            "target_efficiency must be a number greater than 0 and less than 100 (got 150)",
         ),
         (
             "grad_dtype=fp64",
@@ -208,7 +208,7 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
     assert hardware["schema"]["enum"] == list(preset_names())
     target = next(p for p in operation["parameters"] if p["name"] == "target_efficiency")
     assert target["schema"]["exclusiveMinimum"] == 0
-    assert target["schema"]["maximum"] == 100
+    assert target["schema"]["exclusiveMaximum"] == 100
     assert "422" in operation["responses"]
 
 

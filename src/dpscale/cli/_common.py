@@ -46,26 +46,6 @@ def read_input(
         fail("; ".join(issue.sentence(option_name(issue.field, options)) for issue in err.issues))
 
 
-def percent_as_fraction(text: str | None, option: str) -> float | None:
-    """A percentage typed on the command line ('90', '90%', '90 %') as a fraction (0.9).
-
-    The CLI speaks in percent, as the pages do; the library and JSON use fractions.
-
-    >>> percent_as_fraction("90%", "--target-efficiency")
-    0.9
-    """
-    if text is None:
-        return None
-    cleaned = text.strip().removesuffix("%").strip()
-    try:
-        value = float(cleaned)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= 100:
-        fail(f"{option} must be a percentage greater than 0 and <= 100 (got {cleaned})")
-    return value / 100
-
-
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("refusing to print a non-finite number")

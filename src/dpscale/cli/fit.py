@@ -129,9 +129,7 @@ def fit(
             "model": model,
             "at": at,
             "devices_per_node": devices_per_node,
-            "target_efficiency": None
-            if target_efficiency is None
-            else target_efficiency.strip().removesuffix("%").strip(),
+            "target_efficiency": target_efficiency,
         },
         labels,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from dpscale.cli._common import (
     number,
     option_name,
     percent,
-    percent_as_fraction,
     print_json,
     read_input,
 )
@@ -82,21 +80,22 @@ def predict(
         "-d",
         help="Device counts: 1,16,128 or 1-512 (every count) or 1..512 (doubling).",
     ),
-    bucket_size: str = typer.Option("25 MiB", "--bucket-size", help="DDP gradient bucket size."),
+    bucket_size: str = _option(
+        "SIZE", "DDP gradient bucket size (default 25 MiB, as DDP's).", "--bucket-size"
+    ),
     algorithm: str = typer.Option(
         "auto", "--algorithm", help="All-reduce: auto, ring, tree, hierarchical."
     ),
     strategy: str = typer.Option(
         "ddp", "--strategy", help="ddp, zero1, zero2, zero3 or fsdp (full shard)."
     ),
-    backward_fraction: str = typer.Option(
-        "0.6666666666666666",
-        "--backward-fraction",
-        metavar="FLOAT",
-        help="Share of compute in backward (default 2/3).",
+    backward_fraction: str = _option(
+        "FLOAT", "Share of compute in backward (default 2/3).", "--backward-fraction"
     ),
     overlap: bool = typer.Option(
-        True, "--overlap/--no-overlap", help="Gradient communication overlaps backward."
+        True,
+        "--overlap/--no-overlap",
+        help="Gradient communication overlaps backward.",
     ),
     overlap_slowdown: str = _option(
         "FLOAT",
@@ -159,13 +158,16 @@ def predict(
     all-reduced in buckets as backward produces them; what communication does not hide is
     added to the step. E(N) = compute time / step time.
     """
-    from dpscale.model import PredictQuery
     from dpscale.model import predict as run_prediction
+    from dpscale.model.query import PercentInputs, PredictQuery
     from dpscale.validation import InputError
 
     if list_hardware:
         _print_presets(as_json)
         return
+    percentages = read_input(
+        PercentInputs, {"target_efficiency": target_efficiency, "jitter": jitter}
+    ).fractions()
     query = read_input(
         PredictQuery,
         {
@@ -194,11 +196,10 @@ def predict(
             "step_overhead": step_overhead,
             "optimizer": optimizer,
             "device_memory_bandwidth": device_memory_bandwidth,
-            "jitter": _jitter(jitter),
             "fusion_cycle": fusion_cycle,
             "measured": measured if measured is None or _inline(measured) else None,
-            "target_efficiency": percent_as_fraction(target_efficiency, "--target-efficiency"),
             "unit": unit,
+            **percentages,
         },
     )
     try:
@@ -221,20 +222,6 @@ def predict(
         print_json(result.to_dict())
         return
     _print_result(result, plot)
-
-
-def _jitter(text: str | None) -> float | None:
-    """--jitter in percent ('1', '1%'), 0 to 50, as a fraction."""
-    if text is None:
-        return None
-    cleaned = text.strip().removesuffix("%").strip()
-    try:
-        value = float(cleaned)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= 50:
-        fail(f"--jitter must be a percentage from 0 to 50 (got {cleaned})")
-    return value / 100
 
 
 def _inline(text: str) -> bool:

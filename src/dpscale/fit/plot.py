@@ -2,48 +2,27 @@
 throughput on log scales, each with the measured points, the fitted curve, its 95 % band
 and the ideal line.
 
-Drawn with matplotlib's object API on the Agg canvas (no pyplot, no global state), so web
-workers can draw concurrently. SVG keeps its text as text (``svg.fonttype = none``): the
-browser renders it with its own fonts, Japanese included, and the same input always gives
-the same bytes.
+Drawn in the style, under the lock and to the formats of :mod:`dpscale.plotting`, as every
+chart is.
 """
 
 from __future__ import annotations
 
-import io
-import threading
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpscale import plotting
 from dpscale.fit.result import FitResult
-from dpscale.validation import InputError
+from dpscale.plotting import FORMATS, PlotFormat
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["FORMATS", "PlotLabels", "plot_svg", "render", "save_plot"]
-
-PlotFormat = Literal["svg", "png", "pdf"]
-FORMATS: tuple[PlotFormat, ...] = ("svg", "png", "pdf")
-
-_LOCK = threading.Lock()  # rc_context changes matplotlib's global settings while drawing
-# Fonts with Japanese glyphs, where installed, so PNG and PDF show them too.
-_FONTS = ("DejaVu Sans", "Noto Sans CJK JP", "IPAGothic", "IPAexGothic", "Noto Sans CJK SC")
-
-
-@cache
-def _style() -> dict[str, object]:
-    from matplotlib import font_manager
-
-    installed = {font.name for font in font_manager.fontManager.ttflist}
-    return {
-        "svg.fonttype": "none",
-        "svg.hashsalt": "dpscale",  # stable element ids: the same input gives the same bytes
-        "font.family": [*(font for font in _FONTS if font in installed), "sans-serif"],
-    }
 
 
 @dataclass(frozen=True)
@@ -86,12 +65,12 @@ def _grid(result: FitResult) -> np.ndarray:
 
 def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None = None) -> bytes:
     """The chart as SVG, PNG or PDF bytes."""
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    return plotting.render(lambda: _figure(result, labels or PlotLabels()), fmt)
+
+
+def _figure(result: FitResult, labels: PlotLabels) -> Figure:
     from matplotlib.ticker import FuncFormatter
 
-    labels = labels or PlotLabels()
     model = labels.model(result.fitted.model.name)
     baseline = result.baseline
     points = result.fitted.points
@@ -102,77 +81,68 @@ def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None
     )
     ideal = grid / baseline.devices * baseline.throughput
     extrapolated = [p for p in result.predictions if p.extrapolated]
-    with _LOCK, matplotlib.rc_context(_style()), warnings.catch_warnings():  # type: ignore[arg-type]
-        # Without a CJK font only the layout estimate of such labels suffers in SVG.
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
-        figure = Figure(figsize=(7.0, 7.5), layout="constrained")
-        FigureCanvasAgg(figure)
-        top, axes = figure.subplots(2, 1, sharex=True, height_ratios=(1.1, 1.0))
-        top.fill_between(
-            grid, efficiency_low * 100, efficiency_high * 100, color="#4c78a8", alpha=0.18
+    figure = plotting.new_figure(7.0, 7.5)
+    top, axes = figure.subplots(2, 1, sharex=True, height_ratios=(1.1, 1.0))
+    top.fill_between(grid, efficiency_low * 100, efficiency_high * 100, color="#4c78a8", alpha=0.18)
+    top.axhline(100, linestyle="--", color="#888888", label=labels.ideal_efficiency)
+    top.plot(grid, efficiency * 100, color="#4c78a8")
+    top.scatter(
+        points.devices,
+        points.throughput / (points.devices / baseline.devices * baseline.throughput) * 100,
+        color="#e45756",
+        zorder=3,
+    )
+    if extrapolated:
+        top.errorbar(
+            [p.devices for p in extrapolated],
+            [p.efficiency * 100 for p in extrapolated],
+            yerr=[
+                [(p.efficiency - p.efficiency_low) * 100 for p in extrapolated],
+                [(p.efficiency_high - p.efficiency) * 100 for p in extrapolated],
+            ],
+            fmt="D",
+            color="#4c78a8",
+            capsize=3,
         )
-        top.axhline(100, linestyle="--", color="#888888", label=labels.ideal_efficiency)
-        top.plot(grid, efficiency * 100, color="#4c78a8")
-        top.scatter(
-            points.devices,
-            points.throughput / (points.devices / baseline.devices * baseline.throughput) * 100,
-            color="#e45756",
-            zorder=3,
+    top.set_ylim(max(0.0, float(np.min(efficiency_low)) * 100 - 5), 105)
+    top.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{labels.number(value)} %"))
+    top.set_ylabel(labels.efficiency)
+    top.set_title(labels.title.format(model=model), loc="left")
+    top.grid(True, which="major", alpha=0.3)
+    top.legend(loc="lower left", fontsize="small")
+    axes.fill_between(grid, low, high, color="#4c78a8", alpha=0.18, label=labels.band)
+    axes.plot(
+        grid,
+        ideal,
+        linestyle="--",
+        color="#888888",
+        label=labels.ideal.format(devices=labels.number(baseline.devices)),
+    )
+    axes.plot(grid, curve, color="#4c78a8", label=labels.fitted.format(model=model))
+    axes.scatter(
+        points.devices, points.throughput, color="#e45756", zorder=3, label=labels.measured
+    )
+    if extrapolated:
+        axes.errorbar(
+            [p.devices for p in extrapolated],
+            [p.throughput for p in extrapolated],
+            yerr=[
+                [p.throughput - p.throughput_low for p in extrapolated],
+                [p.throughput_high - p.throughput for p in extrapolated],
+            ],
+            fmt="D",
+            color="#4c78a8",
+            capsize=3,
+            label=labels.predicted,
         )
-        if extrapolated:
-            top.errorbar(
-                [p.devices for p in extrapolated],
-                [p.efficiency * 100 for p in extrapolated],
-                yerr=[
-                    [(p.efficiency - p.efficiency_low) * 100 for p in extrapolated],
-                    [(p.efficiency_high - p.efficiency) * 100 for p in extrapolated],
-                ],
-                fmt="D",
-                color="#4c78a8",
-                capsize=3,
-            )
-        top.set_ylim(max(0.0, float(np.min(efficiency_low)) * 100 - 5), 105)
-        top.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{labels.number(value)} %"))
-        top.set_ylabel(labels.efficiency)
-        top.set_title(labels.title.format(model=model), loc="left")
-        top.grid(True, which="major", alpha=0.3)
-        top.legend(loc="lower left", fontsize="small")
-        axes.fill_between(grid, low, high, color="#4c78a8", alpha=0.18, label=labels.band)
-        axes.plot(
-            grid,
-            ideal,
-            linestyle="--",
-            color="#888888",
-            label=labels.ideal.format(devices=labels.number(baseline.devices)),
-        )
-        axes.plot(grid, curve, color="#4c78a8", label=labels.fitted.format(model=model))
-        axes.scatter(
-            points.devices, points.throughput, color="#e45756", zorder=3, label=labels.measured
-        )
-        if extrapolated:
-            axes.errorbar(
-                [p.devices for p in extrapolated],
-                [p.throughput for p in extrapolated],
-                yerr=[
-                    [p.throughput - p.throughput_low for p in extrapolated],
-                    [p.throughput_high - p.throughput for p in extrapolated],
-                ],
-                fmt="D",
-                color="#4c78a8",
-                capsize=3,
-                label=labels.predicted,
-            )
-        axes.set_xscale("log", base=2)
-        axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: labels.number(value)))
-        axes.set_yscale("log")
-        axes.set_xlabel(labels.devices)
-        axes.set_ylabel(labels.throughput)
-        axes.grid(True, which="major", alpha=0.3)
-        axes.legend(loc="upper left", fontsize="small")
-        buffer = io.BytesIO()
-        metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt, {})
-        figure.savefig(buffer, format=fmt, metadata=metadata)
-    return buffer.getvalue()
+    axes.set_xscale("log", base=2)
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: labels.number(value)))
+    axes.set_yscale("log")
+    axes.set_xlabel(labels.devices)
+    axes.set_ylabel(labels.throughput)
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(loc="upper left", fontsize="small")
+    return figure
 
 
 def plot_svg(result: FitResult, labels: PlotLabels | None = None) -> str:
@@ -182,16 +152,4 @@ def plot_svg(result: FitResult, labels: PlotLabels | None = None) -> str:
 
 def save_plot(result: FitResult, path: str | Path, labels: PlotLabels | None = None) -> Path:
     """Write the chart to ``path``; the suffix (.svg, .png, .pdf) picks the format."""
-    target = Path(path)
-    suffix = target.suffix.lower().lstrip(".")
-    fmt = next((known for known in FORMATS if known == suffix), None)
-    if fmt is None:
-        raise InputError.single(
-            "plot", f"the file name must end in .svg, .png or .pdf (got {target.name!r})"
-        )
-    data = render(result, fmt, labels)
-    try:
-        target.write_bytes(data)
-    except OSError as err:
-        raise InputError.single("plot", f"cannot write {target}: {err.strerror}") from None
-    return target
+    return plotting.save(lambda: _figure(result, labels or PlotLabels()), path)

@@ -26,7 +26,7 @@ from dpscale.fit.data import MAX_DEVICES, MAX_TEXT, Points, parse_device_counts,
 from dpscale.fit.predict import fit_points
 from dpscale.fit.result import FitResult
 from dpscale.fit.selection import ModelChoice
-from dpscale.validation import parse
+from dpscale.validation import TargetFraction, TargetPercent, parse
 
 __all__ = ["FitOptions", "FitQuery", "fit"]
 
@@ -52,12 +52,8 @@ class FitQuery(BaseModel):
     devices_per_node: int | None = Field(
         default=None, ge=1, le=MAX_DEVICES, description="Devices in one node (comm model)."
     )
-    target_efficiency: float = Field(
-        default=80,
-        gt=0,
-        lt=100,
-        allow_inf_nan=False,
-        description="Report where efficiency falls below this, in percent.",
+    target_efficiency: TargetPercent = Field(
+        default=80, description="Report where efficiency falls below this, in percent."
     )
 
     def device_counts(self) -> tuple[int, ...]:
@@ -72,7 +68,7 @@ class FitOptions(BaseModel):
     model: ModelChoice = "auto"
     at: tuple[Annotated[int, Field(ge=1, le=MAX_DEVICES)], ...] = ()
     devices_per_node: int | None = Field(default=None, ge=1, le=MAX_DEVICES)
-    target_efficiency: float = Field(default=0.8, gt=0, lt=1, allow_inf_nan=False)
+    target_efficiency: TargetFraction = 0.8
 
 
 def fit(

@@ -1,7 +1,7 @@
 """The E(N) chart: predicted efficiency against device count, as SVG text or a file.
 
-matplotlib is imported only when a chart is drawn, with the Agg canvas and no pyplot state,
-so the web server can draw charts from several threads and CLI start-up stays fast.
+Drawn in the style, under the lock and to the formats of :mod:`dpscale.plotting`, as every
+chart is; matplotlib is imported only when a chart is drawn, so CLI start-up stays fast.
 
 >>> from dpscale.model.predict import predict
 >>> from dpscale.model.query import PredictQuery
@@ -14,30 +14,32 @@ True
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from dpscale.validation import InputError
+from dpscale import plotting
+from dpscale.plotting import FORMATS
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from dpscale.model.predict import PredictionResult
 
 __all__ = ["FORMATS", "efficiency_figure", "efficiency_svg", "save_plot"]
 
-FORMATS = ("png", "svg", "pdf")
-_STYLE: dict[str, Any] = {"svg.hashsalt": "dpscale", "svg.fonttype": "none", "font.size": 10}
 
+def efficiency_figure(result: PredictionResult, *, title: str | None = None) -> Figure:
+    """A matplotlib ``Figure`` of E(N) with its band shaded, the node boundary, any target.
 
-def efficiency_figure(result: PredictionResult, *, title: str | None = None) -> Any:
-    """A matplotlib ``Figure`` of E(N) with its band shaded, the node boundary, any target."""
-    from matplotlib.figure import Figure
+    Make it inside :func:`dpscale.plotting.drawing` (as :func:`efficiency_svg` does) for the
+    shared style and to keep other threads' charts out of it while it is drawn and saved.
+    """
     from matplotlib.ticker import PercentFormatter
 
     points = result.points()
     devices = [point["devices"] for point in points]
     efficiency = [point["efficiency"] for point in points]
-    figure = Figure(figsize=(6.4, 4.0), layout="constrained")
+    figure = plotting.new_figure(6.4, 4.0)
     axes = figure.add_subplot()
     low = [point["efficiency_low"] for point in points]
     high = [point["efficiency_high"] for point in points]
@@ -62,40 +64,11 @@ def efficiency_figure(result: PredictionResult, *, title: str | None = None) -> 
     return figure
 
 
-def _render(result: PredictionResult, fmt: str, title: str | None) -> bytes:
-    import matplotlib
-
-    with matplotlib.rc_context(_STYLE):  # type: ignore[arg-type]  # keys typed as Literal
-        figure = efficiency_figure(result, title=title)
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format=fmt, metadata=_metadata(fmt))
-    return buffer.getvalue()
-
-
-def _metadata(fmt: str) -> dict[str, Any]:
-    """No creation dates: the same prediction gives the same file."""
-    if fmt == "svg":
-        return {"Date": None}
-    if fmt == "pdf":
-        return {"CreationDate": None}
-    return {}
-
-
 def efficiency_svg(result: PredictionResult, *, title: str | None = None) -> str:
     """The chart as SVG text (for pages)."""
-    return _render(result, "svg", title).decode("utf-8")
+    return plotting.render(lambda: efficiency_figure(result, title=title), "svg").decode("utf-8")
 
 
 def save_plot(result: PredictionResult, path: str | Path, *, title: str | None = None) -> Path:
-    """Write the chart to ``path``; the suffix (.png, .svg, .pdf) picks the format."""
-    target = Path(path)
-    fmt = target.suffix.lower().lstrip(".")
-    if fmt not in FORMATS:
-        raise InputError.single(
-            "plot", f"the file name must end in .png, .svg or .pdf (got {target.name!r})", path
-        )
-    try:
-        target.write_bytes(_render(result, fmt, title))
-    except OSError as err:
-        raise InputError.single("plot", f"cannot write {target}: {err.strerror}", path) from None
-    return target
+    """Write the chart to ``path``; the suffix (.svg, .png, .pdf) picks the format."""
+    return plotting.save(lambda: efficiency_figure(result, title=title), path)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -35,7 +35,13 @@ from dpscale.model.costs import Optimizer
 from dpscale.model.hardware import Hardware, Transport
 from dpscale.model.presets import load_preset
 from dpscale.model.scenario import Scenario
-from dpscale.model.step import BACKWARD_FRACTION, OVERLAP_SLOWDOWN, GradDtype, Strategy
+from dpscale.model.step import (
+    BACKWARD_FRACTION,
+    DDP_BUCKET_BYTES,
+    OVERLAP_SLOWDOWN,
+    GradDtype,
+    Strategy,
+)
 from dpscale.units import (
     UnitError,
     format_bandwidth,
@@ -46,9 +52,9 @@ from dpscale.units import (
     parse_count,
     parse_duration,
 )
-from dpscale.validation import InputError
+from dpscale.validation import InputError, Percent, TargetFraction, TargetPercent
 
-__all__ = ["MAX_POINTS", "PredictQuery", "parse_devices"]
+__all__ = ["MAX_POINTS", "JitterPercent", "PercentInputs", "PredictQuery", "parse_devices"]
 
 MAX_POINTS = 10_000
 """Device counts one query may ask for: every count up to 10,000 is enough for any curve, and
@@ -67,6 +73,12 @@ MAX_OVERHEAD = 3600.0
 MAX_JITTER = 0.5
 """A standard deviation of half the step: beyond it the normal model of step times fails."""
 MAX_MEASURED_TEXT = 4000
+
+DEFAULT_BUCKET_SIZE = f"{DDP_BUCKET_BYTES / 2**20:g} MiB"
+"""``DDP_BUCKET_BYTES`` as people write it: "25 MiB"."""
+
+JitterPercent = Annotated[Percent, Field(le=MAX_JITTER * 100)]
+"""``jitter`` as the CLI and the page take it: a percentage from 0 to 50."""
 
 _ITEM = re.compile(r"^\s*(\d+)\s*(?:(-|\.\.)\s*(\d+)\s*)?$")
 
@@ -107,6 +119,29 @@ def parse_devices(text: str) -> list[int]:
         if len(counts) > MAX_POINTS:
             raise _devices_error(f"at most {MAX_POINTS:,} device counts per query", text)
     return sorted(counts)
+
+
+class PercentInputs(BaseModel):
+    """The inputs the CLI and the page take in percent, as people write them ("90", "90 %");
+    :class:`PredictQuery` takes them as fractions (:meth:`fractions`).
+
+    >>> PercentInputs(target_efficiency="90 %", jitter="1").fractions()
+    {'target_efficiency': 0.9, 'jitter': 0.01}
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    target_efficiency: TargetPercent | None = Field(
+        default=None, description="Target efficiency, in percent."
+    )
+    jitter: JitterPercent | None = Field(
+        default=None, description="Coefficient of variation of one device's micro-step, in percent."
+    )
+
+    def fractions(self) -> dict[str, float]:
+        """The percentages given, as :class:`PredictQuery`'s fractions."""
+        given = {"target_efficiency": self.target_efficiency, "jitter": self.jitter}
+        return {name: value / 100 for name, value in given.items() if value is not None}
 
 
 class PredictQuery(BaseModel):
@@ -153,7 +188,9 @@ class PredictQuery(BaseModel):
     inter_node_latency: str | None = Field(default=None, max_length=40, description="Per hop.")
     transport: Transport | None = Field(default=None, description="Network transport.")
     devices: str = Field(default="1..1024", max_length=400, description="Device counts.")
-    bucket_size: str = Field(default="25 MiB", max_length=40, description="DDP bucket size.")
+    bucket_size: str = Field(
+        default=DEFAULT_BUCKET_SIZE, max_length=40, description="DDP bucket size."
+    )
     algorithm: Algorithm = Field(default="auto", description="All-reduce algorithm.")
     strategy: Strategy = Field(default="ddp", description="Data-parallel strategy.")
     backward_fraction: float = Field(
@@ -165,7 +202,8 @@ class PredictQuery(BaseModel):
         ge=0,
         le=1,
         allow_inf_nan=False,
-        description="Compute slowdown under overlap (none: 0.189, varied in the band).",
+        description=f"Compute slowdown under overlap (none: {OVERLAP_SLOWDOWN:g}, varied in the "
+        "band).",
     )
     step_overhead: str | None = Field(
         default=None,
@@ -195,8 +233,8 @@ class PredictQuery(BaseModel):
         max_length=MAX_MEASURED_TEXT,
         description='Measured total throughput per device count: "1:362.4,8:2722,16:5099".',
     )
-    target_efficiency: float | None = Field(
-        default=None, gt=0, le=1, allow_inf_nan=False, description="Target efficiency (0-1]."
+    target_efficiency: TargetFraction | None = Field(
+        default=None, description="Target efficiency, a fraction strictly between 0 and 1."
     )
     unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Throughput unit.")
 

@@ -217,7 +217,8 @@ def add_api_routes(app: FastAPI) -> None:
 def _range(schema: dict[str, Any]) -> str:
     if "enum" in schema:
         return ", ".join(str(choice) for choice in schema["enum"])
-    low, high = schema.get("minimum", schema.get("exclusiveMinimum")), schema.get("maximum")
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
     if low is not None and high is not None:
         return f"{low:,} to {high:,}"
     return str(schema.get("pattern", ""))

@@ -20,9 +20,6 @@ from dpscale.web.typed_numbers import canonical_number, read_number
 
 __all__ = ["FormState", "api_errors", "issue_message", "query_string", "read_form"]
 
-MAX_VALUE_LENGTH = 200
-"""Longer query values are cut before they reach a model or a page."""
-
 
 @dataclass
 class FormState:

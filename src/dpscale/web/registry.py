@@ -39,6 +39,9 @@ __all__ = [
 # the order of the index and of the "next" links.
 PAGE_MODULES = ("scaling", "batch", "bubble", "prediction", "fit")
 
+MAX_VALUE_LENGTH = 200
+"""Longer query values are cut before they reach a model or a page."""
+
 
 @dataclass(frozen=True)
 class InputField:
@@ -76,8 +79,6 @@ class InputField:
     @property
     def max_length(self) -> int:
         """Characters read from the query (longer values are cut)."""
-        from dpscale.web.forms import MAX_VALUE_LENGTH
-
         if self.rows:
             return self.rule.max_length or MAX_VALUE_LENGTH
         return MAX_VALUE_LENGTH

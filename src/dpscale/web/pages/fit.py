@@ -42,10 +42,7 @@ MODEL_TITLES = {
 
 
 def compute(values: Mapping[str, str]) -> FitResult:
-    data = dict(values)
-    if "target_efficiency" in data:  # "80", "80%" and "80 %" all mean 80 percent
-        data["target_efficiency"] = data["target_efficiency"].strip().removesuffix("%").strip()
-    return fit(parse(FitQuery, data))
+    return fit(parse(FitQuery, values))
 
 
 def _amount(loc: Localizer, value: float) -> str:

@@ -54,11 +54,7 @@ def _parse_all(data: Mapping[str, str]) -> tuple[PageInputs, PredictQuery]:
         issues.extend(err.issues)
     if issues or page is None or query is None:
         raise InputError(issues)
-    if page.target_efficiency is not None:
-        query = query.model_copy(update={"target_efficiency": page.target_efficiency / 100})
-    if page.jitter is not None:
-        query = query.model_copy(update={"jitter": page.jitter / 100})
-    return page, query
+    return page, query.model_copy(update=page.fractions())
 
 
 def _measured_run(scenario: Scenario, reference: str) -> MeasuredFit:
@@ -83,11 +79,8 @@ def _measured_run(scenario: Scenario, reference: str) -> MeasuredFit:
 
 
 def compute(values: Mapping[str, str]) -> Prediction:
-    """As ``dpscale predict``: the target in percent ("90", "90%"); a run id calibrates."""
+    """As ``dpscale predict``: target and jitter in percent ("90", "90%"); a run id calibrates."""
     data = dict(values)
-    for key in ("target_efficiency", "jitter"):
-        if key in data:
-            data[key] = data[key].strip().removesuffix("%").strip()
     page, query = _parse_all(data)
     run = query.measured is not None and query.measured.strip().startswith("run:")
     if page.calibrate or run:

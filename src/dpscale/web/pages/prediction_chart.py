@@ -1,25 +1,25 @@
 """The prediction page's chart: E(N) against device count, in the page's language.
 
-Drawn as the other pages' charts are (``dpscale.web.charts``: the same lock around
-matplotlib's global settings, the same style, text kept as text); the CLI's
-``dpscale.model.plot`` draws the same curve with English labels for files.
+Drawn as every chart is, by :mod:`dpscale.plotting` (one style, one lock, text kept as
+text); the CLI's ``dpscale.model.plot`` draws the same curve with English labels for files.
 """
 
 from __future__ import annotations
 
-import io
 import threading
-import warnings
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dpscale import plotting
 from dpscale.model import PredictionResult
-from dpscale.web.charts import _LOCK, ACCENT, INK, MUTED, _style
+from dpscale.plotting import ACCENT, INK, MUTED, TARGET
 from dpscale.web.i18n import Localizer
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["efficiency_chart"]
 
-TARGET = "#b3261e"
 CACHE_SIZE = 256
 _CACHE: OrderedDict[tuple[tuple[tuple[str, str], ...], str], str] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
@@ -45,9 +45,10 @@ def efficiency_chart(
 
 
 def _draw(result: PredictionResult, loc: Localizer) -> str:
-    from matplotlib import rc_context
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
-    from matplotlib.figure import Figure
+    return plotting.render(lambda: _figure(result, loc), "svg").decode("utf-8")
+
+
+def _figure(result: PredictionResult, loc: Localizer) -> Figure:
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     _ = loc.gettext
@@ -57,73 +58,67 @@ def _draw(result: PredictionResult, loc: Localizer) -> str:
     per_node = result.scenario.hardware.devices_per_node
     last = points[-1]
 
-    with _LOCK, rc_context(_style()), warnings.catch_warnings():
-        # DejaVu Sans has no CJK glyphs; the browser draws the text, only the layout guesses.
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
-        figure = Figure(figsize=(7.2, 4.2), layout="constrained")
-        FigureCanvasSVG(figure)
-        axes: Any = figure.add_subplot()
-        axes.fill_between(
-            devices,
-            [p["efficiency_low"] for p in points],
-            [p["efficiency_high"] for p in points],
-            color=ACCENT,
-            alpha=0.18,
-            linewidth=0,
-            label=_("Band: the range of the uncertain inputs"),
+    figure = plotting.new_figure(7.2, 4.2)
+    axes: Any = figure.add_subplot()
+    axes.fill_between(
+        devices,
+        [p["efficiency_low"] for p in points],
+        [p["efficiency_high"] for p in points],
+        color=ACCENT,
+        alpha=0.18,
+        linewidth=0,
+        label=_("Band: the range of the uncertain inputs"),
+    )
+    axes.plot(
+        devices,
+        efficiency,
+        linewidth=2.4,
+        color=ACCENT,
+        marker="o" if len(devices) <= 40 else None,
+        markersize=4,
+        label=_("Predicted efficiency E(N)"),
+    )
+    if max(devices) > per_node:
+        axes.axvline(
+            per_node,
+            color=MUTED,
+            linestyle=":",
+            linewidth=1.6,
+            label=_("One node (%(devices)s devices)", devices=loc.number(per_node)),
         )
-        axes.plot(
-            devices,
-            efficiency,
-            linewidth=2.4,
-            color=ACCENT,
-            marker="o" if len(devices) <= 40 else None,
-            markersize=4,
-            label=_("Predicted efficiency E(N)"),
+    if result.answers is not None:
+        axes.axhline(
+            result.answers.target_efficiency,
+            color=TARGET,
+            linestyle="--",
+            linewidth=1.6,
+            label=_("Target %(target)s", target=loc.percent(result.answers.target_efficiency)),
         )
-        if max(devices) > per_node:
-            axes.axvline(
-                per_node,
-                color=MUTED,
-                linestyle=":",
-                linewidth=1.6,
-                label=_("One node (%(devices)s devices)", devices=loc.number(per_node)),
-            )
-        if result.answers is not None:
-            axes.axhline(
-                result.answers.target_efficiency,
-                color=TARGET,
-                linestyle="--",
-                linewidth=1.6,
-                label=_("Target %(target)s", target=loc.percent(result.answers.target_efficiency)),
-            )
-        axes.plot(
-            [last["devices"]],
-            [last["efficiency"]],
-            marker="o",
-            markersize=9,
-            markerfacecolor="white",
-            markeredgewidth=2.4,
-            color=INK,
-            linestyle="none",
-            label=_(
-                "%(devices)s devices: %(efficiency)s",
-                devices=loc.number(last["devices"]),
-                efficiency=loc.percent(last["efficiency"]),
-            ),
-        )
-        low, high = min(devices), max(devices)
-        if high >= 4 * low:
-            axes.set_xscale("log", base=2)
-            ticks = [2**i for i in range(64) if low <= 2**i <= high]
-            axes.xaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // 10 + 1)]))
-            axes.xaxis.set_minor_locator(NullLocator())
-        axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: loc.number(v, 4)))
-        axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: loc.percent(v, 3)))
-        axes.set_ylim(0, 1.05)
-        axes.set_xlabel(_("Number of devices"))
-        axes.set_ylabel(_("Scaling efficiency"))
-        axes.legend(loc="lower left", frameon=False)
-        buffer = io.StringIO()
-        figure.savefig(buffer, format="svg", metadata={"Date": None})
-    return buffer.getvalue()
+    axes.plot(
+        [last["devices"]],
+        [last["efficiency"]],
+        marker="o",
+        markersize=9,
+        markerfacecolor="white",
+        markeredgewidth=2.4,
+        color=INK,
+        linestyle="none",
+        label=_(
+            "%(devices)s devices: %(efficiency)s",
+            devices=loc.number(last["devices"]),
+            efficiency=loc.percent(last["efficiency"]),
+        ),
+    )
+    low, high = min(devices), max(devices)
+    if high >= 4 * low:
+        axes.set_xscale("log", base=2)
+        ticks = [2**i for i in range(64) if low <= 2**i <= high]
+        axes.xaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // 10 + 1)]))
+        axes.xaxis.set_minor_locator(NullLocator())
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: loc.number(v, 4)))
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: loc.percent(v, 3)))
+    axes.set_ylim(0, 1.05)
+    axes.set_xlabel(_("Number of devices"))
+    axes.set_ylabel(_("Scaling efficiency"))
+    axes.legend(loc="lower left", frameon=False)
+    return figure

@@ -1,17 +1,18 @@
 """The prediction page's inputs: the fields of ``dpscale predict`` as the page shows them.
 
 Each field's rule is :class:`~dpscale.model.PredictQuery`'s, except the two the page words its
-own way (:class:`PageInputs`): the target in percent and a stored run's id for calibration.
+own way (:class:`PageInputs`): the percentages and a stored run's id for calibration.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from dpscale.model import PredictQuery, preset_names
 from dpscale.model.presets import load_preset
+from dpscale.model.query import PercentInputs
 from dpscale.web.i18n import N_
 from dpscale.web.registry import InputField
 
@@ -20,23 +21,12 @@ __all__ = ["FIELDS", "RUN_ID", "PageInputs"]
 RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
 
 
-class PageInputs(BaseModel):
-    """What the page and the API take besides :class:`PredictQuery`'s fields."""
+class PageInputs(PercentInputs):
+    """What the page and the API take besides :class:`PredictQuery`'s fields: the
+    percentages, as ``dpscale predict`` takes them, and a stored run to calibrate on."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    target_efficiency: float | None = Field(
-        default=None, gt=0, le=100, allow_inf_nan=False, description="Target, in percent."
-    )
     calibrate: str | None = Field(
         default=None, pattern=RUN_ID, description="Id of a stored measurement run."
-    )
-    jitter: float | None = Field(
-        default=None,
-        ge=0,
-        le=50,
-        allow_inf_nan=False,
-        description="Coefficient of variation of one device's micro-step, in percent.",
     )
 
 
