@@ -59,15 +59,22 @@ COVERAGE_CASES = {
     "comm near ideal": (comm_model(8), [0.005, 0.01], DOUBLINGS, [128, 512]),
 }
 NEAR_IDEAL = "comm near ideal"
+NOISES = (0.01, 0.03, 0.05)
 
 
-@pytest.mark.parametrize("name", COVERAGE_CASES)
-def test_intervals_hold_their_level_over_many_seeds(name: str) -> None:
-    """200 synthetic data sets with 3 % noise: each parameter's truth falls inside its 95 %
-    profile interval, and a new measurement far beyond the points inside the prediction
-    interval, between 90 % and 99 % of the time (a binomial 95 % band for 200 draws is about
-    +-3 points; the noise prior makes small samples slightly conservative); no band ever
-    reaches above the ideal line."""
+@pytest.mark.parametrize(
+    ("name", "noise"),
+    [(name, noise) for name in COVERAGE_CASES if name != NEAR_IDEAL for noise in NOISES]
+    + [(NEAR_IDEAL, 0.03)],
+)
+def test_intervals_hold_their_level_over_many_seeds(name: str, noise: float) -> None:
+    """200 synthetic data sets with 1, 3 and 5 % noise: each parameter's truth falls inside
+    its 95 % profile interval, and a new measurement far beyond the points inside the
+    prediction interval, between 90 % and 99 % of the time (a binomial 95 % band for 200
+    draws is about +-3 points); no band ever reaches above the ideal line. Every case leaves
+    three residual degrees of freedom, so ``s`` and ``t`` come from the residuals alone and
+    the coverage does not depend on the noise level (a fixed-weight prior at 2 % gave 0.87 at
+    5 %)."""
     model, losses, devices, far = COVERAGE_CASES[name]
     rng = np.random.default_rng(2024)
     n = np.asarray(devices)
@@ -78,14 +85,14 @@ def test_intervals_hold_their_level_over_many_seeds(name: str) -> None:
     prediction_hits = np.zeros(len(far))
     curve_hits = np.zeros(len(far))
     for _ in range(seeds):
-        points = Points(devices=n, throughput=truth * np.exp(rng.normal(0.0, 0.03, n.size)))
+        points = Points(devices=n, throughput=truth * np.exp(rng.normal(0.0, noise, n.size)))
         fitted = fit_model(model, points)
         for index, value in enumerate(losses, start=1):
             low, high = profile_interval(fitted, index)
             parameter_hits[index - 1] += low <= value <= high
         _, low, high = fitted.interval(far)
         assert np.all(high <= fitted.ideal(far) * (1 + 1e-12))
-        new = truth_far * np.exp(rng.normal(0.0, 0.03, len(far)))
+        new = truth_far * np.exp(rng.normal(0.0, noise, len(far)))
         prediction_hits += (low <= new) & (new <= high)
         curve_hits += (low <= truth_far) & (truth_far <= high)
     if name == NEAR_IDEAL:

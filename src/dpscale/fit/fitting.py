@@ -29,15 +29,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpscale.fit.data import Points
-from dpscale.fit.intervals import covariance, log_interval, noise_scale, t_quantile
+from dpscale.fit.intervals import NOISE_FLOOR, covariance, log_interval, noise_scale, t_quantile
 from dpscale.fit.models import ScalingModel
 
 __all__ = ["AICC_NOISE_FLOOR", "ModelFit", "NotIdentifiableError", "aicc", "fit_model"]
 
-AICC_NOISE_FLOOR = 1e-3
-"""Relative misfit below which points count as fitted exactly (0.1 %, the rounding of
-published figures): two models that both pass through every point tie on fit, and AICc's
-penalty then prefers the one with fewer parameters instead of comparing rounding noise."""
+AICC_NOISE_FLOOR = NOISE_FLOOR
+"""Below the rounding of published figures two models that both pass through every point
+tie on fit, and AICc's penalty then prefers the one with fewer parameters instead of
+comparing rounding noise."""
 
 
 class NotIdentifiableError(ValueError):

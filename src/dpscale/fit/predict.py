@@ -18,7 +18,7 @@ import numpy as np
 
 from dpscale.fit.data import MAX_DEVICES, Points
 from dpscale.fit.fitting import ModelFit
-from dpscale.fit.intervals import NOISE_PRIOR
+from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.fit.selection import ModelChoice, Selection, choose
 
@@ -119,6 +119,12 @@ def _notes(
             f"{n} points and {k} parameters: the curve passes through every point, so the "
             f"points cannot show their noise; the intervals assume {NOISE_PRIOR:.0%} "
             f"relative noise."
+        )
+    elif n - k < MIN_NOISE_DOF:
+        notes.append(
+            f"{n} points and {k} parameters leave {n - k} residual degree"
+            f"{'s' if n - k > 1 else ''} of freedom, too few to show the noise alone; the "
+            f"intervals also assume {NOISE_PRIOR:.0%} relative noise."
         )
     devices, means = _means(fitted.points)
     efficiency = means * baseline.devices / (devices * baseline.measured_throughput)

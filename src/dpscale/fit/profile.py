@@ -16,7 +16,7 @@ was cut there.
 >>> points = Points.of([(1, 100), (2, 190), (4, 345), (8, 580), (16, 880)])
 >>> low, high = profile_interval(fit_model(MODELS["amdahl"], points), 1)
 >>> round(low, 4), round(high, 4)
-(0.0495, 0.06)
+(0.0538, 0.0555)
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ leverage ``h_ii`` from the Jacobian at the optimum:
 
     t_i = e_i / (s_(i) sqrt(1 - h_ii)),   s_(i)^2 = (nu0 s0^2 + RSS - e_i^2 / (1 - h_ii)) / (nu - 1)
 
-``s_(i)`` is the noise estimate without point ``i`` (with the same weak prior as every
-interval), so under the model ``t_i`` follows Student's t with ``nu - 1`` degrees of freedom.
+``s_(i)`` is the noise estimate without point ``i`` (with the weak prior of the screening
+tests, :data:`dpscale.fit.intervals.SCREEN_PRIOR_WEIGHT`), so under the model ``t_i``
+follows Student's t with ``nu - 1`` degrees of freedom.
 The point is flagged when ``|t_i|`` passes the Bonferroni-corrected two-sided 1 % level,
 ``t_{nu - 1, 1 - 0.01 / (2 n)}``: over all ``n`` points, a clean data set has a flag less than
 1 % of the time. A flagged point keeps a weight ``(c / t_i)^2`` (``c`` that level), so that it
@@ -34,7 +35,7 @@ import numpy as np
 
 from dpscale.fit.data import Points
 from dpscale.fit.fitting import ModelFit, fit_model
-from dpscale.fit.intervals import NOISE_PRIOR, NOISE_PRIOR_WEIGHT, t_quantile
+from dpscale.fit.intervals import NOISE_PRIOR, SCREEN_PRIOR_WEIGHT, t_quantile
 from dpscale.fit.models import ScalingModel
 
 __all__ = ["OUTLIER_LEVEL", "Flag", "robust_fit"]
@@ -91,13 +92,13 @@ def _worst(fitted: ModelFit) -> tuple[int, float, float] | None:
         return None
     press = np.where(testable, residuals**2 / np.where(testable, 1 - leverage, 1.0), 0.0)
     # RSS without the point, never below 0 (the linearisation can overshoot).
-    without = NOISE_PRIOR_WEIGHT * NOISE_PRIOR**2 + np.maximum(fitted.rss - press, 0.0)
-    scale = np.sqrt(without / (NOISE_PRIOR_WEIGHT + dof - 1))
+    without = SCREEN_PRIOR_WEIGHT * NOISE_PRIOR**2 + np.maximum(fitted.rss - press, 0.0)
+    scale = np.sqrt(without / (SCREEN_PRIOR_WEIGHT + dof - 1))
     studentized = np.where(
         testable, residuals / (scale * np.sqrt(np.where(testable, 1 - leverage, 1.0))), 0.0
     )
     index = int(np.argmax(np.abs(studentized)))
-    threshold = t_quantile(NOISE_PRIOR_WEIGHT + dof - 1, 1 - OUTLIER_LEVEL / n)
+    threshold = t_quantile(SCREEN_PRIOR_WEIGHT + dof - 1, 1 - OUTLIER_LEVEL / n)
     if abs(studentized[index]) <= threshold:
         return None
     return index, float(studentized[index]), threshold

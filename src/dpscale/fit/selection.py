@@ -40,6 +40,7 @@ import numpy as np
 
 from dpscale.fit.data import Points
 from dpscale.fit.fitting import AICC_NOISE_FLOOR, ModelFit, NotIdentifiableError, fit_model
+from dpscale.fit.intervals import screening_scale
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
 from dpscale.fit.robust import Flag, robust_fit
 from dpscale.validation import InputError
@@ -225,7 +226,8 @@ def contention_test(comm: ModelFit, rival: ModelFit) -> tuple[float, float] | No
     misfit cannot be noise? None where the comm model has no residual degrees of freedom.
 
     ``F = (RSS_comm / dof_comm) / s_rival^2`` compares the comm model's residual variance
-    with the rival's noise estimate (prior-weighted, :mod:`dpscale.fit.intervals`); if the
+    with the rival's noise estimate (prior-weighted for screening,
+    :func:`dpscale.fit.intervals.screening_scale`); if the
     comm model holds, both estimate the same noise and ``F`` follows an F distribution with
     ``(dof_comm, nu_rival)`` degrees of freedom. The points decisively show contention when
     ``F`` passes its 99th percentile (a 1 % test; the models are not nested, so this is the
@@ -246,8 +248,10 @@ def contention_test(comm: ModelFit, rival: ModelFit) -> tuple[float, float] | No
     dof = count - comm.model.size
     if dof < 1 - 1e-9:
         return None
-    ratio = (_misfit(comm) / dof) / rival.noise**2
-    return ratio, float(stats.f.ppf(1 - CONTENTION_LEVEL, dof, rival.nu))
+    rival_count = len(rival.points) if rival.weights is None else float(np.sum(rival.weights))
+    noise, nu = screening_scale(rival.rss, rival_count - rival.model.size)
+    ratio = (_misfit(comm) / dof) / noise**2
+    return ratio, float(stats.f.ppf(1 - CONTENTION_LEVEL, dof, nu))
 
 
 def _physics_first(
