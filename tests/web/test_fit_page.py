@@ -14,6 +14,7 @@ import pytest
 
 from dpscale.web.i18n import LANGUAGES, localizer
 from dpscale.web.pages.fit import MODEL_TITLES
+from dpscale.web.templating import chart_version
 
 from .conftest import LiveServer, result_value
 
@@ -36,7 +37,8 @@ def test_share_link_carries_the_points_and_shows_the_fit(client: httpx.Client) -
     assert "At 512 devices" in html
     assert "37,077 samples/s (71.9%)" in html  # the comm model's plateau, not Amdahl's 8,186
     assert "outside this interval" in html  # Amdahl's disagreement is named
-    assert f'src="/chart/en/scaling-fit.svg?{query}"' in html.replace("&amp;", "&")
+    # The chart's address: the same inputs and the version of the code that draws it.
+    assert f'src="/chart/en/scaling-fit.svg?{query}&v={chart_version()}"' in unescape(html)
     assert ">devices,throughput\n1,100\n2,195\n4,371" in html  # the box shows them as given
     chart = client.get(f"/chart/en/scaling-fit.svg?{query}")
     assert chart.status_code == 200

@@ -19,7 +19,7 @@ from dpscale.web.forms import query_string, read_form
 from dpscale.web.i18n import LANGUAGES, language, localizer, preferred_language
 from dpscale.web.registry import Calculator, calculators
 from dpscale.web.security import same_origin
-from dpscale.web.templating import render
+from dpscale.web.templating import chart_version, render
 
 __all__ = ["not_found", "router"]
 
@@ -139,9 +139,12 @@ def chart(request: Request, code: str, slug: str) -> Response:
         message = " ".join(state.errors.values()) or loc.gettext("Fill in every field.")
         return Response(message, status_code=422, media_type="text/plain; charset=utf-8")
     svg = calc.chart(state.result, loc)
-    return Response(
-        svg, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"}
-    )
+    # The page's address for a chart carries the version of the code that draws it
+    # (chart_version), so those bytes never change; any other address (an old page's
+    # version, none) may be drawn differently by the next release.
+    current = request.query_params.get("v") == chart_version()
+    control = "public, max-age=31536000, immutable" if current else "public, max-age=86400"
+    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": control})
 
 
 @router.post("/{code}/{slug}/feedback", response_class=HTMLResponse)
