@@ -14,8 +14,9 @@ import pytest
 
 from dpscale.web.i18n import LANGUAGES, localizer
 from dpscale.web.pages.fit import MODEL_TITLES
+from dpscale.web.templating import chart_version
 
-from .conftest import LiveServer
+from .conftest import LiveServer, result_value
 
 STEP = "devices,throughput\n1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
 DDP = "1,329\n2,620\n8,2456"
@@ -34,9 +35,10 @@ def test_share_link_carries_the_points_and_shows_the_fit(client: httpx.Client) -
     html = page.text
     assert "Communication-aware model (ring all-reduce)" in html
     assert "At 512 devices" in html
-    assert "37,077 (71.9%)" in html  # the comm model's plateau, not Amdahl's 8,186
+    assert "37,077 samples/s (71.9%)" in html  # the comm model's plateau, not Amdahl's 8,186
     assert "outside this interval" in html  # Amdahl's disagreement is named
-    assert f'src="/chart/en/scaling-fit.svg?{query}"' in html.replace("&amp;", "&")
+    # The chart's address: the same inputs and the version of the code that draws it.
+    assert f'src="/chart/en/scaling-fit.svg?{query}&v={chart_version()}"' in unescape(html)
     assert ">devices,throughput\n1,100\n2,195\n4,371" in html  # the box shows them as given
     chart = client.get(f"/chart/en/scaling-fit.svg?{query}")
     assert chart.status_code == 200
@@ -44,6 +46,22 @@ def test_share_link_carries_the_points_and_shows_the_fit(client: httpx.Client) -
     assert "95 % prediction interval" in chart.text
     assert "Ideal (100 %)" in chart.text  # the efficiency view, with the ideal line
     assert "Efficiency" in chart.text
+
+
+def test_predictions_carry_the_throughput_unit(client: httpx.Client) -> None:
+    query = urlencode({"points": STEP, "at": "512", "devices_per_node": "8", "unit": "tokens/s"})
+    html = client.get(f"/ja/scaling-fit?{query}").text
+    assert result_value(html, "predictions") == "37,077 tokens/s (71.9%)"
+    assert '<th scope="col">スループット（tokens/s）</th>' in html
+    chart = unescape(client.get(f"/chart/ja/scaling-fit.svg?{query}").text)
+    assert "スループット（tokens/s）" in chart
+    api = client.get(f"/api/v1/scaling-fit?{query}").json()
+    assert api["unit"] == "tokens/s"
+    # Without one, samples/s, as on the scaling and prediction pages.
+    assert client.get("/api/v1/scaling-fit", params={"points": STEP}).json()["unit"] == "samples/s"
+    bad = client.get("/api/v1/scaling-fit", params={"points": STEP, "unit": "<b>"})
+    assert bad.status_code == 422
+    assert "unit" in bad.text
 
 
 def test_issue_12_points_give_a_page_and_a_chart_not_a_500(client: httpx.Client) -> None:

@@ -45,7 +45,9 @@ def test_changing_inputs_updates_table_chart_and_address(
         expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"micro_batch=32"))
         page.select_option("#in-hardware", "dgx-h100")
         expect(page).to_have_url(re.compile(r"hardware=dgx-h100&.*micro_batch=32"))
-        expect(value(page, "hardware")).to_have_text("dgx-h100, except: Network bandwidth per node")
+        expect(value(page, "hardware")).to_have_text(
+            "NVIDIA DGX H100 with 8x H100 SXM5, except: Network bandwidth per node"
+        )
         page.fill("#in-devices", "1,8,16,2048")
         expect(page.locator(".breakdown tbody tr")).to_have_count(4)
         expect(last_row(page).locator("th")).to_have_text("2,048")

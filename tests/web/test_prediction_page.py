@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from dpscale.model import PredictQuery, predict, preset_names
+from dpscale.model.presets import load_preset
 from dpscale.store.runs import save_run
 from dpscale.web.i18n import LANGUAGES, localizer
 
@@ -55,7 +56,9 @@ def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> N
     assert result_value(html, "best_bucket") == "134 MB"
     assert result_value(html, "gradients") == "2.6 GB"
     # The example's network is not the preset's, and the page says so.
-    assert result_value(html, "hardware") == "dgx-a100, except: Network bandwidth per node"
+    assert result_value(html, "hardware") == (
+        "NVIDIA DGX A100 with 8x A100 SXM4, except: Network bandwidth per node"
+    )
     assert sentence(html, "hardware").endswith(
         "network 25 GB/s per node × 96% achieved over RDMA = 24 GB/s."
     )
@@ -84,10 +87,10 @@ def test_step_breakdown_table(client: httpx.Client) -> None:
         "200",
         "24.96",
         "4.92",
-        "Intra-node link · ring",
+        "Intra-node link · Ring",
     ]
     assert rows[4][:4] == ["16", "2", "83.73%", "54.2% to 88%"]
-    assert rows[4][-1] == "Network · tree"
+    assert rows[4][-1] == "Network · Tree"
     assert rows[-1][2] == "53.9%"
     below = re.findall(r'<tr class="below-target">\s*<th scope="row">(\d+)<', html)
     assert below == ["16", "32", "64", "128", "256"]
@@ -120,7 +123,7 @@ def test_page_in_japanese(client: httpx.Client) -> None:
     assert result_value(html, "efficiency") == "53.9%"
     assert sentence(html, "max_devices").startswith("8 台までは予測効率が 90% 以上を保ちます")
     assert '<th scope="col">露出（ms）</th>' in html
-    assert table(html)[4][-1] == "ネットワーク · tree"
+    assert table(html)[4][-1] == "ネットワーク · ツリー"
     assert "予測のしくみ" in html
     assert "最終更新日" in html
 
@@ -346,14 +349,14 @@ def test_calibration_from_a_stored_run(client: httpx.Client, live_server: LiveSe
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ("", "dgx-a100 (NVIDIA DGX A100 with 8x A100 SXM4)"),
+        ("", "NVIDIA DGX A100 with 8x A100 SXM4"),
         (
             "&devices_per_node=8&inter_node_bandwidth=1600+Gbit/s&transport=rdma",
-            "dgx-a100 (NVIDIA DGX A100 with 8x A100 SXM4)",  # the preset's own values
+            "NVIDIA DGX A100 with 8x A100 SXM4",  # the preset's own values
         ),
         (
             "&devices_per_node=4&transport=tcp",
-            "dgx-a100, except: Devices per node and Network transport",
+            "NVIDIA DGX A100 with 8x A100 SXM4, except: Devices per node and Network transport",
         ),
     ],
 )
@@ -370,8 +373,9 @@ def test_a_fresh_page_claims_no_changes_in_any_language(client: httpx.Client) ->
         html = client.get(f"/{lang.code}/scaling-prediction").text
         loc = localizer(lang.code)
         network = loc.gettext("Network bandwidth per node")
-        changed = loc.gettext("%(preset)s, except: %(fields)s", preset="dgx-a100", fields=network)
-        assert result_value(html, "hardware").startswith("dgx-a100")
+        title = loc.gettext("NVIDIA DGX A100 with 8x A100 SXM4")
+        changed = loc.gettext("%(preset)s, except: %(fields)s", preset=title, fields=network)
+        assert result_value(html, "hardware") == title
         assert result_value(html, "hardware") != changed
 
 
@@ -459,3 +463,46 @@ def test_measured_from_a_stored_run(client: httpx.Client, live_server: LiveServe
     got = client.get(f"{API}?{DEFAULTS}&measured=run:{run_id}").json()
     assert got["inputs"]["measured"] == f"run {run_id}"
     assert got["inputs"]["jitter"] == pytest.approx(0.012)
+
+
+def _options(html: str, name: str) -> dict[str, str]:
+    select = re.search(rf'<select id="in-{name}".*?</select>', html, re.S)
+    assert select, f"no select for {name}"
+    return dict(re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select.group(0)))
+
+
+@pytest.mark.parametrize("code", [lang.code for lang in LANGUAGES])
+def test_presets_are_named_by_their_titles_in_the_page_language(
+    client: httpx.Client, code: str
+) -> None:
+    # Each preset's option and the hardware result read "NVIDIA DGX A100 with 8x A100 SXM4"
+    # in the page's language, never its id ("dgx-a100: ...") or English in another language.
+    loc = localizer(code)
+    options = _options(client.get(f"/{code}/scaling-prediction").text, "hardware")
+    assert set(options) == {"", *preset_names()}
+    for name in preset_names():
+        title = load_preset(name).title
+        assert unescape(options[name]) == loc.gettext(title)
+        assert name not in options[name]
+        if code != "en":
+            assert unescape(options[name]) != title
+    html = client.get(f"/{code}/scaling-prediction?{DEFAULTS}&hardware=pcie-100gbe").text
+    assert result_value(html, "hardware").startswith(
+        loc.gettext("PCIe server: 8 GPUs on PCIe Gen4 x16, one 100 GbE NIC, TCP")
+    )
+
+
+def test_algorithms_and_strategies_read_in_the_page_language(client: httpx.Client) -> None:
+    html = client.get(f"/ja/scaling-prediction?{DEFAULTS}&strategy=fsdp").text
+    assert _options(html, "algorithm") == {
+        "auto": "自動",
+        "ring": "リング",
+        "tree": "ツリー",
+        "hierarchical": "階層型",
+    }
+    assert _options(html, "strategy")["fsdp"] == "FSDP（フルシャード）"
+    assert sentence(html, "gradients").endswith("（FSDP（フルシャード））。")
+    rows = table(client.get(f"/de/scaling-prediction?{DEFAULTS}&algorithm=hierarchical").text)
+    assert rows[4][-1] == "Netzwerk · Hierarchisch"
+    html = client.get(f"/en/scaling-prediction?{DEFAULTS}").text
+    assert sentence(html, "gradients").endswith("as backward produces them (DDP).")

@@ -83,7 +83,10 @@ def test_the_issue_figures(client: httpx.Client) -> None:
     values["inter_node_bandwidth"] = "200 Gbit/s"
     html = client.get(f"/en/scaling-prediction?{query_string(CALC, values)}").text
     assert result_value(html, "efficiency") == "55.94%"
-    assert result_value(html, "hardware") == "aws-p5-efa, except: Network bandwidth per node"
+    assert result_value(html, "hardware") == (
+        "Cloud instance: AWS p5.48xlarge, 8x H100 with 3,200 Gbit/s EFA, except: Network bandwidth "
+        "per node"
+    )
 
 
 @pytest.mark.browser

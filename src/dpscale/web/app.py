@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.types import Scope
 
 from dpscale.store.db import StoreUnavailableError
 from dpscale.web import api, views
@@ -24,17 +25,27 @@ from dpscale.web.limits import Limits, LimitsMiddleware
 from dpscale.web.pages import fit as fit_page
 from dpscale.web.registry import calculators
 from dpscale.web.security import SecurityHeaders
-from dpscale.web.templating import STATIC_DIR, environment
+from dpscale.web.templating import STATIC_DIR, chart_version, environment, static_url
 
 __all__ = ["create_app"]
 
 
 class _Static(StaticFiles):
-    """Static files, cached for a year: their URLs carry a hash of their content."""
+    """Static files, cached for a year at the address the pages use, which carries a hash of
+    the file's content (``static_url``); at any other address (no hash, an old one) for an
+    hour, since the bytes there change with the next release."""
 
-    def file_response(self, *args: object, **kwargs: object) -> Response:
-        response = super().file_response(*args, **kwargs)  # type: ignore[arg-type]
-        response.headers["Cache-Control"] = "public, max-age=31536000, immutable"
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        if response.status_code in (200, 304):
+            requested = f"/static/{path}?{scope.get('query_string', b'').decode('latin-1')}"
+            try:
+                current = requested == static_url(path)
+            except OSError:  # a folder or a name the page never links to
+                current = False
+            response.headers["Cache-Control"] = (
+                "public, max-age=31536000, immutable" if current else "public, max-age=3600"
+            )
         return response
 
 
@@ -54,6 +65,7 @@ def create_app() -> FastAPI:
         localizer(lang.code)
         environment(lang.code)
     calculators()
+    chart_version()  # hashes the package's sources once, before the first chart is linked
     # innermost: costly requests (charts, fits, long predictions) take turns; read now, so a
     # bad setting stops start-up
     app.add_middleware(BudgetMiddleware, budget=Budget.from_env())

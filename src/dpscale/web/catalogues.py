@@ -21,6 +21,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po, write_po
 
+from dpscale.model.presets import load_preset, preset_names
 from dpscale.web.i18n import LANGUAGES, LOCALES_DIR, catalogue_path
 
 __all__ = ["PLACEHOLDER", "extract", "placeholders", "update"]
@@ -51,6 +52,10 @@ def extract() -> Catalog:
         ):
             location = [(prefix + filename, lineno)]
             template.add(message, None, location, auto_comments=comments, context=context)
+    # The page names each hardware preset by its title (no code calls gettext on it literally).
+    for name in preset_names():
+        location = [(f"../model/presets/{name}.toml", 1)]
+        template.add(load_preset(name).title, None, location)
     return template
 
 

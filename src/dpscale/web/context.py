@@ -24,7 +24,7 @@ from dpscale.store.feedback import MAX_COMMENT_LENGTH
 from dpscale.web.forms import FormState, query_string, read_form
 from dpscale.web.i18n import LANGUAGES, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
-from dpscale.web.templating import mathml, render
+from dpscale.web.templating import chart_version, mathml, render
 
 __all__ = [
     "EMBED_HEIGHTS",
@@ -245,7 +245,9 @@ def calculator_context(
         "in_embed": False,
         "fragment_path": f"/fragment/{code}/{calc.slug}",
         "chart_src": (
-            f"/chart/{code}/{calc.slug}.svg{suffix}" if calc.chart and state.valid else ""
+            f"/chart/{code}/{calc.slug}.svg?{query}{'&' if query else ''}v={chart_version()}"
+            if calc.chart and state.valid
+            else ""
         ),
         "chart_alt": loc.gettext(calc.chart_alt) if calc.chart_alt else "",
         "has_chart": calc.chart is not None,

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import cache, lru_cache
 
+from babel.core import Locale
 from babel.numbers import NumberFormatError, get_group_symbol, parse_decimal
 
 __all__ = ["canonical_number", "read_number"]
@@ -39,13 +41,22 @@ _FIXED_DIGITS = 40
 """Beyond 10**±40 the canonical form is scientific (no field allows such values anyway)."""
 
 
+@cache
+def _parsed(locale: str) -> Locale:
+    return Locale.parse(locale)
+
+
+@lru_cache(maxsize=4096)
 def _locale_reading(text: str, locale: str) -> Decimal | None:
-    group = get_group_symbol(locale)
+    """Cached: a page reads each of its numbers two or three times, and Babel's strict
+    parsing (which formats what it read to compare) was a tenth of rendering a page."""
+    parsed = _parsed(locale)
+    group = get_group_symbol(parsed)
     if group in _SPACES:
         for space in _SPACES:
             text = text.replace(space, group)
     try:
-        value = parse_decimal(text, locale=locale, strict=True)
+        value = parse_decimal(text, locale=parsed, strict=True)
     except (NumberFormatError, InvalidOperation):  # strict parsing re-formats what it read,
         return None  # which fails for some long exponents ("1.0000000000000002e+16" in es)
     return value if value.is_finite() else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -13,13 +14,14 @@ from starlette.exceptions import HTTPException
 
 from dpscale.store.db import StoreUnavailableError
 from dpscale.validation import FieldIssue, InputError
+from dpscale.web.budget import is_costly
 from dpscale.web.context import REGIONS, calculator_context, site_url
 from dpscale.web.feedback import feedback_message, store_feedback
 from dpscale.web.forms import query_string, read_form
 from dpscale.web.i18n import LANGUAGES, language, localizer, preferred_language
 from dpscale.web.registry import Calculator, calculators
 from dpscale.web.security import same_origin
-from dpscale.web.templating import render
+from dpscale.web.templating import chart_version, render
 
 __all__ = ["not_found", "router"]
 
@@ -89,8 +91,22 @@ def index(request: Request, code: str) -> HTMLResponse:
     return HTMLResponse(html, headers=_PUBLIC)
 
 
+async def _built(request: Request, build: Callable[..., Response], *args: str) -> Response:
+    """``build(request, *args)``: on the event loop for a page that costs a few milliseconds,
+    in the thread pool for a costly one (a fit, a long prediction), so the loop keeps
+    answering while it runs. Sending every page through the pool cost a thread hand-off each
+    and, at 64 connections, dozens of threads contending for the GIL."""
+    if is_costly(request.url.path, request.scope.get("query_string", b"")):
+        return await run_in_threadpool(build, request, *args)
+    return build(request, *args)
+
+
 @router.get("/{code}/{slug}", response_class=HTMLResponse)
-def page(request: Request, code: str, slug: str) -> HTMLResponse:
+async def page(request: Request, code: str, slug: str) -> Response:
+    return await _built(request, _page, code, slug)
+
+
+def _page(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     loc = localizer(_language(code))
     state = read_form(calc, _query(request), loc)
@@ -100,7 +116,11 @@ def page(request: Request, code: str, slug: str) -> HTMLResponse:
 
 
 @router.get("/embed/{code}/{slug}", response_class=HTMLResponse)
-def embed(request: Request, code: str, slug: str) -> HTMLResponse:
+async def embed(request: Request, code: str, slug: str) -> Response:
+    return await _built(request, _embed, code, slug)
+
+
+def _embed(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     state = read_form(calc, _query(request), localizer(_language(code)))
     # The host site's colours: light or dark, else the reader's system setting.
@@ -112,8 +132,12 @@ def embed(request: Request, code: str, slug: str) -> HTMLResponse:
 
 
 @router.get("/fragment/{code}/{slug}")
-def fragment(request: Request, code: str, slug: str) -> JSONResponse:
+async def fragment(request: Request, code: str, slug: str) -> Response:
     """The parts of a page that depend on its inputs, for the script that updates it live."""
+    return await _built(request, _fragment, code, slug)
+
+
+def _fragment(request: Request, code: str, slug: str) -> JSONResponse:
     calc = _calculator(slug)
     state = read_form(calc, _query(request), localizer(_language(code)))
     context = calculator_context(request, calc, code, state)
@@ -139,9 +163,12 @@ def chart(request: Request, code: str, slug: str) -> Response:
         message = " ".join(state.errors.values()) or loc.gettext("Fill in every field.")
         return Response(message, status_code=422, media_type="text/plain; charset=utf-8")
     svg = calc.chart(state.result, loc)
-    return Response(
-        svg, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"}
-    )
+    # The page's address for a chart carries the version of the code that draws it
+    # (chart_version), so those bytes never change; any other address (an old page's
+    # version, none) may be drawn differently by the next release.
+    current = request.query_params.get("v") == chart_version()
+    control = "public, max-age=31536000, immutable" if current else "public, max-age=86400"
+    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": control})
 
 
 @router.post("/{code}/{slug}/feedback", response_class=HTMLResponse)

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
+from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery, FitResult, fit
 from dpscale.fit.data import MAX_DEVICES, MAX_TEXT
 from dpscale.fit.plot import PlotLabels, plot_svg
+from dpscale.spec.scaling import UNITS
 from dpscale.validation import FieldIssue, parse
 from dpscale.web.i18n import N_, Localizer, language, localizer
 from dpscale.web.registry import Calculator, Formula, InputField, Presentation, ResultItem
@@ -41,8 +46,29 @@ MODEL_TITLES = {
 }
 
 
-def compute(values: Mapping[str, str]) -> FitResult:
-    return fit(parse(FitQuery, values))
+class PageInputs(BaseModel):
+    """What the page and the API take besides :class:`FitQuery`'s fields."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    unit: str = Field(
+        default="samples/s", pattern=UNIT_PATTERN, description="Unit of the measured throughputs."
+    )
+
+
+@dataclass(frozen=True)
+class FitPage:
+    """A fit and the unit its throughputs are shown in; ``to_dict()`` is the API's JSON."""
+
+    result: FitResult
+    unit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.result.to_dict(), "unit": self.unit}
+
+
+def compute(values: Mapping[str, str]) -> FitPage:
+    return FitPage(fit(parse(FitQuery, values)), parse(PageInputs, values).unit)
 
 
 def _amount(loc: Localizer, value: float) -> str:
@@ -74,8 +100,9 @@ def _reason(result: FitResult, loc: Localizer) -> str:
     )
 
 
-def _notes(result: FitResult, loc: Localizer) -> tuple[str, ...]:
+def _notes(page: FitPage, loc: Localizer) -> tuple[str, ...]:
     _ = loc.gettext
+    result = page.result
     notes = []
     far = [p for p in result.predictions if p.extrapolated]
     if far:
@@ -89,7 +116,7 @@ def _notes(result: FitResult, loc: Localizer) -> tuple[str, ...]:
                         "interval: the points cannot settle which model holds that far out.",
                         devices=loc.number(target.devices),
                         model=loc.gettext(MODEL_TITLES[other.model.name]),
-                        value=_amount(loc, value),
+                        value=f"{_amount(loc, value)} {page.unit}",
                     )
                 )
     flag = result.selection.flag
@@ -113,8 +140,9 @@ def _notes(result: FitResult, loc: Localizer) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def present(result: FitResult, loc: Localizer) -> Presentation:
+def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
+    result, unit = page.result, page.unit
     base = result.baseline
     baseline = (
         _("one device")
@@ -133,13 +161,13 @@ def present(result: FitResult, loc: Localizer) -> Presentation:
         ResultItem(
             key="predictions",
             label=_("At %(devices)s devices", devices=loc.number(last.devices)),
-            value=f"{_amount(loc, last.throughput)} ({loc.percent(last.efficiency, 3)})",
+            value=f"{_amount(loc, last.throughput)} {unit} ({loc.percent(last.efficiency, 3)})",
             sentence=_(
                 "Throughput %(throughput)s, 95 %% prediction interval %(low)s to %(high)s; "
                 "efficiency %(efficiency)s relative to %(baseline)s.",
-                throughput=_amount(loc, last.throughput),
+                throughput=f"{_amount(loc, last.throughput)} {unit}",
                 low=_amount(loc, last.throughput_low),
-                high=_amount(loc, last.throughput_high),
+                high=f"{_amount(loc, last.throughput_high)} {unit}",
                 efficiency=loc.percent(last.efficiency, 3),
                 baseline=baseline,
             ),
@@ -182,7 +210,7 @@ def present(result: FitResult, loc: Localizer) -> Presentation:
                 value=_("%(devices)s devices", devices=loc.number(round(peak["devices"]))),
                 sentence=_(
                     "Beyond it, adding devices lowers throughput (peak %(throughput)s).",
-                    throughput=_amount(loc, peak["throughput"]),
+                    throughput=f"{_amount(loc, peak['throughput'])} {unit}",
                 ),
             )
         )
@@ -197,15 +225,15 @@ def present(result: FitResult, loc: Localizer) -> Presentation:
                 ),
             )
         )
-    return Presentation(items=tuple(items), notes=_notes(result, loc))
+    return Presentation(items=tuple(items), notes=_notes(page, loc))
 
 
-def chart(result: FitResult, loc: Localizer) -> str:
+def chart(page: FitPage, loc: Localizer) -> str:
     _ = loc.gettext
     labels = PlotLabels(
         title=_("Scaling fit: {model}"),
         devices=_("Devices"),
-        throughput=_("Throughput"),
+        throughput=_("Throughput (%(unit)s)", unit=page.unit),
         measured=_("Measured"),
         fitted=_("Fitted ({model})"),
         band=_("95 % prediction interval"),
@@ -216,7 +244,7 @@ def chart(result: FitResult, loc: Localizer) -> str:
         number=loc.number,
         model=lambda name: _(MODEL_TITLES[name]),
     )
-    return plot_svg(result, labels)
+    return plot_svg(page.result, labels)
 
 
 _LINE = re.compile(r"^(line|item) (\d+)")
@@ -382,6 +410,18 @@ CALCULATOR = Calculator(
             suffix="%",
             required=False,
             advanced=True,
+        ),
+        InputField(
+            name="unit",
+            model=PageInputs,
+            label=N_("Throughput unit"),
+            help=N_("The unit of the measured throughputs: it carries through to the results."),
+            default="samples/s",
+            kind="text",
+            required=False,
+            advanced=True,
+            suggestions=UNITS,
+            invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
         ),
     ),
     compute=compute,

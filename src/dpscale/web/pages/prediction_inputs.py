@@ -16,7 +16,7 @@ from dpscale.model.query import PercentInputs
 from dpscale.web.i18n import N_
 from dpscale.web.registry import InputField
 
-__all__ = ["FIELDS", "RUN_ID", "PageInputs"]
+__all__ = ["ALGORITHM_NAMES", "FIELDS", "RUN_ID", "STRATEGY_NAMES", "PageInputs"]
 
 RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
 
@@ -30,13 +30,30 @@ class PageInputs(PercentInputs):
     )
 
 
+ALGORITHM_NAMES = {
+    "ring": N_("Ring"),
+    "tree": N_("Tree"),
+    "hierarchical": N_("Hierarchical"),
+}
+"""The all-reduce algorithms as the page names them (the table says which one each count uses)."""
+STRATEGY_NAMES = {
+    "ddp": "DDP",
+    "zero1": "ZeRO-1",
+    "zero2": "ZeRO-2",
+    "zero3": "ZeRO-3",
+    "fsdp": N_("FSDP (full shard)"),
+}
+
+
 def _choices(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     return tuple((value, value) for value in values)
 
 
 def _presets() -> tuple[tuple[str, str], ...]:
     custom = ("", N_("Custom: enter the values below"))
-    return (custom, *((name, f"{name}: {load_preset(name).title}") for name in preset_names()))
+    # Titles are message ids (extracted by dpscale.web.catalogues), so each reads in the page's
+    # language; the id stays the option's value, as ``--hardware`` takes it.
+    return (custom, *((name, load_preset(name).title) for name in preset_names()))
 
 
 def _field(name: str, label: str, help: str, **options: Any) -> InputField:
@@ -162,7 +179,7 @@ FIELDS = (
         N_("All-reduce algorithm"),
         N_("auto takes the cheaper of ring and tree for each bucket, as NCCL does."),
         kind="text",
-        choices=_choices(("auto", "ring", "tree", "hierarchical")),
+        choices=(("auto", N_("Automatic")), *ALGORITHM_NAMES.items()),
         advanced=True,
     ),
     _field(
@@ -170,13 +187,7 @@ FIELDS = (
         N_("Data-parallel strategy"),
         N_("ZeRO and FSDP move other volumes than DDP's one all-reduce per step."),
         kind="text",
-        choices=(
-            ("ddp", "DDP"),
-            ("zero1", "ZeRO-1"),
-            ("zero2", "ZeRO-2"),
-            ("zero3", "ZeRO-3"),
-            ("fsdp", N_("FSDP (full shard)")),
-        ),
+        choices=tuple(STRATEGY_NAMES.items()),
         advanced=True,
     ),
     _field(

@@ -10,6 +10,7 @@ from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
 from dpscale.units import format_bandwidth, format_bytes
 from dpscale.web.i18n import N_, Localizer
+from dpscale.web.pages.prediction_inputs import ALGORITHM_NAMES, STRATEGY_NAMES
 from dpscale.web.registry import Presentation, ResultItem
 
 __all__ = ["MAX_ROWS", "Prediction", "Row", "present"]
@@ -85,7 +86,7 @@ class Prediction:
                 comm_ms=_ms(loc, p["comm_time_s"]),
                 exposed_ms=_ms(loc, p["exposed_comm_time_s"]),
                 limited_by=_limit(p["limited_by"], loc),
-                algorithm=p["algorithm"] if p["devices"] > 1 else "–",
+                algorithm=loc.gettext(ALGORITHM_NAMES[p["algorithm"]]) if p["devices"] > 1 else "–",
                 below_target=target is not None and p["efficiency"] < target,
             )
             for p in shown
@@ -173,7 +174,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
                 dtype=sc.grad_dtype,
                 buckets=num(last["buckets"]),
                 bucket=loc.quantity(format_bytes(sc.bucket_bytes)),
-                strategy=sc.strategy,
+                strategy=loc.gettext(STRATEGY_NAMES[sc.strategy]),
             ),
         )
     )
@@ -217,20 +218,21 @@ def _same(a: object, b: object) -> bool:
 
 
 def _hardware_name(hw: Hardware, loc: Localizer) -> str:
-    """The preset's name and title; with the values that differ from it named (whoever set
-    them: the page's own example sets the network); or ``custom``."""
+    """The preset's title in the page's language; with the values that differ from it named
+    (whoever set them: the page's own example sets the network); or ``custom``."""
     preset, _, _ = hw.name.partition(" with changes")
     if preset not in preset_names():
         return loc.gettext("Custom")
     shipped = load_preset(preset)
+    title = loc.gettext(shipped.title)
     differ = [
         loc.gettext(label)
         for attribute, label in _HARDWARE_FIELDS
         if not _same(getattr(hw, attribute), getattr(shipped.hardware, attribute))
     ]
     if not differ:
-        return f"{preset} ({shipped.title})"
-    return loc.gettext("%(preset)s, except: %(fields)s", preset=preset, fields=loc.list(differ))
+        return title
+    return loc.gettext("%(preset)s, except: %(fields)s", preset=title, fields=loc.list(differ))
 
 
 def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
