@@ -116,7 +116,7 @@ EMBED_HEIGHTS = {
     "effective-batch-size": 720,  # 691
     "pipeline-bubble": 740,  # 705
     "scaling-prediction": 2100,  # 2,033: the table of every device count
-    "scaling-fit": 2100,  # 2,035
+    "scaling-fit": 2240,  # 2,162 with the efficiency chart, the unit and the fit's notes
 }
 """Default iframe height (px) of each embed: its content at 640 px wide, with the worked
 example's inputs; tests/web/test_embed.py checks that the content fits. The snippet's script
