@@ -31,9 +31,6 @@ CROSSINGS = {
     # `dpscale serve` starts the web surface: the one command that imports it (lazily).
     ("dpscale.cli.serve", "dpscale.web.app"),
     ("dpscale.cli.serve", "dpscale.web.server"),
-    # load_calibration("run-id") reads a stored run (lazily): the one place the model reaches
-    # down into the store; a caller passing the run in would remove it.
-    ("dpscale.model.calibrate", "dpscale.store.runs"),
 }
 """Imports that go down the layers, each for a reason given; no other is allowed."""
 
