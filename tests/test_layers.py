@@ -28,8 +28,9 @@ LAYERS = (
 dpscale; the package's ``__init__`` and ``__main__`` are its front doors, above no one)."""
 FRONT_DOORS = ("dpscale", "dpscale.__main__")
 CROSSINGS = {
-    # `dpscale serve` starts the web surface: the one command that imports it (lazily).
-    ("dpscale.cli.serve", "dpscale.web.app"),
+    # Not a layer below reaching down but one surface launching the other: `dpscale serve` is
+    # the web surface's launcher, and its one entry point is web.server (check_app, run); the
+    # web imports nothing of the CLI, and no other CLI module imports the web.
     ("dpscale.cli.serve", "dpscale.web.server"),
 }
 """Imports that go down the layers, each for a reason given; no other is allowed."""
