@@ -75,6 +75,13 @@ def test_the_page_fields_are_the_described_ones() -> None:
     assert [name for name in PREDICTION.preset_fields if fresh.get(name)] == []
 
 
+def test_the_inputs_a_preset_fills_are_the_preset_files() -> None:
+    from dpscale.model.presets import load_preset, preset_names
+
+    for name in preset_names():
+        assert set(PREDICTION.preset_fields) == set(load_preset(name).values), name
+
+
 def test_the_cli_and_help_do_not_load_the_model() -> None:
     code = (
         "import sys\nfrom dpscale.cli.main import _register\n_register([])\n"

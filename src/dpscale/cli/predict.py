@@ -17,7 +17,7 @@ from dpscale.cli._common import (
     print_json,
     read_input,
 )
-from dpscale.spec.prediction import PREDICTION, PredictInput, terminal_help
+from dpscale.spec.prediction import LIMITS, PREDICTION, PredictInput, terminal_help
 
 EXAMPLE = "Example: " + "; ".join(PREDICTION.examples)
 
@@ -127,14 +127,6 @@ def _print_presets(as_json: bool) -> None:
     Console(soft_wrap=True).print(table)
 
 
-_LIMITS = {
-    "none": "-",
-    "intra_node_bandwidth": "node",
-    "inter_node_bandwidth": "network",
-    "latency": "latency",
-}
-
-
 def _ms(seconds: float) -> str:
     return f"{number(seconds * 1e3)} ms"
 
@@ -167,7 +159,7 @@ def _print_result(result: Any, plot: str | None) -> None:
             number(p["step_time_s"] * 1e3),
             number(p["comm_time_s"] * 1e3),
             number(p["exposed_comm_time_s"] * 1e3),
-            _LIMITS[p["limited_by"]] + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
+            LIMITS[p["limited_by"]].terminal + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
         )
     console.print(table)
     micro = sc.micro_batch / sc.per_device_throughput

@@ -31,9 +31,13 @@ if TYPE_CHECKING:
     from dpscale.model.scenario import Scenario
 
 __all__ = [
+    "ALGORITHM_NAMES",
+    "LIMITS",
     "PREDICTION",
+    "STRATEGY_NAMES",
     "PredictInput",
     "Prediction",
+    "Wording",
     "calibration",
     "default_text",
     "input_model",
@@ -272,6 +276,24 @@ STRATEGY_NAMES = {
     "zero3": "ZeRO-3",
     "fsdp": N_("FSDP (full shard)"),
 }
+
+
+@dataclass(frozen=True)
+class Wording:
+    """One value of a result as the page names it (a msgid) and as the terminal does."""
+
+    label: str
+    terminal: str
+
+
+LIMITS = {
+    "none": Wording("–", "-"),
+    "intra_node_bandwidth": Wording(N_("Intra-node link"), "node"),
+    "inter_node_bandwidth": Wording(N_("Network"), "network"),
+    "latency": Wording(N_("Latency"), "latency"),
+}
+"""What limits the step at each device count (``limited_by`` in the JSON); "none" (one device)
+is a dash, not translated."""
 
 PREDICTION = Prediction(
     command="predict",

@@ -11,11 +11,11 @@ from pydantic import Field
 from dpscale.model import PredictQuery, preset_names
 from dpscale.model.presets import load_preset
 from dpscale.model.query import PercentInputs
-from dpscale.spec.prediction import ALGORITHM_NAMES, PREDICTION, STRATEGY_NAMES, PredictInput
+from dpscale.spec.prediction import PREDICTION, PredictInput
 from dpscale.web.i18n import N_
 from dpscale.web.registry import InputField
 
-__all__ = ["ALGORITHM_NAMES", "FIELDS", "RUN_ID", "STRATEGY_NAMES", "PageInputs"]
+__all__ = ["FIELDS", "RUN_ID", "PageInputs"]
 
 RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
 
