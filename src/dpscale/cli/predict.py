@@ -61,11 +61,12 @@ def predict(**options: Any) -> None:
         _print_presets(as_json)
         return
     plot, calibrate = options.pop("plot"), options.pop("calibrate")
-    percent = {item.name for item in PREDICTION.inputs if item.percent}
-    percentages = read_input(PercentInputs, {name: options[name] for name in percent}).fractions()
+    in_percent = {item.name for item in PREDICTION.inputs if item.percent}
+    typed = {name: options[name] for name in in_percent}
+    percentages = read_input(PercentInputs, typed).fractions()
     measured = options["measured"]
     inline = measured is None or is_inline(measured, files=True)
-    values = {name: value for name, value in options.items() if name not in percent}
+    values = {name: value for name, value in options.items() if name not in in_percent}
     query = read_input(
         PredictQuery, {**values, "measured": measured if inline else None, **percentages}
     )
