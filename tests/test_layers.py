@@ -28,12 +28,10 @@ LAYERS = (
 dpscale; the package's ``__init__`` and ``__main__`` are its front doors, above no one)."""
 FRONT_DOORS = ("dpscale", "dpscale.__main__")
 CROSSINGS = {
-    # `dpscale serve` starts the web surface: the one command that imports it (lazily).
-    ("dpscale.cli.serve", "dpscale.web.app"),
+    # Not a layer below reaching down but one surface launching the other: `dpscale serve` is
+    # the web surface's launcher, and its one entry point is web.server (check_app, run); the
+    # web imports nothing of the CLI, and no other CLI module imports the web.
     ("dpscale.cli.serve", "dpscale.web.server"),
-    # load_calibration("run-id") reads a stored run (lazily): the one place the model reaches
-    # down into the store; a caller passing the run in would remove it.
-    ("dpscale.model.calibrate", "dpscale.store.runs"),
 }
 """Imports that go down the layers, each for a reason given; no other is allowed."""
 

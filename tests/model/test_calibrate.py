@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from dpscale.model.calibrate import (
+    calibration_from_run,
     calibration_from_samples,
     load_calibration,
     read_dpscale_run,
@@ -140,18 +141,16 @@ def test_dpscale_measurement_file(tmp_path: Path) -> None:
     assert cal.latency_s == pytest.approx(1e-4, rel=0.05)
 
 
-def test_stored_run_by_id(sqlite_url: str) -> None:
-    from dpscale.store.runs import save_run
-
-    save_run(RUN, url=sqlite_url)
-    cal = load_calibration("cal-1", url=sqlite_url)
+def test_a_stored_run_passed_in() -> None:
+    # The caller reads the store (dpscale.spec.prediction.calibration); the model takes the run.
+    cal = calibration_from_run(RUN, "cal-1")
     assert cal.source == "run cal-1"
     assert cal.bus_bandwidth == pytest.approx(5e9, rel=0.01)
 
 
-def test_unknown_reference_names_the_option(sqlite_url: str) -> None:
-    with pytest.raises(InputError) as caught:
-        load_calibration("no-such-thing", url=sqlite_url)
+def test_a_missing_file_names_the_option() -> None:
+    with pytest.raises(InputError, match="no file 'no-such-thing'") as caught:
+        load_calibration("no-such-thing")
     assert caught.value.issues[0].field == "calibrate"
 
 

@@ -2,6 +2,7 @@
 
 import inspect
 import json
+import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -229,27 +230,27 @@ def test_bad_new_inputs_give_one_line(
     assert words in err
 
 
-def test_option_defaults_are_the_input_models() -> None:
+def test_option_defaults_are_the_input_models(capsys: pytest.CaptureFixture[str]) -> None:
     from dpscale.cli.predict import predict
-    from dpscale.model.query import PredictQuery
     from dpscale.model.step import BACKWARD_FRACTION, DDP_BUCKET_BYTES, OVERLAP_SLOWDOWN
 
     options = {
         name: parameter.default for name, parameter in inspect.signature(predict).parameters.items()
     }
-    for name, field in PredictQuery.model_fields.items():
-        if name in options and options[name].default is not None:
-            assert options[name].default in (field.default, str(field.default)), name
-    # The defaults that are the model's constants are left to the model (no option default,
-    # so a changed constant is what the command uses); the help states them, as they are.
-    helps = {name: options[name].help for name in ("backward_fraction", "bucket_size")}
-    assert options["backward_fraction"].default is None
-    assert options["bucket_size"].default is None
+    # No option has a default of its own: left out, the model's applies, so a changed default
+    # or constant is what the command uses; the help states them, read from the model.
+    assert [name for name, option in options.items() if option.default not in (None, False)] == []
+    status, out, _ = run(capsys, "predict", "--help")
+    assert status == 0
+    flat = " ".join(out.replace("│", " ").split())
     fraction = Fraction(BACKWARD_FRACTION).limit_denominator(100)
     assert float(fraction) == BACKWARD_FRACTION
-    assert f"(default {fraction})" in helps["backward_fraction"]
-    assert f"(default {DDP_BUCKET_BYTES / 2**20:g} MiB," in helps["bucket_size"]
-    assert f"default {OVERLAP_SLOWDOWN:g}," in options["overlap_slowdown"].help
+    assert f"(default {fraction})" in flat
+    assert f"(default {DDP_BUCKET_BYTES / 2**20:g} MiB," in flat
+    assert f"default {OVERLAP_SLOWDOWN:g}," in flat
+    assert "Gradient precision: fp32, bf16, fp16, fp8. Default: fp32." in flat
+    assert "Default: 1..1024." in flat
+    assert "%(" not in flat
 
 
 CHANGED_CONSTANTS = """
@@ -278,3 +279,19 @@ def test_changing_a_constant_changes_the_cli_default() -> None:
     assert inputs["backward_fraction"] == 0.5
     assert inputs["bucket_bytes"] == 32 * 2**20
     assert inputs["overlap_slowdown"] == 0.25
+
+
+def test_changing_a_constant_changes_the_help() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CHANGED_CONSTANTS, "predict", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stderr
+    flat = " ".join(done.stdout.replace("│", " ").split())
+    assert "(default 0.5)" in flat
+    assert "(default 32 MiB," in flat
+    assert "default 0.25," in flat

@@ -136,3 +136,19 @@ def test_the_spec_layer_imports_no_surface() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("description", DESCRIPTIONS, ids=lambda d: d.command)
+def test_each_description_is_a_page_without_a_page_module(description: Description) -> None:
+    # The registry builds the page from the description alone: its article's formulas and
+    # date are the description's, and its article template is the one file the web needs.
+    from pathlib import Path
+
+    import dpscale.web
+
+    entry = find(description.slug)
+    assert entry is not None
+    assert entry.command == description.command
+    assert entry.formulas == description.formulas != ()
+    assert entry.updated == description.updated
+    assert (Path(dpscale.web.__file__).parent / "templates" / entry.template).is_file()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import inspect
 from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperOption
 
 from dpscale.cli._common import (
     JSON_HELP,
@@ -16,201 +17,64 @@ from dpscale.cli._common import (
     print_json,
     read_input,
 )
+from dpscale.spec.prediction import LIMITS, PREDICTION, PredictInput, terminal_help
 
-EXAMPLE = (
-    "Example: dpscale predict --params 138e6 --grad-dtype fp32 --micro-batch 64 "
-    '--per-device-throughput 130.9 --devices-per-node 4 --intra-node-bandwidth "12 GB/s" '
-    '--inter-node-bandwidth "25 Gbit/s" --transport rdma --devices 1,16,128,512 '
-    "--target-efficiency 90%"
-)
+EXAMPLE = "Example: " + "; ".join(PREDICTION.examples)
 
 
-def _option(metavar: str, help_text: str, *names: str) -> Any:
-    return typer.Option(None, *names, metavar=metavar, help=help_text)
+class _HelpFromModel(TyperCommand):
+    """Fills each option's help with the model's default and choices when the help is shown:
+    building the options must not import the model (scipy), which ``dpscale --help`` and
+    every other command would then pay."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        for param in self.params:
+            item = PREDICTION.input(param.name or "")
+            if item is not None and isinstance(param, TyperOption):
+                param.help = terminal_help(item)
+        super().format_help(ctx, formatter)
 
 
-def predict(
-    params: str = _option("COUNT", "Model parameters: 138e6, 138M, 1.2B.", "--params"),
-    grad_dtype: str = typer.Option(
-        "fp32", "--grad-dtype", help="Gradient precision: fp32, bf16, fp16, fp8."
-    ),
-    micro_batch: str = _option("INT", "Samples per device per micro-step.", "--micro-batch"),
-    grad_accum: str = typer.Option("1", "--grad-accum", metavar="INT", help="Micro-steps/step."),
-    throughput_grad_accum: str = _option(
-        "INT",
-        "Micro-steps per step when --per-device-throughput was measured (default: "
-        "--grad-accum); its optimizer step was spread over them.",
-        "--throughput-grad-accum",
-    ),
-    per_device_throughput: str = _option(
-        "FLOAT",
-        "One device alone, in samples/s (the unit of --micro-batch).",
-        "--per-device-throughput",
-    ),
-    flops_per_sample: str = _option(
-        "COUNT",
-        "Training FLOPs per sample (instead of --per-device-throughput).",
-        "--flops-per-sample",
-    ),
-    achieved_tflops: str = _option(
-        "FLOAT", "Achieved TFLOP/s per device (with --flops-per-sample).", "--achieved-tflops"
-    ),
-    hardware: str = _option("NAME", "Hardware preset (see --list-hardware).", "--hardware"),
-    devices_per_node: str = _option("INT", "Devices per node.", "--devices-per-node"),
-    intra_node_bandwidth: str = _option(
-        "BANDWIDTH",
-        'All-reduce bus bandwidth per device inside a node, e.g. "130 GB/s".',
-        "--intra-node-bandwidth",
-    ),
-    inter_node_bandwidth: str = _option(
-        "BANDWIDTH",
-        'Nominal network bandwidth of one node, e.g. "25 Gbit/s".',
-        "--inter-node-bandwidth",
-    ),
-    intra_node_latency: str = _option(
-        "DURATION", 'Per hop, e.g. "3.4 us".', "--intra-node-latency"
-    ),
-    inter_node_latency: str = _option(
-        "DURATION", 'Per hop, e.g. "9.6 us".', "--inter-node-latency"
-    ),
-    transport: str = _option("tcp|rdma", "Network transport.", "--transport"),
-    devices: str = typer.Option(
-        "1..1024",
-        "--devices",
-        "-d",
-        help="Device counts: 1,16,128 or 1-512 (every count) or 1..512 (doubling).",
-    ),
-    bucket_size: str = _option(
-        "SIZE", "DDP gradient bucket size (default 25 MiB, as DDP's).", "--bucket-size"
-    ),
-    algorithm: str = typer.Option(
-        "auto", "--algorithm", help="All-reduce: auto, ring, tree, hierarchical."
-    ),
-    strategy: str = typer.Option(
-        "ddp", "--strategy", help="ddp, zero1, zero2, zero3 or fsdp (full shard)."
-    ),
-    backward_fraction: str = _option(
-        "FLOAT", "Share of compute in backward (default 2/3).", "--backward-fraction"
-    ),
-    overlap: bool = typer.Option(
-        True,
-        "--overlap/--no-overlap",
-        help="Gradient communication overlaps backward.",
-    ),
-    overlap_slowdown: str = _option(
-        "FLOAT",
-        "Compute slowdown while overlapped with communication (0-1; default 0.189, and the "
-        "band spans 0.05-0.35).",
-        "--overlap-slowdown",
-    ),
-    step_overhead: str = _option(
-        "DURATION",
-        "Measured fixed cost per step (default: the wrapper's, 1.4-5.6 % of a micro-step).",
-        "--step-overhead",
-    ),
-    optimizer: str = _option(
-        "NAME",
-        "none, sgd, momentum, adam, adamw or lamb (default: adam, the band spans none-lamb).",
-        "--optimizer",
-    ),
-    device_memory_bandwidth: str = _option(
-        "BANDWIDTH",
-        "One device's memory bandwidth, e.g. \"900 GB/s\" (default: the preset's).",
-        "--device-memory-bandwidth",
-    ),
-    jitter: str = _option(
-        "PERCENT",
-        "Coefficient of variation of one device's micro-step time, e.g. 1% "
-        "(default 1 %, the band spans 0.3-3 %).",
-        "--jitter",
-    ),
-    fusion_cycle: str = _option(
-        "DURATION",
-        "Horovod's cycle time (HOROVOD_CYCLE_TIME; 5 ms before Horovod 0.21, 1 ms since): "
-        "fused messages hold what backward produces in one cycle, up to --bucket-size.",
-        "--fusion-cycle",
-    ),
-    measured: str = _option(
-        "POINTS|FILE|run:ID",
-        'Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
-        "file as dpscale fit reads, or a stored run (run:ID); calibrates fixed cost and "
-        "jitter.",
-        "--measured",
-    ),
-    target_efficiency: str = _option(
-        "PERCENT",
-        "Target efficiency in percent (90 or 90%): answers what to change.",
-        "--target-efficiency",
-    ),
-    unit: str = typer.Option("samples/s", "--unit", "-u", help="Unit of the throughput."),
-    calibrate: str = _option(
-        "FILE|RUN_ID",
-        "nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run id.",
-        "--calibrate",
-    ),
-    plot: str = _option("FILE", "Write the E(N) chart to FILE (.png, .svg or .pdf).", "--plot"),
-    list_hardware: bool = typer.Option(False, "--list-hardware", help="List presets and exit."),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
-    """Predict data-parallel scaling efficiency from model size, batch, precision and network.
+def _parameter(item: PredictInput) -> inspect.Parameter:
+    names: tuple[str, ...]
+    if item.switch:
+        names = (f"{item.option}/{item.off}",) if item.off else (item.option,)
+        option = typer.Option(None if item.off else False, *names, help=item.help)
+        annotation: Any = bool | None if item.off else bool
+    else:
+        names = (item.option, item.short) if item.short else (item.option,)
+        option = typer.Option(None, *names, metavar=item.metavar, help=item.help)
+        annotation = str | None
+    return inspect.Parameter(
+        item.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation
+    )
 
-    Compute per micro-step is micro-batch / throughput (backward 2/3 of it); gradients are
-    all-reduced in buckets as backward produces them; what communication does not hide is
-    added to the step. E(N) = compute time / step time.
-    """
+
+def predict(**options: Any) -> None:
     from dpscale.model import predict as run_prediction
     from dpscale.model.query import PercentInputs, PredictQuery
+    from dpscale.spec.prediction import calibration, is_inline, measured_fit
     from dpscale.validation import InputError
 
-    if list_hardware:
+    as_json = bool(options.pop("as_json"))
+    if options.pop("list_hardware"):
         _print_presets(as_json)
         return
-    percentages = read_input(
-        PercentInputs, {"target_efficiency": target_efficiency, "jitter": jitter}
-    ).fractions()
+    plot, calibrate = options.pop("plot"), options.pop("calibrate")
+    in_percent = {item.name for item in PREDICTION.inputs if item.percent}
+    typed = {name: options[name] for name in in_percent}
+    percentages = read_input(PercentInputs, typed).fractions()
+    measured = options["measured"]
+    inline = measured is None or is_inline(measured, files=True)
+    values = {name: value for name, value in options.items() if name not in in_percent}
     query = read_input(
-        PredictQuery,
-        {
-            "params": params,
-            "grad_dtype": grad_dtype,
-            "micro_batch": micro_batch,
-            "grad_accum": grad_accum,
-            "throughput_grad_accum": throughput_grad_accum,
-            "per_device_throughput": per_device_throughput,
-            "flops_per_sample": flops_per_sample,
-            "achieved_tflops": achieved_tflops,
-            "hardware": hardware,
-            "devices_per_node": devices_per_node,
-            "intra_node_bandwidth": intra_node_bandwidth,
-            "inter_node_bandwidth": inter_node_bandwidth,
-            "intra_node_latency": intra_node_latency,
-            "inter_node_latency": inter_node_latency,
-            "transport": transport,
-            "devices": devices,
-            "bucket_size": bucket_size,
-            "algorithm": algorithm,
-            "strategy": strategy,
-            "backward_fraction": backward_fraction,
-            "overlap": overlap,
-            "overlap_slowdown": overlap_slowdown,
-            "step_overhead": step_overhead,
-            "optimizer": optimizer,
-            "device_memory_bandwidth": device_memory_bandwidth,
-            "fusion_cycle": fusion_cycle,
-            "measured": measured if measured is None or _inline(measured) else None,
-            "unit": unit,
-            **percentages,
-        },
+        PredictQuery, {**values, "measured": measured if inline else None, **percentages}
     )
     try:
         scenario = query.scenario()
         if calibrate is not None:
-            from dpscale.model.calibrate import load_calibration
-
-            scenario = load_calibration(calibrate).apply(scenario)
-        fit = None
-        if measured is not None and not _inline(measured):
-            fit = _measured_fit(scenario, measured)
+            scenario = calibration(calibrate, files=True).apply(scenario)
+        fit = None if inline else measured_fit(scenario, measured, files=True)
         result = run_prediction(query, scenario, fit)
         if plot is not None:
             from dpscale.model.plot import save_plot
@@ -224,55 +88,18 @@ def predict(
     _print_result(result, plot)
 
 
-def _inline(text: str) -> bool:
-    """Device:throughput pairs typed on the line, not a file or a run."""
-    return ":" in text and not text.strip().startswith("run:") and not Path(text).is_file()
-
-
-def _measured_fit(scenario: Any, reference: str) -> Any:
-    """A --measured calibration from a CSV file (dpscale fit's format) or a stored run."""
-    from dpscale.fit.data import parse_points, points_from_run
-    from dpscale.model.measured import calibrate_measured, measured_from_run, parse_measured
-    from dpscale.validation import InputError
-
-    def pairs(points: Any) -> list[tuple[int, float]]:
-        text = ",".join(
-            f"{int(n)}:{float(x)!r}" for n, x in zip(points.devices, points.throughput, strict=True)
-        )
-        return parse_measured(text)
-
-    def renamed(err: InputError) -> InputError:
-        return InputError.single("measured", "; ".join(i.sentence(None) for i in err.issues))
-
-    if reference.strip().startswith("run:"):
-        from dpscale.store.runs import get_run
-
-        run_id = reference.strip().removeprefix("run:").strip()
-        try:
-            run = get_run(run_id)
-        except LookupError:
-            raise InputError.single("measured", f"no stored run named {run_id!r}") from None
-        try:
-            points = pairs(points_from_run(run))
-        except InputError as err:
-            raise renamed(err) from None
-        return calibrate_measured(scenario, **measured_from_run(run, run_id, points))
-    path = Path(reference)
-    if not path.is_file():
-        raise InputError.single(
-            "measured",
-            f"no file {reference!r}; give device:throughput pairs such as 1:362.4,8:2722, "
-            "a CSV file, or run:ID",
-        )
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        raise InputError.single("measured", f"cannot read {reference}: {err.strerror}") from None
-    try:
-        points = pairs(parse_points(text))
-    except InputError as err:
-        raise renamed(err) from None
-    return calibrate_measured(scenario, points, source=path.name)
+predict.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        *(_parameter(item) for item in PREDICTION.terminal),
+        inspect.Parameter(
+            "as_json",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(False, "--json", help=JSON_HELP),
+            annotation=bool,
+        ),
+    ]
+)
+predict.__doc__ = PREDICTION.terminal_summary
 
 
 def _print_presets(as_json: bool) -> None:
@@ -299,14 +126,6 @@ def _print_presets(as_json: bool) -> None:
             str(v["transport"]),
         )
     Console(soft_wrap=True).print(table)
-
-
-_LIMITS = {
-    "none": "-",
-    "intra_node_bandwidth": "node",
-    "inter_node_bandwidth": "network",
-    "latency": "latency",
-}
 
 
 def _ms(seconds: float) -> str:
@@ -341,7 +160,7 @@ def _print_result(result: Any, plot: str | None) -> None:
             number(p["step_time_s"] * 1e3),
             number(p["comm_time_s"] * 1e3),
             number(p["exposed_comm_time_s"] * 1e3),
-            _LIMITS[p["limited_by"]] + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
+            LIMITS[p["limited_by"]].terminal + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
         )
     console.print(table)
     micro = sc.micro_batch / sc.per_device_throughput
@@ -404,4 +223,4 @@ def _print_answers(console: Any, a: Any, format_bytes: Any) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("predict", epilog=EXAMPLE)(predict)
+    app.command("predict", epilog=EXAMPLE, cls=_HelpFromModel)(predict)

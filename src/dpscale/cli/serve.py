@@ -8,8 +8,6 @@ past that), idle keep-alive connections close after 5 s, and proxy headers
 
 from __future__ import annotations
 
-import os
-
 import typer
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,41 +87,34 @@ def serve(
         },
     )
     try:
-        import uvicorn
-
-        from dpscale.web.app import create_app
-        from dpscale.web.server import HEADER_TIMEOUT_ENV, ServerLimits, default_workers
+        from dpscale.web.server import ServerLimits, check_app, default_workers, run
     except ImportError as exc:
         fail(f"the web app needs the 'web' extra: pip install 'dpscale[web]' ({exc.name})")
-    from dpscale.store.db import StoreUnavailableError, check_database, database_url
+    from dpscale.store.db import StoreUnavailableError, database_url
 
     try:
-        create_app()  # a bad DPSCALE_* limit stops here, with its name, not in each worker
-        check_database()  # tables created and writable now, not on a reader's first post
+        check_app()
+    except ImportError as exc:
+        fail(f"the web app needs the 'web' extra: pip install 'dpscale[web]' ({exc.name})")
     except (StoreUnavailableError, ValueError) as err:
         fail(str(err))
-    limits = ServerLimits(
-        header_timeout_s=options.header_timeout,
-        max_header_bytes=options.max_header_bytes,
-        max_connections=options.max_connections,
-        keep_alive_s=options.keep_alive,
-    )
-    # The protocol runs in each worker process: it reads its timeout from the environment.
-    os.environ[HEADER_TIMEOUT_ENV] = repr(options.header_timeout)
     count = options.workers or default_workers()
     plural = "s" if count != 1 else ""
     typer.echo(
         f"dpscale: serving http://{options.host}:{options.port}/ with {count} worker{plural} "
         f"({_shown(database_url())})"
     )
-    uvicorn.run(
-        "dpscale.web.app:create_app",
-        factory=True,
+    run(
         host=options.host,
         port=options.port,
         workers=count,
-        log_level="info",
-        **limits.uvicorn_options(options.forwarded_allow_ips),
+        limits=ServerLimits(
+            header_timeout_s=options.header_timeout,
+            max_header_bytes=options.max_header_bytes,
+            max_connections=options.max_connections,
+            keep_alive_s=options.keep_alive,
+        ),
+        forwarded_allow_ips=options.forwarded_allow_ips,
     )
 
 

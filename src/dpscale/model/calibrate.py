@@ -5,7 +5,8 @@ Three sources give ``(op, devices, bytes, time)`` samples of a collective:
 - nccl-tests' text output (``all_reduce_perf -b 8 -e 1G -f 2``): the rank lines name each
   device's host, the result table gives size, time (us), algbw and busbw (GB/s) per size;
 - nccl-tests' JSON (``-J file.json``): ``config.devices`` and ``results[].out_of_place``;
-- dpscale's own measurement (``dpscale measure --json``, or a stored run by id):
+- dpscale's own measurement (``dpscale measure --json``, or a stored run passed in, as
+  :func:`dpscale.spec.prediction.calibration` reads it for ``--calibrate RUN_ID``):
   ``collectives[]`` with ``op, devices, bytes, time_s, algbw, busbw`` (bytes/s) and the hosts
   in ``environment.hosts``.
 
@@ -48,6 +49,7 @@ from dpscale.validation import InputError
 __all__ = [
     "Calibration",
     "Sample",
+    "calibration_from_run",
     "calibration_from_samples",
     "load_calibration",
     "read_dpscale_run",
@@ -366,23 +368,20 @@ def _from_text(text: str, source: str) -> Calibration:
     return calibration_from_samples(read_nccl_tests_text(text), source=source)
 
 
-def load_calibration(reference: str, *, url: str | None = None) -> Calibration:
-    """A calibration from a file (nccl-tests text or JSON, dpscale JSON) or a stored run id."""
+def calibration_from_run(run: dict[str, Any], run_id: str) -> Calibration:
+    """A calibration from a stored run (``dpscale.store.runs.get_run``), read by the caller."""
+    return calibration_from_samples(read_dpscale_run(run), source=f"run {run_id}")
+
+
+def load_calibration(reference: str) -> Calibration:
+    """A calibration from a file: nccl-tests text or JSON, or dpscale's JSON."""
     path = Path(reference)
-    if path.is_file():
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise _fail(f"{reference} is larger than {MAX_FILE_BYTES // 2**20} MiB", reference)
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as err:
-            raise _fail(f"cannot read {reference}: {err.strerror}", reference) from None
-        return _from_text(text, path.name)
+    if not path.is_file():
+        raise _fail(f"no file {reference!r}", reference)
     try:
-        from dpscale.store.runs import get_run
-    except ImportError:  # pragma: no cover - the store ships with the package
-        raise _fail(f"no file {reference!r}, and stored runs are unavailable") from None
-    try:
-        run = get_run(reference, url=url)
-    except LookupError:
-        raise _fail(f"no file and no stored run named {reference!r}", reference) from None
-    return calibration_from_samples(read_dpscale_run(run), source=f"run {reference}")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise _fail(f"{reference} is larger than {MAX_FILE_BYTES // 2**20} MiB", reference)
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise _fail(f"cannot read {reference}: {err.strerror}", reference) from None
+    return _from_text(text, path.name)

@@ -54,7 +54,14 @@ from dpscale.units import (
 )
 from dpscale.validation import InputError, Percent, TargetFraction, TargetPercent
 
-__all__ = ["MAX_POINTS", "JitterPercent", "PercentInputs", "PredictQuery", "parse_devices"]
+__all__ = [
+    "MAX_POINTS",
+    "NEEDS_PRESET",
+    "JitterPercent",
+    "PercentInputs",
+    "PredictQuery",
+    "parse_devices",
+]
 
 MAX_POINTS = 10_000
 """Device counts one query may ask for: every count up to 10,000 is enough for any curve, and
@@ -73,6 +80,9 @@ MAX_OVERHEAD = 3600.0
 MAX_JITTER = 0.5
 """A standard deviation of half the step: beyond it the normal model of step times fails."""
 MAX_MEASURED_TEXT = 4000
+
+NEEDS_PRESET = "needs_preset"
+"""The code of a hardware input left out without a preset to fill it."""
 
 DEFAULT_BUCKET_SIZE = f"{DDP_BUCKET_BYTES / 2**20:g} MiB"
 """``DDP_BUCKET_BYTES`` as people write it: "25 MiB"."""
@@ -308,7 +318,9 @@ class PredictQuery(BaseModel):
             ("inter_bandwidth", "inter_node_bandwidth"),
         ):
             if key not in given:
-                raise InputError.single(field, "is required unless a hardware preset is given")
+                raise InputError.single(
+                    field, "is required unless a hardware preset is given", code=NEEDS_PRESET
+                )
         return Hardware(**given)
 
     def known(self) -> frozenset[str]:

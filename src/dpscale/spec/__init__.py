@@ -9,6 +9,7 @@ from dpscale.spec.bubble import BUBBLE
 from dpscale.spec.description import (
     N_,
     Description,
+    Formula,
     Input,
     Number,
     Param,
@@ -25,6 +26,7 @@ __all__ = [
     "N_",
     "SCALING",
     "Description",
+    "Formula",
     "Input",
     "Number",
     "Param",

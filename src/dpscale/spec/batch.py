@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from dpscale.calculators.batch import (
@@ -13,7 +14,7 @@ from dpscale.calculators.batch import (
     effective_batch,
     grad_accum_for,
 )
-from dpscale.spec.description import N_, Description, Input, Number, Param, Result
+from dpscale.spec.description import N_, Description, Formula, Input, Number, Param, Result
 from dpscale.validation import parse
 
 __all__ = ["BATCH"]
@@ -173,4 +174,11 @@ BATCH = Description(
             "%(below)s or %(above)s."
         ),
     },
+    formulas=(
+        Formula(N_("Global batch size"), r"B = b \times d \times k"),
+        Formula(N_("Samples per device per step"), r"b \times k"),
+        Formula(N_("Tokens per step"), r"T = B \times s"),
+        Formula(N_("Gradient-accumulation steps"), r"k = \frac{B_{\text{target}}}{b \times d}"),
+    ),
+    updated=date(2026, 11, 30),
 )

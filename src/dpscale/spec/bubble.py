@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from dpscale.calculators.bubble import (
@@ -12,7 +13,16 @@ from dpscale.calculators.bubble import (
     BubbleResult,
     pipeline_bubble,
 )
-from dpscale.spec.description import N_, Description, Input, Number, Param, Percentage, Result
+from dpscale.spec.description import (
+    N_,
+    Description,
+    Formula,
+    Input,
+    Number,
+    Param,
+    Percentage,
+    Result,
+)
 from dpscale.validation import parse
 
 __all__ = ["BUBBLE"]
@@ -122,4 +132,10 @@ BUBBLE = Description(
         ),
     },
     notices_of=lambda result: result.warnings,
+    formulas=(
+        Formula(N_("Bubble (idle share of each step)"), r"f = \frac{p - 1}{v m + p - 1}"),
+        Formula(N_("Pipeline efficiency"), r"1 - f"),
+        Formula(N_("Bubble ratio (Megatron-LM)"), r"r = \frac{p - 1}{v m}"),
+    ),
+    updated=date(2026, 11, 30),
 )

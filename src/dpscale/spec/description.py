@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -19,7 +20,17 @@ from pydantic_core import PydanticUndefined
 from dpscale.calculators import Notice
 from dpscale.validation import Rule, rule_of
 
-__all__ = ["N_", "Description", "Input", "Number", "Param", "Percentage", "Result", "fill"]
+__all__ = [
+    "N_",
+    "Description",
+    "Formula",
+    "Input",
+    "Number",
+    "Param",
+    "Percentage",
+    "Result",
+    "fill",
+]
 
 
 def N_(message: str) -> str:  # noqa: N802 - the gettext convention for "mark, translate later"
@@ -136,6 +147,15 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Formula:
+    """A formula of the article: the quantity it gives and its LaTeX (MathML on the page)."""
+
+    label: str
+    """msgid naming the quantity."""
+    latex: str
+
+
+@dataclass(frozen=True)
 class Description:
     """One calculator, described once for every surface."""
 
@@ -165,6 +185,10 @@ class Description:
     """Notice code (a warning in the result) to its msgid, filled from the notice's ``ctx``."""
     notices_of: Callable[[Any], tuple[Notice, ...]] = lambda result: ()
     """The result's notices."""
+    formulas: tuple[Formula, ...] = ()
+    """The article's formulas, shown and printed with the results."""
+    updated: date | None = None
+    """When the article (``templates/articles/<slug>.html``) was last revised."""
 
     def input(self, name: str) -> Input | None:
         return next((item for item in self.inputs if item.name == name), None)

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from dpscale.calculators.scaling import ScalingQuery, ScalingResult, scaling_from_query
-from dpscale.spec.description import N_, Description, Input, Number, Param, Percentage, Result
+from dpscale.spec.description import (
+    N_,
+    Description,
+    Formula,
+    Input,
+    Number,
+    Param,
+    Percentage,
+    Result,
+)
 from dpscale.validation import parse
 
 __all__ = ["SCALING"]
@@ -135,4 +145,11 @@ SCALING = Description(
             how="%(ideal)s - %(actual)s = %(lost)s",
         ),
     ),
+    formulas=(
+        Formula(N_("Ideal throughput"), r"I = d \times v"),
+        Formula(N_("Actual throughput"), r"A = I \times E"),
+        Formula(N_("Speedup over one device"), r"S = d \times E"),
+        Formula(N_("Lost to synchronisation"), r"L = I - A = I \times (1 - E)"),
+    ),
+    updated=date(2026, 11, 30),
 )

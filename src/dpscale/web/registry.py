@@ -6,9 +6,10 @@ results read on the page, its formulas, its article template and, if it has one,
 The index, the "next" links, the embed view, the JSON API, share links and the fragment that
 updates a page as the user types are all derived from these entries.
 
-To add a calculator, write ``dpscale/web/pages/<name>.py`` defining ``CALCULATOR``, its article
-``templates/articles/<slug>.html``, the translations of its messages, and add ``<name>`` to
-:data:`PAGE_MODULES`.
+A calculator described in :mod:`dpscale.spec` gets its entry from its description
+(``pages/_described.py``): its article ``templates/articles/<slug>.html`` and the translations
+of its messages are all the web needs. A page built by hand is ``dpscale/web/pages/<name>.py``
+defining ``CALCULATOR``, with ``<name>`` added to :data:`PAGE_MODULES`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from dpscale.spec.description import Formula
 from dpscale.validation import FieldIssue, Rule, rule_of
 
 __all__ = [
@@ -35,9 +37,10 @@ __all__ = [
     "find",
 ]
 
-# Each module named here is dpscale/web/pages/<name>.py and defines CALCULATOR; the order is
-# the order of the index and of the "next" links.
-PAGE_MODULES = ("scaling", "batch", "bubble", "prediction", "fit")
+# Each module named here is dpscale/web/pages/<name>.py and defines CALCULATOR, or CALCULATORS
+# for several (_described: one per calculator description); the order is the order of the
+# index and of the "next" links.
+PAGE_MODULES = ("_described", "prediction", "fit")
 
 MAX_VALUE_LENGTH = 200
 """Longer query values are cut before they reach a model or a page."""
@@ -112,14 +115,6 @@ class Presentation:
 
 
 @dataclass(frozen=True)
-class Formula:
-    label: str
-    """Message id naming the quantity."""
-    latex: str
-    """The formula in LaTeX, converted to MathML for the page."""
-
-
-@dataclass(frozen=True)
 class Calculator:
     slug: str
     """URL segment: ``/{lang}/{slug}``, ``/embed/{lang}/{slug}``, ``/api/v1/{slug}``."""
@@ -170,8 +165,12 @@ def calculators() -> dict[str, Calculator]:
     """Every calculator by slug, in :data:`PAGE_MODULES` order."""
     found: dict[str, Calculator] = {}
     for name in PAGE_MODULES:
-        entry: Calculator = importlib.import_module(f"dpscale.web.pages.{name}").CALCULATOR
-        found[entry.slug] = entry
+        module = importlib.import_module(f"dpscale.web.pages.{name}")
+        entries: tuple[Calculator, ...] = getattr(module, "CALCULATORS", None) or (
+            module.CALCULATOR,
+        )
+        for entry in entries:
+            found[entry.slug] = entry
     return found
 
 

@@ -141,3 +141,37 @@ class ServerLimits:
             "proxy_headers": bool(forwarded_allow_ips),
             "forwarded_allow_ips": forwarded_allow_ips or None,
         }
+
+
+APP = "dpscale.web.app:create_app"
+"""The app factory each worker calls (uvicorn imports it by this name)."""
+
+
+def check_app() -> None:
+    """Build the app once and open the database, before any worker starts: a bad
+    ``DPSCALE_*`` limit or an unwritable database stops ``dpscale serve`` here, with its name,
+    not in each worker (nor on a reader's first post)."""
+    from dpscale.store.db import check_database
+    from dpscale.web.app import create_app
+
+    create_app()
+    check_database()
+
+
+def run(
+    *, host: str, port: int, workers: int, limits: ServerLimits, forwarded_allow_ips: str
+) -> None:
+    """Serve the app with uvicorn under ``limits`` until interrupted."""
+    import uvicorn
+
+    # The protocol runs in each worker process: it reads its timeout from the environment.
+    os.environ[HEADER_TIMEOUT_ENV] = repr(limits.header_timeout_s)
+    uvicorn.run(
+        APP,
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        **limits.uvicorn_options(forwarded_allow_ips),
+    )

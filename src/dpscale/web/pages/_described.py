@@ -1,8 +1,9 @@
-"""A calculator page built from its :class:`~dpscale.spec.Description`: the form fields, the
-result panels, the notices and the messages of coded issues, in the page's language.
+"""The calculator pages built from their :class:`~dpscale.spec.Description`: the form fields,
+the result panels, the notices and the messages of coded issues, in the page's language; one
+entry in :data:`CALCULATORS` for every description in :data:`dpscale.spec.DESCRIPTIONS`.
 
-Only what belongs to the page alone is given here: its formulas, the article's date and its
-chart.
+Only a chart belongs to the page alone (:data:`CHARTS`); the formulas and the article's date
+are the description's.
 """
 
 from __future__ import annotations
@@ -10,12 +11,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dpscale.spec import Description, Number, Param, Percentage
+from dpscale.spec import DESCRIPTIONS, Description, Number, Param, Percentage
 from dpscale.validation import FieldIssue
-from dpscale.web.i18n import Localizer
+from dpscale.web.charts import scaling_chart
+from dpscale.web.i18n import N_, Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation, ResultItem
 
-__all__ = ["calculator"]
+__all__ = ["CALCULATORS", "CHARTS", "calculator"]
+
+CHARTS: dict[str, dict[str, Any]] = {
+    "calc": {
+        "chart": scaling_chart,
+        "chart_alt": N_(
+            "Throughput against device count: the ideal line, the actual line at the chosen "
+            "efficiency and a marker at your input."
+        ),
+    },
+}
+"""A described calculator's chart, by command: (result, Localizer) to an SVG, and its text for
+screen readers."""
 
 
 def _writer(loc: Localizer) -> Callable[[Param], str]:
@@ -96,7 +110,9 @@ def explainer(
 
 def calculator(description: Description, **page: Any) -> Calculator:
     """The :class:`Calculator` entry of ``description``; ``page`` holds what only the page has
-    (``formulas``, ``updated``, ``chart``, ``chart_alt``, ``details``)."""
+    (``chart``, ``chart_alt``, ``details``)."""
+    if description.updated is None:
+        raise ValueError(f"the description of {description.command} has no article date")
     return Calculator(
         slug=description.slug,
         command=description.command,
@@ -107,5 +123,12 @@ def calculator(description: Description, **page: Any) -> Calculator:
         present=presenter(description),
         explain=explainer(description) if description.issues else None,
         to_json=description.to_json,
+        formulas=description.formulas,
+        updated=description.updated,
         **page,
     )
+
+
+CALCULATORS = tuple(
+    calculator(description, **CHARTS.get(description.command, {})) for description in DESCRIPTIONS
+)

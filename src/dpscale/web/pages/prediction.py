@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from datetime import date
 from functools import lru_cache
 
-from dpscale.model import PredictQuery, Scenario, predict, preset_names
-from dpscale.model.measured import MeasuredFit
+from dpscale.model import PredictQuery, predict, preset_names
+from dpscale.model.query import NEEDS_PRESET
+from dpscale.spec.prediction import PREDICTION, calibration, measured_fit
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages.prediction_chart import efficiency_chart
@@ -23,19 +24,6 @@ from dpscale.web.pages.prediction_results import Prediction, present
 from dpscale.web.registry import Calculator, Formula
 
 __all__ = ["CALCULATOR", "compute", "explain"]
-
-
-def _calibrated(scenario: Scenario, run_id: str) -> Scenario:
-    """``scenario`` with the links measured in stored run ``run_id`` (never a file)."""
-    from dpscale.model.calibrate import calibration_from_samples, read_dpscale_run
-    from dpscale.store.runs import get_run
-
-    try:
-        run = get_run(run_id)
-    except LookupError:
-        raise InputError.single("calibrate", f"no stored run named {run_id!r}", run_id) from None
-    samples = read_dpscale_run(run)
-    return calibration_from_samples(samples, source=f"run {run_id}").apply(scenario)
 
 
 def _parse_all(data: Mapping[str, str]) -> tuple[PageInputs, PredictQuery]:
@@ -57,27 +45,6 @@ def _parse_all(data: Mapping[str, str]) -> tuple[PageInputs, PredictQuery]:
     return page, query.model_copy(update=page.fractions())
 
 
-def _measured_run(scenario: Scenario, reference: str) -> MeasuredFit:
-    """A ``--measured`` calibration from stored run ``run:ID`` (never a file)."""
-    from dpscale.fit.data import points_from_run
-    from dpscale.model.measured import calibrate_measured, measured_from_run, parse_measured
-    from dpscale.store.runs import get_run
-
-    run_id = reference.strip().removeprefix("run:").strip()
-    try:
-        run = get_run(run_id)
-    except LookupError:
-        raise InputError.single("measured", f"no stored run named {run_id!r}", run_id) from None
-    try:
-        points = points_from_run(run)
-    except InputError:
-        raise InputError.single("measured", "the run has no throughputs", run_id) from None
-    text = ",".join(
-        f"{int(n)}:{float(x)!r}" for n, x in zip(points.devices, points.throughput, strict=True)
-    )
-    return calibrate_measured(scenario, **measured_from_run(run, run_id, parse_measured(text)))
-
-
 def compute(values: Mapping[str, str]) -> Prediction:
     """As ``dpscale predict``: target and jitter in percent ("90", "90%"); a run id calibrates."""
     data = dict(values)
@@ -86,8 +53,8 @@ def compute(values: Mapping[str, str]) -> Prediction:
     if page.calibrate or run:
         scenario = query.scenario()
         if page.calibrate:
-            scenario = _calibrated(scenario, page.calibrate)
-        fit = _measured_run(scenario, str(query.measured)) if run else None
+            scenario = calibration(page.calibrate, files=False).apply(scenario)
+        fit = measured_fit(scenario, str(query.measured), files=False) if run else None
         return Prediction(predict(query, scenario, fit), None)
     inputs = tuple(sorted(data.items()))
     if len(query.device_counts()) > CACHED_POINTS:
@@ -110,8 +77,8 @@ def _predict_cached(key: tuple[tuple[str, str], ...], query: PredictQuery) -> Pr
 def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:
     """The page's words for the checks no single field rule expresses (units, presets)."""
     _ = loc.gettext
-    name, given = issue.field, values.get(issue.field, "")
-    if name in ("devices_per_node", "intra_node_bandwidth", "inter_node_bandwidth") and not given:
+    name = issue.field
+    if issue.code == NEEDS_PRESET:
         return _("Required unless you choose a hardware preset.")
     messages = {
         "devices": _(
@@ -156,14 +123,10 @@ def _chart(prediction: Prediction, loc: Localizer) -> str:
 
 
 CALCULATOR = Calculator(
-    slug="scaling-prediction",
-    command="predict",
-    title=N_("Scaling efficiency prediction"),
-    summary=N_(
-        "Predicted data-parallel efficiency at each device count from model size, batch, "
-        "gradient precision and interconnect, with the step breakdown and what to change to "
-        "reach a target."
-    ),
+    slug=PREDICTION.slug,
+    command=PREDICTION.command,
+    title=PREDICTION.title,
+    summary=PREDICTION.summary,
     fields=FIELDS,
     compute=compute,
     present=present,

@@ -8,22 +8,15 @@ from typing import Any
 
 from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
+from dpscale.spec.prediction import ALGORITHM_NAMES, LIMITS, STRATEGY_NAMES
 from dpscale.units import format_bandwidth, format_bytes
 from dpscale.web.i18n import N_, Localizer
-from dpscale.web.pages.prediction_inputs import ALGORITHM_NAMES, STRATEGY_NAMES
 from dpscale.web.registry import Presentation, ResultItem
 
 __all__ = ["MAX_ROWS", "Prediction", "Row", "present"]
 
 MAX_ROWS = 64
 """Rows in the page's table; longer device lists show their powers of two and the largest."""
-
-_LIMITS = {
-    "none": "–",
-    "intra_node_bandwidth": N_("Intra-node link"),
-    "inter_node_bandwidth": N_("Network"),
-    "latency": N_("Latency"),
-}
 
 
 @dataclass(frozen=True)
@@ -103,7 +96,7 @@ def _power_of_two(n: int) -> bool:
 
 
 def _limit(code: str, loc: Localizer) -> str:
-    return loc.gettext(_LIMITS[code]) if code != "none" else _LIMITS[code]
+    return loc.gettext(LIMITS[code].label) if code != "none" else LIMITS[code].label
 
 
 def present(prediction: Prediction, loc: Localizer) -> Presentation:

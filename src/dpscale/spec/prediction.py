@@ -1,0 +1,686 @@
+"""``dpscale predict`` and the prediction page, described once: every input's CLI option and
+page field, and how a measurement named in the inputs (a file, a stored run) becomes what the
+model takes.
+
+The rule, the default and the choices of each input are :class:`~dpscale.model.PredictQuery`'s
+(the percentages :class:`~dpscale.model.query.PercentInputs`'), read when they are shown:
+importing the model loads scipy (0.7 s), which ``dpscale --help`` must not pay. A help text
+says ``%(default)s`` or ``%(choices)s`` where the model's value goes (:func:`terminal_help`);
+a default that ``PredictQuery`` leaves to the scenario names its constant (``constant``).
+
+Turning ``--calibrate`` and ``--measured`` into a calibration is here too
+(:func:`calibration`, :func:`measured_fit`): the model reads no file and no store, and the CLI
+and the page resolve a stored run the same way (the page never reads a file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from dpscale.spec.description import N_
+from dpscale.validation import InputError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from dpscale.model.calibrate import Calibration
+    from dpscale.model.measured import MeasuredFit
+    from dpscale.model.scenario import Scenario
+
+__all__ = [
+    "ALGORITHM_NAMES",
+    "LIMITS",
+    "PREDICTION",
+    "STRATEGY_NAMES",
+    "PredictInput",
+    "Prediction",
+    "Wording",
+    "calibration",
+    "default_text",
+    "input_model",
+    "is_inline",
+    "measured_fit",
+    "terminal_help",
+]
+
+
+@dataclass(frozen=True)
+class PredictInput:
+    """One input of the prediction: a CLI option, a page field, or both."""
+
+    name: str
+    """The model field, the query and API parameter; the CLI option is ``--name-with-dashes``."""
+    help: str
+    """The CLI option's help (English); ``%(default)s`` and ``%(choices)s`` are the model's."""
+    metavar: str = ""
+    """The CLI's value name (``BANDWIDTH``); empty: typer's, from the type."""
+    short: str = ""
+    """The CLI's one-letter option (``-d``), if any."""
+    switch: bool = False
+    """A CLI flag without a value (``--overlap/--no-overlap``, ``--list-hardware``)."""
+    off: str = ""
+    """The flag that turns a switch off (``--no-overlap``)."""
+    terminal: bool = True
+    """A CLI option (``False``: the page's only)."""
+    label: str = ""
+    """msgid of the page label; empty: not on the page."""
+    hint: str = ""
+    """msgid of the hint under the box on the page."""
+    fresh: str = ""
+    """What a fresh page shows (empty: the box starts empty and the model's default applies)."""
+    example: str = ""
+    """The article's worked example's value, where it is not the fresh page's."""
+    kind: Literal["integer", "decimal", "text"] = "decimal"
+    suffix: str = ""
+    """Unit after the box on the page ("%")."""
+    choices: tuple[tuple[str, str], ...] = ()
+    """(value, msgid of its label) of the page's select; empty: a text box."""
+    advanced: bool = False
+    """Folded under "More options" on the page."""
+    invalid: str = ""
+    """msgid saying what the field allows, where its rule alone cannot (a pattern)."""
+    page_required: bool = False
+    """Marked required on the page (the others have a default, a preset or an alternative)."""
+    preset: bool = False
+    """A hardware preset fills it when left empty; without a preset it may be required."""
+    constant: str = ""
+    """The constant of :mod:`dpscale.model.step` that is its default, where the query leaves
+    the default to the scenario (``None`` in :class:`PredictQuery`)."""
+    percent: bool = False
+    """Typed in percent (:class:`~dpscale.model.query.PercentInputs`), a fraction in the model."""
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def on_page(self) -> bool:
+        return bool(self.label)
+
+    @property
+    def in_model(self) -> bool:
+        """A field of the input models (``--plot`` and ``--list-hardware`` are not)."""
+        return self.name not in ("plot", "list_hardware", "calibrate")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The prediction's description: its command, page and inputs."""
+
+    command: str
+    slug: str
+    title: str
+    """msgid of the page title."""
+    summary: str
+    """msgid of the one-line description on the index and under the page's title."""
+    terminal_summary: str
+    """The command's help: what it predicts and how, in short."""
+    examples: tuple[str, ...]
+    inputs: tuple[PredictInput, ...]
+    """In the page's order (essentials, then the hardware, then the advanced ones)."""
+
+    def input(self, name: str) -> PredictInput | None:
+        return next((item for item in self.inputs if item.name == name), None)
+
+    @property
+    def terminal(self) -> tuple[PredictInput, ...]:
+        return tuple(item for item in self.inputs if item.terminal)
+
+    @property
+    def page(self) -> tuple[PredictInput, ...]:
+        return tuple(item for item in self.inputs if item.on_page)
+
+    @property
+    def preset_fields(self) -> tuple[str, ...]:
+        return tuple(item.name for item in self.inputs if item.preset)
+
+
+def input_model(item: PredictInput) -> type[BaseModel]:
+    """The model that holds ``item``'s rule (imported here, when first needed)."""
+    from dpscale.model.query import PercentInputs, PredictQuery
+
+    return PercentInputs if item.percent else PredictQuery
+
+
+def _written(value: object) -> str:
+    """A default as people write it: 2/3 for BACKWARD_FRACTION, 0.189, fp32, 1..1024."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        fraction = Fraction(value).limit_denominator(12)
+        if fraction.denominator > 1 and float(fraction) == value and value != round(value, 3):
+            return str(fraction)
+        return f"{value:g}"
+    return str(value)
+
+
+def default_text(item: PredictInput) -> str:
+    """``item``'s default as the model holds it now ("" when it has none)."""
+    if item.constant:
+        from dpscale.model import step
+
+        return _written(getattr(step, item.constant))
+    if not item.in_model:
+        return ""
+    value = input_model(item).model_fields[item.name].default
+    return "" if value is None else _written(value)
+
+
+def terminal_help(item: PredictInput) -> str:
+    """The CLI help of ``item`` with the model's default and choices filled in."""
+    from dpscale.validation import rule_of
+
+    choices = ""
+    if "%(choices)s" in item.help:
+        choices = ", ".join(rule_of(input_model(item), item.name).choices)
+    return item.help % {"default": default_text(item), "choices": choices}
+
+
+_RUN = "run:"
+
+
+def is_inline(text: str, *, files: bool) -> bool:
+    """``--measured`` typed as device:throughput pairs, not a file or a stored run."""
+    stripped = text.strip()
+    if stripped.startswith(_RUN):
+        return False
+    return ":" in text and not (files and Path(text).is_file())
+
+
+def _stored_run(run_id: str, field: str) -> dict[str, Any]:
+    from dpscale.store.runs import get_run
+
+    try:
+        return get_run(run_id)
+    except LookupError:
+        raise InputError.single(field, f"no stored run named {run_id!r}", run_id) from None
+
+
+def calibration(reference: str, *, files: bool) -> Calibration:
+    """``--calibrate``: a file (the CLI only: nccl-tests output, dpscale JSON) or a stored
+    run's id; the bandwidth and latency measured there."""
+    from dpscale.model.calibrate import calibration_from_run, load_calibration
+
+    if files and Path(reference).is_file():
+        return load_calibration(reference)
+    try:
+        run = _stored_run(reference, "calibrate")
+    except InputError:
+        if files:
+            raise InputError.single(
+                "calibrate", f"no file and no stored run named {reference!r}", reference
+            ) from None
+        raise
+    return calibration_from_run(run, reference)
+
+
+def measured_fit(scenario: Scenario, reference: str, *, files: bool) -> MeasuredFit:
+    """``--measured`` given as a stored run (``run:ID``) or, on the CLI, a CSV file as
+    ``dpscale fit`` reads: the points it holds, fitted as the typed pairs are."""
+    from dpscale.fit.data import parse_points, points_from_run
+    from dpscale.model.measured import calibrate_measured, measured_from_run, parse_measured
+
+    def pairs(points: Any) -> list[tuple[int, float]]:
+        text = ",".join(
+            f"{int(n)}:{float(x)!r}" for n, x in zip(points.devices, points.throughput, strict=True)
+        )
+        return parse_measured(text)
+
+    def renamed(err: InputError) -> InputError:
+        return InputError.single("measured", "; ".join(i.sentence(None) for i in err.issues))
+
+    stripped = reference.strip()
+    if stripped.startswith(_RUN):
+        run_id = stripped.removeprefix(_RUN).strip()
+        run = _stored_run(run_id, "measured")
+        try:
+            points = pairs(points_from_run(run))
+        except InputError as err:
+            raise renamed(err) from None
+        return calibrate_measured(scenario, **measured_from_run(run, run_id, points))
+    path = Path(reference)
+    if not files or not path.is_file():
+        raise InputError.single(
+            "measured",
+            f"no file {reference!r}; give device:throughput pairs such as 1:362.4,8:2722, "
+            "a CSV file, or run:ID",
+        )
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise InputError.single("measured", f"cannot read {reference}: {err.strerror}") from None
+    try:
+        points = pairs(parse_points(text))
+    except InputError as err:
+        raise renamed(err) from None
+    return calibrate_measured(scenario, points, source=path.name)
+
+
+def _choices(*values: str) -> tuple[tuple[str, str], ...]:
+    return tuple((value, value) for value in values)
+
+
+ALGORITHM_NAMES = {
+    "ring": N_("Ring"),
+    "tree": N_("Tree"),
+    "hierarchical": N_("Hierarchical"),
+}
+"""The all-reduce algorithms as the page names them (the table says which one each count uses)."""
+STRATEGY_NAMES = {
+    "ddp": "DDP",
+    "zero1": "ZeRO-1",
+    "zero2": "ZeRO-2",
+    "zero3": "ZeRO-3",
+    "fsdp": N_("FSDP (full shard)"),
+}
+
+
+@dataclass(frozen=True)
+class Wording:
+    """One value of a result as the page names it (a msgid) and as the terminal does."""
+
+    label: str
+    terminal: str
+
+
+LIMITS = {
+    "none": Wording("–", "-"),
+    "intra_node_bandwidth": Wording(N_("Intra-node link"), "node"),
+    "inter_node_bandwidth": Wording(N_("Network"), "network"),
+    "latency": Wording(N_("Latency"), "latency"),
+}
+"""What limits the step at each device count (``limited_by`` in the JSON); "none" (one device)
+is a dash, not translated."""
+
+PREDICTION = Prediction(
+    command="predict",
+    slug="scaling-prediction",
+    title=N_("Scaling efficiency prediction"),
+    summary=N_(
+        "Predicted data-parallel efficiency at each device count from model size, batch, "
+        "gradient precision and interconnect, with the step breakdown and what to change to "
+        "reach a target."
+    ),
+    terminal_summary=(
+        "Predict data-parallel scaling efficiency from model size, batch, precision and "
+        "network.\n\nCompute per micro-step is micro-batch / throughput (backward 2/3 of it); "
+        "gradients are all-reduced in buckets as backward produces them; what communication "
+        "does not hide is added to the step. E(N) = compute time / step time."
+    ),
+    examples=(
+        "dpscale predict --params 138e6 --grad-dtype fp32 --micro-batch 64 "
+        '--per-device-throughput 130.9 --devices-per-node 4 --intra-node-bandwidth "12 GB/s" '
+        '--inter-node-bandwidth "25 Gbit/s" --transport rdma --devices 1,16,128,512 '
+        "--target-efficiency 90%",
+    ),
+    inputs=(
+        PredictInput(
+            name="hardware",
+            help="Hardware preset (see --list-hardware).",
+            metavar="NAME",
+            label=N_("Hardware preset"),
+            hint=N_(
+                "Fills in devices per node, both links and the transport; a value entered "
+                "below replaces the preset's."
+            ),
+            fresh="dgx-a100",
+            kind="text",
+            # The options (the presets' titles, message ids) are the page's: they are read
+            # from the preset files, which the spec does not load.
+        ),
+        PredictInput(
+            name="params",
+            help="Model parameters: 138e6, 138M, 1.2B.",
+            metavar="COUNT",
+            label=N_("Model parameters"),
+            hint=N_("Parameter count (P): 1.3e9, 1.3B or 1300M."),
+            fresh="1.3e9",
+            kind="text",
+            page_required=True,
+        ),
+        PredictInput(
+            name="grad_dtype",
+            help="Gradient precision: %(choices)s. Default: %(default)s.",
+            metavar="DTYPE",
+            label=N_("Gradient precision"),
+            hint=N_("Bytes per gradient value: fp32 4, bf16 and fp16 2, fp8 1."),
+            fresh="bf16",
+            kind="text",
+            choices=_choices("fp32", "bf16", "fp16", "fp8"),
+        ),
+        PredictInput(
+            name="micro_batch",
+            help="Samples per device per micro-step.",
+            metavar="INT",
+            label=N_("Micro-batch size"),
+            hint=N_("Samples each device processes in one forward and backward pass (b)."),
+            fresh="8",
+            kind="integer",
+            page_required=True,
+        ),
+        PredictInput(
+            name="grad_accum",
+            help="Micro-steps/step. Default: %(default)s.",
+            metavar="INT",
+            label=N_("Gradient-accumulation steps"),
+            hint=N_("Micro-steps summed before each optimizer step (k); 1 means none."),
+            fresh="1",
+            kind="integer",
+        ),
+        PredictInput(
+            name="per_device_throughput",
+            help="One device alone, in samples/s (the unit of --micro-batch).",
+            metavar="FLOAT",
+            label=N_("Throughput of one device"),
+            hint=N_(
+                "Samples per second one device trains alone (v), in the unit of the micro-batch."
+            ),
+            fresh="40",
+        ),
+        PredictInput(
+            name="devices",
+            help="Device counts: 1,16,128 or 1-512 (every count) or 1..512 (doubling). "
+            "Default: %(default)s.",
+            metavar="COUNTS",
+            short="-d",
+            label=N_("Device counts"),
+            hint=N_(
+                "Comma-separated: 1,8,64; 1-64 for every count; 1..256 doubling (1, 2, 4, …, 256)."
+            ),
+            fresh="1..256",
+            kind="text",
+        ),
+        PredictInput(
+            name="target_efficiency",
+            help="Target efficiency in percent (90 or 90%%): answers what to change.",
+            metavar="PERCENT",
+            label=N_("Target efficiency"),
+            hint=N_("What to change to reach it at the largest device count; empty: no target."),
+            fresh="90",
+            suffix="%",
+            percent=True,
+        ),
+        PredictInput(
+            name="devices_per_node",
+            help="Devices per node.",
+            metavar="INT",
+            label=N_("Devices per node"),
+            hint=N_("Empty: the preset's value."),
+            kind="integer",
+            preset=True,
+        ),
+        PredictInput(
+            name="intra_node_bandwidth",
+            help='All-reduce bus bandwidth per device inside a node, e.g. "130 GB/s".',
+            metavar="BANDWIDTH",
+            label=N_("Intra-node bandwidth"),
+            hint=N_("All-reduce bus bandwidth per device inside a node, with its unit: 235 GB/s."),
+            kind="text",
+            preset=True,
+        ),
+        PredictInput(
+            name="inter_node_bandwidth",
+            help='Nominal network bandwidth of one node, e.g. "25 Gbit/s".',
+            metavar="BANDWIDTH",
+            label=N_("Network bandwidth per node"),
+            hint=N_("Nominal, all the node's network cards together, with its unit: 200 Gbit/s."),
+            # Empty on a fresh page: a value here replaces the preset's, so a pre-filled one
+            # would override every preset chosen (AWS p5's 3,200 Gbit/s EFA predicted as
+            # 200 Gbit/s).
+            example="200 Gbit/s",
+            kind="text",
+            preset=True,
+        ),
+        PredictInput(
+            name="transport",
+            help="Network transport: %(choices)s.",
+            metavar="tcp|rdma",
+            label=N_("Network transport"),
+            hint=N_(
+                "NCCL achieves about 96% of the nominal bandwidth over RDMA, 50% over TCP sockets."
+            ),
+            kind="text",
+            choices=(("", N_("The preset's (RDMA without one)")), ("rdma", "RDMA"), ("tcp", "TCP")),
+            preset=True,
+        ),
+        PredictInput(
+            name="intra_node_latency",
+            help='Per hop, e.g. "3.4 us".',
+            metavar="DURATION",
+            label=N_("Intra-node latency per hop"),
+            hint=N_("With its unit: 3.4 us. Empty: the preset's, or NCCL's NVLink value."),
+            kind="text",
+            advanced=True,
+            preset=True,
+        ),
+        PredictInput(
+            name="inter_node_latency",
+            help='Per hop, e.g. "9.6 us".',
+            metavar="DURATION",
+            label=N_("Network latency per hop"),
+            hint=N_("With its unit: 9.6 us. Empty: the preset's, or NCCL's network value."),
+            kind="text",
+            advanced=True,
+            preset=True,
+        ),
+        PredictInput(
+            name="bucket_size",
+            help="DDP gradient bucket size (default %(default)s, as DDP's).",
+            metavar="SIZE",
+            label=N_("DDP bucket size"),
+            hint=N_(
+                "Gradients leave in buckets of this size as backward produces them. Empty: 25 MiB."
+            ),
+            kind="text",
+            advanced=True,
+        ),
+        PredictInput(
+            name="algorithm",
+            help="All-reduce: %(choices)s. Default: %(default)s.",
+            metavar="NAME",
+            label=N_("All-reduce algorithm"),
+            hint=N_("auto takes the cheaper of ring and tree for each bucket, as NCCL does."),
+            kind="text",
+            choices=(("auto", N_("Automatic")), *ALGORITHM_NAMES.items()),
+            advanced=True,
+        ),
+        PredictInput(
+            name="strategy",
+            help="%(choices)s (fsdp: full shard). Default: %(default)s.",
+            metavar="NAME",
+            label=N_("Data-parallel strategy"),
+            hint=N_("ZeRO and FSDP move other volumes than DDP's one all-reduce per step."),
+            kind="text",
+            choices=tuple(STRATEGY_NAMES.items()),
+            advanced=True,
+        ),
+        PredictInput(
+            name="overlap",
+            help="Gradient communication overlaps backward. Default: %(default)s.",
+            switch=True,
+            off="--no-overlap",
+            label=N_("Overlap with backward"),
+            hint=N_("Whether buckets are sent while backward still runs."),
+            kind="text",
+            choices=(("true", N_("Yes: during backward")), ("false", N_("No: after backward"))),
+            advanced=True,
+        ),
+        PredictInput(
+            name="backward_fraction",
+            help="Share of compute in backward (default %(default)s).",
+            metavar="FLOAT",
+            label=N_("Backward share of compute"),
+            hint=N_("A fraction from 0 to 1. Empty: 2/3 (backward costs twice the forward)."),
+            advanced=True,
+            constant="BACKWARD_FRACTION",
+        ),
+        PredictInput(
+            name="overlap_slowdown",
+            help="Compute slowdown while overlapped with communication (0-1; default "
+            "%(default)s, and the band spans 0.05-0.35).",
+            metavar="FLOAT",
+            label=N_("Slowdown of overlapped compute"),
+            hint=N_(
+                "A fraction from 0 to 1. Empty: 0.189, the average measured by Lee et al. (2025)."
+            ),
+            advanced=True,
+            constant="OVERLAP_SLOWDOWN",
+        ),
+        PredictInput(
+            name="step_overhead",
+            help="Measured fixed cost per step (default: the wrapper's, 1.4-5.6 %% of a "
+            "micro-step).",
+            metavar="DURATION",
+            label=N_("Fixed overhead per step"),
+            hint=N_(
+                "A measured cost added to every step on more than one device: 5 ms. Empty: none."
+            ),
+            kind="text",
+            advanced=True,
+        ),
+        PredictInput(
+            name="flops_per_sample",
+            help="Training FLOPs per sample (instead of --per-device-throughput).",
+            metavar="COUNT",
+            label=N_("FLOPs per sample"),
+            hint=N_("Training FLOPs per sample; with achieved TFLOP/s, instead of the throughput."),
+            advanced=True,
+        ),
+        PredictInput(
+            name="achieved_tflops",
+            help="Achieved TFLOP/s per device (with --flops-per-sample).",
+            metavar="FLOAT",
+            label=N_("Achieved TFLOP/s per device"),
+            hint=N_("Used with FLOPs per sample."),
+            advanced=True,
+        ),
+        PredictInput(
+            name="unit",
+            help="Unit of the throughput. Default: %(default)s.",
+            metavar="UNIT",
+            short="-u",
+            label=N_("Throughput unit"),
+            hint=N_("Any unit: it carries through to the results."),
+            kind="text",
+            advanced=True,
+            invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
+        ),
+        PredictInput(
+            name="calibrate",
+            help="nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run id.",
+            metavar="FILE|RUN_ID",
+            label=N_("Calibrate from a stored run"),
+            hint=N_(
+                "The id of a run stored by dpscale measure: its measured bus bandwidth and "
+                "latency replace the nominal ones."
+            ),
+            kind="text",
+            advanced=True,
+            invalid=N_("Use the id of a stored run: letters, digits and . _ : - (up to 64)."),
+        ),
+        PredictInput(
+            name="optimizer",
+            help="%(choices)s (default: adam, the band spans none-lamb).",
+            metavar="NAME",
+            label=N_("Optimizer"),
+            hint=N_(
+                "Its step reads and writes every parameter's state once per optimizer step, at "
+                "the device's memory bandwidth."
+            ),
+            kind="text",
+            choices=(
+                ("", N_("Unknown: Adam, the band spans none to LAMB")),
+                ("none", N_("None")),
+                ("sgd", "SGD"),
+                ("momentum", N_("SGD with momentum")),
+                ("adam", "Adam"),
+                ("adamw", "AdamW"),
+                ("lamb", "LAMB"),
+            ),
+            advanced=True,
+        ),
+        PredictInput(
+            name="device_memory_bandwidth",
+            help="One device's memory bandwidth, e.g. \"900 GB/s\" (default: the preset's).",
+            metavar="BANDWIDTH",
+            label=N_("Device memory bandwidth"),
+            hint=N_("With its unit: 900 GB/s. Empty: the preset's (unknown without one: a band)."),
+            kind="text",
+            advanced=True,
+            preset=True,
+        ),
+        PredictInput(
+            name="jitter",
+            help="Coefficient of variation of one device's micro-step time, e.g. 1%% "
+            "(default 1 %%, the band spans 0.3-3 %%).",
+            metavar="PERCENT",
+            label=N_("Step-time jitter"),
+            hint=N_(
+                "Coefficient of variation of one device's micro-step, in percent: every step "
+                "waits for the slowest device. Empty: 1 percent; the band spans 0.3 to 3 percent."
+            ),
+            suffix="%",
+            advanced=True,
+            percent=True,
+        ),
+        PredictInput(
+            name="throughput_grad_accum",
+            help="Micro-steps per step when --per-device-throughput was measured (default: "
+            "--grad-accum); its optimizer step was spread over them.",
+            metavar="INT",
+            label=N_("Accumulation when the throughput was measured"),
+            hint=N_(
+                "Micro-steps per optimizer step in the run that gave the throughput of one "
+                "device: its optimizer step was spread over them. Empty: the accumulation above."
+            ),
+            kind="integer",
+            advanced=True,
+        ),
+        PredictInput(
+            name="fusion_cycle",
+            help="Horovod's cycle time (HOROVOD_CYCLE_TIME; 5 ms before Horovod 0.21, 1 ms "
+            "since): fused messages hold what backward produces in one cycle, up to "
+            "--bucket-size.",
+            metavar="DURATION",
+            label=N_("Horovod cycle time"),
+            hint=N_(
+                "For Horovod: tensors ready in one cycle are sent in one fused all-reduce, up "
+                "to the bucket size. 5 ms before Horovod 0.21, 1 ms since. Empty: not Horovod."
+            ),
+            kind="text",
+            advanced=True,
+        ),
+        PredictInput(
+            name="measured",
+            help='Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
+            "file as dpscale fit reads, or a stored run (run:ID); calibrates fixed cost and "
+            "jitter.",
+            metavar="POINTS|FILE|run:ID",
+            label=N_("Measured throughputs"),
+            hint=N_(
+                "Total throughput you measured at a few device counts, with the same batch: "
+                "1:362.4,8:2722,16:5099, or run:ID for a stored run. Calibrates the fixed cost "
+                "and the jitter; the band becomes the fit's."
+            ),
+            kind="text",
+            advanced=True,
+            invalid=N_(
+                "Write device:throughput pairs such as 1:362.4,8:2722 with at least one count "
+                "above 1, or run: and the id of a stored run."
+            ),
+        ),
+        PredictInput(
+            name="plot",
+            help="Write the E(N) chart to FILE (.png, .svg or .pdf).",
+            metavar="FILE",
+        ),
+        PredictInput(
+            name="list_hardware",
+            help="List presets and exit.",
+            switch=True,
+        ),
+    ),
+)

@@ -1,0 +1,135 @@
+"""``dpscale predict`` and its page are described once (spec/prediction.py): every input of
+the model has its entry, the CLI and the page are built from them, the help reads the model,
+and a stored run named in the inputs is read here, not by the model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpscale.cli.predict import predict
+from dpscale.model.query import PercentInputs, PredictQuery
+from dpscale.spec.prediction import (
+    PREDICTION,
+    calibration,
+    input_model,
+    measured_fit,
+    terminal_help,
+)
+from dpscale.validation import InputError
+from dpscale.web.pages.prediction_inputs import FIELDS
+
+from ..model.test_calibrate import RUN
+
+# The flags `dpscale predict` has taken since issue 3; scripts use them.
+FLAGS = {
+    "--params", "--grad-dtype", "--micro-batch", "--grad-accum", "--throughput-grad-accum",
+    "--per-device-throughput", "--flops-per-sample", "--achieved-tflops", "--hardware",
+    "--devices-per-node", "--intra-node-bandwidth", "--inter-node-bandwidth",
+    "--intra-node-latency", "--inter-node-latency", "--transport", "--devices", "-d",
+    "--bucket-size", "--algorithm", "--strategy", "--backward-fraction", "--overlap",
+    "--no-overlap", "--overlap-slowdown", "--step-overhead", "--optimizer",
+    "--device-memory-bandwidth", "--jitter", "--fusion-cycle", "--measured",
+    "--target-efficiency", "--unit", "-u", "--calibrate", "--plot", "--list-hardware", "--json",
+}  # fmt: skip
+
+
+def test_every_field_of_the_model_is_described_once() -> None:
+    # A field added to PredictQuery needs its entry here; the CLI and the page follow from it.
+    names = [item.name for item in PREDICTION.inputs]
+    assert len(names) == len(set(names))
+    fields = set(PredictQuery.model_fields) | set(PercentInputs.model_fields)
+    assert fields - set(names) == set()
+    for item in PREDICTION.inputs:
+        if item.in_model:
+            assert item.name in input_model(item).model_fields, item.name
+
+
+def test_the_cli_keeps_every_flag_and_reads_its_help_from_the_model() -> None:
+    flags = set()
+    for parameter in __import__("inspect").signature(predict).parameters.values():
+        for name in parameter.default.param_decls:
+            flags.update(name.split("/"))
+    assert flags == FLAGS
+    for item in PREDICTION.terminal:
+        text = terminal_help(item)
+        assert "%(" not in text, item.name
+        assert "%%" not in text, item.name
+    grad_dtype = PREDICTION.input("grad_dtype")
+    assert grad_dtype is not None
+    assert terminal_help(grad_dtype) == "Gradient precision: fp32, bf16, fp16, fp8. Default: fp32."
+
+
+def test_the_page_fields_are_the_described_ones() -> None:
+    assert [field.name for field in FIELDS] == [item.name for item in PREDICTION.page]
+    assert {item.name for item in PREDICTION.inputs if not item.on_page} == {
+        "plot",
+        "list_hardware",
+    }
+    fresh = {field.name: field.default for field in FIELDS if field.default}
+    assert fresh["hardware"] == "dgx-a100"
+    # A preset fills these: a value on a fresh page would replace every preset's.
+    assert [name for name in PREDICTION.preset_fields if fresh.get(name)] == []
+
+
+def test_the_inputs_a_preset_fills_are_the_preset_files() -> None:
+    from dpscale.model.presets import load_preset, preset_names
+
+    for name in preset_names():
+        assert set(PREDICTION.preset_fields) == set(load_preset(name).values), name
+
+
+def test_the_cli_and_help_do_not_load_the_model() -> None:
+    code = (
+        "import sys\nfrom dpscale.cli.main import _register\n_register([])\n"
+        "heavy = ('dpscale.model', 'scipy')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(heavy))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import json\n" + code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    assert json.loads(done.stdout) == []
+
+
+def test_a_stored_run_calibrates_the_links(sqlite_url: str) -> None:
+    from dpscale.store.runs import save_run
+
+    save_run(RUN, url=sqlite_url)
+    for files in (True, False):
+        cal = calibration("cal-1", files=files)
+        assert cal.source == "run cal-1"
+        assert cal.bus_bandwidth == pytest.approx(5e9, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [(True, "no file and no stored run named 'no-such'"), (False, "no stored run named 'no-such'")],
+)
+def test_an_unknown_run_names_the_option(sqlite_url: str, files: bool, said: str) -> None:
+    with pytest.raises(InputError) as caught:
+        calibration("no-such", files=files)
+    issue = caught.value.issues[0]
+    assert issue.field == "calibrate"
+    assert issue.detail == said
+
+
+def test_the_page_never_reads_a_file(tmp_path: object, sqlite_url: str) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "points.csv"
+    path.write_text("devices,throughput\n1,329\n2,620\n", encoding="utf-8")
+    scenario = PredictQuery(
+        params=25.6e6, micro_batch=32, per_device_throughput=329, hardware="dgx1-v100"
+    ).scenario()
+    assert measured_fit(scenario, str(path), files=True).source == "points.csv"
+    with pytest.raises(InputError, match="no file"):
+        measured_fit(scenario, str(path), files=False)
+    with pytest.raises(InputError, match="no stored run named"):
+        calibration(str(path), files=False)
