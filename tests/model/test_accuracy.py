@@ -72,19 +72,19 @@ def test_all_rows_held_out_by_source(scored: list[object]) -> None:
     assert after["mean_band_width_pp"] <= 19.0
 
 
-def test_setup_loss_is_the_estimate_from_all_rows() -> None:
-    from dpscale.model.band import SETUP_LOSS
+def test_setup_spread_is_the_estimate_from_all_rows() -> None:
+    from dpscale.model.band import SETUP_SPREAD
 
-    assert bench.setup_loss(bench.read_rows()) == pytest.approx(SETUP_LOSS, abs=5e-4)
+    assert bench.setup_spread(bench.read_rows()) == pytest.approx(SETUP_SPREAD, abs=5e-5)
 
 
 def test_a_fold_never_sees_its_own_source() -> None:
     rows = bench.read_rows()
     _, held_out = bench.cross_validated(rows)
-    dlperf = [r for r in rows if r["case"].startswith("dlperf")]
-    others = [r for r in rows if not r["case"].startswith("dlperf")]
-    assert held_out["DLPerf"] == bench.setup_loss(others)
-    assert held_out["DLPerf"] != bench.setup_loss(dlperf + others)
+    dle = [r for r in rows if r["case"].startswith("dle")]
+    others = [r for r in rows if not r["case"].startswith("dle")]
+    assert held_out["NVIDIA/DeepLearningExamples"] == bench.setup_spread(others)
+    assert held_out["NVIDIA/DeepLearningExamples"] != bench.setup_spread(dle + others)
 
 
 def test_strong_scaling_baseline_accumulation_lowers_the_prediction() -> None:

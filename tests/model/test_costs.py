@@ -299,14 +299,19 @@ def test_a_measured_one_device_point_brings_its_own_accumulation() -> None:
 def test_setup_loss_lowers_the_band_across_nodes_only() -> None:
     from dataclasses import replace
 
-    from dpscale.model.band import SETUP_LOSS, band_steps, combine
+    from dpscale.model.band import SETUP_SPREAD, band_steps, combine, setup_loss
 
     plain = band(RESNET50, [1, 8, 16, 64])
     step, _ = band_steps(RESNET50, [1, 8, 16, 64])
     _, low, _ = combine(np.asarray(step.efficiency))
     assert "framework_setup" in plain.inputs
     assert plain.low[1] == pytest.approx(low[1])  # one node: as the stated ranges give it
-    assert plain.low[2:] == pytest.approx(low[2:] * (1 - SETUP_LOSS))
+    # Two and eight nodes: the wait for the slowest node, larger on more nodes.
+    assert plain.low[2:] == pytest.approx(low[2:] * (1 - setup_loss(np.array([2, 8]))))
+    wait = SETUP_SPREAD * expected_max_normal(2)
+    assert float(setup_loss(2)) == pytest.approx(1 - 1 / (1 + wait))
+    assert float(setup_loss(1)) == 0.0
+    assert setup_loss(8) > setup_loss(2)
     measured = replace(RESNET50, step_overhead=0.002, known=frozenset({"step_overhead"}))
     told = band(measured, [1, 8, 16, 64])
     assert "framework_setup" not in told.inputs

@@ -35,7 +35,7 @@ prediction does, the network share's stated range (nothing measured says what it
 (4.72, 0.0087)
 >>> p = fit.predict([16])
 >>> [round(float(x[0])) for x in (p.throughput, p.throughput_low, p.throughput_high)]
-[4877, 4711, 5055]
+[4877, 4712, 5054]
 """
 
 from __future__ import annotations
