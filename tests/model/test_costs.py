@@ -315,3 +315,20 @@ def test_setup_loss_lowers_the_band_across_nodes_only() -> None:
     measured = replace(RESNET50, step_overhead=0.002, known=frozenset({"step_overhead"}))
     told = band(measured, [1, 8, 16, 64])
     assert "framework_setup" not in told.inputs
+
+
+@given(st.lists(st.floats(min_value=-0.2, max_value=0.2), min_size=2, max_size=16))
+def test_ranges_combine_as_independent_uncertainties(deviations: list[float]) -> None:
+    # GUM: each range a rectangular distribution, effects added in quadrature, k = 1.645 at
+    # 90 %: never beyond all inputs at their worst end at once, never short of the largest
+    # single input's 90 % interval (0.9 of its fall).
+    from dpscale.model.band import combine
+
+    stack = np.array([0.9, *(0.9 + d for d in deviations)])
+    _, low, high = combine(stack)
+    falls = [-d for d in deviations if d < 0]
+    rises = [d for d in deviations if d > 0]
+    assert 0.9 - low <= sum(falls) + 1e-12
+    assert high - 0.9 <= sum(rises) + 1e-12
+    assert 0.9 - low >= 0.9 * max(falls, default=0.0) - 1e-12
+    assert high - 0.9 >= 0.9 * max(rises, default=0.0) - 1e-12
