@@ -13,7 +13,8 @@ table, and the two counts are predicted each with its own accumulation.
 
 One value is estimated from these rows: the spread of the band's setup loss
 (``dpscale.model.band.SETUP_SPREAD``: the wait for the slowest of n nodes, ``spread z(n)`` of
-the step, that 9 in 10 multi-node rows stay within below their stated-range band). The "after"
+the step, joined in quadrature to the stated ranges' fall, that holds 9 in 10 multi-node rows
+inside the band). The "after"
 figures are leave-one-source-out: each source's rows are scored with the spread estimated from
 the other sources' rows only. The calibrated table estimates from each series'
 own smaller counts and is scored on the next count, which the fit never saw.
@@ -45,7 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from dpscale.model.band import SETUP_LOSS_LEVEL, band_steps, combine, setup_loss
+from dpscale.model.band import (
+    SETUP_LOSS_LEVEL,
+    band_steps,
+    combine,
+    setup_loss,
+    with_setup_loss,
+)
 from dpscale.model.costs import expected_max_normal
 from dpscale.model.measured import calibrate_measured, parse_measured
 from dpscale.model.query import PredictQuery
@@ -148,11 +155,7 @@ def score_row(row: dict[str, str], *, before: bool = False, spread: float = 0.0)
     stack, _ = band_steps(scenario, counts, grad_accum=accum)
     per_sample = np.asarray(stack.step_time) / accum
     central, low, high = combine(per_sample[:, :1] / per_sample[:, -1:])
-    # Relative to the baseline's own setup loss (none: every baseline here is one node).
-    kept = (1 - setup_loss(nodes_of(row, "devices"), spread)) / (
-        1 - setup_loss(nodes_of(row, "baseline_devices"), spread)
-    )
-    low = low * kept
+    low = with_setup_loss(central, low, relative_setup_loss(row, spread))
     return Scored(
         row["case"],
         _source(row),
@@ -175,18 +178,41 @@ def conformal_quantile(values: list[float], level: float = SETUP_LOSS_LEVEL) -> 
     return ordered[k - 1]
 
 
+def relative_setup_loss(row: dict[str, str], spread: float) -> Any:
+    """The setup loss at the row's count relative to its baseline's (none on one node)."""
+    kept = (1 - setup_loss(nodes_of(row, "devices"), spread)) / (
+        1 - setup_loss(nodes_of(row, "baseline_devices"), spread)
+    )
+    return 1 - kept
+
+
+def setup_score(central: float, low: float, measured: float, nodes: int) -> float:
+    """The smallest spread whose band, on ``nodes`` nodes, reaches down to ``measured``.
+
+    The band's lower edge is ``central - hypot(central - low, central * loss)`` with ``loss =
+    1 - 1 / (1 + spread z(nodes))``; solved for the spread (0 when already inside).
+
+    >>> round(setup_score(0.9, 0.87, 0.8459, 4), 4)  # a loss of 5 %: 0.05 / 0.95 / z(4)
+    0.0502
+    """
+    short, fall = central - measured, central - low
+    if short <= fall:
+        return 0.0
+    loss = math.sqrt(short**2 - fall**2) / central
+    return (1 / (1 - loss) - 1) / float(expected_max_normal(nodes))
+
+
 def setup_spread(rows: list[dict[str, str]]) -> float:
     """The setup spread estimated from ``rows``: how far their multi-node values fall below.
 
     Each row's score is the spread that would just put its measured value on the band's
-    lower edge: ``(low / measured - 1) / z(nodes)`` (0 inside the band).
+    lower edge (0 inside the band); the spread is their split conformal quantile.
     """
     scores = []
     for row in rows:
         if crosses_nodes(row):
             s = score_row(row)
-            z = float(expected_max_normal(nodes_of(row, "devices")))
-            scores.append(max(0.0, s.low / s.measured - 1) / z)
+            scores.append(setup_score(s.predicted, s.low, s.measured, nodes_of(row, "devices")))
     return conformal_quantile(scores)
 
 

@@ -303,11 +303,15 @@ def test_setup_loss_lowers_the_band_across_nodes_only() -> None:
 
     plain = band(RESNET50, [1, 8, 16, 64])
     step, _ = band_steps(RESNET50, [1, 8, 16, 64])
-    _, low, _ = combine(np.asarray(step.efficiency))
+    central, low, _ = combine(np.asarray(step.efficiency))
     assert "framework_setup" in plain.inputs
     assert plain.low[1] == pytest.approx(low[1])  # one node: as the stated ranges give it
-    # Two and eight nodes: the wait for the slowest node, larger on more nodes.
-    assert plain.low[2:] == pytest.approx(low[2:] * (1 - setup_loss(np.array([2, 8]))))
+    # Two and eight nodes: the wait for the slowest node, larger on more nodes, joins the
+    # stated ranges' fall in quadrature.
+    loss = central[2:] * setup_loss(np.array([2, 8]))
+    fall = central[2:] - low[2:]
+    assert plain.low[2:] == pytest.approx(central[2:] - np.sqrt(fall**2 + loss**2))
+    assert np.all(plain.low[2:] < low[2:])
     wait = SETUP_SPREAD * expected_max_normal(2)
     assert float(setup_loss(2)) == pytest.approx(1 - 1 / (1 + wait))
     assert float(setup_loss(1)) == 0.0
