@@ -336,3 +336,22 @@ def test_ranges_combine_as_independent_uncertainties(deviations: list[float]) ->
     assert high - 0.9 <= sum(rises) + 1e-12
     assert 0.9 - low >= 0.9 * max(falls, default=0.0) - 1e-12
     assert high - 0.9 >= 0.9 * max(rises, default=0.0) - 1e-12
+
+
+def test_measured_on_one_node_keeps_the_setup_loss_of_the_nodes_beyond() -> None:
+    # PyTorch's DDP benchmark, ResNet-50 at 1, 2 and 8 GPUs of one DGX-1: nothing measured
+    # says what crossing nodes costs, so the band at 2 and 8 nodes keeps the setup loss; the
+    # counts on the measured node do not.
+    from dpscale.model.band import setup_loss
+
+    fit = calibrate_measured(RESNET50, parse_measured("1:329,2:620,8:2456"), source="test")
+    p = fit.predict([8, 16, 64])
+    low = np.asarray(p.efficiency_low)
+    central = np.asarray(p.efficiency)
+    assert low[0] > central[0] * (1 - 0.05)
+    for i, nodes in ((1, 2), (2, 8)):
+        assert central[i] - low[i] >= central[i] * float(setup_loss(nodes)) - 1e-12
+    across = calibrate_measured(RESNET50, parse_measured("1:329,8:2456,16:4896"), source="test")
+    at_sixteen = across.predict([16])
+    fall = float(at_sixteen.efficiency[0] - at_sixteen.efficiency_low[0])
+    assert fall < float(p.efficiency[1] - p.efficiency_low[1])
