@@ -14,10 +14,9 @@ table, and the two counts are predicted each with its own accumulation.
 One value is estimated from these rows: the spread of the band's setup loss
 (``dpscale.model.band.SETUP_SPREAD``: the wait for the slowest of n nodes, ``spread z(n)`` of
 the step, joined in quadrature to the stated ranges' fall, that holds 9 in 10 multi-node rows
-inside the band). The "after"
-figures are leave-one-source-out: each source's rows are scored with the spread estimated from
-the other sources' rows only. The calibrated table estimates from each series'
-own smaller counts and is scored on the next count, which the fit never saw.
+inside the band). The "after" figures are leave-one-source-out: each source's rows are scored
+with the spread estimated from the other sources' rows only. The calibrated table estimates
+from each series' own smaller counts and is scored on the next count, which the fit never saw.
 
 Printed: the error table (median and worst absolute error, mean signed error, share of rows
 inside the band, mean band width) for
