@@ -123,6 +123,10 @@ def query_of(row: dict[str, str], devices: str) -> PredictQuery:
         values["throughput_grad_accum"] = row["baseline_grad_accum"]
     if row.get("bucket_size"):
         values["bucket_size"] = row["bucket_size"]
+    elif "Horovod" in row["implementation"]:
+        # Even after the accumulation window Horovod fuses at most HOROVOD_FUSION_THRESHOLD
+        # (64 MiB by default, horovod docs/tensor-fusion.rst) into one all-reduce.
+        values["bucket_size"] = "64 MiB"
     elif row["overlap"] == "none":
         values["bucket_size"] = f"{float(row['params']) * 4:.0f} B"  # one bucket, the model
     return PredictQuery.model_validate(values)

@@ -38,7 +38,7 @@ slowest node grows with their count, and the measured nodes only show its start.
 (4.72, 0.0087)
 >>> p = fit.predict([16])
 >>> [round(float(x[0])) for x in (p.throughput, p.throughput_low, p.throughput_high)]
-[4877, 4548, 5054]
+[4877, 4553, 5054]
 """
 
 from __future__ import annotations
