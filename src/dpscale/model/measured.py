@@ -23,7 +23,10 @@ The band is the fit's: the parameters' covariance from the residuals (a floor of
 noise per measured point, the spread a throughput measurement has from run to run, when there
 are no more points than parameters) propagated to each count, plus the noise of one new
 measurement, at two standard deviations; and, when no measured point crossed a node while the
-prediction does, the network share's stated range (nothing measured says what it is).
+prediction does, the network share's stated range (nothing measured says what it is). On more
+nodes than any measured point ran on, the lower edge also takes the band's setup loss
+(:mod:`dpscale.model.band`) beyond the measured nodes' own, in quadrature: the wait for the
+slowest node grows with their count, and the measured nodes only show its start.
 
 >>> from dpscale.model.hardware import Hardware
 >>> from dpscale.model.scenario import Scenario
@@ -35,7 +38,7 @@ prediction does, the network share's stated range (nothing measured says what it
 (4.72, 0.0087)
 >>> p = fit.predict([16])
 >>> [round(float(x[0])) for x in (p.throughput, p.throughput_low, p.throughput_high)]
-[4877, 4711, 5055]
+[4877, 4553, 5054]
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT
-from dpscale.model.band import NETWORK_SHARE_RANGE
+from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
 from dpscale.model.costs import DEFAULT_JITTER, JITTER_RANGE, expected_max_normal
 from dpscale.model.scenario import Scenario, evaluate
 from dpscale.validation import InputError
@@ -175,6 +178,12 @@ class MeasuredFit:
         throughput = samples / step
         ideal = n * sc.per_device_throughput
         low, high = samples / (step + 2 * sd), samples / shortest
+        # Beyond the nodes measured, the setup loss across nodes is as unknown as without a
+        # measurement; the fit holds what the measured nodes already lost.
+        nodes = np.ceil(n / per_node)
+        measured_nodes = math.ceil(self.largest_measured / per_node)
+        unmeasured = 1 - (1 - setup_loss(nodes)) / (1 - setup_loss(measured_nodes))
+        low = with_setup_loss(throughput, low, np.where(nodes > measured_nodes, unmeasured, 0.0))
         return MeasuredPrediction(
             devices=n,
             throughput=throughput,
