@@ -133,3 +133,20 @@ def test_the_page_never_reads_a_file(tmp_path: object, sqlite_url: str) -> None:
         measured_fit(scenario, str(path), files=False)
     with pytest.raises(InputError, match="no stored run named"):
         calibration(str(path), files=False)
+
+
+def test_the_help_states_the_band_ranges_the_model_uses() -> None:
+    from dpscale.model.band import OVERLAP_SLOWDOWN_RANGE
+    from dpscale.model.costs import FRAMEWORK_OVERHEAD_RANGE, JITTER_RANGE
+
+    def help_of(name: str) -> str:
+        item = PREDICTION.input(name)
+        assert item is not None
+        return terminal_help(item)
+
+    assert OVERLAP_SLOWDOWN_RANGE == (0.0, 0.40)
+    assert "the band spans 0-0.4)" in help_of("overlap_slowdown")
+    assert JITTER_RANGE == (0.003, 0.03)
+    assert "the band spans 0.3-3 %)" in help_of("jitter")
+    assert FRAMEWORK_OVERHEAD_RANGE == (0.014, 0.056)
+    assert "the wrapper's, 1.4-5.6 % of a micro-step" in help_of("step_overhead")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -169,14 +170,27 @@ def default_text(item: PredictInput) -> str:
     return "" if value is None else _written(value)
 
 
+_BAND_RANGES = {
+    "overlap_slowdown": ("band", "OVERLAP_SLOWDOWN_RANGE", False),
+    "jitter": ("costs", "JITTER_RANGE", True),
+    "step_overhead": ("costs", "FRAMEWORK_OVERHEAD_RANGE", True),
+}
+"""The stated range the band spans when an input is left out: (module of dpscale.model,
+constant, written in percent)."""
+
+
 def terminal_help(item: PredictInput) -> str:
     """The CLI help of ``item`` with the model's default and choices filled in."""
     from dpscale.validation import rule_of
 
-    choices = ""
+    choices = band = ""
     if "%(choices)s" in item.help:
         choices = ", ".join(rule_of(input_model(item), item.name).choices)
-    return item.help % {"default": default_text(item), "choices": choices}
+    if item.name in _BAND_RANGES:
+        module, constant, percent = _BAND_RANGES[item.name]
+        low, high = getattr(import_module(f"dpscale.model.{module}"), constant)
+        band = f"{low * 100:g}-{high * 100:g} %" if percent else f"{low:g}-{high:g}"
+    return item.help % {"default": default_text(item), "choices": choices, "band": band}
 
 
 _RUN = "run:"
@@ -520,7 +534,7 @@ PREDICTION = Prediction(
         PredictInput(
             name="overlap_slowdown",
             help="Compute slowdown while overlapped with communication (0-1; default "
-            "%(default)s, and the band spans 0.05-0.35).",
+            "%(default)s, and the band spans %(band)s).",
             metavar="FLOAT",
             label=N_("Slowdown of overlapped compute"),
             hint=N_(
@@ -531,8 +545,7 @@ PREDICTION = Prediction(
         ),
         PredictInput(
             name="step_overhead",
-            help="Measured fixed cost per step (default: the wrapper's, 1.4-5.6 %% of a "
-            "micro-step).",
+            help="Measured fixed cost per step (default: the wrapper's, %(band)s of a micro-step).",
             metavar="DURATION",
             label=N_("Fixed overhead per step"),
             hint=N_(
@@ -615,7 +628,7 @@ PREDICTION = Prediction(
         PredictInput(
             name="jitter",
             help="Coefficient of variation of one device's micro-step time, e.g. 1%% "
-            "(default 1 %%, the band spans 0.3-3 %%).",
+            "(default 1 %%, the band spans %(band)s).",
             metavar="PERCENT",
             label=N_("Step-time jitter"),
             hint=N_(
