@@ -97,8 +97,8 @@ def test_central_setup_spread_is_the_median_of_the_point_spreads() -> None:
 
 
 def test_the_central_setup_loss_on_the_point_fails_held_out() -> None:
-    # Why the point carries no setup loss: estimated without Horovod, from sources that are
-    # all optimistic, it makes the Horovod rows pessimistic and worsens the median error.
+    # Why the point carries no setup loss: estimated without Horovod, from rows the point
+    # nearly all overshoots, it makes the Horovod rows pessimistic and worsens the median.
     scored, _ = bench.cross_validated(bench.read_rows(), central=True)
     figures = bench.summary(scored)
     horovod = bench.summary([s for s in scored if s.source == "horovod/horovod"])
