@@ -20,10 +20,16 @@ scored with the spread estimated from the others):
   much multi-node jobs lose to their setup, which costs width on every multi-node row). The
   DeepLearningExamples DGX-2H rows lose 10-17 pp no stated input explains (their 16-node
   points scale worse than their 32-node ones) and set the worst error and most of the bias.
+
+Not adopted (``--central-setup``): the point lowered by the setup loss's central value, the
+median of the multi-node rows' point spreads (1.74 % from all rows). Held out by source it
+takes 4.80 % to the Horovod rows from the others, which are all optimistic, and makes them
+pessimistic by 5.1 pp; the median error rises to 4.2 pp and 76 % are inside the band.
 """
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
 import sys
 from pathlib import Path
@@ -76,6 +82,32 @@ def test_setup_spread_is_the_estimate_from_all_rows() -> None:
     from dpscale.model.band import SETUP_SPREAD
 
     assert bench.setup_spread(bench.read_rows()) == pytest.approx(SETUP_SPREAD, abs=5e-5)
+
+
+def test_the_benchmark_formulas_hold_their_worked_examples() -> None:
+    assert doctest.testmod(bench).failed == 0
+
+
+def test_central_setup_spread_is_the_median_of_the_point_spreads() -> None:
+    rows = bench.read_rows()
+    assert bench.central_setup_spread(rows) == pytest.approx(0.0174, abs=5e-5)
+    assert bench.setup_spread(rows, bench.central_setup_spread(rows)) == pytest.approx(
+        0.0820, abs=5e-5
+    )
+
+
+def test_the_central_setup_loss_on_the_point_fails_held_out() -> None:
+    # Why the point carries no setup loss: estimated without Horovod, from rows the point
+    # nearly all overshoots, it makes the Horovod rows pessimistic and worsens the median.
+    scored, _ = bench.cross_validated(bench.read_rows(), central=True)
+    figures = bench.summary(scored)
+    horovod = bench.summary([s for s in scored if s.source == "horovod/horovod"])
+    assert figures["median_pp"] == pytest.approx(4.2, abs=0.05)
+    assert figures["mean_signed_pp"] == pytest.approx(0.1, abs=0.05)
+    assert figures["inside_band"] == pytest.approx(0.76)
+    assert horovod["mean_signed_pp"] == pytest.approx(-5.1, abs=0.05)
+    for row in scored:
+        assert row.low <= row.predicted <= row.high
 
 
 def test_a_fold_never_sees_its_own_source() -> None:
