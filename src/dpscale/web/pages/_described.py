@@ -7,15 +7,15 @@ chart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from dpscale.spec import Description, Number, Param, Percentage
+from dpscale.spec import Description, Input, Number, Param, Percentage
 from dpscale.validation import FieldIssue
 from dpscale.web.i18n import Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation, ResultItem
 
-__all__ = ["calculator"]
+__all__ = ["calculator", "input_fields"]
 
 
 def _writer(loc: Localizer) -> Callable[[Param], str]:
@@ -37,6 +37,11 @@ def _numbers(ctx: Mapping[str, object], loc: Localizer) -> dict[str, str]:
 
 
 def fields(description: Description) -> tuple[InputField, ...]:
+    return input_fields(description.inputs)
+
+
+def input_fields(inputs: Iterable[Input]) -> tuple[InputField, ...]:
+    """The page's form fields of described inputs (those the CLI alone takes included)."""
     return tuple(
         InputField(
             name=item.name,
@@ -49,8 +54,11 @@ def fields(description: Description) -> tuple[InputField, ...]:
             required=item.required,
             suggestions=item.suggestions,
             invalid=item.invalid,
+            choices=item.choices,
+            advanced=item.advanced,
+            rows=item.rows,
         )
-        for item in description.inputs
+        for item in inputs
     )
 
 
