@@ -40,7 +40,7 @@ import numpy as np
 
 from dpscale.fit.data import Points
 from dpscale.fit.fitting import AICC_NOISE_FLOOR, ModelFit, NotIdentifiableError, fit_model
-from dpscale.fit.intervals import screening_scale
+from dpscale.fit.intervals import screening_assumption, screening_scale
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
 from dpscale.fit.physics import Physics, fit_physics, physics_model
 from dpscale.fit.robust import Flag, robust_fit
@@ -302,7 +302,8 @@ def _physics_first(
             "F test",
             f"{chosen} fits the points so much more closely than the comm model that the "
             f"comm model's misfit is not noise (F test at the 1 % level: F = {f:.3g} > "
-            f"{threshold:.3g})" + (f"; AICc: {ranking}" if ranking else ""),
+            f"{threshold:.3g}; {screening_assumption()})"
+            + (f"; AICc: {ranking}" if ranking else ""),
         )
     closer = sorted(tests)
     if closer:
@@ -314,7 +315,8 @@ def _physics_first(
         )
         evidence = (
             f"; {', '.join(closer)} {'fits' if len(closer) == 1 else 'fit'} the points more "
-            f"closely, but not decisively (F test at the 1 % level, {shown})"
+            f"closely, but not decisively (F test at the 1 % level, {shown}; "
+            f"{screening_assumption()})"
         )
     else:
         evidence = "; no other model fits the points more closely"
