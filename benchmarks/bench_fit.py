@@ -228,7 +228,13 @@ def published(path: Path) -> None:
 def timing() -> None:
     points = Points.of([(1, 100), (2, 190), (4, 360), (8, 660), (16, 1000), (32, 1900)])
     runs = {}
-    for label, kwargs in (("amdahl", {"model": "amdahl"}), ("auto (3 models)", {})):
+    stated = {"facts": {"params": "25.6M", "micro_batch": 32, "hardware": "dgx1-v100"}}
+    cases: tuple[tuple[str, dict[str, object]], ...] = (
+        ("amdahl", {"model": "amdahl"}),
+        ("auto (3 models)", {}),
+        ("auto, with facts", stated),
+    )
+    for label, kwargs in cases:
         fit(points, devices_per_node=8, **kwargs)  # type: ignore[arg-type]
         start = time.perf_counter()
         for _ in range(50):
