@@ -101,6 +101,16 @@ def test_bad_facts_are_named_by_predicts_rules(facts: dict[str, object], field: 
     assert raised.value.issues[0].field == field
 
 
+def test_points_far_from_the_facts_scale_are_refused_not_overflowed() -> None:
+    """One device at 1e-300 samples/s cannot compute 10^13 samples a step in any float."""
+    facts = {"params": 1e15, "micro_batch": 10_000_000, "grad_accum": 1_000_000}
+    facts |= {"intra_node_bandwidth": "1 kB/s", "inter_node_bandwidth": "1 kB/s"}
+    points = Points.of([(1, 1e-300), (2, 1e-300), (4, 1e-300), (8, 1e-300), (16, 1e-300)])
+    with pytest.raises(InputError) as raised:
+        fit(points, devices_per_node=1, facts=facts)
+    assert raised.value.issues[0].field == "micro_batch"
+
+
 def test_a_fit_query_reads_counts_as_predict_does() -> None:
     query = FitQuery(points="1,329\n2,620", params="25.6M", micro_batch=32, hardware="dgx1-v100")
     assert query.params == 25.6e6

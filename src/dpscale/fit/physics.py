@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpscale.fit.data import Points
+from dpscale.fit.data import MAX_DEVICES, Points
 from dpscale.fit.fitting import fit_model
 from dpscale.fit.models import Parameter, ScalingModel
 from dpscale.model import PredictQuery, Scenario
 from dpscale.model.band import band_steps
 from dpscale.units import format_bandwidth, format_bytes
-from dpscale.validation import parse
+from dpscale.validation import InputError, parse
 
 __all__ = ["FACTS", "Physics", "fit_physics", "physics_from", "physics_model"]
 
@@ -90,9 +90,11 @@ class Physics:
         key = (float(rate), counts)
         if key not in self._cache:
             scenario = replace(self.scenario, per_device_throughput=float(rate))
-            step, _ = band_steps(scenario, [1, *counts])
-            times = np.asarray(step.step_time, dtype=float)
-            self._cache[key] = np.maximum(times[:, 1:] / times[:, :1] - 1.0, 0.0)
+            # Points far from the facts' scale overflow the step model; _check_finite says so.
+            with np.errstate(all="ignore"):
+                step, _ = band_steps(scenario, [1, *counts])
+                times = np.asarray(step.step_time, dtype=float)
+                self._cache[key] = np.maximum(times[:, 1:] / times[:, :1] - 1.0, 0.0)
         return self._cache[key]
 
     def describe(self) -> str:
@@ -160,8 +162,24 @@ def fit_physics(
     """
     fewest = points.devices.min()
     rate = float(points.throughput[points.devices == fewest].mean() / fewest)
+    _check_finite(physics, rate)
     first = fit_model(physics_model(physics, rate), points, weights)
     rate = first.rate
+    _check_finite(physics, rate)
     return physics_model(physics, rate), tuple(
         physics_model(physics, rate, row) for row in range(1, physics.variants)
     )
+
+
+def _check_finite(physics: Physics, rate: float) -> None:
+    """The step model must give a number at every count the fit may speak of (up to
+    :data:`MAX_DEVICES`): a micro-batch that one device at ``rate`` takes beyond any float to
+    compute does not."""
+    counts = [2, physics.devices_per_node + 1, MAX_DEVICES]
+    if not np.all(np.isfinite(physics.extra(counts, rate))):
+        raise InputError.single(
+            "micro_batch",
+            f"with one device computing {rate:.3g} samples a second (the points' throughput), "
+            f"a step of {physics.scenario.micro_batch:,} x {physics.scenario.grad_accum:,} "
+            f"samples takes longer than any number: check the micro-batch and the points' unit",
+        )
