@@ -37,7 +37,13 @@ from dpscale.validation import TargetFraction, TargetPercent, parse
 __all__ = ["FitOptions", "FitQuery", "fit"]
 
 
-_PREDICT = PredictQuery.model_fields
+_RULES = {name: tuple(info.metadata) for name, info in PredictQuery.model_fields.items()}
+"""Each of ``dpscale predict``'s fields' rules (range, length), applied here to a value given;
+None, not given, is not checked."""
+_ABOUT = {
+    name: Field(default=None, description=info.description)
+    for name, info in PredictQuery.model_fields.items()
+}
 
 
 def _count(value: Any) -> Any:
@@ -48,6 +54,9 @@ def _count(value: Any) -> Any:
         except UnitError:
             return value
     return value
+
+
+_COUNT = BeforeValidator(_count)
 
 
 class FitQuery(BaseModel):
@@ -74,17 +83,24 @@ class FitQuery(BaseModel):
     target_efficiency: TargetPercent = Field(
         default=80, description="Report where efficiency falls below this, in percent."
     )
-    # The facts `dpscale predict` takes, with its own rules (its fields, optional here): with
-    # any of them the stated hardware shapes the comm model (dpscale.fit.physics).
-    params: Annotated[float | None, BeforeValidator(_count), _PREDICT["params"]] = None
-    grad_dtype: Annotated[GradDtype | None, _PREDICT["grad_dtype"]] = None
-    micro_batch: Annotated[int | None, _PREDICT["micro_batch"]] = None
-    grad_accum: Annotated[int | None, _PREDICT["grad_accum"]] = None
-    hardware: Annotated[str | None, _PREDICT["hardware"]] = None
-    intra_node_bandwidth: Annotated[str | None, _PREDICT["intra_node_bandwidth"]] = None
-    inter_node_bandwidth: Annotated[str | None, _PREDICT["inter_node_bandwidth"]] = None
-    transport: Annotated[Transport | None, _PREDICT["transport"]] = None
-    optimizer: Annotated[Optimizer | None, _PREDICT["optimizer"]] = None
+    # The facts `dpscale predict` takes, with its own rules (its fields, optional here: its
+    # types, its constraints and its descriptions): with any of them the stated hardware
+    # shapes the comm model (dpscale.fit.physics).
+    params: Annotated[Annotated[float, *_RULES["params"]] | None, _COUNT, _ABOUT["params"]] = None
+    grad_dtype: Annotated[GradDtype | None, _ABOUT["grad_dtype"]] = None
+    micro_batch: Annotated[Annotated[int, *_RULES["micro_batch"]] | None, _ABOUT["micro_batch"]] = (
+        None
+    )
+    grad_accum: Annotated[Annotated[int, *_RULES["grad_accum"]] | None, _ABOUT["grad_accum"]] = None
+    hardware: Annotated[Annotated[str, *_RULES["hardware"]] | None, _ABOUT["hardware"]] = None
+    intra_node_bandwidth: Annotated[
+        Annotated[str, *_RULES["intra_node_bandwidth"]] | None, _ABOUT["intra_node_bandwidth"]
+    ] = None
+    inter_node_bandwidth: Annotated[
+        Annotated[str, *_RULES["inter_node_bandwidth"]] | None, _ABOUT["inter_node_bandwidth"]
+    ] = None
+    transport: Annotated[Transport | None, _ABOUT["transport"]] = None
+    optimizer: Annotated[Optimizer | None, _ABOUT["optimizer"]] = None
 
     def device_counts(self) -> tuple[int, ...]:
         return parse_device_counts(self.at, "at")
