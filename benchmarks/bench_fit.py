@@ -11,7 +11,9 @@
 3. Held-out published series (``shared/validation/published_scaling.csv``): each series with
    three or more device counts is fitted on its two, three, ... smallest and predicts the next
    count: error, the measured value inside the band, the band's half-width, a band above the
-   ideal throughput. Run with ``PYTHONPATH`` at an older tree for its "before".
+   ideal throughput; without and with the facts ``dpscale predict`` takes (the row's model
+   size, precision, batch, optimizer and hardware). Run with ``PYTHONPATH`` at an older tree
+   for its "before".
 4. Time: one ``auto`` fit against one Amdahl fit, side by side.
 """
 
@@ -29,6 +31,7 @@ import numpy as np
 from dpscale.fit import Points, fit
 from dpscale.fit.fitting import fit_model
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
+from dpscale.fit.physics import physics_from, physics_model
 from dpscale.fit.profile import profile_interval
 
 CSV = Path(__file__).resolve().parents[2] / "shared" / "validation" / "published_scaling.csv"
@@ -37,6 +40,21 @@ CASES: dict[str, tuple[ScalingModel, list[float], list[int], list[int]]] = {
     "usl": (MODELS["usl"], [0.02, 2e-4], [1, 2, 4, 8, 16, 32], [64, 128]),
     "comm g=8": (comm_model(8), [0.05, 0.15], [1, 2, 4, 8, 16, 32], [128, 512]),
 }
+STATED = physics_from(
+    {
+        "params": "138M",
+        "micro_batch": 64,
+        "optimizer": "momentum",
+        "intra_node_bandwidth": "12 GB/s",
+        "inter_node_bandwidth": "25 Gbit/s",
+        "transport": "tcp",
+    },
+    devices_per_node=4,
+)
+if STATED is not None:
+    # The comm model shaped by the stated hardware (VGG-16, 4 GPUs a node, 25 Gbit/s TCP),
+    # 5 % fixed cost.
+    CASES["stated hw"] = (physics_model(STATED, 100.0), [0.05], [1, 2, 4, 8, 16], [64, 256])
 
 
 def coverage(seeds: int) -> None:
@@ -109,73 +127,114 @@ def model_choice(seeds: int) -> None:
         )
 
 
-def _series(path: Path) -> dict[str, tuple[int, list[tuple[int, float]]]]:
-    """Each published configuration with three or more device counts: devices per node and
-    ``(devices, throughput)``, the baseline from its per-device figure."""
+FACT_COLUMNS = (
+    "params",
+    "grad_dtype",
+    "micro_batch",
+    "grad_accum",
+    "intra_node_bandwidth",
+    "inter_node_bandwidth",
+    "transport",
+    "optimizer",
+)
+"""The published rows' columns that are ``dpscale fit``'s facts (the inputs it shares with
+``dpscale predict``), by the same names."""
+
+Series = dict[str, tuple[int, list[tuple[int, float]], dict[str, str]]]
+
+
+def _all_series(path: Path) -> Series:
+    """Each published configuration (model, source, hardware, per-device figure): devices per
+    node, ``(devices, throughput)`` with the baseline from its per-device figure, and its facts."""
     series: dict[str, list[tuple[int, float]]] = defaultdict(list)
     nodes: dict[str, int] = {}
+    facts: dict[str, dict[str, str]] = {}
     with path.open(encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
-            if not row["measured_throughput"]:
-                continue
             key = (
                 f"{row['model']} ({row['source'].split()[0]}, {row['transport']}, "
                 f"{row['inter_node_bandwidth']}, {row['per_device_throughput']}/device)"
             )
             base = int(row["baseline_devices"])
-            series[key].append((base, float(row["per_device_throughput"]) * base))
-            series[key].append((int(row["devices"]), float(row["measured_throughput"])))
+            if base == 1:
+                series[key].append((1, float(row["per_device_throughput"])))
+            if row["measured_throughput"]:
+                series[key].append((int(row["devices"]), float(row["measured_throughput"])))
             nodes[key] = int(row["devices_per_node"])
+            facts[key] = {name: row[name] for name in FACT_COLUMNS if row.get(name)}
     return {
-        key: (nodes[key], sorted(dict(points).items()))
+        key: (nodes[key], sorted(dict(points).items()), facts[key])
         for key, points in series.items()
-        if len(dict(points)) >= 3
     }
+
+
+def _series(path: Path) -> Series:
+    """The configurations with three or more device counts: a fit on two and one held out."""
+    return {key: value for key, value in _all_series(path).items() if len(value[1]) >= 3}
 
 
 def published(path: Path) -> None:
     """Held-out: every published series is fitted on its smaller counts (at least two) with
-    ``--devices-per-node`` and predicts the next count, never seen by the fit."""
+    ``--devices-per-node`` and predicts the next count, never seen by the fit; then again with
+    the facts ``dpscale predict`` takes, from the same row."""
     print(f"3. Held-out published series ({path.name}): fit on the smaller counts, predict the")
     print("   next (--devices-per-node as published); band: the 95 % prediction interval")
     if not path.exists():
         print("   not found:", path)
         return
+    every = _all_series(path)
+    held = _series(path)
+    with path.open(encoding="utf-8") as handle:
+        efficiency_only = sum(not row["measured_throughput"] for row in csv.DictReader(handle))
     print(
-        f"   {'series':34} {'fit on':>7} {'at':>3} {'model':>6} {'error':>6} {'band':>17} "
-        f"{'half':>5}  in  >ideal"
+        f"   {len(every)} configurations with throughputs, {len(held)} of them with three or "
+        f"more device counts (the others: one device and one count); {efficiency_only} more "
+        f"rows give only an efficiency against a baseline count, no throughput:"
     )
-    errors, inside, halves, above = [], 0, [], 0
-    for key, (node, points) in _series(path).items():
+    for key, (_, points, _) in every.items():
+        print(f"     {key[:60]:60} {','.join(str(d) for d, _ in points)}")
+    figures: dict[str, list[tuple[float, bool, float, bool]]] = defaultdict(list)
+    print(
+        f"   {'series':30} {'facts':>5} {'fit on':>7} {'at':>3} {'model':>6} {'error':>6} "
+        f"{'band':>17} {'half':>5}  in  >ideal"
+    )
+    for key, (node, points, facts) in held.items():
         for size in range(2, len(points)):
             known, (devices, measured) = points[:size], points[size]
-            result = fit(Points.of(known), at=[devices], devices_per_node=node)
-            p = result.predictions[0]
-            ideal = devices / known[0][0] * known[0][1] * (1 + 1e-9)
-            error = p.throughput / measured - 1
-            hit = p.throughput_low <= measured <= p.throughput_high
-            half = (p.throughput_high - p.throughput_low) / 2 / p.throughput
-            errors.append(abs(error))
-            inside += hit
-            halves.append(half)
-            above += p.throughput_high > ideal
-            print(
-                f"   {key[:34]:34} {','.join(str(d) for d, _ in known):>7} {devices:>3} "
-                f"{result.model:>6} {error:>+6.1%} {p.throughput_low:>8,.0f}-"
-                f"{p.throughput_high:<8,.0f} {half:>5.1%}  {'yes' if hit else 'NO ':3} "
-                f"{'ABOVE' if p.throughput_high > ideal else 'no'}"
-            )
-    print(
-        f"   {len(errors)} predictions: median |error| {np.median(errors):.1%}, measured inside "
-        f"the band {inside}/{len(errors)}, mean band half-width {np.mean(halves):.1%}, bands "
-        f"above ideal {above}"
-    )
+            for label, given in (("no", None), ("yes", facts)):
+                result = fit(Points.of(known), at=[devices], devices_per_node=node, facts=given)
+                p = result.predictions[0]
+                ideal = devices / known[0][0] * known[0][1] * (1 + 1e-9)
+                error = p.throughput / measured - 1
+                hit = p.throughput_low <= measured <= p.throughput_high
+                half = (p.throughput_high - p.throughput_low) / 2 / p.throughput
+                above = p.throughput_high > ideal
+                figures[label].append((abs(error), hit, half, above))
+                print(
+                    f"   {key[:30]:30} {label:>5} {','.join(str(d) for d, _ in known):>7} "
+                    f"{devices:>3} {result.model:>6} {error:>+6.1%} {p.throughput_low:>8,.0f}-"
+                    f"{p.throughput_high:<8,.0f} {half:>5.1%}  {'yes' if hit else 'NO ':3} "
+                    f"{'ABOVE' if above else 'no'}"
+                )
+    for label, rows in figures.items():
+        errors, hits, halves, above = zip(*rows, strict=True)
+        print(
+            f"   facts {label:>3}: {len(rows)} predictions: median |error| "
+            f"{np.median(errors):.1%}, measured inside the band {sum(hits)}/{len(rows)}, mean "
+            f"band half-width {np.mean(halves):.1%}, bands above ideal {sum(above)}"
+        )
 
 
 def timing() -> None:
     points = Points.of([(1, 100), (2, 190), (4, 360), (8, 660), (16, 1000), (32, 1900)])
     runs = {}
-    for label, kwargs in (("amdahl", {"model": "amdahl"}), ("auto (3 models)", {})):
+    stated = {"facts": {"params": "25.6M", "micro_batch": 32, "hardware": "dgx1-v100"}}
+    cases: tuple[tuple[str, dict[str, object]], ...] = (
+        ("amdahl", {"model": "amdahl"}),
+        ("auto (3 models)", {}),
+        ("auto, with facts", stated),
+    )
+    for label, kwargs in cases:
         fit(points, devices_per_node=8, **kwargs)  # type: ignore[arg-type]
         start = time.perf_counter()
         for _ in range(50):

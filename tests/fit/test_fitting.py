@@ -11,6 +11,7 @@ from dpscale.fit import FitQuery, Points, fit
 from dpscale.fit.fitting import fit_model
 from dpscale.fit.intervals import t_quantile
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
+from dpscale.fit.physics import physics_from, physics_model
 from dpscale.fit.profile import profile_interval
 from dpscale.fit.robust import robust_fit
 from dpscale.validation import InputError
@@ -49,10 +50,30 @@ def test_known_parameters_recovered_from_noisy_points(
     assert 0.005 < fitted.noise < 0.02
 
 
+STATED = physics_from(
+    {
+        "params": "138M",
+        "micro_batch": 64,
+        "optimizer": "momentum",
+        "intra_node_bandwidth": "12 GB/s",
+        "inter_node_bandwidth": "25 Gbit/s",
+        "transport": "tcp",
+    },
+    devices_per_node=4,
+)
+assert STATED is not None
 COVERAGE_CASES = {
     "amdahl": (MODELS["amdahl"], [0.03], [1, 2, 4, 8, 16], [64, 256]),
     "usl": (MODELS["usl"], [0.02, 2e-4], DOUBLINGS, [64, 128]),
     "comm": (comm_model(8), [0.05, 0.15], DOUBLINGS, [128, 512]),
+    # The comm model shaped by stated hardware (VGG-16 on Horovod's first cluster: 4 GPUs a
+    # node, 25 Gbit/s TCP), 5 % fixed cost; e(N) at the true one-device throughput.
+    "comm, stated hardware": (
+        physics_model(STATED, 100.0),
+        [0.05],
+        [1, 2, 4, 8, 16],
+        [64, 256],
+    ),
     # Efficiency 97 % far out: 3 % noise puts a new run above the ideal line 16 % of the
     # time, where the band, which stops at the ideal, cannot follow it; the throughput the
     # setup sustains (the true curve) is what the band still covers.

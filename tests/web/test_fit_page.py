@@ -269,3 +269,59 @@ def test_upload_with_javascript_off(
         expect(page.locator(".chart img")).to_have_count(1)
     finally:
         context.close()
+
+
+FACTS = {"params": "25.6M", "micro_batch": "32", "optimizer": "momentum", "hardware": "dgx1-v100"}
+
+
+def test_the_facts_predict_takes_shape_the_comm_model_on_the_page(client: httpx.Client) -> None:
+    query = urlencode({"points": DDP, "at": "16", **FACTS})
+    api = client.get(f"/api/v1/scaling-fit?{query}").json()
+    # PyTorch's DDP benchmark measured 4,896 images/s at 16 GPUs; 1, 2 and 8 were fitted.
+    assert api["model"] == "comm"
+    assert list(api["parameters"]) == ["per_device_throughput", "fixed_cost"]
+    assert round(api["predictions"][0]["throughput"]) == 4872
+    html = unescape(client.get(f"/ja/scaling-fit?{query}").text)
+    assert (
+        localizer("ja").gettext(
+            "The communication model's growth with devices comes from the hardware you entered; "
+            "the points estimate only the throughput of one device and a fixed cost per step, and "
+            "the band spans the hardware model's uncertain inputs over their stated ranges."
+        )
+        in html
+    )
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        ({"params": "-5", "micro_batch": "32"}, "params", "params must be a number greater than 0"),
+        ({"params": "25.6M", "grad_dtype": "fp64"}, "grad_dtype", "one of: fp32, bf16"),
+        ({"params": "25.6M", "hardware": "dgx1-v100"}, "micro_batch", "micro_batch"),
+        ({"params": "25.6M", "micro_batch": "8", "hardware": "dgx9"}, "hardware", "no preset"),
+        (
+            {"params": "25.6M", "micro_batch": "8", "devices_per_node": "8"},
+            "intra_node_bandwidth",
+            "is required unless a hardware preset is given",
+        ),
+    ],
+)
+def test_the_facts_are_checked_by_predicts_rules(
+    client: httpx.Client, params: dict[str, str], field: str, message: str
+) -> None:
+    reply = client.get("/api/v1/scaling-fit", params={"points": DDP, **params})
+    assert reply.status_code == 422
+    detail = reply.json()["detail"][0]
+    assert detail["field"] == field
+    assert message in detail["message"]
+
+
+def test_a_missing_link_is_told_at_its_field_in_japanese(client: httpx.Client) -> None:
+    query = urlencode(
+        {"points": DDP, "params": "25.6M", "micro_batch": "8", "devices_per_node": "8"}
+    )
+    page = client.get(f"/ja/scaling-fit?{query}")
+    wanted = localizer("ja").gettext("Required unless you choose a hardware preset.")
+    assert error_at(page.text, "intra_node_bandwidth") == wanted
+    bad = client.get(f"/ja/scaling-fit?{urlencode({'points': DDP, 'params': '-5'})}").text
+    assert error_at(bad, "params") not in ("", "-5")

@@ -39,12 +39,13 @@ def option_help(item: Input) -> str:
     if rule.number or rule.choices:
         described = rule.describe()
         parts.append(f"{described[0].upper()}{described[1:]}.")
-    if item.default is not None:
+    if item.default not in (None, ""):
         parts.append(f"Default: {item.default}.")
     return " ".join(parts)
 
 
-def _parameter(item: Input) -> inspect.Parameter:
+def option_parameter(item: Input) -> inspect.Parameter:
+    """The typer option of ``item``: a string, validated by its model."""
     names = (item.option, item.short) if item.short else (item.option,)
     option = typer.Option(None, *names, metavar=item.metavar, help=option_help(item))
     return inspect.Parameter(
@@ -99,7 +100,7 @@ def command(description: Description) -> Callable[..., None]:
             print_table(description, result, given)
 
     flag = typer.Option(False, "--json", help=JSON_HELP)
-    parameters = [_parameter(item) for item in description.inputs]
+    parameters = [option_parameter(item) for item in description.inputs]
     parameters.append(
         inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=flag, annotation=bool)
     )

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from dpscale.cli._common import JSON_HELP, fail, number, option_name, percent, print_json
 
+if TYPE_CHECKING:
+    from dpscale.spec import Input
+
 EXAMPLE = (
     "Example: dpscale fit points.csv --at 128,256 --devices-per-node 8 --plot fit.svg  "
     "(points.csv: a header line 'devices,throughput', then one measurement a line)"
 )
-
-OPTIONS = {
-    "at": "--at",
-    "model": "--model",
-    "devices_per_node": "--devices-per-node",
-    "target_efficiency": "--target-efficiency",
-    "plot": "--plot",
-}
 
 
 def _read_text(path: str) -> str:
@@ -70,41 +67,16 @@ def _run_points(run_id: str) -> tuple[str, Any]:
         fail("; ".join(issue.sentence(f"--run {run_id}") for issue in err.issues))
 
 
-def fit(
-    file: str = typer.Argument(
-        None,
-        metavar="[FILE]",
-        help="CSV ('devices,throughput' lines) or JSON file of measured points; - reads stdin.",
-        show_default=False,
-    ),
-    run: str = typer.Option(None, "--run", metavar="ID", help="Fit a stored measurement run."),
-    model: str = typer.Option(
-        "auto", "--model", "-m", metavar="auto|amdahl|usl|comm", help="Model to fit."
-    ),
-    at: str = typer.Option(
-        None,
-        "--at",
-        metavar="INT,...",
-        help="Device counts to predict at (default: measured, then 2x, 4x, 8x the largest).",
-    ),
-    devices_per_node: str = typer.Option(
-        None, "--devices-per-node", "-g", metavar="INT", help="Devices in one node (comm model)."
-    ),
-    target_efficiency: str = typer.Option(
-        None,
-        "--target-efficiency",
-        metavar="PERCENT",
-        help="Report where efficiency falls below this (default 80).",
-    ),
-    plot: str = typer.Option(
-        None, "--plot", metavar="FILE", help="Write the chart to FILE (.svg, .png or .pdf)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
-    """Fit a scaling model to measured throughput and extrapolate with 95 % intervals.
+def _terminal_inputs() -> tuple[Input, ...]:
+    from dpscale.spec.fit import FIT_INPUTS
 
-    Models: Amdahl, USL or a communication-aware model; 'auto' chooses and says why.
-    """
+    return tuple(item for item in FIT_INPUTS if item.terminal)
+
+
+def run_fit(
+    file: str | None, run: str | None, plot: str | None, as_json: bool, options: dict[str, Any]
+) -> None:
+    """The command's body; ``options`` are the described inputs as typed (None: not given)."""
     from dpscale.cli._common import read_input
     from dpscale.fit import FitQuery
     from dpscale.fit import fit as fit_query
@@ -112,27 +84,17 @@ def fit(
 
     if (file is None) == (run is None):
         fail("give either a FILE of points or --run ID (one of them)")
-    labels = dict(OPTIONS)
+    labels = {item.name: item.option for item in _terminal_inputs()} | {"plot": "--plot"}
     if file is not None:
         text, labels["points"] = _read_text(file), file
         stored: Any = None
     else:
-        text, stored = _run_points(run)
+        text, stored = _run_points(str(run))
         labels["points"] = f"--run {run}"
-    if devices_per_node is None and isinstance(stored, dict):
+    if options.get("devices_per_node") is None and isinstance(stored, dict):
         node = stored.get("devices_per_node")
-        devices_per_node = str(node) if isinstance(node, int) else None
-    query = read_input(
-        FitQuery,
-        {
-            "points": text,
-            "model": model,
-            "at": at,
-            "devices_per_node": devices_per_node,
-            "target_efficiency": target_efficiency,
-        },
-        labels,
-    )
+        options["devices_per_node"] = str(node) if isinstance(node, int) else None
+    query = read_input(FitQuery, {"points": text, **options}, labels)
     try:
         result = fit_query(query)
         if plot is not None:
@@ -145,6 +107,66 @@ def fit(
         print_json(result.to_dict())
         return
     _print_report(result.to_dict(), plot)
+
+
+def command() -> Callable[..., None]:
+    """``dpscale fit``: a FILE or ``--run``, one option per described input, ``--plot``,
+    ``--json``."""
+    from dpscale.cli.calculators import option_parameter
+
+    def fit(**options: Any) -> None:
+        run_fit(
+            options.pop("file"),
+            options.pop("run"),
+            options.pop("plot"),
+            bool(options.pop("as_json")),
+            options,
+        )
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter(
+            "file",
+            keyword,
+            default=typer.Argument(
+                None,
+                metavar="[FILE]",
+                help="CSV ('devices,throughput' lines) or JSON file of measured points; - "
+                "reads stdin.",
+                show_default=False,
+            ),
+            annotation=str,
+        ),
+        inspect.Parameter(
+            "run",
+            keyword,
+            default=typer.Option(None, "--run", metavar="ID", help="Fit a stored measurement run."),
+            annotation=str,
+        ),
+        *(option_parameter(item) for item in _terminal_inputs()),
+        inspect.Parameter(
+            "plot",
+            keyword,
+            default=typer.Option(
+                None, "--plot", metavar="FILE", help="Write the chart to FILE (.svg, .png or .pdf)."
+            ),
+            annotation=str,
+        ),
+        inspect.Parameter(
+            "as_json",
+            keyword,
+            default=typer.Option(False, "--json", help=JSON_HELP),
+            annotation=bool,
+        ),
+    ]
+    fit.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    fit.__doc__ = (
+        "Fit a scaling model to measured throughput and extrapolate with 95 % intervals.\n\n"
+        "Models: Amdahl, USL or a communication-aware model; 'auto' chooses and says why. "
+        "With the facts dpscale predict takes (--params, --micro-batch, --hardware or the "
+        "bandwidths) the communication term comes from the stated hardware."
+    )
+    return fit
 
 
 def _interval(low: float, high: float | None) -> str:
@@ -231,4 +253,4 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("fit", epilog=EXAMPLE)(fit)
+    app.command("fit", epilog=EXAMPLE)(command())

@@ -60,6 +60,9 @@ class ModelFit:
     """Degrees of freedom of ``s``."""
     weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     """Weight of each point in the sum of squares (None: all 1); see :mod:`dpscale.fit.robust`."""
+    variants: tuple[ModelFit, ...] = field(default=(), repr=False, compare=False)
+    """The same model fitted with each other value of what it takes as known (the step
+    model's uncertain inputs, :mod:`dpscale.fit.physics`): the bands are their union."""
 
     @property
     def theta(self) -> np.ndarray:
@@ -118,6 +121,10 @@ class ModelFit:
             cap=cap,
             bound=bound,
         )
+        for variant in self.variants:
+            _, other_low, other_high = variant.interval(n)
+            low = np.minimum(low, np.log(other_low))
+            high = np.minimum(np.maximum(high, np.log(other_high)), bound)
         return np.exp(centre), np.exp(low), np.exp(high)
 
     def efficiency_interval(
@@ -141,6 +148,10 @@ class ModelFit:
             cap=bound,
             bound=bound,
         )
+        for variant in self.variants:
+            _, other_low, other_high = variant.efficiency_interval(n, baseline, noise=noise)
+            low = np.minimum(low, np.log(other_low))
+            high = np.minimum(np.maximum(high, np.log(other_high)), bound)
         return np.exp(centre), np.exp(low), np.exp(high)
 
     def standard_errors(self) -> np.ndarray:
@@ -181,6 +192,11 @@ def _identifiable(model: ScalingModel, points: Points) -> None:
         return
     if model.name == "usl":
         raise NotIdentifiableError("USL needs measurements at three or more device counts")
+    if model.offset is not None:
+        raise NotIdentifiableError(
+            "the comm model with the stated hardware needs a measurement at one device "
+            "(the step without communication) and one at more devices"
+        )
     g = model.devices_per_node or 1
     raise NotIdentifiableError(
         f"the comm model needs three or more device counts, at least one below a full node "
@@ -194,7 +210,7 @@ def _start(model: ScalingModel, points: Points) -> np.ndarray:
 
     n = points.devices.astype(float)
     time = n / points.throughput
-    design = np.column_stack([np.ones_like(n), model.terms(n)]) / time[:, None]
+    design = np.column_stack([model.known(n), model.terms(n)]) / time[:, None]
     scale = np.maximum(np.abs(design).max(axis=0), 1e-300)
     coef, _ = nnls(design / scale, np.ones_like(n))
     coef = coef / scale

@@ -33,7 +33,7 @@ That gives every fit a linear first guess and a Jacobian in closed form.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -66,16 +66,24 @@ class ScalingModel:
     terms: Callable[[np.ndarray], np.ndarray]
     """Device counts (n,) -> loss terms g_k(N), shape (n, k)."""
     devices_per_node: int | None = None
+    offset: Callable[[np.ndarray], np.ndarray] | None = field(default=None, compare=False)
+    """Device counts (n,) -> a known loss ``e(N)`` added to ``D(N)`` (the step model's, from
+    the stated hardware: :mod:`dpscale.fit.physics`); None: no known loss."""
 
     @property
     def size(self) -> int:
         """Number of fitted parameters."""
         return 1 + len(self.losses)
 
+    def known(self, devices: np.ndarray) -> np.ndarray:
+        """``1 + e(N)``: the part of ``D(N)`` that is not fitted."""
+        ones = np.ones_like(devices, dtype=float)
+        return ones if self.offset is None else ones + self.offset(devices)
+
     def denominator(self, losses: ArrayLike, devices: ArrayLike) -> np.ndarray:
-        """D(N) = 1 + sum_k p_k g_k(N)."""
+        """D(N) = 1 + e(N) + sum_k p_k g_k(N)."""
         n = np.atleast_1d(np.asarray(devices, dtype=float))
-        return np.asarray(1.0 + self.terms(n) @ np.asarray(losses, dtype=float))
+        return np.asarray(self.known(n) + self.terms(n) @ np.asarray(losses, dtype=float))
 
     def log_throughput(self, log_rate: float, losses: ArrayLike, devices: ArrayLike) -> np.ndarray:
         """ln X(N) = ln lam + ln N - ln D(N)."""
@@ -90,7 +98,7 @@ class ScalingModel:
         """d ln X(N) / d (ln lam, p_1, ..., p_k), shape (n, 1 + k)."""
         n = np.atleast_1d(np.asarray(devices, dtype=float))
         g = self.terms(n)
-        d = 1.0 + g @ np.asarray(losses, dtype=float)
+        d = self.known(n) + g @ np.asarray(losses, dtype=float)
         return np.asarray(np.column_stack([np.ones_like(n), -g / d[:, None]]))
 
     def peak_devices(self, losses: ArrayLike) -> float | None:

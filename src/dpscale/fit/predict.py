@@ -19,6 +19,7 @@ import numpy as np
 from dpscale.fit.data import MAX_DEVICES, Points
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
+from dpscale.fit.physics import Physics
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.fit.selection import ModelChoice, Selection, choose
 
@@ -220,10 +221,14 @@ def fit_points(
     at: Sequence[int] = (),
     devices_per_node: int | None = None,
     target_efficiency: float = 0.8,
+    physics: Physics | None = None,
 ) -> FitResult:
     """Fit ``points``, predict at ``at`` (default: :func:`default_devices`), find where
-    efficiency (a fraction) falls below ``target_efficiency``."""
-    fitted, selection = choose(points, model, devices_per_node)
+    efficiency (a fraction) falls below ``target_efficiency``; ``physics`` (the stated
+    hardware) shapes the comm model and gives the devices per node."""
+    if physics is not None:
+        devices_per_node = physics.devices_per_node
+    fitted, selection = choose(points, model, devices_per_node, physics)
     baseline = _baseline(fitted)
     counts = np.array(at or default_devices(points), dtype=float)
     centre, low, high = fitted.interval(counts)
@@ -254,7 +259,19 @@ def fit_points(
         if peak is not None and peak > target.horizon
         else []
     )
+    stated = (
+        [
+            f"The comm model's growth with devices comes from the stated hardware "
+            f"({physics.describe()}): the step model's all-reduce, the part backward does not "
+            f"hide and the wait for the slowest device; the points estimate only the "
+            f"throughput of one device and a fixed cost per step, and the band spans the step "
+            f"model's uncertain inputs over their stated ranges."
+        ]
+        if physics is not None and fitted.model.offset is not None
+        else []
+    )
     notes = [
+        *stated,
         *selection.notes,
         *([selection.flag.sentence()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),

@@ -17,18 +17,46 @@ are needed (got only 8 devices)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from dpscale.fit.data import MAX_DEVICES, MAX_TEXT, Points, parse_device_counts, parse_points
+from dpscale.fit.physics import FACTS, Physics, physics_from
 from dpscale.fit.predict import fit_points
 from dpscale.fit.result import FitResult
 from dpscale.fit.selection import ModelChoice
+from dpscale.model import PredictQuery
+from dpscale.model.costs import Optimizer
+from dpscale.model.hardware import Transport
+from dpscale.model.step import GradDtype
+from dpscale.units import UnitError, parse_count
 from dpscale.validation import TargetFraction, TargetPercent, parse
 
 __all__ = ["FitOptions", "FitQuery", "fit"]
+
+
+_RULES = {name: tuple(info.metadata) for name, info in PredictQuery.model_fields.items()}
+"""Each of ``dpscale predict``'s fields' rules (range, length), applied here to a value given;
+None, not given, is not checked."""
+_ABOUT = {
+    name: Field(default=None, description=info.description)
+    for name, info in PredictQuery.model_fields.items()
+}
+
+
+def _count(value: Any) -> Any:
+    """ "138M" and "1.2B" as ``dpscale predict`` reads them; anything else is left to the rule."""
+    if isinstance(value, str):
+        try:
+            return parse_count(value)
+        except UnitError:
+            return value
+    return value
+
+
+_COUNT = BeforeValidator(_count)
 
 
 class FitQuery(BaseModel):
@@ -55,9 +83,31 @@ class FitQuery(BaseModel):
     target_efficiency: TargetPercent = Field(
         default=80, description="Report where efficiency falls below this, in percent."
     )
+    # The facts `dpscale predict` takes, with its own rules (its fields, optional here: its
+    # types, its constraints and its descriptions): with any of them the stated hardware
+    # shapes the comm model (dpscale.fit.physics).
+    params: Annotated[Annotated[float, *_RULES["params"]] | None, _COUNT, _ABOUT["params"]] = None
+    grad_dtype: Annotated[GradDtype | None, _ABOUT["grad_dtype"]] = None
+    micro_batch: Annotated[Annotated[int, *_RULES["micro_batch"]] | None, _ABOUT["micro_batch"]] = (
+        None
+    )
+    grad_accum: Annotated[Annotated[int, *_RULES["grad_accum"]] | None, _ABOUT["grad_accum"]] = None
+    hardware: Annotated[Annotated[str, *_RULES["hardware"]] | None, _ABOUT["hardware"]] = None
+    intra_node_bandwidth: Annotated[
+        Annotated[str, *_RULES["intra_node_bandwidth"]] | None, _ABOUT["intra_node_bandwidth"]
+    ] = None
+    inter_node_bandwidth: Annotated[
+        Annotated[str, *_RULES["inter_node_bandwidth"]] | None, _ABOUT["inter_node_bandwidth"]
+    ] = None
+    transport: Annotated[Transport | None, _ABOUT["transport"]] = None
+    optimizer: Annotated[Optimizer | None, _ABOUT["optimizer"]] = None
 
     def device_counts(self) -> tuple[int, ...]:
         return parse_device_counts(self.at, "at")
+
+    def physics(self) -> Physics | None:
+        """The stated hardware, checked by ``dpscale predict``'s rules; None without facts."""
+        return physics_from(self.model_dump(include=set(FACTS)), self.devices_per_node)
 
 
 class FitOptions(BaseModel):
@@ -78,22 +128,27 @@ def fit(
     at: Sequence[int] = (),
     devices_per_node: int | None = None,
     target_efficiency: float = 0.8,
+    facts: Mapping[str, Any] | None = None,
 ) -> FitResult:
     """Fit a scaling model to measured points and extrapolate with 95 % intervals.
 
     ``data`` is a :class:`FitQuery` (its fields then give every option; the target in percent)
-    or :class:`Points` with the options as keywords (the target as a fraction).
+    or :class:`Points` with the options as keywords (the target as a fraction; ``facts``: the
+    inputs of ``dpscale predict`` named in :data:`dpscale.fit.physics.FACTS`).
     Raises :class:`dpscale.validation.InputError` naming the field (and line) at fault.
     """
     if isinstance(data, FitQuery):
-        if (model, tuple(at), devices_per_node, target_efficiency) != ("auto", (), None, 0.8):
+        given = (model, tuple(at), devices_per_node, target_efficiency, facts)
+        if given != ("auto", (), None, 0.8, None):
             raise TypeError("with a FitQuery, every option comes from the query's fields")
+        points = parse_points(data.points)
         return fit_points(
-            parse_points(data.points),
+            points,
             model=data.model,
             at=data.device_counts(),
             devices_per_node=data.devices_per_node,
             target_efficiency=data.target_efficiency / 100,
+            physics=data.physics(),
         )
     options = parse(
         FitOptions,
@@ -110,4 +165,5 @@ def fit(
         at=tuple(sorted(set(options.at))),
         devices_per_node=options.devices_per_node,
         target_efficiency=options.target_efficiency,
+        physics=physics_from(facts or {}, options.devices_per_node),
     )

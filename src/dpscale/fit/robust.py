@@ -35,7 +35,12 @@ import numpy as np
 
 from dpscale.fit.data import Points
 from dpscale.fit.fitting import ModelFit, fit_model
-from dpscale.fit.intervals import NOISE_PRIOR, SCREEN_PRIOR_WEIGHT, t_quantile
+from dpscale.fit.intervals import (
+    NOISE_PRIOR,
+    SCREEN_PRIOR_WEIGHT,
+    screening_assumption,
+    t_quantile,
+)
 from dpscale.fit.models import ScalingModel
 
 __all__ = ["OUTLIER_LEVEL", "Flag", "robust_fit"]
@@ -73,7 +78,8 @@ class Flag:
             f"The point at {self.devices:,} devices ({self.throughput:,.6g}) lies "
             f"{abs(off):.0%} {'below' if off < 0 else 'above'} the fit of the others "
             f"(studentized residual {abs(self.studentized):.1f}, beyond the 1 % outlier level "
-            f"{self.threshold:.1f}): it was down-weighted to {self.weight:.2f} of a point."
+            f"{self.threshold:.1f}; {screening_assumption()}): it was down-weighted to "
+            f"{self.weight:.2f} of a point."
         )
 
 

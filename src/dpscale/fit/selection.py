@@ -33,15 +33,16 @@ down-weighted (:mod:`dpscale.fit.robust`); every model is compared on the same w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from dpscale.fit.data import Points
 from dpscale.fit.fitting import AICC_NOISE_FLOOR, ModelFit, NotIdentifiableError, fit_model
-from dpscale.fit.intervals import screening_scale
+from dpscale.fit.intervals import screening_assumption, screening_scale
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
+from dpscale.fit.physics import Physics, fit_physics, physics_model
 from dpscale.fit.robust import Flag, robust_fit
 from dpscale.validation import InputError
 
@@ -91,13 +92,22 @@ class Selection:
         }
 
 
-def _models(points: Points, devices_per_node: int | None) -> tuple[dict[str, ScalingModel], str]:
-    """The candidate models, and a note when the comm model had to be simplified.
+def _models(
+    points: Points, devices_per_node: int | None, physics: Physics | None
+) -> tuple[dict[str, ScalingModel], str, tuple[ScalingModel, ...]]:
+    """The candidate models, a note when the comm model had to be simplified, and the comm
+    model's variants where the stated hardware shapes it (:mod:`dpscale.fit.physics`).
 
     Inside one node the hierarchical ring is a flat ring over the node's devices. When every
     point lies inside one node, the inter-node cost is not measured, so the comm model is
-    fitted as that flat ring and said to be so.
+    fitted as that flat ring and said to be so; the stated hardware, where given, knows it.
     """
+    if physics is not None:
+        try:
+            comm, variants = fit_physics(physics, points)
+        except NotIdentifiableError:
+            comm, variants = physics_model(physics, 1.0), ()
+        return {**MODELS, "comm": comm}, "", variants
     g = devices_per_node
     if g is not None and g > 1 and int(points.devices.max()) <= g:
         note = (
@@ -106,8 +116,8 @@ def _models(points: Points, devices_per_node: int | None) -> tuple[dict[str, Sca
             f"beyond the node cost what the measured ones do; the step at the node boundary "
             f"cannot be predicted."
         )
-        return {**MODELS, "comm": comm_model(None)}, note
-    return {**MODELS, "comm": comm_model(g)}, ""
+        return {**MODELS, "comm": comm_model(None)}, note, ()
+    return {**MODELS, "comm": comm_model(g)}, "", ()
 
 
 def _fit_all(
@@ -128,21 +138,34 @@ def _flagged(fitted: ModelFit) -> tuple[ModelFit, Flag | None]:
     return robust_fit(fitted.model, fitted.points)
 
 
+def _with_variants(fitted: ModelFit, variants: tuple[ScalingModel, ...]) -> ModelFit:
+    """``fitted`` with the physics' variants fitted on the same weights, where it has them."""
+    if fitted.model.offset is None or not variants:
+        return fitted
+    others = tuple(fit_model(variant, fitted.points, fitted.weights) for variant in variants)
+    return replace(fitted, variants=others)
+
+
 def choose(
-    points: Points, model: ModelChoice, devices_per_node: int | None
+    points: Points,
+    model: ModelChoice,
+    devices_per_node: int | None,
+    physics: Physics | None = None,
 ) -> tuple[ModelFit, Selection]:
     """The fitted model to report and how it was chosen.
 
     Raises :class:`InputError` (field ``model``) when the model asked for cannot be fitted.
     """
-    models, comm_note = _models(points, devices_per_node)
+    models, comm_note, variants = _models(points, devices_per_node, physics)
     if model != "auto":
         try:
             fitted, given_flag = robust_fit(models[model], points)
         except NotIdentifiableError as err:
             raise InputError.single("model", f"{model} cannot be fitted: {err}") from None
         notes = (comm_note,) if comm_note and model == "comm" else ()
-        return fitted, Selection("given", f"{model} was asked for", (), notes, flag=given_flag)
+        return _with_variants(fitted, variants), Selection(
+            "given", f"{model} was asked for", (), notes, flag=given_flag
+        )
     fits, skipped = _fit_all(models, points, None)
     # One bad point is judged against the physics of the step (the comm model) where it can
     # be fitted, and every model is then compared on the same down-weighted points: a model
@@ -198,7 +221,9 @@ def choose(
         # Another model won on the points as they are: its own outlier test decides.
         reported, flag = _flagged(fit_model(models[chosen], points))
     alternatives = tuple(fitted for name, fitted in fits.items() if name != chosen)
-    return reported, Selection(method, reason, candidates, notes, alternatives, flag)
+    return _with_variants(reported, variants), Selection(
+        method, reason, candidates, notes, alternatives, flag
+    )
 
 
 def _misfit(fitted: ModelFit) -> float:
@@ -277,7 +302,8 @@ def _physics_first(
             "F test",
             f"{chosen} fits the points so much more closely than the comm model that the "
             f"comm model's misfit is not noise (F test at the 1 % level: F = {f:.3g} > "
-            f"{threshold:.3g})" + (f"; AICc: {ranking}" if ranking else ""),
+            f"{threshold:.3g}; {screening_assumption()})"
+            + (f"; AICc: {ranking}" if ranking else ""),
         )
     closer = sorted(tests)
     if closer:
@@ -289,7 +315,8 @@ def _physics_first(
         )
         evidence = (
             f"; {', '.join(closer)} {'fits' if len(closer) == 1 else 'fit'} the points more "
-            f"closely, but not decisively (F test at the 1 % level, {shown})"
+            f"closely, but not decisively (F test at the 1 % level, {shown}; "
+            f"{screening_assumption()})"
         )
     else:
         evidence = "; no other model fits the points more closely"

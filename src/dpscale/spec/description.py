@@ -83,6 +83,15 @@ class Input:
     """Optional although its model requires it (an input of a second, optional step)."""
     terminal_help: str = ""
     """The CLI's help where the page's hint speaks of the page ("Fill in ...")."""
+    choices: tuple[tuple[str, str], ...] = ()
+    """(value, msgid of its label) offered in a list instead of a box (``fit --model``)."""
+    rows: int = 0
+    """Lines of the page's multi-line box (a table of points); 0: one line."""
+    advanced: bool = False
+    """Folded on the page under "More options"."""
+    terminal: bool = True
+    """Whether the CLI takes it as an option (not the page's unit, nor points it reads from
+    a file)."""
 
     @property
     def option(self) -> str:
@@ -104,6 +113,9 @@ class Input:
 
     @property
     def metavar(self) -> str:
+        values = [value for value, _ in self.choices if value]
+        if values and len(values) <= 5:
+            return "|".join(values)
         return {"integer": "INT", "decimal": "FLOAT", "percent": "PERCENT", "text": "TEXT"}[
             self.kind
         ]

@@ -8,16 +8,16 @@ are the description's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from dpscale.spec import DESCRIPTIONS, Description, Number, Param, Percentage
+from dpscale.spec import DESCRIPTIONS, Description, Input, Number, Param, Percentage
 from dpscale.validation import FieldIssue
 from dpscale.web.charts import scaling_chart
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation, ResultItem
 
-__all__ = ["CALCULATORS", "CHARTS", "calculator"]
+__all__ = ["CALCULATORS", "CHARTS", "calculator", "input_fields"]
 
 CHARTS: dict[str, dict[str, Any]] = {
     "calc": {
@@ -51,6 +51,11 @@ def _numbers(ctx: Mapping[str, object], loc: Localizer) -> dict[str, str]:
 
 
 def fields(description: Description) -> tuple[InputField, ...]:
+    return input_fields(description.inputs)
+
+
+def input_fields(inputs: Iterable[Input]) -> tuple[InputField, ...]:
+    """The page's form fields of described inputs (those the CLI alone takes included)."""
     return tuple(
         InputField(
             name=item.name,
@@ -63,8 +68,11 @@ def fields(description: Description) -> tuple[InputField, ...]:
             required=item.required,
             suggestions=item.suggestions,
             invalid=item.invalid,
+            choices=item.choices,
+            advanced=item.advanced,
+            rows=item.rows,
         )
-        for item in description.inputs
+        for item in inputs
     )
 
 

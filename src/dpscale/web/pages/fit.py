@@ -17,43 +17,26 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
-from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery, FitResult, fit
 from dpscale.fit.data import MAX_DEVICES, MAX_TEXT
+from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
-from dpscale.spec.scaling import UNITS
+from dpscale.spec.fit import FIT_INPUTS, MODEL_TITLES, FitPageInputs
 from dpscale.validation import FieldIssue, parse
 from dpscale.web.i18n import N_, Localizer, language, localizer
-from dpscale.web.registry import Calculator, Formula, InputField, Presentation, ResultItem
+from dpscale.web.pages import prediction
+from dpscale.web.pages._described import input_fields
+from dpscale.web.registry import Calculator, Formula, Presentation, ResultItem
 
 __all__ = ["CALCULATOR", "router"]
 
 SLUG = "scaling-fit"
-EXAMPLE = "devices,throughput\n1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
-"""A node step measured at 1-32 devices, 8 a node: the article's worked example."""
 MAX_SHARED_URL = 6000
 """Longer share links are not sent as a redirect (proxies refuse addresses over 8 KiB): the
 page is shown directly instead."""
-
-MODEL_TITLES = {
-    "comm": N_("Communication-aware model (ring all-reduce)"),
-    "amdahl": N_("Amdahl's law"),
-    "usl": N_("Universal Scalability Law"),
-}
-
-
-class PageInputs(BaseModel):
-    """What the page and the API take besides :class:`FitQuery`'s fields."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    unit: str = Field(
-        default="samples/s", pattern=UNIT_PATTERN, description="Unit of the measured throughputs."
-    )
 
 
 @dataclass(frozen=True)
@@ -68,7 +51,7 @@ class FitPage:
 
 
 def compute(values: Mapping[str, str]) -> FitPage:
-    return FitPage(fit(parse(FitQuery, values)), parse(PageInputs, values).unit)
+    return FitPage(fit(parse(FitQuery, values)), parse(FitPageInputs, values).unit)
 
 
 def _amount(loc: Localizer, value: float) -> str:
@@ -119,6 +102,15 @@ def _notes(page: FitPage, loc: Localizer) -> tuple[str, ...]:
                         value=f"{_amount(loc, value)} {page.unit}",
                     )
                 )
+    if result.fitted.model.offset is not None:
+        notes.append(
+            _(
+                "The communication model's growth with devices comes from the hardware you "
+                "entered; the points estimate only the throughput of one device and a fixed "
+                "cost per step, and the band spans the hardware model's uncertain inputs over "
+                "their stated ranges."
+            )
+        )
     flag = result.selection.flag
     if flag is not None:
         notes.append(
@@ -261,6 +253,9 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             "This model cannot be fitted to these points; choose Automatic or measure more "
             "device counts."
         )
+    if issue.field in FACTS or (issue.field == "devices_per_node" and issue.rule is None):
+        # predict's own facts and its checks across them: the prediction page's words.
+        return prediction.explain(issue, values, loc)
     if issue.field != "points":
         return None
     detail = issue.detail or ""
@@ -350,80 +345,7 @@ CALCULATOR = Calculator(
         "Fit Amdahl, USL or a communication-aware model to throughput measured at a few "
         "device counts and extrapolate with 95 % intervals."
     ),
-    fields=(
-        InputField(
-            name="points",
-            model=FitQuery,
-            label=N_("Measured points"),
-            help=N_(
-                "One measurement a line: device count, then throughput (comma, tab or space "
-                "between; a header line is optional; repeat a count for repeated runs). "
-                "CSV or JSON."
-            ),
-            default=EXAMPLE,
-            kind="text",
-            rows=8,
-        ),
-        InputField(
-            name="at",
-            model=FitQuery,
-            label=N_("Predict at"),
-            help=N_(
-                "Device counts, separated by commas. Empty: the measured counts and 2, 4 and 8 "
-                "times the largest."
-            ),
-            default="64,128,256,512",
-            kind="text",
-            required=False,
-        ),
-        InputField(
-            name="devices_per_node",
-            model=FitQuery,
-            label=N_("Devices per node"),
-            help=N_("Lets the communication model place the step at the node boundary."),
-            default="8",
-            kind="integer",
-            required=False,
-        ),
-        InputField(
-            name="model",
-            model=FitQuery,
-            label=N_("Model"),
-            help=N_(
-                "Automatic keeps the communication model unless the points decisively show "
-                "contention (F test at the 1 % level)."
-            ),
-            required=False,
-            choices=(
-                ("auto", N_("Automatic")),
-                ("comm", MODEL_TITLES["comm"]),
-                ("amdahl", MODEL_TITLES["amdahl"]),
-                ("usl", MODEL_TITLES["usl"]),
-            ),
-        ),
-        InputField(
-            name="target_efficiency",
-            model=FitQuery,
-            label=N_("Target efficiency"),
-            help=N_("Where efficiency falls below this, in percent."),
-            default="80",
-            suffix="%",
-            required=False,
-            advanced=True,
-        ),
-        InputField(
-            name="unit",
-            model=PageInputs,
-            label=N_("Throughput unit"),
-            help=N_("The unit of the measured throughputs: it carries through to the results."),
-            default="samples/s",
-            kind="text",
-            required=False,
-            advanced=True,
-            suggestions=UNITS,
-            invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
-        ),
-    ),
+    fields=input_fields(FIT_INPUTS),
     compute=compute,
     present=present,
     formulas=(
