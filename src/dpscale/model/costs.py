@@ -55,7 +55,6 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtri
 
 __all__ = [
     "DEFAULT_JITTER",
@@ -135,6 +134,9 @@ def expected_max_normal(devices: ArrayLike) -> Any:
     >>> bool(np.all(expected_max_normal(n) <= np.sqrt(2 * np.log(n))))
     True
     """
+    # scipy takes 0.2 s to import: only a prediction pays it, not a command's --help.
+    from scipy.special import ndtri
+
     n = np.maximum(np.asarray(devices, dtype=float), 1.0)
     return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
 
