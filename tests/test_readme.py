@@ -57,6 +57,11 @@ def test_readme_has_examples() -> None:
     assert len(examples(ROOT / "README.md")) >= 5
 
 
+def test_readme_stays_a_front_page() -> None:
+    # Issue 14: what it is, the two commands, the five commands, links; the rest is in docs/.
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) < 200
+
+
 def anchors(page: Path) -> set[str]:
     """The fragments GitHub gives the page's headings (outside code blocks)."""
     text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
