@@ -8,12 +8,18 @@ from typing import Any
 
 from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
-from dpscale.spec.prediction import ALGORITHM_NAMES, LIMITS, STRATEGY_NAMES
+from dpscale.spec.prediction import (
+    ALGORITHM_NAMES,
+    LIMITS,
+    PREDICTION,
+    STRATEGY_NAMES,
+    Column,
+)
 from dpscale.units import format_bandwidth, format_bytes
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.registry import Presentation, ResultItem
 
-__all__ = ["MAX_ROWS", "Prediction", "Row", "present"]
+__all__ = ["MAX_ROWS", "Prediction", "Row", "Table", "present"]
 
 MAX_ROWS = 64
 """Rows in the page's table; longer device lists show their powers of two and the largest."""
@@ -21,21 +27,21 @@ MAX_ROWS = 64
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the step-breakdown table, formatted for the page."""
+    """One line of the table of points: its cells formatted for the page, in the columns'
+    order (the first heads the row)."""
 
-    devices: str
-    nodes: str
-    efficiency: str
-    band: str
-    actual: str
-    speedup: str
-    step_ms: str
-    compute_ms: str
-    comm_ms: str
-    exposed_ms: str
-    limited_by: str
-    algorithm: str
+    cells: tuple[str, ...]
     below_target: bool
+
+
+@dataclass(frozen=True)
+class Table:
+    """The table of points as the page shows it."""
+
+    columns: tuple[Column, ...]
+    rows: list[Row]
+    total: int
+    """The number of device counts (the rows show at most :data:`MAX_ROWS`)."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +55,8 @@ class Prediction:
     def to_dict(self) -> dict[str, Any]:
         return self.result.to_dict()
 
-    def table(self, loc: Localizer) -> tuple[list[Row], int]:
-        """The rows shown (at most :data:`MAX_ROWS`) and the number of device counts."""
+    def table(self, loc: Localizer) -> Table:
+        """The page's columns and rows (at most :data:`MAX_ROWS`) of the table of points."""
         points = self.result.points()
         shown = points
         if len(points) > MAX_ROWS:
@@ -62,33 +68,44 @@ class Prediction:
             ]
         answers = self.result.answers
         target = answers.target_efficiency if answers is not None else None
+        columns = PREDICTION.table("page")
         rows = [
             Row(
-                devices=loc.number(p["devices"]),
-                nodes=loc.number(p["nodes"]),
-                efficiency=loc.percent(p["efficiency"]),
-                band=loc.gettext(
-                    "%(low)s to %(high)s",
-                    low=loc.percent(p["efficiency_low"], 3),
-                    high=loc.percent(p["efficiency_high"], 3),
+                cells=tuple(
+                    _cell(column.kind, loc, *(p[key] for key in column.keys)) for column in columns
                 ),
-                actual=loc.number(p["actual_throughput"], 4),
-                speedup=loc.gettext("%(speedup)s×", speedup=loc.number(p["speedup"], 4)),
-                step_ms=_ms(loc, p["step_time_s"]),
-                compute_ms=_ms(loc, p["compute_time_s"]),
-                comm_ms=_ms(loc, p["comm_time_s"]),
-                exposed_ms=_ms(loc, p["exposed_comm_time_s"]),
-                limited_by=_limit(p["limited_by"], loc),
-                algorithm=loc.gettext(ALGORITHM_NAMES[p["algorithm"]]) if p["devices"] > 1 else "–",
                 below_target=target is not None and p["efficiency"] < target,
             )
             for p in shown
         ]
-        return rows, len(points)
+        return Table(columns, rows, len(points))
 
 
 def _ms(loc: Localizer, seconds: float) -> str:
     return loc.number(seconds * 1e3, 4)
+
+
+def _cell(kind: str, loc: Localizer, *values: Any) -> str:
+    """A value of the table of points, written as the page writes its kind of column."""
+    if kind == "count":
+        return loc.number(values[0])
+    if kind == "percent":
+        return loc.percent(values[0])
+    if kind == "band":
+        low, high = values
+        return loc.gettext(
+            "%(low)s to %(high)s", low=loc.percent(low, 3), high=loc.percent(high, 3)
+        )
+    if kind == "throughput":
+        return loc.number(values[0], 4)
+    if kind == "speedup":
+        return loc.gettext("%(speedup)s×", speedup=loc.number(values[0], 4))
+    if kind == "milliseconds":
+        return _ms(loc, values[0])
+    limited_by, algorithm, devices = values
+    if devices == 1:
+        return _limit(limited_by, loc)
+    return f"{_limit(limited_by, loc)} · {loc.gettext(ALGORITHM_NAMES[algorithm])}"
 
 
 def _power_of_two(n: int) -> bool:
