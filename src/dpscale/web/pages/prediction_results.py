@@ -8,6 +8,7 @@ from typing import Any
 
 from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
+from dpscale.model.questions import MAX_ACCUM_SEARCH, MAX_DEVICES_SEARCH, MAX_MICRO_BATCH_SEARCH
 from dpscale.spec.prediction import (
     ALGORITHM_NAMES,
     LIMITS,
@@ -262,7 +263,7 @@ def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
             "(counts searched up to %(limit)s).",
             devices=most,
             target=target,
-            limit=num(65_536),
+            limit=num(MAX_DEVICES_SEARCH),
         )
     items = [
         ResultItem(
@@ -282,7 +283,7 @@ def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
                 "%(value)s micro-steps per optimizer step (now %(now)s) exchange the gradients "
                 "once per %(value)s micro-batches; the global batch becomes %(batch)s samples."
             ),
-            4096,
+            MAX_ACCUM_SEARCH,
         ),
         (
             "micro_batch_needed",
@@ -294,7 +295,7 @@ def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
                 "each exchange more compute to hide behind; the global batch becomes %(batch)s "
                 "samples."
             ),
-            65_536,
+            MAX_MICRO_BATCH_SEARCH,
         ),
     ):
         if reached:
