@@ -14,6 +14,7 @@ from dpscale.cli.predict import predict
 from dpscale.model.query import PercentInputs, PredictQuery
 from dpscale.spec.prediction import (
     PREDICTION,
+    Kind,
     calibration,
     input_model,
     measured_fit,
@@ -158,11 +159,14 @@ def test_the_table_of_points_is_described_once() -> None:
     import re
     from html import unescape
     from types import SimpleNamespace
+    from typing import get_args
 
+    from dpscale.cli.predict import _CELLS as CLI_CELLS
     from dpscale.cli.predict import _points_table
     from dpscale.model import predict as run_prediction
     from dpscale.web.catalogues import extract
     from dpscale.web.i18n import localizer
+    from dpscale.web.pages.prediction_results import _CELLS as PAGE_CELLS
     from dpscale.web.pages.prediction_results import Prediction
     from dpscale.web.templating import render
 
@@ -175,6 +179,8 @@ def test_the_table_of_points_is_described_once() -> None:
         unit="tokens/s",
     )
     result = run_prediction(query)
+    # Each surface writes every kind of column, and only those.
+    assert set(get_args(Kind)) == set(CLI_CELLS) == set(PAGE_CELLS)
     # Every key a column reads is in every point, the one-device point included.
     for point in result.points():
         for column in PREDICTION.columns:

@@ -18,7 +18,7 @@ from dpscale.cli._common import (
     print_json,
     read_input,
 )
-from dpscale.spec.prediction import LIMITS, PREDICTION, PredictInput, terminal_help
+from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, PredictInput, terminal_help
 
 EXAMPLE = "Example: " + "; ".join(PREDICTION.examples)
 
@@ -137,7 +137,7 @@ def _limit(limited_by: str, algorithm: str, devices: int) -> str:
     return LIMITS[limited_by].terminal + ("" if devices == 1 else f", {algorithm}")
 
 
-_CELLS: dict[str, Callable[..., str]] = {
+_CELLS: dict[Kind, Callable[..., str]] = {
     "count": number,
     "percent": percent,
     "band": lambda low, high: f"{number(100 * low, 3)}-{number(100 * high, 3)}",

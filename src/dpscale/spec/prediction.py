@@ -37,6 +37,7 @@ __all__ = [
     "PREDICTION",
     "STRATEGY_NAMES",
     "Column",
+    "Kind",
     "PredictInput",
     "Prediction",
     "Wording",
@@ -109,6 +110,8 @@ class PredictInput:
 
 
 Surface = Literal["terminal", "page"]
+Kind = Literal["count", "percent", "band", "throughput", "speedup", "milliseconds", "limit"]
+"""How a column's value is written; each surface has one formatter per kind."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class Column:
     """msgid of the page's header (``translated``: a symbol such as E(N) is not)."""
     terminal: str
     """The CLI's header (empty where the CLI leaves the column out)."""
-    kind: Literal["count", "percent", "band", "throughput", "speedup", "milliseconds", "limit"]
+    kind: Kind
     """How each surface writes the value: ``band`` reads the low and high efficiencies,
     ``limit`` what limits the step, the algorithm, and the count (one device has none)."""
     surfaces: tuple[Surface, ...] = ("terminal", "page")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from dpscale.spec.prediction import (
     PREDICTION,
     STRATEGY_NAMES,
     Column,
+    Kind,
 )
 from dpscale.units import format_bandwidth, format_bytes
 from dpscale.web.i18n import N_, Localizer
@@ -73,7 +75,7 @@ class Prediction:
         rows = [
             Row(
                 cells=tuple(
-                    _cell(column.kind, loc, *(p[key] for key in column.keys)) for column in columns
+                    _CELLS[column.kind](loc, *(p[key] for key in column.keys)) for column in columns
                 ),
                 below_target=target is not None and p["efficiency"] < target,
             )
@@ -86,27 +88,26 @@ def _ms(loc: Localizer, seconds: float) -> str:
     return loc.number(seconds * 1e3, 4)
 
 
-def _cell(kind: str, loc: Localizer, *values: Any) -> str:
-    """A value of the table of points, written as the page writes its kind of column."""
-    if kind == "count":
-        return loc.number(values[0])
-    if kind == "percent":
-        return loc.percent(values[0])
-    if kind == "band":
-        low, high = values
-        return loc.gettext(
-            "%(low)s to %(high)s", low=loc.percent(low, 3), high=loc.percent(high, 3)
-        )
-    if kind == "throughput":
-        return loc.number(values[0], 4)
-    if kind == "speedup":
-        return loc.gettext("%(speedup)s×", speedup=loc.number(values[0], 4))
-    if kind == "milliseconds":
-        return _ms(loc, values[0])
-    limited_by, algorithm, devices = values
+def _band(loc: Localizer, low: float, high: float) -> str:
+    return loc.gettext("%(low)s to %(high)s", low=loc.percent(low, 3), high=loc.percent(high, 3))
+
+
+def _limit_and_algorithm(loc: Localizer, limited_by: str, algorithm: str, devices: int) -> str:
     if devices == 1:
         return _limit(limited_by, loc)
     return f"{_limit(limited_by, loc)} · {loc.gettext(ALGORITHM_NAMES[algorithm])}"
+
+
+_CELLS: dict[Kind, Callable[..., str]] = {
+    "count": lambda loc, value: loc.number(value),
+    "percent": lambda loc, value: loc.percent(value),
+    "band": _band,
+    "throughput": lambda loc, value: loc.number(value, 4),
+    "speedup": lambda loc, value: loc.gettext("%(speedup)s×", speedup=loc.number(value, 4)),
+    "milliseconds": _ms,
+    "limit": _limit_and_algorithm,
+}
+"""Each kind of column as the page writes it, from the point's values of its keys."""
 
 
 def _power_of_two(n: int) -> bool:
