@@ -14,6 +14,7 @@ from dpscale.cli.predict import predict
 from dpscale.model.query import PercentInputs, PredictQuery
 from dpscale.spec.prediction import (
     PREDICTION,
+    Kind,
     calibration,
     input_model,
     measured_fit,
@@ -152,3 +153,69 @@ def test_the_help_states_the_band_ranges_the_model_uses() -> None:
     assert "the band spans 0.3-3 %)" in help_of("jitter")
     assert FRAMEWORK_OVERHEAD_RANGE == (0.014, 0.056)
     assert "the wrapper's, 1.4-5.6 % of a micro-step" in help_of("step_overhead")
+
+
+def test_the_table_of_points_is_described_once() -> None:
+    import re
+    from html import unescape
+    from types import SimpleNamespace
+    from typing import get_args
+
+    from dpscale.cli.predict import _CELLS as CLI_CELLS
+    from dpscale.cli.predict import _points_table
+    from dpscale.model import predict as run_prediction
+    from dpscale.web.catalogues import extract
+    from dpscale.web.i18n import localizer
+    from dpscale.web.pages.prediction_results import _CELLS as PAGE_CELLS
+    from dpscale.web.pages.prediction_results import Prediction
+    from dpscale.web.templating import render
+
+    query = PredictQuery(
+        params=1.3e9,
+        micro_batch=8,
+        per_device_throughput=40,
+        hardware="dgx-a100",
+        devices="1,8,16",
+        unit="tokens/s",
+    )
+    result = run_prediction(query)
+    # Each surface writes every kind of column, and only those.
+    assert set(get_args(Kind)) == set(CLI_CELLS) == set(PAGE_CELLS)
+    # Every key a column reads is in every point, the one-device point included.
+    for point in result.points():
+        for column in PREDICTION.columns:
+            assert set(column.keys) <= set(point), column.keys
+
+    terminal = PREDICTION.table("terminal")
+    table = _points_table(result)
+    assert [column.header for column in table.columns] == [c.terminal for c in terminal]
+    # Today's headers (scripts and the README's console blocks read them); compute per step
+    # is the same on every row, so the terminal gives it once, under the table.
+    assert [c.terminal for c in terminal] == [
+        "N", "Nodes", "E(N)", "Band %", "Actual", "Speedup", "Step ms", "Comm", "Exposed", "Limit",
+    ]  # fmt: skip
+    assert [c.keys for c in PREDICTION.columns if c not in terminal] == [("compute_time_s",)]
+    assert table.row_count == len(result.points())
+
+    page = PREDICTION.table("page")
+    assert page == PREDICTION.columns
+    messages = {message.id for message in extract() if message.id}
+    assert {c.label for c in page if c.translated} <= messages
+    assert [c.label for c in page if not c.translated] == ["E(N)"]
+    prediction = Prediction(result, None)
+    for code in ("en", "ja"):
+        loc = localizer(code)
+        html = render(
+            code, "_prediction_table.html", state=SimpleNamespace(result=prediction), loc=loc
+        )
+        headers = [unescape(h) for h in re.findall(r'<th scope="col">(.*?)</th>', html)]
+        assert headers == [
+            (loc.gettext(c.label) if c.translated else c.label)
+            + (" (tokens/s)" if c.page_unit else "")
+            for c in page
+        ]
+        rows = prediction.table(loc).rows
+        assert [len(row.cells) for row in rows] == [len(page)] * 3
+    assert headers[0] == "デバイス数"
+    assert rows[0].cells[-1] == "–"
+    assert rows[1].cells[-1] == "ノード内リンク · リング"

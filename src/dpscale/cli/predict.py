@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -17,7 +18,7 @@ from dpscale.cli._common import (
     print_json,
     read_input,
 )
-from dpscale.spec.prediction import LIMITS, PREDICTION, PredictInput, terminal_help
+from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, PredictInput, terminal_help
 
 EXAMPLE = "Example: " + "; ".join(PREDICTION.examples)
 
@@ -132,37 +133,54 @@ def _ms(seconds: float) -> str:
     return f"{number(seconds * 1e3)} ms"
 
 
+def _limit(limited_by: str, algorithm: str, devices: int) -> str:
+    return LIMITS[limited_by].terminal + ("" if devices == 1 else f", {algorithm}")
+
+
+_CELLS: dict[Kind, Callable[..., str]] = {
+    "count": number,
+    "percent": percent,
+    "band": lambda low, high: f"{number(100 * low, 3)}-{number(100 * high, 3)}",
+    "throughput": number,
+    "speedup": lambda value: f"{number(value)}x",
+    "milliseconds": lambda seconds: number(seconds * 1e3),
+    "limit": _limit,
+}
+"""Each kind of column as the terminal writes it, from the point's values of its keys."""
+
+
+def _points_table(result: Any) -> Any:
+    """The table of points as described in the spec, with the terminal's headers and formats."""
+    from rich.table import Table
+
+    sc, hw = result.scenario, result.scenario.hardware
+    table = Table(
+        title=f"Predicted data-parallel scaling on {hw.name} (actual throughput in {sc.unit})",
+        title_justify="left",
+    )
+    columns = PREDICTION.table("terminal")
+    for column in columns:
+        # Words read left-aligned, numbers right; a range or a limit is not broken.
+        table.add_column(
+            column.terminal,
+            justify="left" if column.kind == "limit" else "right",
+            no_wrap=column.kind in ("band", "limit"),
+        )
+    for p in result.points():
+        table.add_row(
+            *(_CELLS[column.kind](*(p[key] for key in column.keys)) for column in columns)
+        )
+    return table
+
+
 def _print_result(result: Any, plot: str | None) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     from dpscale.units import format_bandwidth, format_bytes
 
     sc, hw = result.scenario, result.scenario.hardware
     console = Console(soft_wrap=True)
-    table = Table(
-        title=f"Predicted data-parallel scaling on {hw.name} (actual throughput in {sc.unit})",
-        title_justify="left",
-    )
-    # Compute per step is the same on every row: the line under the table gives it.
-    columns = ("N", "Nodes", "E(N)", "Band %", "Actual", "Speedup", "Step ms", "Comm", "Exposed")
-    for column in columns:
-        table.add_column(column, justify="right", no_wrap=column == "Band %")
-    table.add_column("Limit", no_wrap=True)
-    for p in result.points():
-        table.add_row(
-            number(p["devices"]),
-            number(p["nodes"]),
-            percent(p["efficiency"]),
-            f"{number(100 * p['efficiency_low'], 3)}-{number(100 * p['efficiency_high'], 3)}",
-            number(p["actual_throughput"]),
-            f"{number(p['speedup'])}x",
-            number(p["step_time_s"] * 1e3),
-            number(p["comm_time_s"] * 1e3),
-            number(p["exposed_comm_time_s"] * 1e3),
-            LIMITS[p["limited_by"]].terminal + ("" if p["devices"] == 1 else f", {p['algorithm']}"),
-        )
-    console.print(table)
+    console.print(_points_table(result))
     micro = sc.micro_batch / sc.per_device_throughput
     console.print(
         f"Gradients: {format_bytes(sc.gradient_bytes)} ({number(sc.params)} x {sc.grad_dtype}), "

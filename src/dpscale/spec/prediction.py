@@ -36,6 +36,8 @@ __all__ = [
     "LIMITS",
     "PREDICTION",
     "STRATEGY_NAMES",
+    "Column",
+    "Kind",
     "PredictInput",
     "Prediction",
     "Wording",
@@ -107,6 +109,31 @@ class PredictInput:
         return self.name not in ("plot", "list_hardware", "calibrate")
 
 
+Surface = Literal["terminal", "page"]
+Kind = Literal["count", "percent", "band", "throughput", "speedup", "milliseconds", "limit"]
+"""How a column's value is written; each surface has one formatter per kind."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the table of points, for both surfaces: what it reads from a point, how
+    each surface heads it, and the kind of value each surface writes in its own format."""
+
+    keys: tuple[str, ...]
+    """The keys of :meth:`~dpscale.model.PredictionResult.points` it reads, the value first."""
+    label: str
+    """msgid of the page's header (``translated``: a symbol such as E(N) is not)."""
+    terminal: str
+    """The CLI's header (empty where the CLI leaves the column out)."""
+    kind: Kind
+    """How each surface writes the value: ``band`` reads the low and high efficiencies,
+    ``limit`` what limits the step, the algorithm, and the count (one device has none)."""
+    surfaces: tuple[Surface, ...] = ("terminal", "page")
+    translated: bool = True
+    page_unit: bool = False
+    """The page's header names the throughput's unit (the terminal's title does)."""
+
+
 @dataclass(frozen=True)
 class Prediction:
     """The prediction's description: its command, page and inputs."""
@@ -122,6 +149,12 @@ class Prediction:
     examples: tuple[str, ...]
     inputs: tuple[PredictInput, ...]
     """In the page's order (essentials, then the hardware, then the advanced ones)."""
+    columns: tuple[Column, ...]
+    """The table of points, one row per device count."""
+
+    def table(self, surface: Surface) -> tuple[Column, ...]:
+        """The columns ``surface`` shows, in order."""
+        return tuple(column for column in self.columns if surface in column.surfaces)
 
     def input(self, name: str) -> PredictInput | None:
         return next((item for item in self.inputs if item.name == name), None)
@@ -695,5 +728,21 @@ PREDICTION = Prediction(
             help="List presets and exit.",
             switch=True,
         ),
+    ),
+    columns=(
+        Column(("devices",), N_("Devices"), "N", "count"),
+        Column(("nodes",), N_("Nodes"), "Nodes", "count"),
+        Column(("efficiency",), "E(N)", "E(N)", "percent", translated=False),
+        Column(("efficiency_low", "efficiency_high"), N_("Band"), "Band %", "band"),
+        Column(
+            ("actual_throughput",), N_("Actual throughput"), "Actual", "throughput", page_unit=True
+        ),
+        Column(("speedup",), N_("Speedup"), "Speedup", "speedup"),
+        Column(("step_time_s",), N_("Step (ms)"), "Step ms", "milliseconds"),
+        # The same on every row: the terminal gives it once, in the line under the table.
+        Column(("compute_time_s",), N_("Compute (ms)"), "", "milliseconds", surfaces=("page",)),
+        Column(("comm_time_s",), N_("Communication (ms)"), "Comm", "milliseconds"),
+        Column(("exposed_comm_time_s",), N_("Exposed (ms)"), "Exposed", "milliseconds"),
+        Column(("limited_by", "algorithm", "devices"), N_("Limited by"), "Limit", "limit"),
     ),
 )

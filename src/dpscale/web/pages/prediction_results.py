@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
-from dpscale.spec.prediction import ALGORITHM_NAMES, LIMITS, STRATEGY_NAMES
+from dpscale.model.questions import MAX_ACCUM_SEARCH, MAX_DEVICES_SEARCH, MAX_MICRO_BATCH_SEARCH
+from dpscale.spec.prediction import (
+    ALGORITHM_NAMES,
+    LIMITS,
+    PREDICTION,
+    STRATEGY_NAMES,
+    Column,
+    Kind,
+)
 from dpscale.units import format_bandwidth, format_bytes
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.registry import Presentation, ResultItem
 
-__all__ = ["MAX_ROWS", "Prediction", "Row", "present"]
+__all__ = ["MAX_ROWS", "Prediction", "Row", "Table", "present"]
 
 MAX_ROWS = 64
 """Rows in the page's table; longer device lists show their powers of two and the largest."""
@@ -21,21 +30,21 @@ MAX_ROWS = 64
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the step-breakdown table, formatted for the page."""
+    """One line of the table of points: its cells formatted for the page, in the columns'
+    order (the first heads the row)."""
 
-    devices: str
-    nodes: str
-    efficiency: str
-    band: str
-    actual: str
-    speedup: str
-    step_ms: str
-    compute_ms: str
-    comm_ms: str
-    exposed_ms: str
-    limited_by: str
-    algorithm: str
+    cells: tuple[str, ...]
     below_target: bool
+
+
+@dataclass(frozen=True)
+class Table:
+    """The table of points as the page shows it."""
+
+    columns: tuple[Column, ...]
+    rows: list[Row]
+    total: int
+    """The number of device counts (the rows show at most :data:`MAX_ROWS`)."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +58,8 @@ class Prediction:
     def to_dict(self) -> dict[str, Any]:
         return self.result.to_dict()
 
-    def table(self, loc: Localizer) -> tuple[list[Row], int]:
-        """The rows shown (at most :data:`MAX_ROWS`) and the number of device counts."""
+    def table(self, loc: Localizer) -> Table:
+        """The page's columns and rows (at most :data:`MAX_ROWS`) of the table of points."""
         points = self.result.points()
         shown = points
         if len(points) > MAX_ROWS:
@@ -62,33 +71,43 @@ class Prediction:
             ]
         answers = self.result.answers
         target = answers.target_efficiency if answers is not None else None
+        columns = PREDICTION.table("page")
         rows = [
             Row(
-                devices=loc.number(p["devices"]),
-                nodes=loc.number(p["nodes"]),
-                efficiency=loc.percent(p["efficiency"]),
-                band=loc.gettext(
-                    "%(low)s to %(high)s",
-                    low=loc.percent(p["efficiency_low"], 3),
-                    high=loc.percent(p["efficiency_high"], 3),
+                cells=tuple(
+                    _CELLS[column.kind](loc, *(p[key] for key in column.keys)) for column in columns
                 ),
-                actual=loc.number(p["actual_throughput"], 4),
-                speedup=loc.gettext("%(speedup)s×", speedup=loc.number(p["speedup"], 4)),
-                step_ms=_ms(loc, p["step_time_s"]),
-                compute_ms=_ms(loc, p["compute_time_s"]),
-                comm_ms=_ms(loc, p["comm_time_s"]),
-                exposed_ms=_ms(loc, p["exposed_comm_time_s"]),
-                limited_by=_limit(p["limited_by"], loc),
-                algorithm=loc.gettext(ALGORITHM_NAMES[p["algorithm"]]) if p["devices"] > 1 else "–",
                 below_target=target is not None and p["efficiency"] < target,
             )
             for p in shown
         ]
-        return rows, len(points)
+        return Table(columns, rows, len(points))
 
 
 def _ms(loc: Localizer, seconds: float) -> str:
     return loc.number(seconds * 1e3, 4)
+
+
+def _band(loc: Localizer, low: float, high: float) -> str:
+    return loc.gettext("%(low)s to %(high)s", low=loc.percent(low, 3), high=loc.percent(high, 3))
+
+
+def _limit_and_algorithm(loc: Localizer, limited_by: str, algorithm: str, devices: int) -> str:
+    if devices == 1:
+        return _limit(limited_by, loc)
+    return f"{_limit(limited_by, loc)} · {loc.gettext(ALGORITHM_NAMES[algorithm])}"
+
+
+_CELLS: dict[Kind, Callable[..., str]] = {
+    "count": lambda loc, value: loc.number(value),
+    "percent": lambda loc, value: loc.percent(value),
+    "band": _band,
+    "throughput": lambda loc, value: loc.number(value, 4),
+    "speedup": lambda loc, value: loc.gettext("%(speedup)s×", speedup=loc.number(value, 4)),
+    "milliseconds": _ms,
+    "limit": _limit_and_algorithm,
+}
+"""Each kind of column as the page writes it, from the point's values of its keys."""
 
 
 def _power_of_two(n: int) -> bool:
@@ -245,7 +264,7 @@ def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
             "(counts searched up to %(limit)s).",
             devices=most,
             target=target,
-            limit=num(65_536),
+            limit=num(MAX_DEVICES_SEARCH),
         )
     items = [
         ResultItem(
@@ -265,7 +284,7 @@ def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
                 "%(value)s micro-steps per optimizer step (now %(now)s) exchange the gradients "
                 "once per %(value)s micro-batches; the global batch becomes %(batch)s samples."
             ),
-            4096,
+            MAX_ACCUM_SEARCH,
         ),
         (
             "micro_batch_needed",
@@ -277,7 +296,7 @@ def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
                 "each exchange more compute to hide behind; the global batch becomes %(batch)s "
                 "samples."
             ),
-            65_536,
+            MAX_MICRO_BATCH_SEARCH,
         ),
     ):
         if reached:
