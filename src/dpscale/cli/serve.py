@@ -117,7 +117,7 @@ def serve(
         f"({_shown(database_url())})"
     )
     uvicorn.run(
-        "dpscale.web.app:create_app",
+        "dpscale.web.app:create_served_app",
         factory=True,
         host=options.host,
         port=options.port,
