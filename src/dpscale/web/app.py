@@ -1,7 +1,8 @@
 """The web app factory: pages, embed views, JSON API, static files and security headers.
 
 Run it with ``dpscale serve`` or any ASGI server:
-``uvicorn --factory dpscale.web.app:create_app``.
+``uvicorn --factory dpscale.web.app:create_served_app`` (what ``dpscale serve`` runs in each
+worker); ``create_app`` is the same app without the start-up work, as the tests use it.
 """
 
 from __future__ import annotations
