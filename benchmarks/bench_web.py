@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import random
 import re
 import shutil
 import socket
@@ -47,16 +46,31 @@ PAGE = f"/en/data-parallel-scaling?{QUERY}"
 VARIED = "/en/data-parallel-scaling?devices={devices}&throughput=2000&efficiency=90"
 CHART = f"/chart/en/data-parallel-scaling.svg?{QUERY}"
 API = f"/api/v1/data-parallel-scaling?{QUERY}"
-READY_ATTEMPTS = 600  # x 0.05 s
+READY_ATTEMPTS = 1200  # x 0.05 s: each worker builds every article before it serves
 PAGE_WEIGHT_LIMIT = 60_000
 P99_LIMIT_MS = 100.0
 RATIO_TARGET = 0.5
 FRESH_RATIO_TARGET = 0.25
 FRESH_P99_LIMIT_MS = 250.0
 
+FRESH_RANGE = 1_000_000
+"""Device counts each measurement of "page, new inputs" draws from, its own range: a count asked
+once is never asked again in the run, so the app's response cache cannot answer any of them.
+(math.random, unseeded, gave each wrk thread and each run the same sequence: half the
+requests and every later run were answered from the cache.)"""
+
 _WRK_VARIED = """
+local threads = 0
+function setup(thread)
+  thread:set("devices", FIRST + threads)
+  threads = threads + 1
+end
+function init(args)
+  step = STEP
+end
 request = function()
-  local path = string.format("%s", math.random(1, 100000))
+  local path = "PREFIX" .. devices .. "SUFFIX"
+  devices = devices + step
   return wrk.format("GET", path)
 end
 """
@@ -86,12 +100,18 @@ def _start_server(port: int, workers: int, folder: Path) -> subprocess.Popen[byt
     log = (folder / "server.log").open("wb")
     server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(READY_ATTEMPTS):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as reply:
-                if reply.status == 200:
-                    return server
-        except OSError:
-            pass
+        # Every worker, not the first: connections opened while one is still starting all go
+        # to the others, for the whole measurement.
+        text = (folder / "server.log").read_text(errors="replace")
+        workers_line = re.search(r"with (\d+) workers?", text)
+        started = text.count("Application startup complete")
+        if workers_line and started >= int(workers_line.group(1)):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
+                    if r.status == 200:
+                        return server
+            except OSError:
+                pass
         if server.poll() is not None:
             break
         time.sleep(0.05)
@@ -116,8 +136,12 @@ def _ms(text: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
+def _threads(connections: int) -> int:
+    return min(connections, 2)
+
+
 def _wrk(url: str, connections: int, duration_s: float, script: Path | None) -> Figures:
-    threads = min(connections, 2)
+    threads = _threads(connections)
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s:g}s", "--latency"]
     command += ["--timeout", "10s"]
     if script is not None:
@@ -142,22 +166,25 @@ def _wrk(url: str, connections: int, duration_s: float, script: Path | None) -> 
     )
 
 
-def _python_client(
-    port: int, paths: list[str] | str, connections: int, duration_s: float
-) -> Figures:
-    """Keep-alive connections in threads, each sending requests back to back until the end."""
+def _python_client(port: int, path: str | int, connections: int, duration_s: float) -> Figures:
+    """Keep-alive connections in threads, each sending requests back to back until the end:
+    ``path``, or with a number, new inputs from that device count on (each asked once)."""
     latencies: list[list[float]] = [[] for _ in range(connections)]
     errors = [0] * connections
     deadline = time.perf_counter() + duration_s
 
     def worker(index: int) -> None:
-        chooser = random.Random(index)
+        devices = index
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         while time.perf_counter() < deadline:
-            path = paths if isinstance(paths, str) else paths[chooser.randrange(len(paths))]
+            if isinstance(path, str):
+                asked = path
+            else:
+                asked = VARIED.format(devices=path + devices)
+                devices += connections
             start = time.perf_counter()
             try:
-                connection.request("GET", path)
+                connection.request("GET", asked)
                 reply = connection.getresponse()
                 reply.read()
                 if reply.status >= 400:
@@ -200,10 +227,13 @@ def main() -> None:
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     args = parser.parse_args()
     counts = [int(n) for n in args.connections.split(",")]
+    if len(counts) * FRESH_RANGE >= 10_000_000:  # the calculator's largest device count
+        raise SystemExit("at most 9 connection counts: each has its own range of device counts")
     use_wrk = args.client == "wrk" or (args.client == "auto" and shutil.which("wrk") is not None)
     if args.client == "wrk" and shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk), or use --client python")
 
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="dpscale-bench-") as tmp:
         folder = Path(tmp)
         port = _free_port()
@@ -224,20 +254,26 @@ def main() -> None:
             }
             for path in (PAGE, CHART, API, static):
                 _get(port, path)  # warm: first-request costs are not what is measured
-            script = folder / "varied.lua"
             prefix, suffix = VARIED.split("{devices}")
-            script.write_text(_WRK_VARIED.replace('"%s"', f'"{prefix}%s{suffix}"'))
-            varied = [VARIED.format(devices=random.randint(1, 100_000)) for _ in range(20_000)]
             results: dict[tuple[str, int], Figures] = {}
-            for connections in counts:
+            for run, connections in enumerate(counts):
+                first = 1 + run * FRESH_RANGE
                 for name, path in targets.items():
                     if use_wrk:
-                        lua = script if path == "varied" else None
+                        lua = None
+                        if path == "varied":
+                            lua = folder / f"varied-{run}.lua"
+                            lua.write_text(
+                                _WRK_VARIED.replace("FIRST", str(first))
+                                .replace("STEP", str(_threads(connections)))
+                                .replace("PREFIX", prefix)
+                                .replace("SUFFIX", suffix)
+                            )
                         url = f"http://127.0.0.1:{port}" + ("/" if path == "varied" else path)
                         figures = _wrk(url, connections, args.duration, lua)
                     else:
-                        chosen = varied if path == "varied" else path
-                        figures = _python_client(port, chosen, connections, args.duration)
+                        asked = first if path == "varied" else path
+                        figures = _python_client(port, asked, connections, args.duration)
                     results[name, connections] = figures
         finally:
             server.terminate()
@@ -251,7 +287,8 @@ def main() -> None:
     workers = args.workers or "default"
     print(
         f"dpscale serve --workers {workers}, {client}, {args.duration:g} s per cell, "
-        f"{os.cpu_count()} CPUs (client and server share them)"
+        f"{os.cpu_count()} CPUs (client and server share them), load average before "
+        f"{load[0]:.1f}, after {os.getloadavg()[0]:.1f}"
     )
     print(f"{'target':18} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
     for (name, connections), f in results.items():

@@ -263,6 +263,8 @@ def test_embed_snippet_and_preview_on_the_page(page: object) -> None:
     snippet = page.input_value("[data-embed-code]")
     assert snippet.startswith('<iframe src="http://127.0.0.1:')
     assert "/embed/en/pipeline-bubble?stages=8&amp;micro_batches=32" in snippet
+    # The preview is a second page: it loads when its panel nears the screen, as a reader's does.
+    page.locator(".embed-preview").scroll_into_view_if_needed()
     preview = page.frame_locator(".embed-preview")
     expect(preview.locator('[data-result="bubble_fraction"] .value')).to_have_text("17.95%")
     page.click("[data-copy-embed]")

@@ -10,7 +10,7 @@ Trickling bytes does not extend it. A head over ``h11_max_incomplete_event_size`
 431 and the connection is closed: h11 applies that limit only to a head still incomplete, so
 a 100 MiB head that arrived whole was accepted.
 
-Run under another server (``uvicorn --factory dpscale.web.app:create_app``), pass
+Run under another server (``uvicorn --factory dpscale.web.app:create_served_app``), pass
 ``--http dpscale.web.server:HeadTimeoutProtocol`` to get the same limit.
 """
 
@@ -143,8 +143,8 @@ class ServerLimits:
         }
 
 
-APP = "dpscale.web.app:create_app"
-"""The app factory each worker calls (uvicorn imports it by this name)."""
+APP = "dpscale.web.app:create_served_app"
+"""The app factory each worker calls (uvicorn imports it by this name): the app, warmed."""
 
 
 def check_app() -> None:
