@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# System packages the tests and benchmarks use, from Debian: Chromium for the browser tests,
-# PostgreSQL for the store tests and wrk for benchmarks/bench_web.py (without it the benchmark
-# falls back to a Python client that measures less). Installed only where missing; needs root
-# (as CI is) or sudo.
+# System packages the tests and benchmarks use, from Debian: Chromium and a CJK font for the
+# browser tests, PostgreSQL for the store tests and wrk for benchmarks/bench_web.py (without it
+# the benchmark falls back to a Python client that measures less). Installed only where
+# missing; needs root (as CI is) or sudo.
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
+# Japanese, Chinese and Korean pages need a CJK font, or Chromium draws empty boxes and the
+# browser tests measure a layout no visitor sees.
+[ -n "$(fc-list :lang=ja 2>/dev/null)" ] || need+=(fonts-noto-cjk)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=()
