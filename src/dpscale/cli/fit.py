@@ -13,6 +13,7 @@ from dpscale.cli._common import JSON_HELP, fail, number, option_name, percent, p
 
 if TYPE_CHECKING:
     from dpscale.spec import Input
+    from dpscale.spec.fit import Column, Statement, StatementParam
 
 EXAMPLE = (
     "Example: dpscale fit points.csv --at 128,256 --devices-per-node 8 --plot fit.svg  "
@@ -188,8 +189,48 @@ def _table(columns: tuple[str, ...], wide: str = "") -> Any:
     return table
 
 
+def _cell(column: Column, row: dict[str, Any]) -> str:
+    """A cell of a described table: a band is "low to high"."""
+    write: Callable[[Any], str] = {
+        "count": lambda value: f"{value:,}",
+        "throughput": number,
+        "percent": lambda value: percent(value, 3),
+    }[column.kind]
+    text = " to ".join("?" if row[key] is None else write(row[key]) for key in column.keys)
+    return text + ("*" if column.mark and row[column.mark] else "")
+
+
+def _write(param: StatementParam) -> str:
+    from dpscale.spec import Number, Percentage
+    from dpscale.spec.fit import Amount, Count, Fixed, Statement
+
+    if param is None:
+        return "?"
+    if isinstance(param, Statement):
+        return _say(param)
+    if isinstance(param, Count):
+        return f"{param.value:,}" if param.grouped else str(param.value)
+    if isinstance(param, Fixed):
+        return f"{param.value:.4f}"
+    if isinstance(param, Percentage):
+        return percent(param.value, 3)
+    if isinstance(param, Amount | Number):
+        return number(param.value)
+    raise TypeError(param)
+
+
+def _say(statement: Statement) -> str:
+    """A described statement in the terminal's English."""
+    from dpscale.spec.fit import STATEMENTS
+
+    words = STATEMENTS[statement.code].terminal
+    return words % {name: _write(value) for name, value in statement.params.items()}
+
+
 def _print_report(data: dict[str, Any], plot: str | None) -> None:
     from rich.console import Console
+
+    from dpscale.spec.fit import PREDICTIONS, statements
 
     console = Console(soft_wrap=True)
     table_console = Console(soft_wrap=False)
@@ -205,47 +246,17 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
             value["description"],
         )
     table_console.print(parameters)
-    base = data["baseline"]
-    console.print(
-        f"Predictions (95 % prediction intervals, at most the ideal; efficiency relative to "
-        f"{base['description']})"
-    )
-    predictions = _table(("Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval"))
-    for p in data["predictions"]:
-        predictions.add_row(
-            f"{p['devices']:,}{'*' if p['extrapolated'] else ''}",
-            number(p["throughput"]),
-            _interval(p["throughput_low"], p["throughput_high"]),
-            percent(p["efficiency"], 3),
-            f"{percent(p['efficiency_low'], 3)} to {percent(p['efficiency_high'], 3)}",
-        )
+    console.print(PREDICTIONS.terminal_caption % {"baseline": data["baseline"]["description"]})
+    predictions = _table(tuple(column.terminal_header for column in PREDICTIONS.columns))
+    for row in data["predictions"]:
+        predictions.add_row(*(_cell(column, row) for column in PREDICTIONS.columns))
     table_console.print(predictions)
     if any(p["extrapolated"] for p in data["predictions"]):
-        console.print("* extrapolated beyond the measured device counts")
-    if data["r_squared"] is not None:
-        console.print(f"R² = {data['r_squared']:.4f} over {data['points']} points")
-    if data["peak"] is not None:
-        peak = data["peak"]
-        console.print(
-            f"Throughput peaks at {number(peak['devices'])} devices "
-            f"(95 %: {_interval(peak['devices_low'], peak['devices_high'])}), "
-            f"at {number(peak['throughput'])}."
-        )
-    target = data["efficiency_target"]
-    goal = percent(target["efficiency"], 3)
-    horizon = f"{target['horizon']:,}"
-    if target["devices"] is None:
-        console.print(
-            f"Efficiency stays above {goal} up to {horizon} devices, as far as these points "
-            f"support a statement; they say nothing about beyond."
-        )
-    else:
-        low, high = target["devices_low"], target["devices_high"]
-        latest = f"beyond {horizon}, as far as these points reach" if high is None else f"{high:,}"
-        console.print(
-            f"Efficiency falls below {goal} at {target['devices']:,} devices "
-            f"(95 %: {'?' if low is None else f'{low:,}'} to {latest})."
-        )
+        console.print(PREDICTIONS.terminal_footnote)
+    said = statements(data)
+    for key in ("r_squared", "peak", "efficiency_target"):
+        if key in said:
+            console.print(_say(said[key]))
     for note in data["notes"]:
         console.print(f"Note: {note}")
     if plot is not None:
