@@ -1,5 +1,5 @@
-"""The fit's report is described once (``dpscale.spec.fit``): the predictions table and the
-statements about the curve, read by ``dpscale fit`` and by the fit page alike."""
+"""The fit's report is described once (``dpscale.spec.fit``): the predictions and parameters
+tables and the statements about the curve, read by ``dpscale fit`` and by the fit page alike."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from dpscale.cli.fit import _say as say_terminal
 from dpscale.cli.main import main
-from dpscale.spec.fit import PREDICTIONS, STATEMENTS, Wording, statements
+from dpscale.spec.fit import PARAMETERS, PREDICTIONS, STATEMENTS, Wording, statements
 from dpscale.web.i18n import localizer
 from dpscale.web.pages.fit import FitPage, compute, present
 from dpscale.web.pages.fit import _say as say_page
@@ -42,7 +42,7 @@ def test_columns_are_prediction_keys_and_statements_fill_every_placeholder(
         assert set(column.keys) <= set(data["predictions"][0])
         assert len(column.keys) in (1, 2)
     said = statements(data)
-    assert set(said) == {"efficiency_target", "peak", "r_squared"}
+    assert list(said) == ["r_squared", "peak", "efficiency_target"]
     worded = {"beyond"}
     for statement in said.values():
         words = STATEMENTS[statement.code]
@@ -65,6 +65,11 @@ def test_the_terminal_reads_the_description(
     assert "Throughput peaks at 39.1 devices (95 %: 37.16 to 41.15), at 958.5." in lines
     assert "Efficiency falls below 80 % at 6 devices (95 %: 6 to 6)." in lines
     assert PREDICTIONS.terminal_footnote in lines
+    header = next(line for line in lines if "Meaning" in line)
+    assert [cell.strip() for cell in header.strip("┃").split("┃")] == [
+        column.terminal_header for column in PARAMETERS.columns
+    ]
+    assert any("sigma │   0.05695 │   0.05495 to 0.05898 │ σ: contention" in line for line in lines)
 
     monkeypatch.setitem(STATEMENTS, "peak", Wording("", "Peak %(devices)s (%(throughput)s)."))
     assert "Peak 39.1 (958.5)." in terminal(capsys, tmp_path)
@@ -84,10 +89,20 @@ def test_the_page_reads_the_description(page: FitPage, monkeypatch: pytest.Monke
         "95-%-Intervall",
     )
     assert table.caption == "Vorhersagen mit 95-%-Vorhersageintervallen"
-    assert table.rows[0] == (
-        False,
-        ("1", "100,2", "99,29 – 100,2", "100\xa0%", "99,2\xa0% – 100\xa0%"),
-    )
+    first, last = table.rows[0], table.rows[-1]
+    assert first.cells == ("1", "100,2", "99,29 – 100,2", "100\xa0%", "99,2\xa0% – 100\xa0%")
+    assert not first.marked
+    assert last.marked
+    assert last.cells[0] == "256*"
+    parameters = page.parameters(loc)
+    # The parameter's meaning is the terminal's alone; the page names it in its language.
+    assert parameters.headers == ("Parameter", "Wert", "95-%-Intervall")
+    assert [(row.title, row.cells[0]) for row in parameters.rows] == [
+        ("single_device_throughput", "Durchsatz eines Geräts"),
+        ("sigma", "Konkurrenz σ"),
+        ("kappa", "Kohärenz κ"),
+    ]
+    assert parameters.rows[1].cells[1:] == ("0,05695", "0,05495 – 0,05898")
     sentences = {item.key: item.sentence for item in present(page, loc).items}
     assert (
         sentences["efficiency_target"]

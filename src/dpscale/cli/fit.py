@@ -170,10 +170,6 @@ def command() -> Callable[..., None]:
     return fit
 
 
-def _interval(low: float, high: float | None) -> str:
-    return f"{number(low)} to {'?' if high is None else number(high)}"
-
-
 def _table(columns: tuple[str, ...], wide: str = "") -> Any:
     """A table that fits the terminal by wrapping: every cell folds, none is cut short."""
     from rich.table import Table
@@ -191,11 +187,15 @@ def _table(columns: tuple[str, ...], wide: str = "") -> Any:
 
 def _cell(column: Column, row: dict[str, Any]) -> str:
     """A cell of a described table: a band is "low to high"."""
-    write: Callable[[Any], str] = {
+    writers: dict[str, Callable[[Any], str]] = {
         "count": lambda value: f"{value:,}",
         "throughput": number,
+        "number": number,
         "percent": lambda value: percent(value, 3),
-    }[column.kind]
+        "name": str,
+        "text": str,
+    }
+    write = writers[column.kind]
     text = " to ".join("?" if row[key] is None else write(row[key]) for key in column.keys)
     return text + ("*" if column.mark and row[column.mark] else "")
 
@@ -230,21 +230,18 @@ def _say(statement: Statement) -> str:
 def _print_report(data: dict[str, Any], plot: str | None) -> None:
     from rich.console import Console
 
-    from dpscale.spec.fit import PREDICTIONS, statements
+    from dpscale.spec.fit import PARAMETERS, PREDICTIONS, statements
 
     console = Console(soft_wrap=True)
     table_console = Console(soft_wrap=False)
     console.print(f"[bold]{data['model_title']}[/bold] ({data['model']}): {data['formula']}")
     console.print(f"Why: {data['selection']['reason']}.")
-    console.print("Parameters (95 % profile-likelihood intervals)")
-    parameters = _table(("Parameter", "Value", "95 % interval", "Meaning"), wide="Meaning")
+    console.print(PARAMETERS.terminal_caption % {})
+    wide = next(column.terminal_header for column in PARAMETERS.columns if column.kind == "text")
+    parameters = _table(tuple(column.terminal_header for column in PARAMETERS.columns), wide)
     for name, value in data["parameters"].items():
-        parameters.add_row(
-            name,
-            number(value["value"]),
-            _interval(value["low"], value["high"]),
-            value["description"],
-        )
+        row = {"name": name, **value}
+        parameters.add_row(*(_cell(column, row) for column in PARAMETERS.columns))
     table_console.print(parameters)
     console.print(PREDICTIONS.terminal_caption % {"baseline": data["baseline"]["description"]})
     predictions = _table(tuple(column.terminal_header for column in PREDICTIONS.columns))
@@ -253,10 +250,8 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
     table_console.print(predictions)
     if any(p["extrapolated"] for p in data["predictions"]):
         console.print(PREDICTIONS.terminal_footnote)
-    said = statements(data)
-    for key in ("r_squared", "peak", "efficiency_target"):
-        if key in said:
-            console.print(_say(said[key]))
+    for statement in statements(data).values():
+        console.print(_say(statement))
     for note in data["notes"]:
         console.print(f"Note: {note}")
     if plot is not None:

@@ -5,8 +5,9 @@ The fit's own inputs are :class:`~dpscale.fit.FitQuery`'s fields; the facts it s
 ``dpscale predict``'s rules, and read here with the prediction page's words.
 
 The fit's report is not a :class:`~dpscale.spec.Description`'s result list, but the parts
-that both surfaces show are described here once: the predictions table (:data:`PREDICTIONS`,
-its columns by the JSON keys they show and the kind of number in them) and the statements
+that both surfaces show are described here once: the predictions and parameters tables
+(:data:`PREDICTIONS`, :data:`PARAMETERS`: columns by the JSON keys they show and the kind of
+number in them) and the statements
 about the curve (:func:`statements`: a code and its parameters, worded from
 :data:`STATEMENTS`, the page's msgids or the terminal's English). Each surface only writes
 each kind of number its own way and loops over these.
@@ -36,6 +37,8 @@ __all__ = [
     "EXAMPLE",
     "FIT_INPUTS",
     "MODEL_TITLES",
+    "PARAMETERS",
+    "PARAMETER_NAMES",
     "PREDICTIONS",
     "STATEMENTS",
     "Amount",
@@ -241,7 +244,7 @@ FIT_INPUTS: tuple[Input, ...] = (
 """Every input of ``dpscale fit`` and the fit page, in the page's order."""
 
 
-Kind = Literal["count", "throughput", "percent"]
+Kind = Literal["count", "throughput", "number", "percent", "name", "text"]
 
 
 @dataclass(frozen=True)
@@ -252,12 +255,16 @@ class Column:
     """The row's JSON key, or a band's low and high keys (``throughput_low``,
     ``throughput_high``)."""
     kind: Kind
-    """How its numbers are written: a device count, a throughput, a percentage."""
+    """How it is written: a device count, a throughput or a fitted value (four significant
+    digits), a percentage, a parameter's name (:data:`PARAMETER_NAMES` on the page, its
+    JSON name on the terminal), or a text shown as it is."""
     header: str
     """msgid of the page's header; ``%(unit)s`` is the throughputs' unit."""
     terminal_header: str
     mark: str = ""
     """A boolean key of the row that marks the cell with ``*`` (an extrapolated count)."""
+    page: bool = True
+    """Whether the page shows it (the terminal alone has room for a parameter's meaning)."""
 
     @property
     def band(self) -> bool:
@@ -274,9 +281,9 @@ class Table:
     """The terminal's title above the table; ``%(baseline)s`` is what efficiency is relative
     to."""
     columns: tuple[Column, ...]
-    footnote: str
+    footnote: str = ""
     """msgid of the note under the table."""
-    terminal_footnote: str
+    terminal_footnote: str = ""
 
 
 PREDICTIONS = Table(
@@ -301,6 +308,30 @@ PREDICTIONS = Table(
     terminal_footnote="* extrapolated beyond the measured device counts",
 )
 """The predictions, one row each (``FitResult.to_dict()["predictions"]``)."""
+
+PARAMETERS = Table(
+    caption=N_("Fitted parameters with 95 %% confidence intervals"),
+    terminal_caption="Parameters (95 %% profile-likelihood intervals)",
+    columns=(
+        Column(("name",), "name", N_("Parameter"), "Parameter"),
+        Column(("value",), "number", N_("Value"), "Value"),
+        Column(("low", "high"), "number", N_("95 %% interval"), "95 % interval"),
+        Column(("description",), "text", "", "Meaning", page=False),
+    ),
+)
+"""The fitted parameters, one row each: ``FitResult.parameters()``'s values with their name
+added (``name``)."""
+
+PARAMETER_NAMES = {
+    "single_device_throughput": N_("Throughput of one device"),
+    "per_device_throughput": N_("Throughput of one device"),
+    "serial_fraction": N_("Serial fraction σ"),
+    "sigma": N_("Contention σ"),
+    "kappa": N_("Coherency κ"),
+    "inter_node_cost": N_("Inter-node cost"),
+    "intra_node_cost": N_("Intra-node cost"),
+}
+"""msgid of each parameter's name on the page (its JSON name is the page's tooltip)."""
 
 
 @dataclass(frozen=True)
@@ -389,7 +420,7 @@ def _efficiency(target: Mapping[str, Any]) -> Statement:
 
 
 def statements(data: Mapping[str, Any]) -> dict[str, Statement]:
-    """The statements about a fit, by the JSON key each is about.
+    """The statements about a fit, by the JSON key each is about, in the terminal's order.
 
     ``data`` holds the fit's JSON keys ``efficiency_target``, ``peak``, ``r_squared`` and
     ``points`` (``FitResult.to_dict()``, or those keys alone).
@@ -399,7 +430,12 @@ def statements(data: Mapping[str, Any]) -> dict[str, Statement]:
     >>> said["efficiency_target"].code, list(said)
     ('efficiency_kept', ['efficiency_target'])
     """
-    said = {"efficiency_target": _efficiency(data["efficiency_target"])}
+    said: dict[str, Statement] = {}
+    if data["r_squared"] is not None:
+        said["r_squared"] = Statement(
+            "r_squared",
+            {"r_squared": Fixed(data["r_squared"]), "count": Count(data["points"], grouped=False)},
+        )
     peak = data["peak"]
     if peak is not None:
         high = peak["devices_high"]
@@ -412,9 +448,5 @@ def statements(data: Mapping[str, Any]) -> dict[str, Statement]:
                 "throughput": Amount(peak["throughput"]),
             },
         )
-    if data["r_squared"] is not None:
-        said["r_squared"] = Statement(
-            "r_squared",
-            {"r_squared": Fixed(data["r_squared"]), "count": Count(data["points"], grouped=False)},
-        )
+    said["efficiency_target"] = _efficiency(data["efficiency_target"])
     return said

@@ -28,6 +28,8 @@ from dpscale.spec import Number, Percentage
 from dpscale.spec.fit import (
     FIT_INPUTS,
     MODEL_TITLES,
+    PARAMETER_NAMES,
+    PARAMETERS,
     PREDICTIONS,
     STATEMENTS,
     Amount,
@@ -37,6 +39,7 @@ from dpscale.spec.fit import (
     Fixed,
     Statement,
     StatementParam,
+    Table,
     statements,
 )
 from dpscale.validation import FieldIssue, parse
@@ -54,13 +57,21 @@ page is shown directly instead."""
 
 
 @dataclass(frozen=True)
+class Row:
+    cells: tuple[str, ...]
+    marked: bool = False
+    """Extrapolated."""
+    title: str = ""
+    """The tooltip of its first cell (a parameter's JSON name)."""
+
+
+@dataclass(frozen=True)
 class Shown:
     """A described table as the page shows it: every text translated, every number written."""
 
     caption: str
     headers: tuple[str, ...]
-    rows: tuple[tuple[bool, tuple[str, ...]], ...]
-    """Whether the row is marked (extrapolated), and its cells."""
+    rows: tuple[Row, ...]
     footnote: str
 
 
@@ -76,27 +87,46 @@ class FitPage:
 
     def predictions(self, loc: Localizer) -> Shown:
         """The predictions table of ``_fit_details.html``, from its description."""
-        _ = loc.gettext
-        columns = PREDICTIONS.columns
-        rows = tuple(
-            (row.extrapolated, tuple(_cell(column, asdict(row), loc) for column in columns))
-            for row in self.result.predictions
-        )
-        return Shown(
-            caption=_(PREDICTIONS.caption, unit=self.unit),
-            headers=tuple(_(column.header, unit=self.unit) for column in columns),
-            rows=rows,
-            footnote=_(PREDICTIONS.footnote, unit=self.unit),
-        )
+        rows = [asdict(row) for row in self.result.predictions]
+        return _shown(PREDICTIONS, rows, loc, self.unit)
+
+    def parameters(self, loc: Localizer) -> Shown:
+        """The fitted parameters' table of ``_fit_details.html``, from its description."""
+        rows = [{"name": name, **p} for name, p in self.result.parameters().items()]
+        return _shown(PARAMETERS, rows, loc, self.unit)
+
+
+def _shown(table: Table, rows: list[dict[str, Any]], loc: Localizer, unit: str) -> Shown:
+    _ = loc.gettext
+    columns = [column for column in table.columns if column.page]
+    return Shown(
+        caption=_(table.caption, unit=unit),
+        headers=tuple(_(column.header, unit=unit) for column in columns),
+        rows=tuple(
+            Row(
+                tuple(_cell(column, row, loc) for column in columns),
+                marked=bool(row.get("extrapolated")),
+                title=str(row.get("name", "")),
+            )
+            for row in rows
+        ),
+        footnote=_(table.footnote, unit=unit) if table.footnote else "",
+    )
 
 
 def _cell(column: Column, row: Mapping[str, Any], loc: Localizer) -> str:
     """A cell of a described table: a band is "low – high"."""
-    write: Callable[[float], str] = {
+    writers: dict[str, Callable[[Any], str]] = {
         "count": loc.number,
         "throughput": lambda value: loc.number(value, 4),
+        "number": lambda value: loc.number(value, 4),
         "percent": lambda value: loc.percent(value, 3),
-    }[column.kind]
+        "name": lambda name: (
+            loc.gettext(PARAMETER_NAMES[name]) if name in PARAMETER_NAMES else name
+        ),
+        "text": str,
+    }
+    write = writers[column.kind]
     text = " – ".join("?" if row[key] is None else write(row[key]) for key in column.keys)
     return text + ("*" if column.mark and row[column.mark] else "")
 
