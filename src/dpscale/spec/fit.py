@@ -266,10 +266,6 @@ class Column:
     page: bool = True
     """Whether the page shows it (the terminal alone has room for a parameter's meaning)."""
 
-    @property
-    def band(self) -> bool:
-        return len(self.keys) == 2
-
 
 @dataclass(frozen=True)
 class Table:
