@@ -13,6 +13,7 @@ from dpscale.cli._common import JSON_HELP, fail, number, option_name, percent, p
 
 if TYPE_CHECKING:
     from dpscale.spec import Input
+    from dpscale.spec.fit import Column, Statement, StatementParam
 
 EXAMPLE = (
     "Example: dpscale fit points.csv --at 128,256 --devices-per-node 8 --plot fit.svg  "
@@ -169,10 +170,6 @@ def command() -> Callable[..., None]:
     return fit
 
 
-def _interval(low: float, high: float | None) -> str:
-    return f"{number(low)} to {'?' if high is None else number(high)}"
-
-
 def _table(columns: tuple[str, ...], wide: str = "") -> Any:
     """A table that fits the terminal by wrapping: every cell folds, none is cut short."""
     from rich.table import Table
@@ -188,64 +185,73 @@ def _table(columns: tuple[str, ...], wide: str = "") -> Any:
     return table
 
 
+def _cell(column: Column, row: dict[str, Any]) -> str:
+    """A cell of a described table: a band is "low to high"."""
+    writers: dict[str, Callable[[Any], str]] = {
+        "count": lambda value: f"{value:,}",
+        "throughput": number,
+        "number": number,
+        "percent": lambda value: percent(value, 3),
+        "name": str,
+        "text": str,
+    }
+    write = writers[column.kind]
+    text = " to ".join("?" if row[key] is None else write(row[key]) for key in column.keys)
+    return text + ("*" if column.mark and row[column.mark] else "")
+
+
+def _write(param: StatementParam) -> str:
+    from dpscale.spec import Number, Percentage
+    from dpscale.spec.fit import Amount, Count, Fixed, Statement
+
+    if param is None:
+        return "?"
+    if isinstance(param, Statement):
+        return _say(param)
+    if isinstance(param, Count):
+        return f"{param.value:,}" if param.grouped else str(param.value)
+    if isinstance(param, Fixed):
+        return f"{param.value:.4f}"
+    if isinstance(param, Percentage):
+        return percent(param.value, 3)
+    if isinstance(param, Amount | Number):
+        return number(param.value)
+    raise TypeError(param)
+
+
+def _say(statement: Statement) -> str:
+    """A described statement in the terminal's English."""
+    from dpscale.spec.fit import STATEMENTS
+
+    words = STATEMENTS[statement.code].terminal
+    return words % {name: _write(value) for name, value in statement.params.items()}
+
+
 def _print_report(data: dict[str, Any], plot: str | None) -> None:
     from rich.console import Console
+
+    from dpscale.spec.fit import PARAMETERS, PREDICTIONS, statements
 
     console = Console(soft_wrap=True)
     table_console = Console(soft_wrap=False)
     console.print(f"[bold]{data['model_title']}[/bold] ({data['model']}): {data['formula']}")
     console.print(f"Why: {data['selection']['reason']}.")
-    console.print("Parameters (95 % profile-likelihood intervals)")
-    parameters = _table(("Parameter", "Value", "95 % interval", "Meaning"), wide="Meaning")
+    console.print(PARAMETERS.terminal_caption % {})
+    wide = next(column.terminal_header for column in PARAMETERS.columns if column.kind == "text")
+    parameters = _table(tuple(column.terminal_header for column in PARAMETERS.columns), wide)
     for name, value in data["parameters"].items():
-        parameters.add_row(
-            name,
-            number(value["value"]),
-            _interval(value["low"], value["high"]),
-            value["description"],
-        )
+        row = {"name": name, **value}
+        parameters.add_row(*(_cell(column, row) for column in PARAMETERS.columns))
     table_console.print(parameters)
-    base = data["baseline"]
-    console.print(
-        f"Predictions (95 % prediction intervals, at most the ideal; efficiency relative to "
-        f"{base['description']})"
-    )
-    predictions = _table(("Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval"))
-    for p in data["predictions"]:
-        predictions.add_row(
-            f"{p['devices']:,}{'*' if p['extrapolated'] else ''}",
-            number(p["throughput"]),
-            _interval(p["throughput_low"], p["throughput_high"]),
-            percent(p["efficiency"], 3),
-            f"{percent(p['efficiency_low'], 3)} to {percent(p['efficiency_high'], 3)}",
-        )
+    console.print(PREDICTIONS.terminal_caption % {"baseline": data["baseline"]["description"]})
+    predictions = _table(tuple(column.terminal_header for column in PREDICTIONS.columns))
+    for row in data["predictions"]:
+        predictions.add_row(*(_cell(column, row) for column in PREDICTIONS.columns))
     table_console.print(predictions)
     if any(p["extrapolated"] for p in data["predictions"]):
-        console.print("* extrapolated beyond the measured device counts")
-    if data["r_squared"] is not None:
-        console.print(f"R² = {data['r_squared']:.4f} over {data['points']} points")
-    if data["peak"] is not None:
-        peak = data["peak"]
-        console.print(
-            f"Throughput peaks at {number(peak['devices'])} devices "
-            f"(95 %: {_interval(peak['devices_low'], peak['devices_high'])}), "
-            f"at {number(peak['throughput'])}."
-        )
-    target = data["efficiency_target"]
-    goal = percent(target["efficiency"], 3)
-    horizon = f"{target['horizon']:,}"
-    if target["devices"] is None:
-        console.print(
-            f"Efficiency stays above {goal} up to {horizon} devices, as far as these points "
-            f"support a statement; they say nothing about beyond."
-        )
-    else:
-        low, high = target["devices_low"], target["devices_high"]
-        latest = f"beyond {horizon}, as far as these points reach" if high is None else f"{high:,}"
-        console.print(
-            f"Efficiency falls below {goal} at {target['devices']:,} devices "
-            f"(95 %: {'?' if low is None else f'{low:,}'} to {latest})."
-        )
+        console.print(PREDICTIONS.terminal_footnote)
+    for statement in statements(data).values():
+        console.print(_say(statement))
     for note in data["notes"]:
         console.print(f"Note: {note}")
     if plot is not None:

@@ -10,8 +10,8 @@ is the share link; an uploaded file comes in by POST and is sent back as that ad
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 
@@ -24,7 +24,24 @@ from dpscale.fit import FitQuery, FitResult, fit
 from dpscale.fit.data import MAX_DEVICES, MAX_TEXT
 from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
-from dpscale.spec.fit import FIT_INPUTS, MODEL_TITLES, FitPageInputs
+from dpscale.spec import Number, Percentage
+from dpscale.spec.fit import (
+    FIT_INPUTS,
+    MODEL_TITLES,
+    PARAMETER_NAMES,
+    PARAMETERS,
+    PREDICTIONS,
+    STATEMENTS,
+    Amount,
+    Column,
+    Count,
+    FitPageInputs,
+    Fixed,
+    Statement,
+    StatementParam,
+    Table,
+    statements,
+)
 from dpscale.validation import FieldIssue, parse
 from dpscale.web.i18n import N_, Localizer, language, localizer
 from dpscale.web.pages import prediction
@@ -40,6 +57,25 @@ page is shown directly instead."""
 
 
 @dataclass(frozen=True)
+class Row:
+    cells: tuple[str, ...]
+    marked: bool = False
+    """Extrapolated."""
+    title: str = ""
+    """The tooltip of its first cell (a parameter's JSON name)."""
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A described table as the page shows it: every text translated, every number written."""
+
+    caption: str
+    headers: tuple[str, ...]
+    rows: tuple[Row, ...]
+    footnote: str
+
+
+@dataclass(frozen=True)
 class FitPage:
     """A fit and the unit its throughputs are shown in; ``to_dict()`` is the API's JSON."""
 
@@ -48,6 +84,73 @@ class FitPage:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.result.to_dict(), "unit": self.unit}
+
+    def predictions(self, loc: Localizer) -> Shown:
+        """The predictions table of ``_fit_details.html``, from its description."""
+        rows = [asdict(row) for row in self.result.predictions]
+        return _shown(PREDICTIONS, rows, loc, self.unit)
+
+    def parameters(self, loc: Localizer) -> Shown:
+        """The fitted parameters' table of ``_fit_details.html``, from its description."""
+        rows = [{"name": name, **p} for name, p in self.result.parameters().items()]
+        return _shown(PARAMETERS, rows, loc, self.unit)
+
+
+def _shown(table: Table, rows: list[dict[str, Any]], loc: Localizer, unit: str) -> Shown:
+    _ = loc.gettext
+    columns = [column for column in table.columns if column.page]
+    return Shown(
+        caption=_(table.caption, unit=unit),
+        headers=tuple(_(column.header, unit=unit) for column in columns),
+        rows=tuple(
+            Row(
+                tuple(_cell(column, row, loc) for column in columns),
+                marked=bool(row.get("extrapolated")),
+                title=str(row.get("name", "")),
+            )
+            for row in rows
+        ),
+        footnote=_(table.footnote, unit=unit) if table.footnote else "",
+    )
+
+
+def _cell(column: Column, row: Mapping[str, Any], loc: Localizer) -> str:
+    """A cell of a described table: a band is "low – high"."""
+    writers: dict[str, Callable[[Any], str]] = {
+        "count": loc.number,
+        "throughput": lambda value: loc.number(value, 4),
+        "number": lambda value: loc.number(value, 4),
+        "percent": lambda value: loc.percent(value, 3),
+        "name": lambda name: (
+            loc.gettext(PARAMETER_NAMES[name]) if name in PARAMETER_NAMES else name
+        ),
+        "text": str,
+    }
+    write = writers[column.kind]
+    text = " – ".join("?" if row[key] is None else write(row[key]) for key in column.keys)
+    return text + ("*" if column.mark and row[column.mark] else "")
+
+
+def _write(param: StatementParam, loc: Localizer, unit: str) -> str:
+    if param is None:
+        return "?"
+    if isinstance(param, Statement):
+        return _say(param, loc, unit)
+    if isinstance(param, Amount):
+        return f"{_amount(loc, param.value)} {unit}"
+    if isinstance(param, Fixed):
+        return loc.number(param.value, 6)
+    if isinstance(param, Percentage):
+        return loc.percent(param.value, 3)
+    if isinstance(param, Count | Number):
+        return loc.number(param.value)
+    raise TypeError(param)
+
+
+def _say(statement: Statement, loc: Localizer, unit: str) -> str:
+    """A described statement in the page's language."""
+    values = {name: _write(value, loc, unit) for name, value in statement.params.items()}
+    return loc.gettext(STATEMENTS[statement.code].page, **values)
 
 
 def compute(values: Mapping[str, str]) -> FitPage:
@@ -168,42 +271,34 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
     ]
     target = result.target
     goal = loc.percent(target.efficiency, 3)
+    peak = result.peak()
+    said = statements(
+        {
+            "efficiency_target": asdict(target),
+            "peak": peak,
+            "r_squared": result.r_squared,
+            "points": len(result.fitted.points),
+        }
+    )
     if target.devices is None:
         value = _("not up to %(devices)s devices", devices=loc.number(target.horizon))
-        sentence = _(
-            "Efficiency stays above %(target)s on the fitted curve as far as these points "
-            "support a statement.",
-            target=goal,
-        )
     else:
         value = _("%(devices)s devices", devices=loc.number(target.devices))
-        sentence = _(
-            "Efficiency falls below %(target)s there (95 %% interval %(low)s to %(high)s).",
-            target=goal,
-            low="?" if target.devices_low is None else loc.number(target.devices_low),
-            high=_("beyond %(devices)s", devices=loc.number(target.horizon))
-            if target.devices_high is None
-            else loc.number(target.devices_high),
-        )
     items.append(
         ResultItem(
             key="efficiency_target",
             label=_("Efficiency below %(target)s", target=goal),
             value=value,
-            sentence=sentence,
+            sentence=_say(said["efficiency_target"], loc, unit),
         )
     )
-    peak = result.peak()
     if peak is not None:
         items.append(
             ResultItem(
                 key="peak_devices",
                 label=_("Throughput peak"),
                 value=_("%(devices)s devices", devices=loc.number(round(peak["devices"]))),
-                sentence=_(
-                    "Beyond it, adding devices lowers throughput (peak %(throughput)s).",
-                    throughput=f"{_amount(loc, peak['throughput'])} {unit}",
-                ),
+                sentence=_say(said["peak"], loc, unit),
             )
         )
     if result.r_squared is not None:
@@ -212,9 +307,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
                 key="r_squared",
                 label=_("Fit (R²)"),
                 value=loc.number(result.r_squared, 6),
-                sentence=_(
-                    "Over %(count)s measured points.", count=loc.number(len(result.fitted.points))
-                ),
+                sentence=_say(said["r_squared"], loc, unit),
             )
         )
     return Presentation(items=tuple(items), notes=_notes(page, loc))
