@@ -31,6 +31,7 @@ from dpscale.fit import FitQuery
 from dpscale.model import preset_names
 from dpscale.model.presets import load_preset
 from dpscale.spec.description import N_, Input, Number, Percentage
+from dpscale.spec.prediction import PREDICTION, PredictInput
 from dpscale.spec.scaling import UNITS
 
 __all__ = [
@@ -79,16 +80,24 @@ def _presets() -> tuple[tuple[str, str], ...]:
     return (none, *((name, load_preset(name).title) for name in preset_names()))
 
 
-def _fact(name: str, label: str, help: str, **options: object) -> Input:
-    """One of ``dpscale predict``'s inputs, optional here and folded on the page."""
-    return Input(
-        name=name,
-        model=FitQuery,
-        label=label,
-        help=help,
-        advanced=True,
-        **options,  # type: ignore[arg-type]
-    )
+def _prediction(name: str) -> PredictInput:
+    item = PREDICTION.input(name)
+    if item is None:
+        raise KeyError(f"dpscale predict has no input {name!r}")
+    return item
+
+
+def _fact(name: str, **options: Any) -> Input:
+    """One of ``dpscale predict``'s inputs, optional here and folded on the page, with the
+    prediction page's label, hint, kind and choices (``options`` replace them)."""
+    shared = _prediction(name)
+    words: dict[str, Any] = {
+        "label": shared.label,
+        "help": shared.hint,
+        "kind": shared.kind,
+        "choices": shared.choices,
+    }
+    return Input(name=name, model=FitQuery, advanced=True, **(words | options))
 
 
 FIT_INPUTS: tuple[Input, ...] = (
@@ -166,80 +175,20 @@ FIT_INPUTS: tuple[Input, ...] = (
         invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
         terminal=False,
     ),
-    _fact(
-        "params",
-        N_("Model parameters"),
-        N_("Parameter count (P): 1.3e9, 1.3B or 1300M."),
-        kind="text",
-    ),
-    _fact(
-        "grad_dtype",
-        N_("Gradient precision"),
-        N_("Bytes per gradient value: fp32 4, bf16 and fp16 2, fp8 1."),
-        kind="text",
-        choices=(("", "-"), *((v, v) for v in ("fp32", "bf16", "fp16", "fp8"))),
-    ),
-    _fact(
-        "micro_batch",
-        N_("Micro-batch size"),
-        N_("Samples each device processes in one forward and backward pass (b)."),
-        kind="integer",
-    ),
-    _fact(
-        "grad_accum",
-        N_("Gradient-accumulation steps"),
-        N_("Micro-steps summed before each optimizer step (k); 1 means none."),
-        kind="integer",
-    ),
+    _fact("params"),
+    _fact("grad_dtype", choices=(("", "-"), *_prediction("grad_dtype").choices)),
+    _fact("micro_batch"),
+    _fact("grad_accum"),
     _fact(
         "hardware",
-        N_("Hardware preset"),
-        N_(
-            "Fills in devices per node, both links and the transport; a value entered below "
-            "replaces the preset's."
-        ),
-        kind="text",
         choices=_presets(),
         terminal_help="Hardware preset (dpscale predict --list-hardware): fills in devices per "
         "node, both links and the transport; an option given as well replaces the preset's.",
     ),
-    _fact(
-        "intra_node_bandwidth",
-        N_("Intra-node bandwidth"),
-        N_("All-reduce bus bandwidth per device inside a node, with its unit: 235 GB/s."),
-        kind="text",
-    ),
-    _fact(
-        "inter_node_bandwidth",
-        N_("Network bandwidth per node"),
-        N_("Nominal, all the node's network cards together, with its unit: 200 Gbit/s."),
-        kind="text",
-    ),
-    _fact(
-        "transport",
-        N_("Network transport"),
-        N_("NCCL achieves about 96% of the nominal bandwidth over RDMA, 50% over TCP sockets."),
-        kind="text",
-        choices=(("", N_("The preset's (RDMA without one)")), ("rdma", "RDMA"), ("tcp", "TCP")),
-    ),
-    _fact(
-        "optimizer",
-        N_("Optimizer"),
-        N_(
-            "Its step reads and writes every parameter's state once per optimizer step, at "
-            "the device's memory bandwidth."
-        ),
-        kind="text",
-        choices=(
-            ("", N_("Unknown: Adam, the band spans none to LAMB")),
-            ("none", N_("None")),
-            ("sgd", "SGD"),
-            ("momentum", N_("SGD with momentum")),
-            ("adam", "Adam"),
-            ("adamw", "AdamW"),
-            ("lamb", "LAMB"),
-        ),
-    ),
+    _fact("intra_node_bandwidth"),
+    _fact("inter_node_bandwidth"),
+    _fact("transport"),
+    _fact("optimizer"),
 )
 """Every input of ``dpscale fit`` and the fit page, in the page's order."""
 
