@@ -126,6 +126,37 @@ def test_bad_points_are_told_at_the_field(
     assert "data-result=" not in page.text
 
 
+@pytest.mark.parametrize(
+    ("lang", "points", "message"),
+    [
+        # Told as points, not characters: the page words the issue from its code (it used to
+        # match the English message, and worded both limits as "at most N characters").
+        (
+            "en",
+            "\n".join(f"{n % 50 + 1},{100 + n}" for n in range(10_001)),
+            "Too many points: at most 10,000.",
+        ),
+        (
+            "ja",
+            "\n".join(f"{n % 50 + 1},{100 + n}" for n in range(10_001)),
+            "測定点が多すぎます。10,000 点までです。",
+        ),
+        ("en", "1,100\n" * 90_000, "Too much data: at most 500,000 characters."),
+        ("de", "1,100\n" * 90_000, "Zu viele Daten: höchstens 500.000 Zeichen."),
+    ],
+)
+def test_points_over_a_limit_are_told_with_the_limit(lang: str, points: str, message: str) -> None:
+    # Beyond what a URL carries (httpx refuses it), so worded here as the page words it.
+    from dpscale.fit.data import parse_points
+    from dpscale.validation import InputError
+    from dpscale.web.pages.fit import explain
+
+    with pytest.raises(InputError) as raised:
+        parse_points(points)
+    (issue,) = raised.value.issues
+    assert explain(issue, {}, localizer(lang)) == message
+
+
 def test_a_model_the_points_cannot_identify_is_told_at_the_model(client: httpx.Client) -> None:
     query = urlencode({"points": "1,100\n8,700", "model": "usl"})
     html = client.get(f"/ja/scaling-fit?{query}").text

@@ -31,11 +31,20 @@ from dpscale.safejson import JSONInputError, loads
 from dpscale.validation import FieldIssue, InputError, Rule, rule_of
 
 __all__ = [
+    "BAD_HEADER",
+    "BAD_JSON",
+    "BAD_SHAPE",
     "MAX_AT",
     "MAX_DEVICES",
     "MAX_POINTS",
     "MAX_TEXT",
     "MAX_THROUGHPUT",
+    "MISSING_VALUE",
+    "NOT_A_NUMBER",
+    "OUT_OF_RANGE",
+    "TOO_FEW_COUNTS",
+    "TOO_LONG",
+    "TOO_MANY_POINTS",
     "Point",
     "Points",
     "parse_device_counts",
@@ -53,6 +62,17 @@ MAX_TEXT = 500_000
 """Characters of pasted or uploaded text."""
 MAX_AT = 200
 """Device counts to predict at in one request."""
+
+# The codes of the points' issues (FieldIssue.code), which the page words in its language.
+NOT_A_NUMBER = "not_a_number"
+MISSING_VALUE = "missing_value"
+OUT_OF_RANGE = "out_of_range"
+TOO_FEW_COUNTS = "too_few_counts"
+TOO_MANY_POINTS = "too_many_points"
+TOO_LONG = "too_long"
+BAD_HEADER = "bad_header"
+BAD_SHAPE = "bad_shape"
+BAD_JSON = "bad_json"
 
 COLUMNS = ("devices", "throughput")
 
@@ -101,23 +121,30 @@ def _plain(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
 
 
-def _issue(where: str, message: str) -> InputError:
-    return InputError([FieldIssue(field="points", rule=None, detail=f"{where}{message}")])
+def _issue(where: str, message: str, code: str, **ctx: object) -> InputError:
+    """An issue of the field ``points``: ``message`` in English after ``where`` ("line 3",
+    "item 2" or ""), and ``code`` with ``ctx`` for every other language (``ctx`` also holds
+    ``line`` or ``item``, the number in ``where``)."""
+    if where:
+        kind, number = where.split()
+        ctx = {kind: int(number), **ctx}
+    issue = FieldIssue(field="points", rule=None, detail=f"{where}{message}", code=code, ctx=ctx)
+    return InputError([issue])
 
 
 def _number(text: object, where: str, column: str) -> float:
     """A cell as a float, or an error naming the cell."""
     if isinstance(text, bool) or text is None:
-        raise _issue(where, f", {column}: {_shown(text)} is not a number")
+        raise _issue(where, f", {column}: {_shown(text)} is not a number", NOT_A_NUMBER)
     if isinstance(text, int | float):
         return float(text)
     cell = str(text).strip().replace("_", "")
     if not cell:
-        raise _issue(where, f", {column}: missing value")
+        raise _issue(where, f", {column}: missing value", MISSING_VALUE)
     try:
         return float(cell)
     except ValueError:
-        raise _issue(where, f", {column}: {_shown(cell)} is not a number") from None
+        raise _issue(where, f", {column}: {_shown(cell)} is not a number", NOT_A_NUMBER) from None
 
 
 def _shown(value: object) -> str:
@@ -128,7 +155,12 @@ def _shown(value: object) -> str:
 def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
     """Check every row against :class:`Point` and the cross-row rules."""
     if len(rows) > MAX_POINTS:
-        raise _issue("", f"at most {MAX_POINTS:,} points are accepted (got {len(rows):,})")
+        raise _issue(
+            "",
+            f"at most {MAX_POINTS:,} points are accepted (got {len(rows):,})",
+            TOO_MANY_POINTS,
+            limit=MAX_POINTS,
+        )
     devices = np.empty(len(rows), dtype=np.int64)
     throughput = np.empty(len(rows), dtype=float)
     rules: dict[str, Rule] = {column: rule_of(Point, column) for column in COLUMNS}
@@ -138,7 +170,9 @@ def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
             if not rules[column].admits(np.array([value]))[0]:
                 shown = int(value) if math.isfinite(value) and value.is_integer() else value
                 raise _issue(
-                    where, f", column {column} must be {rules[column].describe()} (got {shown})"
+                    where,
+                    f", column {column} must be {rules[column].describe()} (got {shown})",
+                    OUT_OF_RANGE,
                 )
             if column == "devices":
                 devices[index] = int(value)
@@ -148,7 +182,9 @@ def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
     if distinct.size < 2:
         got = "no points" if not rows else f"only {distinct[0]:,} devices"
         raise _issue(
-            "", f"measurements at two or more different device counts are needed (got {got})"
+            "",
+            f"measurements at two or more different device counts are needed (got {got})",
+            TOO_FEW_COUNTS,
         )
     order = np.argsort(devices, kind="stable")
     return Points(devices=devices[order], throughput=throughput[order])
@@ -189,6 +225,7 @@ def _table_rows(text: str) -> list[tuple[str, object, object]]:
                 f"line {first_number}",
                 f": the header must name the columns devices and throughput "
                 f"(missing {', '.join(missing)}; found {', '.join(cells)})",
+                BAD_HEADER,
             )
         columns = (names.index("devices"), names.index("throughput"))
         lines = lines[1:]
@@ -199,7 +236,7 @@ def _table_rows(text: str) -> list[tuple[str, object, object]]:
         values: list[object] = []
         for column, index in zip(COLUMNS, columns, strict=True):
             if index >= len(cells) or not cells[index]:
-                raise _issue(where, f", {column}: missing value")
+                raise _issue(where, f", {column}: missing value", MISSING_VALUE)
             values.append(cells[index])
         rows.append((where, values[0], values[1]))
     return rows
@@ -211,7 +248,9 @@ def _json_rows(data: Any) -> list[tuple[str, object, object]]:
     if isinstance(data, Mapping):
         if isinstance(data.get("devices"), list) and isinstance(data.get("throughput"), list):
             if len(data["devices"]) != len(data["throughput"]):
-                raise _issue("", "devices and throughput must be lists of the same length")
+                raise _issue(
+                    "", "devices and throughput must be lists of the same length", BAD_SHAPE
+                )
             data = [
                 {"devices": d, "throughput": t}
                 for d, t in zip(data["devices"], data["throughput"], strict=True)
@@ -226,6 +265,7 @@ def _json_rows(data: Any) -> list[tuple[str, object, object]]:
             "",
             'JSON must be a list of {"devices": ..., "throughput": ...} objects '
             'or an object with a "points" list',
+            BAD_SHAPE,
         )
     rows: list[tuple[str, object, object]] = []
     for number, item in enumerate(data, start=1):
@@ -234,13 +274,13 @@ def _json_rows(data: Any) -> list[tuple[str, object, object]]:
             values = []
             for column in COLUMNS:
                 if column not in item:
-                    raise _issue(where, f", {column}: missing value")
+                    raise _issue(where, f", {column}: missing value", MISSING_VALUE)
                 values.append(item[column])
             rows.append((where, values[0], values[1]))
         elif isinstance(item, list) and len(item) == 2:
             rows.append((where, item[0], item[1]))
         else:
-            raise _issue(where, ': expected {"devices": ..., "throughput": ...}')
+            raise _issue(where, ': expected {"devices": ..., "throughput": ...}', BAD_SHAPE)
     return rows
 
 
@@ -258,16 +298,21 @@ def parse_points(text: str) -> Points:
     dpscale.validation.InputError: points: line 3, throughput: 'abc' is not a number
     """
     if len(text) > MAX_TEXT:
-        raise _issue("", f"at most {MAX_TEXT:,} characters are accepted (got {len(text):,})")
+        raise _issue(
+            "",
+            f"at most {MAX_TEXT:,} characters are accepted (got {len(text):,})",
+            TOO_LONG,
+            limit=MAX_TEXT,
+        )
     text = text.lstrip("\ufeff")
     if text.lstrip()[:1] in ("[", "{"):
         try:
             data = loads(text)  # bounded: depth, digits, NaN
         except JSONInputError as err:
             if err.syntax is None:
-                raise _issue("", str(err)) from None
+                raise _issue("", str(err), BAD_JSON) from None
             line, column, message = err.syntax
-            raise _issue(f"line {line}", f", column {column}: {message}") from None
+            raise _issue(f"line {line}", f", column {column}: {message}", BAD_JSON) from None
         return _checked(_json_rows(data))
     return _checked(_table_rows(text))
 

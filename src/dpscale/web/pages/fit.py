@@ -9,7 +9,6 @@ is the share link; an uploaded file comes in by POST and is sent back as that ad
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import date
@@ -21,7 +20,8 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 
 from dpscale.fit import FitQuery, FitResult, fit
-from dpscale.fit.data import MAX_DEVICES, MAX_TEXT
+from dpscale.fit import data as points_data
+from dpscale.fit.data import MAX_TEXT
 from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
 from dpscale.spec import Number, Percentage
@@ -332,14 +332,8 @@ def chart(page: FitPage, loc: Localizer) -> str:
     return plot_svg(page.result, labels)
 
 
-_LINE = re.compile(r"^(line|item) (\d+)")
-_NOT_NUMBER = re.compile(r", (devices|throughput): .* is not a number$")
-_MISSING = re.compile(r", (devices|throughput): missing value$")
-_RANGE = re.compile(r", column (devices|throughput) must be ")
-
-
 def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:
-    """The points' and the model's own checks, in the page's language."""
+    """The points' and the model's own checks, in the page's language, from their codes."""
     _ = loc.gettext
     if issue.field == "model":
         return _(
@@ -351,30 +345,32 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         return prediction.explain(issue, values, loc)
     if issue.field != "points":
         return None
-    detail = issue.detail or ""
-    line = _LINE.match(detail)
+    ctx = {name: value for name, value in issue.ctx.items() if isinstance(value, int)}
     where = (
-        _("Line %(number)s", number=line.group(2))
-        if line and line.group(1) == "line"
-        else _("Item %(number)s", number=line.group(2))
-        if line
+        _("Line %(number)s", number=loc.number(ctx["line"]))
+        if "line" in ctx
+        else _("Item %(number)s", number=loc.number(ctx["item"]))
+        if "item" in ctx
         else ""
     )
-    if "two or more different device counts" in detail:
+    code = issue.code
+    if code == points_data.TOO_FEW_COUNTS:
         return _("Enter measurements at two or more different device counts.")
-    if "the header must name" in detail:
+    if code == points_data.BAD_HEADER:
         return _("%(where)s: the header must name the columns devices and throughput.", where=where)
-    if line and _RANGE.search(detail):
+    if code == points_data.OUT_OF_RANGE and where:
         return _(
             "%(where)s: devices must be a whole number from 1 to %(devices)s and throughput a "
             "number greater than 0.",
             where=where,
-            devices=loc.number(MAX_DEVICES),
+            devices=loc.number(points_data.MAX_DEVICES),
         )
-    if line and (_NOT_NUMBER.search(detail) or _MISSING.search(detail)):
+    if code in (points_data.NOT_A_NUMBER, points_data.MISSING_VALUE) and where:
         return _("%(where)s: enter two numbers, the device count and the throughput.", where=where)
-    if "characters are accepted" in detail or "points are accepted" in detail:
-        return _("Too much data: at most %(count)s characters.", count=loc.number(MAX_TEXT))
+    if code == points_data.TOO_LONG:
+        return _("Too much data: at most %(count)s characters.", count=loc.number(ctx["limit"]))
+    if code == points_data.TOO_MANY_POINTS:
+        return _("Too many points: at most %(count)s.", count=loc.number(ctx["limit"]))
     return _("Check the points: one line per measurement, devices then throughput.")
 
 
