@@ -4,7 +4,8 @@ that change with the file's content, the version chart URLs carry, and formulas 
 from __future__ import annotations
 
 import hashlib
-from functools import cache
+from collections.abc import Hashable
+from functools import cache, partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -128,7 +129,27 @@ def environment(code: str) -> Environment:
 
     env.globals.update(_=gettext, gettext=gettext)
     env.globals.update(static=static_url, languages=LANGUAGES, mathml=mathml)
+    env.globals.update(field_box=partial(_field_box, code))
     return env
+
+
+_MAX_FIELDS = 4096
+_fields: dict[tuple[str, str, Hashable], Markup] = {}
+
+
+def _field_box(code: str, calc: Any, field: Hashable) -> Markup:
+    """One form field's markup (``_field.html``), kept for the next page that shows the field
+    in the same state: of a page with new inputs, most fields are as they were (the defaults,
+    or the visitor's earlier values), and the form's fields were a third of its rendering."""
+    key = (code, calc.slug, field)
+    found = _fields.get(key)
+    if found is None:
+        macro = environment(code).get_template("_field.html").module.field_box  # type: ignore[attr-defined]
+        found = Markup(macro(field, calc, localizer(code)))
+        if len(_fields) >= _MAX_FIELDS:  # oldest first: dicts keep their order of insertion
+            del _fields[next(iter(_fields))]
+        _fields[key] = found
+    return found
 
 
 def compile_templates(code: str) -> None:
