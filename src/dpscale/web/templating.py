@@ -147,7 +147,7 @@ def _field_box(code: str, calc: Any, field: Hashable) -> Markup:
         macro = environment(code).get_template("_field.html").module.field_box  # type: ignore[attr-defined]
         found = Markup(macro(field, calc, localizer(code)))
         if len(_fields) >= _MAX_FIELDS:  # oldest first: dicts keep their order of insertion
-            del _fields[next(iter(_fields))]
+            _fields.pop(next(iter(_fields)), None)  # another thread may have taken it
         _fields[key] = found
     return found
 
