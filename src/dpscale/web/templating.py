@@ -106,6 +106,9 @@ def environment(code: str) -> Environment:
         undefined=StrictUndefined,
         auto_reload=False,
         bytecode_cache=_SHARED_CODE,
+        # A dict, not Jinja's LRU (which moves the template it finds to the end of a deque,
+        # a search of the deque, on each of a page's dozen includes): the templates are few.
+        cache_size=-1,
     )
     env.policies["ext.i18n.trimmed"] = True
     env.install_gettext_translations(localizer(code).translations, newstyle=True)  # type: ignore[attr-defined]
