@@ -180,6 +180,13 @@ def _plain(value: float, symbols: _Symbols) -> str | None:
     return f"{grouped}{symbols.decimal}{fraction}" if fraction else grouped
 
 
+@lru_cache(maxsize=256)
+def _long_date(identifier: str, day: date) -> str:
+    """A page shows two dates (its article's and today's), the same on every page of the day;
+    Babel reads the locale's pattern again for each."""
+    return str(format_date(day, format="long", locale=_locale(identifier)))
+
+
 @dataclass(frozen=True)
 class Localizer:
     """Messages, numbers and dates in one language."""
@@ -244,7 +251,7 @@ class Localizer:
         return str(format_percent(rounded, locale=locale, decimal_quantization=False))
 
     def date(self, day: date) -> str:
-        return str(format_date(day, format="long", locale=self.locale))
+        return _long_date(self.language.locale, day)
 
     def list(self, items: Iterable[str], style: Literal["standard", "or"] = "standard") -> str:
         """``items`` joined as the locale writes a list: "a, b, and c"; ``style="or"`` for a

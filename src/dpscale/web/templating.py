@@ -4,7 +4,8 @@ that change with the file's content, the version chart URLs carry, and formulas 
 from __future__ import annotations
 
 import hashlib
-from functools import cache
+from collections.abc import Hashable
+from functools import cache, partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,9 @@ def environment(code: str) -> Environment:
         undefined=StrictUndefined,
         auto_reload=False,
         bytecode_cache=_SHARED_CODE,
+        # A dict, not Jinja's LRU (which moves the template it finds to the end of a deque,
+        # a search of the deque, on each of a page's dozen includes): the templates are few.
+        cache_size=-1,
     )
     env.policies["ext.i18n.trimmed"] = True
     env.install_gettext_translations(localizer(code).translations, newstyle=True)  # type: ignore[attr-defined]
@@ -128,7 +132,27 @@ def environment(code: str) -> Environment:
 
     env.globals.update(_=gettext, gettext=gettext)
     env.globals.update(static=static_url, languages=LANGUAGES, mathml=mathml)
+    env.globals.update(field_box=partial(_field_box, code))
     return env
+
+
+_MAX_FIELDS = 4096
+_fields: dict[tuple[str, str, Hashable], Markup] = {}
+
+
+def _field_box(code: str, calc: Any, field: Hashable) -> Markup:
+    """One form field's markup (``_field.html``), kept for the next page that shows the field
+    in the same state: of a page with new inputs, most fields are as they were (the defaults,
+    or the visitor's earlier values), and the form's fields were a third of its rendering."""
+    key = (code, calc.slug, field)
+    found = _fields.get(key)
+    if found is None:
+        macro = environment(code).get_template("_field.html").module.field_box  # type: ignore[attr-defined]
+        found = Markup(macro(field, calc, localizer(code)))
+        if len(_fields) >= _MAX_FIELDS:  # oldest first: dicts keep their order of insertion
+            _fields.pop(next(iter(_fields)), None)  # another thread may have taken it
+        _fields[key] = found
+    return found
 
 
 def compile_templates(code: str) -> None:

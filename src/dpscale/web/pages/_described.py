@@ -80,9 +80,12 @@ def presenter(description: Description) -> Callable[[Any, Localizer], Presentati
     def present(result: Any, loc: Localizer) -> Presentation:
         write = _writer(loc)
         params, shown = description.shown(result, {}, page=True)
+        # Each parameter written once: every result reads all of them (and its aliases), and
+        # writing them again for each was a sixth of building a page.
+        written = {name: write(param) for name, param in params.items()}
         items = []
         for item in shown:
-            values = {name: write(param) for name, param in item.read(params).items()}
+            values = dict(item.read(written))
             items.append(
                 ResultItem(
                     key=item.key,
