@@ -9,10 +9,22 @@ from html import unescape
 import httpx
 import pytest
 
+from dpscale.calculators.scaling import MAX_DEVICES
 from dpscale.model import PredictQuery, predict, preset_names
 from dpscale.model.presets import load_preset
+from dpscale.model.query import (
+    MAX_BANDWIDTH,
+    MAX_BUCKET,
+    MAX_LATENCY,
+    MAX_OVERHEAD,
+    MAX_POINTS,
+    MIN_BANDWIDTH,
+)
 from dpscale.store.runs import save_run
+from dpscale.units import format_bandwidth, format_bytes, format_duration
+from dpscale.validation import FieldIssue
 from dpscale.web.i18n import LANGUAGES, localizer
+from dpscale.web.pages.prediction import explain
 
 from .conftest import LiveServer, result_value, sentence
 
@@ -506,3 +518,73 @@ def test_algorithms_and_strategies_read_in_the_page_language(client: httpx.Clien
     assert rows[4][-1] == "Netzwerk · Hierarchisch"
     html = client.get(f"/en/scaling-prediction?{DEFAULTS}").text
     assert sentence(html, "gradients").endswith("as backward produces them (DDP).")
+
+
+@pytest.mark.parametrize(
+    ("field", "bad", "expected"),
+    [
+        (
+            "devices",
+            "1-20000000",
+            {
+                "en": "from 1 to 10,000,000 and at most 10,000 counts.",
+                "de": "von 1 bis 10.000.000 und höchstens 10.000 Anzahlen.",
+                "ja": "1 から 10,000,000 まで、最大 10,000 通りまで",
+            },
+        ),
+        (
+            "intra_node_bandwidth",
+            "1 B/s",
+            {
+                "en": "from 1 kB/s to 100 TB/s:",
+                "de": "von 1 kB/s bis 100 TB/s:",
+                "ja": "1 kB/s から",
+            },
+        ),
+        (
+            "intra_node_latency",
+            "2 s",
+            {"en": "up to 1 s: 3.4 us", "de": "bis zu 1 s: 3.4 us", "ja": "1 s 以内で"},
+        ),
+        (
+            "step_overhead",
+            "7200 s",
+            {"en": "up to 3,600 s: 5 ms", "de": "bis zu 3.600 s: 5 ms", "ja": "3,600 s 以内で"},
+        ),
+        (
+            "bucket_size",
+            "0 MB",
+            {
+                "en": "from 1 B to 10 TB: 25 MiB",
+                "de": "von 1 B bis 10 TB: 25 MiB",
+                "ja": "1 B から",
+            },
+        ),
+    ],
+)
+def test_limits_at_the_fields_are_the_models_limits(
+    client: httpx.Client, field: str, bad: str, expected: dict[str, str]
+) -> None:
+    # The messages take their limits from model/query.py's constants, written in the page's
+    # language, so a changed limit cannot leave the page telling the old one.
+    for code, words in expected.items():
+        html = client.get(f"/{code}/scaling-prediction", params={**DEFAULT, field: bad}).text
+        assert words in field_error(html, field)
+
+
+def test_limits_in_messages_follow_the_constants() -> None:
+    for code in ("en", "de"):
+        loc = localizer(code)
+        limits = {
+            "devices": [loc.number(MAX_DEVICES), loc.number(MAX_POINTS)],
+            "intra_node_bandwidth": [
+                loc.quantity(format_bandwidth(MIN_BANDWIDTH)),
+                loc.quantity(format_bandwidth(MAX_BANDWIDTH)),
+            ],
+            "intra_node_latency": [loc.quantity(format_duration(MAX_LATENCY))],
+            "step_overhead": [loc.quantity(format_duration(MAX_OVERHEAD))],
+            "bucket_size": [loc.quantity(format_bytes(MAX_BUCKET))],
+        }
+        for field, shown in limits.items():
+            message = explain(FieldIssue(field, None), {}, loc) or ""
+            assert all(limit in message for limit in shown), (code, field, message)

@@ -13,9 +13,19 @@ from collections.abc import Mapping
 from datetime import date
 from functools import lru_cache
 
+from dpscale.calculators.scaling import MAX_DEVICES
 from dpscale.model import PredictQuery, predict, preset_names
-from dpscale.model.query import NEEDS_PRESET
+from dpscale.model.query import (
+    MAX_BANDWIDTH,
+    MAX_BUCKET,
+    MAX_LATENCY,
+    MAX_OVERHEAD,
+    MAX_POINTS,
+    MIN_BANDWIDTH,
+    NEEDS_PRESET,
+)
 from dpscale.spec.prediction import PREDICTION, calibration, measured_fit
+from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages.prediction_chart import efficiency_chart
@@ -83,14 +93,29 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
     messages = {
         "devices": _(
             "Write counts like 1,8,64, ranges like 1-64 (every count) or 1..256 (doubling), "
-            "from 1 to 10,000,000 and at most 10,000 counts."
+            "from 1 to %(max_devices)s and at most %(max_counts)s counts.",
+            max_devices=loc.number(MAX_DEVICES),
+            max_counts=loc.number(MAX_POINTS),
         ),
         "intra_node_bandwidth": _(
-            "Enter a bandwidth with its unit, from 1 kB/s to 100 TB/s: 130 GB/s, 200 Gbit/s."
+            "Enter a bandwidth with its unit, from %(low)s to %(high)s: 130 GB/s, 200 Gbit/s.",
+            low=loc.quantity(format_bandwidth(MIN_BANDWIDTH)),
+            high=loc.quantity(format_bandwidth(MAX_BANDWIDTH)),
         ),
-        "intra_node_latency": _("Enter a duration with its unit, up to 1 s: 3.4 us, 0.01 ms."),
-        "step_overhead": _("Enter a duration with its unit, up to 1 hour: 5 ms, 0.2 s."),
-        "bucket_size": _("Enter a size with its unit, from 1 byte to 10 TB: 25 MiB, 100 MB."),
+        "intra_node_latency": _(
+            "Enter a duration with its unit, up to %(max)s: 3.4 us, 0.01 ms.",
+            max=loc.quantity(format_duration(MAX_LATENCY)),
+        ),
+        "step_overhead": _(
+            "Enter a duration with its unit, up to %(max)s: 5 ms, 0.2 s.",
+            max=loc.quantity(format_duration(MAX_OVERHEAD)),
+        ),
+        "bucket_size": _(
+            "Enter a size with its unit, from %(low)s to %(high)s: 25 MiB, 100 MB.",
+            # model/query.py takes buckets from one byte (no constant names it there)
+            low=loc.quantity(format_bytes(1.0)),
+            high=loc.quantity(format_bytes(MAX_BUCKET)),
+        ),
         "per_device_throughput": _(
             "Required, or fill in both FLOPs per sample and achieved TFLOP/s."
         ),
