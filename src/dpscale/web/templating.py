@@ -4,6 +4,7 @@ that change with the file's content, the version chart URLs carry, and formulas 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Hashable
 from functools import cache, partial
 from importlib.metadata import version
@@ -138,6 +139,7 @@ def environment(code: str) -> Environment:
 
 _MAX_FIELDS = 4096
 _fields: dict[tuple[str, str, Hashable], Markup] = {}
+_fields_lock = threading.Lock()
 
 
 def _field_box(code: str, calc: Any, field: Hashable) -> Markup:
@@ -149,9 +151,12 @@ def _field_box(code: str, calc: Any, field: Hashable) -> Markup:
     if found is None:
         macro = environment(code).get_template("_field.html").module.field_box  # type: ignore[attr-defined]
         found = Markup(macro(field, calc, localizer(code)))
-        if len(_fields) >= _MAX_FIELDS:  # oldest first: dicts keep their order of insertion
-            _fields.pop(next(iter(_fields)), None)  # another thread may have taken it
-        _fields[key] = found
+        # Pages are built on the loop and, when costly, in pool threads: iterating the dict
+        # while another thread inserts would raise, so a miss takes the lock to store.
+        with _fields_lock:
+            if len(_fields) >= _MAX_FIELDS:  # oldest first: dicts keep their order of insertion
+                del _fields[next(iter(_fields))]
+            _fields[key] = found
     return found
 
 
