@@ -28,10 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
-from dpscale.model import preset_names
-from dpscale.model.presets import load_preset
 from dpscale.spec.description import N_, Input, Number, Percentage
-from dpscale.spec.prediction import PREDICTION, PredictInput
+from dpscale.spec.prediction import PREDICTION, PredictInput, preset_choices
 from dpscale.spec.scaling import UNITS
 
 __all__ = [
@@ -72,12 +70,6 @@ class FitPageInputs(BaseModel):
     unit: str = Field(
         default="samples/s", pattern=UNIT_PATTERN, description="Unit of the measured throughputs."
     )
-
-
-def _presets() -> tuple[tuple[str, str], ...]:
-    # Preset titles are message ids, so each reads in the page's language.
-    none = ("", N_("Custom: enter the values below"))
-    return (none, *((name, load_preset(name).title) for name in preset_names()))
 
 
 def _prediction(name: str) -> PredictInput:
@@ -181,7 +173,7 @@ FIT_INPUTS: tuple[Input, ...] = (
     _fact("grad_accum"),
     _fact(
         "hardware",
-        choices=_presets(),
+        choices=preset_choices(),
         terminal_help="Hardware preset (dpscale predict --list-hardware): fills in devices per "
         "node, both links and the transport; an option given as well replaces the preset's.",
     ),

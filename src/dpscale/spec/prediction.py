@@ -46,6 +46,7 @@ __all__ = [
     "input_model",
     "is_inline",
     "measured_fit",
+    "preset_choices",
     "terminal_help",
 ]
 
@@ -304,6 +305,15 @@ def measured_fit(scenario: Scenario, reference: str, *, files: bool) -> Measured
     except InputError as err:
         raise renamed(err) from None
     return calibrate_measured(scenario, points, source=path.name)
+
+
+def preset_choices() -> tuple[tuple[str, str], ...]:
+    """The hardware select's options: none, then every preset (its title a message id, so
+    each reads in the page's language; the id stays the value, as ``--hardware`` takes it)."""
+    from dpscale.model.presets import load_preset, preset_names
+
+    custom = ("", N_("Custom: enter the values below"))
+    return (custom, *((name, load_preset(name).title) for name in preset_names()))
 
 
 def _choices(*values: str) -> tuple[tuple[str, str], ...]:

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from dpscale.model import PredictQuery, preset_names
-from dpscale.model.presets import load_preset
+from dpscale.model import PredictQuery
 from dpscale.model.query import PercentInputs
-from dpscale.spec.prediction import PREDICTION, PredictInput
-from dpscale.web.i18n import N_
+from dpscale.spec.prediction import PREDICTION, PredictInput, preset_choices
 from dpscale.web.registry import InputField
 
 __all__ = ["FIELDS", "RUN_ID", "PageInputs"]
@@ -29,13 +27,6 @@ class PageInputs(PercentInputs):
     )
 
 
-def _presets() -> tuple[tuple[str, str], ...]:
-    custom = ("", N_("Custom: enter the values below"))
-    # Titles are message ids (extracted by dpscale.web.catalogues), so each reads in the page's
-    # language; the id stays the option's value, as ``--hardware`` takes it.
-    return (custom, *((name, load_preset(name).title) for name in preset_names()))
-
-
 def _field(item: PredictInput) -> InputField:
     return InputField(
         name=item.name,
@@ -48,7 +39,7 @@ def _field(item: PredictInput) -> InputField:
         kind=item.kind,
         required=item.page_required,
         invalid=item.invalid,
-        choices=_presets() if item.name == "hardware" else item.choices,
+        choices=preset_choices() if item.name == "hardware" else item.choices,
         advanced=item.advanced,
     )
 
