@@ -29,6 +29,7 @@ __all__ = [
     "Param",
     "Percentage",
     "Result",
+    "Wording",
     "fill",
 ]
 
@@ -36,6 +37,15 @@ __all__ = [
 def N_(message: str) -> str:  # noqa: N802 - the gettext convention for "mark, translate later"
     """Mark ``message`` for extraction; it is translated where it is shown."""
     return message
+
+
+@dataclass(frozen=True)
+class Wording:
+    """Words shown on both surfaces: the page's msgid, translated where it is shown, and the
+    terminal's English."""
+
+    page: str
+    terminal: str
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
-from dpscale.spec.description import N_, Input, Number, Percentage
+from dpscale.spec.description import N_, Input, Number, Percentage, Wording
 from dpscale.spec.prediction import PREDICTION, PredictInput, preset_choices
 from dpscale.spec.scaling import UNITS
 
@@ -305,14 +305,6 @@ class Statement:
 StatementParam = Count | Amount | Fixed | Number | Percentage | Statement | None
 """A value for a placeholder: a number of some kind, a statement worded inside another (an
 open interval's end), or None where an interval has no end (``?``)."""
-
-
-@dataclass(frozen=True)
-class Wording:
-    """A statement's words: the page's msgid and the terminal's English."""
-
-    page: str
-    terminal: str
 
 
 STATEMENTS: Mapping[str, Wording] = {

@@ -21,7 +21,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dpscale.spec.description import N_
+from dpscale.spec.description import N_, Wording
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ __all__ = [
     "Kind",
     "PredictInput",
     "Prediction",
-    "Wording",
     "calibration",
     "default_text",
     "input_model",
@@ -333,14 +332,6 @@ STRATEGY_NAMES = {
     "zero3": "ZeRO-3",
     "fsdp": N_("FSDP (full shard)"),
 }
-
-
-@dataclass(frozen=True)
-class Wording:
-    """One value of a result as the page names it (a msgid) and as the terminal does."""
-
-    label: str
-    terminal: str
 
 
 LIMITS = {

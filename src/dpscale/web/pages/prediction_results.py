@@ -115,7 +115,7 @@ def _power_of_two(n: int) -> bool:
 
 
 def _limit(code: str, loc: Localizer) -> str:
-    return loc.gettext(LIMITS[code].label) if code != "none" else LIMITS[code].label
+    return loc.gettext(LIMITS[code].page) if code != "none" else LIMITS[code].page
 
 
 def present(prediction: Prediction, loc: Localizer) -> Presentation:
