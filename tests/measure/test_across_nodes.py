@@ -28,7 +28,8 @@ from dpscale.store.runs import get_run, list_runs
 pytestmark = pytest.mark.distributed
 
 QUICK = ("--sizes", "4KiB,64KiB", "--iterations", "3", "--warmup", "1", "--backend", "gloo")
-QUICK += ("--model-params", "100k", "--steps", "3", "--warmup-steps", "1", "--json")
+# Twenty timed steps: a few milliseconds each, and a mean steady enough to calibrate on.
+QUICK += ("--model-params", "100k", "--steps", "20", "--warmup-steps", "1", "--json")
 # 16 MiB all-reduces take long enough to act during them, even on a fast machine.
 FAULTY = ("--no-training", "--sizes", "4KiB,16MiB", "--iterations", "50", "--warmup", "1")
 FAULTY += ("--backend", "gloo", "--timeout", "60s", "--json")
@@ -231,7 +232,9 @@ def test_predict_calibrated_on_the_run_holds_what_it_measured(two_nodes: dict[st
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr
     (point,) = json.loads(done.stdout)["points"]
-    assert point["efficiency_low"] <= two["efficiency"] <= point["efficiency_high"]
+    # The band carries the run's own spread (its steps' CV over their count) and stops at
+    # ideal: a noisy run measured above ideal is held by the band's top.
+    assert point["efficiency_low"] <= min(two["efficiency"], 1.0) <= point["efficiency_high"]
     assert point["efficiency"] == pytest.approx(two["efficiency"], rel=0.01)
 
 

@@ -355,3 +355,44 @@ def test_measured_on_one_node_keeps_the_setup_loss_of_the_nodes_beyond() -> None
     at_sixteen = across.predict([16])
     fall = float(at_sixteen.efficiency[0] - at_sixteen.efficiency_low[0])
     assert fall < float(p.efficiency[1] - p.efficiency_low[1])
+
+
+def test_a_point_faster_than_the_stated_terms_allow_widens_the_band_to_hold_it() -> None:
+    # A run's step CV taken as the jitter can leave no room for a fixed cost: the point at two
+    # devices is then faster than the model, the fixed cost stays at its bound (0), and the
+    # miss is what the band carries; it spends no degree of freedom, so it is not hidden
+    # behind the 1 % floor.
+    fit = calibrate_measured(
+        RESNET50, parse_measured("1:329,2:650"), source="test", step_time_cv=0.2
+    )
+    assert fit.step_overhead_s == 0.0
+    p = fit.predict([2])
+    assert float(p.throughput[0]) < 650  # the model, slower than the point
+    assert float(p.throughput_low[0]) <= 650 <= float(p.throughput_high[0])
+    # The noise is the point's miss, relative to its measured step time.
+    assert fit.noise == pytest.approx(650 / float(p.throughput[0]) - 1)
+
+
+def test_a_short_noisy_run_gets_the_band_its_spread_allows() -> None:
+    # A stored run's throughputs are means of a few timed steps: their standard error,
+    # step_time_cv / sqrt(steps), is the fit's measurement noise when above the 1 % floor.
+    from dpscale.model.measured import MEASUREMENT_NOISE, measured_from_run
+
+    def run(steps: int) -> dict[str, object]:
+        rows = [(1, 329.0), (2, 620.0), (8, 2456.0)]
+        return {
+            "results": [
+                {"devices": n, "throughput": x, "step_time_cv": 0.02, "steps": steps}
+                for n, x in rows
+            ]
+        }
+
+    points = parse_measured("1:329,2:620,8:2456")
+    short = calibrate_measured(RESNET50, **measured_from_run(run(2), "short", points))
+    long = calibrate_measured(RESNET50, **measured_from_run(run(10_000), "long", points))
+    assert short.noise == pytest.approx(0.02 / math.sqrt(2))
+    assert long.noise == MEASUREMENT_NOISE
+    wide, narrow = short.predict([4]), long.predict([4])  # on the measured node
+    assert float(wide.efficiency[0]) == pytest.approx(float(narrow.efficiency[0]))
+    spread = float(wide.efficiency_high[0] - wide.efficiency_low[0])
+    assert spread > 1.3 * float(narrow.efficiency_high[0] - narrow.efficiency_low[0])

@@ -20,8 +20,9 @@ compute and communication times, not against this model's, and taking it as it i
 prediction miss the very points it was calibrated on.
 
 The band is the fit's: the parameters' covariance from the residuals (a floor of 1 % relative
-noise per measured point, the spread a throughput measurement has from run to run, when there
-are no more points than parameters) propagated to each count, plus the noise of one new
+noise per measured point, the spread a throughput measurement has from run to run, or a stored
+run's own standard error of its mean step when larger, and the points' misfit when there are
+more points than estimated terms) propagated to each count, plus the noise of one new
 measurement, at two standard deviations; and, when no measured point crossed a node while the
 prediction does, the network share's stated range (nothing measured says what it is). On more
 nodes than any measured point ran on, the lower edge also takes the band's setup loss
@@ -209,8 +210,14 @@ def calibrate_measured(
     source: str,
     step_time_cv: float | None = None,
     step_overhead_s: float | None = None,
+    measurement_noise: float | None = None,
 ) -> MeasuredFit:
-    """Estimate the residual fixed cost and the jitter from measured ``(devices, X)`` points."""
+    """Estimate the residual fixed cost and the jitter from measured ``(devices, X)`` points.
+
+    ``measurement_noise`` is the relative spread of one measured throughput when the points'
+    own source knows it (a stored run's standard error); below :data:`MEASUREMENT_NOISE` it
+    is not taken.
+    """
     sc = scenario
     single = [x for n, x in points if n == 1]
     if single:
@@ -239,7 +246,8 @@ def calibrate_measured(
         fixed["jitter"] = sc.jitter if sc.jitter else (scenario.jitter or DEFAULT_JITTER)
         free = ["step_overhead"]
     target = residual - sum(columns[name] * value for name, value in fixed.items())
-    estimates, covariance, noise = _fit(columns, free, target, measured)
+    floor = max(MEASUREMENT_NOISE, measurement_noise or 0.0)
+    estimates, covariance, noise = _fit(columns, free, target, measured, floor)
     values = {**fixed, **estimates}
     calibrated = replace(
         sc,
@@ -262,11 +270,11 @@ def calibrate_measured(
 
 
 def _fit(
-    columns: dict[str, Any], free: list[str], target: Any, measured: Any
+    columns: dict[str, Any], free: list[str], target: Any, measured: Any, floor: float
 ) -> tuple[dict[str, float], Any, float]:
     """Non-negative weighted least squares over at most two terms, with the covariance."""
     if not free:
-        return {}, np.zeros((0, 0)), MEASUREMENT_NOISE
+        return {}, np.zeros((0, 0)), floor
     weight = 1.0 / measured
     active = list(free)
     while True:
@@ -281,9 +289,11 @@ def _fit(
         estimates[name] = max(0.0, float(value))
     full = np.column_stack([columns[name] * weight for name in free])
     fitted = full @ np.array([estimates[name] for name in free])
-    dof = len(target) - len(active)
+    # A term held at its bound is not estimated: it spends no degree of freedom, and what the
+    # points then miss by is noise the band must carry (a point faster than the model allows).
+    dof = len(target) - sum(1 for name in active if estimates[name] > 0)
     ssr = float(np.sum((target * weight - fitted) ** 2))
-    noise = max(MEASUREMENT_NOISE, math.sqrt(ssr / dof) if dof > 0 else 0.0)
+    noise = max(floor, math.sqrt(ssr / dof) if dof > 0 else 0.0)
     gram = full.T @ full
     covariance = noise**2 * np.linalg.pinv(gram)
     return estimates, covariance, noise
@@ -296,21 +306,34 @@ def measured_from_run(
 
     The run's own ``step_time_cv`` (``dpscale measure`` reports it per result) is taken from the
     result at the most devices that has it; the fixed cost is left to the fit (module docstring).
+    Each result's throughput is the mean of its ``steps`` timed steps, so it is known to a
+    relative standard error of ``step_time_cv / sqrt(steps)``: the largest of these is the
+    fit's measurement noise (a short run on a noisy machine gets the band it deserves).
 
     >>> run = {"results": [{"devices": 2, "throughput": 190.0, "step_time_cv": 0.01},
     ...                    {"devices": 4, "throughput": 370.0, "step_time_cv": 0.02,
-    ...                     "step_overhead_s": 0.003}]}
+    ...                     "steps": 4, "step_overhead_s": 0.003}]}
     >>> kw = measured_from_run(run, "r1", [(2, 190.0), (4, 370.0)])
-    >>> kw["step_time_cv"], kw["source"], "step_overhead_s" in kw
-    (0.02, 'run r1', False)
+    >>> kw["step_time_cv"], kw["measurement_noise"], kw["source"], "step_overhead_s" in kw
+    (0.02, 0.01, 'run r1', False)
     """
     results = [row for row in run.get("results") or [] if isinstance(row, Mapping)]
     results.sort(key=lambda row: float(row.get("devices") or 0))
     cv: float | None = None
+    noise: float | None = None
     for row in results:
         value = row.get("step_time_cv")
-        if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
-            cv = float(value)
+        if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+            continue
+        cv = float(value)
+        steps = row.get("steps")
+        if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
+            noise = max(noise or 0.0, cv / math.sqrt(steps))
     if not any(n > 1 for n, _ in pairs):
         raise _fail(f"run {run_id} has no result on more than one device", run_id)
-    return {"points": pairs, "source": f"run {run_id}", "step_time_cv": cv}
+    return {
+        "points": pairs,
+        "source": f"run {run_id}",
+        "step_time_cv": cv,
+        "measurement_noise": noise,
+    }
