@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT
+from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
 from dpscale.model.costs import DEFAULT_JITTER, JITTER_RANGE, expected_max_normal
 from dpscale.model.scenario import Scenario, evaluate
@@ -103,8 +103,11 @@ def parse_measured(text: str) -> list[tuple[int, float]]:
             throughput = float(match.group(2).replace("_", ""))
         except ValueError:
             raise _fail(f"cannot read the throughput in {item.strip()!r}", text) from None
-        if not 1 <= devices <= MAX_DEVICES:
-            raise _fail(f"device counts must be from 1 to {MAX_DEVICES:,} (got {devices})", text)
+        if not MIN_DEVICES <= devices <= MAX_DEVICES:
+            raise _fail(
+                f"device counts must be from {MIN_DEVICES:,} to {MAX_DEVICES:,} (got {devices})",
+                text,
+            )
         if not (math.isfinite(throughput) and 0 < throughput <= MAX_THROUGHPUT):
             raise _fail(
                 f"throughputs must be above 0 and at most {MAX_THROUGHPUT:g} "
