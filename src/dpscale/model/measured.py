@@ -61,6 +61,7 @@ from dpscale.validation import InputError
 __all__ = [
     "MAX_MEASURED_POINTS",
     "MEASUREMENT_NOISE",
+    "POINTS_SOURCE",
     "MeasuredFit",
     "MeasuredPrediction",
     "calibrate_measured",
@@ -69,6 +70,8 @@ __all__ = [
 ]
 
 MAX_MEASURED_POINTS = 200
+POINTS_SOURCE = "measured points"
+"""The source of points typed as device:throughput pairs (a file or a stored run is named)."""
 MEASUREMENT_NOISE = 0.01
 """Relative spread of one measured throughput from run to run (stated, not fitted)."""
 _ITEM = re.compile(r"^\s*(\d+)\s*:\s*([0-9.eE+_-]+)\s*$")
@@ -195,13 +198,6 @@ class MeasuredFit:
             efficiency=throughput / ideal,
             efficiency_low=low / ideal,
             efficiency_high=np.minimum(high / ideal, 1.0),
-        )
-
-    def describe(self) -> str:
-        counts = ", ".join(str(n) for n, _ in self.points)
-        return (
-            f"{self.source}: measured at {counts} devices; residual fixed cost "
-            f"{self.step_overhead_s * 1e3:.3g} ms per step, jitter {100 * self.jitter:.2g} %"
         )
 
 

@@ -28,7 +28,12 @@ import numpy as np
 from dpscale.calculators._result import tidy
 from dpscale.model.band import band
 from dpscale.model.collectives import ALGORITHMS, LIMITS
-from dpscale.model.measured import MeasuredFit, calibrate_measured, parse_measured
+from dpscale.model.measured import (
+    POINTS_SOURCE,
+    MeasuredFit,
+    calibrate_measured,
+    parse_measured,
+)
 from dpscale.model.query import PredictQuery
 from dpscale.model.questions import best_bucket, grad_accum_for, max_devices, micro_batch_for
 from dpscale.model.scenario import Scenario, evaluate
@@ -149,7 +154,7 @@ class PredictionResult:
                     "transport_efficiency": hw.transport_efficiency,
                     "inter_node_effective_bandwidth_bytes_per_s": hw.inter_effective_bandwidth,
                     "device_memory_bandwidth_bytes_per_s": hw.memory_bandwidth,
-                    "calibration": sc.calibration,
+                    "calibration": None if sc.calibration is None else sc.calibration.describe(),
                 }
             ),
         }
@@ -222,7 +227,7 @@ def predict(
                 "measured", "a stored run is read by the CLI or the page, not here", query.measured
             )
         points = parse_measured(query.measured)
-        measured = calibrate_measured(resolved, points, source="measured points")
+        measured = calibrate_measured(resolved, points, source=POINTS_SOURCE)
     return predict_scenario(
         resolved, query.device_counts(), query.target_efficiency, measured=measured
     )
