@@ -916,7 +916,14 @@ LINES: Mapping[str, Wording] = {
         "Calibrated from %(source)s: residual fixed cost %(overhead)s ms per step, jitter "
         "%(jitter)s; the band is the fit's (two standard deviations).",
     ),
-    "points_source": Wording(N_("the measured points"), "measured points"),
+    "band_measured_points": Wording(
+        N_(
+            "Calibrated from the measured points: residual fixed cost %(overhead)s ms per step, "
+            "jitter %(jitter)s; the band is the fit's (two standard deviations)."
+        ),
+        "Calibrated from measured points: residual fixed cost %(overhead)s ms per step, jitter "
+        "%(jitter)s; the band is the fit's (two standard deviations).",
+    ),
     "band_ranges": Wording(
         N_("The band spans the stated ranges of what the inputs leave open: %(inputs)s."),
         "Band: the stated ranges of %(inputs)s.",
@@ -1051,17 +1058,14 @@ def lines(result: PredictionResult) -> dict[str, Line]:
     if result.band_inputs == ("measured",):
         from dpscale.model.measured import POINTS_SOURCE
 
-        source: LineParam = str(sc.measured)
+        fitted: dict[str, LineParam] = {
+            "overhead": Millis(sc.step_overhead),
+            "jitter": Share(sc.jitter or 0.0, 2),
+        }
         if sc.measured == POINTS_SOURCE:
-            source = Line("points_source")
-        said["band"] = Line(
-            "band_measured",
-            {
-                "source": source,
-                "overhead": Millis(sc.step_overhead),
-                "jitter": Share(sc.jitter or 0.0, 2),
-            },
-        )
+            said["band"] = Line("band_measured_points", fitted)
+        else:
+            said["band"] = Line("band_measured", {**fitted, "source": str(sc.measured)})
     elif result.band_inputs:
         said["band"] = Line("band_ranges", {"inputs": Names(result.band_inputs, BAND_INPUT_NAMES)})
     if result.answers is not None:
