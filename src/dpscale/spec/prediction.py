@@ -8,6 +8,10 @@ importing the model loads scipy (0.7 s), which ``dpscale --help`` must not pay. 
 says ``%(default)s`` or ``%(choices)s`` where the model's value goes (:func:`terminal_help`);
 a default that ``PredictQuery`` leaves to the scenario names its constant (``constant``).
 
+What the prediction says besides its table of points is made here once as well: each
+statement a code and its parameters (:func:`lines`), worded from :data:`LINES` (the page's
+msgid, the terminal's English); each surface only writes the parameters its own way.
+
 Turning ``--calibrate`` and ``--measured`` into a calibration is here too
 (:func:`calibration`, :func:`measured_fit`): the model reads no file and no store, and the CLI
 and the page resolve a stored run the same way (the page never reads a file).
@@ -998,7 +1002,19 @@ def lines(result: PredictionResult) -> dict[str, Line]:
     """What the prediction says besides its table, by topic: ``gradients``, ``compute``,
     ``network``, ``wait`` (more than one device), ``calibration``, ``band``, and with a target
     ``max_devices``, ``target``, ``grad_accum_needed``, ``micro_batch_needed`` and
-    ``best_bucket``."""
+    ``best_bucket``.
+
+    >>> from dpscale.model import PredictQuery, predict
+    >>> q = PredictQuery(params="1.3B", micro_batch=8, per_device_throughput=40,
+    ...     hardware="dgx-a100", inter_node_bandwidth="200 Gbit/s", devices="1,256",
+    ...     target_efficiency=0.9)
+    >>> said = lines(predict(q))
+    >>> target = said["target"]
+    >>> target.code, [line.code for line in target.params["changes"].lines]
+    ('target_needs', ['grad_accum_needed', 'micro_batch_needed'])
+    >>> LINES[said["grad_accum_needed"].code].terminal % {"value": 8}
+    '--grad-accum 8'
+    """
     sc, hw = result.scenario, result.scenario.hardware
     last = result.points()[-1]
     said = {
