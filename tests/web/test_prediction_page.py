@@ -20,6 +20,7 @@ from dpscale.model.query import (
     MAX_POINTS,
     MIN_BANDWIDTH,
     MIN_BUCKET_BYTES,
+    MIN_THROUGHPUT,
 )
 from dpscale.store.runs import save_run
 from dpscale.units import format_bandwidth, format_bytes, format_duration
@@ -588,10 +589,23 @@ def test_limits_in_messages_follow_the_constants() -> None:
                 loc.quantity(format_bytes(MIN_BUCKET_BYTES)),
                 loc.quantity(format_bytes(MAX_BUCKET)),
             ],
+            "achieved_tflops": [loc.number(MIN_THROUGHPUT)],
         }
         for field, shown in limits.items():
             message = explain(FieldIssue(field, None), {}, loc) or ""
             assert all(limit in message for limit in shown), (code, field, message)
+
+
+def test_too_few_samples_per_second_from_flops_names_the_lowest_throughput(
+    client: httpx.Client,
+) -> None:
+    # 1e21 FLOPs per sample at 1e-3 TFLOP/s: 1e-12 samples/s, below MIN_THROUGHPUT.
+    values = {k: v for k, v in DEFAULT.items() if k != "per_device_throughput"}
+    values |= {"flops_per_sample": "1e21", "achieved_tflops": "0.001"}
+    for code, words in {"en": "fewer than 0.000001 samples", "de": "weniger als 0,000001"}.items():
+        html = client.get(f"/{code}/scaling-prediction", params=values).text
+        assert words in field_error(html, "achieved_tflops")
+    assert MIN_THROUGHPUT == 1e-6
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from dpscale.model.query import (
     MAX_POINTS,
     MIN_BANDWIDTH,
     MIN_BUCKET_BYTES,
+    MIN_THROUGHPUT,
     NEEDS_PRESET,
 )
 from dpscale.spec.prediction import PREDICTION, calibration, measured_fit
@@ -121,7 +122,8 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             "Required, or fill in both FLOPs per sample and achieved TFLOP/s."
         ),
         "achieved_tflops": _(
-            "FLOPs per sample and TFLOP/s give fewer than 0.000001 samples per second."
+            "FLOPs per sample and TFLOP/s give fewer than %(min)s samples per second.",
+            min=loc.number(MIN_THROUGHPUT),
         ),
         "hardware": _("Choose one of: %(choices)s.", choices=loc.list(preset_names(), "or")),
         "calibrate": _(
