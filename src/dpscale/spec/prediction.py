@@ -1016,7 +1016,7 @@ def lines(result: PredictionResult) -> dict[str, Line]:
     '--grad-accum 8'
     """
     sc, hw = result.scenario, result.scenario.hardware
-    last = result.points()[-1]
+    last = result.last_point()
     said = {
         "gradients": Line(
             "gradients",

@@ -132,7 +132,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     _, num = loc.gettext, loc.number
     result = prediction.result
     sc, hw = result.scenario, result.scenario.hardware
-    last = result.points()[-1]
+    last = result.last_point()
     devices, unit = num(last["devices"]), sc.unit
     efficiency = loc.percent(last["efficiency"])
     items = [
