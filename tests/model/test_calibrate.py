@@ -76,7 +76,7 @@ def test_calibration_replaces_the_network_when_measured_across_nodes() -> None:
     assert calibrated.hardware.inter_effective_bandwidth == pytest.approx(20e9, rel=0.01)
     assert calibrated.hardware.intra_bandwidth == 300e9
     assert calibrated.calibration is not None
-    assert "all_reduce on 4 devices" in calibrated.calibration
+    assert "all_reduce on 4 devices" in calibrated.calibration.describe()
 
 
 def test_json_output() -> None:

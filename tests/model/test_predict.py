@@ -69,6 +69,22 @@ def test_points_have_the_design_keys_and_consistent_numbers() -> None:
     json.dumps(result(), allow_nan=False)
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"devices": "1"},
+        {"devices": "1-300", "strategy": "fsdp"},
+        {"measured": "1:130.9,16:1800,128:12000"},
+    ],
+)
+def test_the_last_point_alone_is_the_last_of_the_points(changes: dict[str, str]) -> None:
+    prediction = predict(parse(PredictQuery, {**QUERY, **changes}))
+    points = prediction.points()
+    assert prediction.last_point() == points[-1]
+    assert list(prediction.last_point()) == list(points[0])  # the JSON's key order
+
+
 def test_questions_answer_the_target() -> None:
     answers = result(target_efficiency=0.9)["questions"]
     assert answers["at_devices"] == 512

@@ -41,6 +41,32 @@ def test_bad_device_lists_name_the_field(text: str) -> None:
     assert caught.value.issues[0].field == "devices"
 
 
+def test_device_and_bucket_limits_are_named_from_the_constants(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dpscale.model import query
+    from dpscale.units import format_bytes
+
+    assert (query.MIN_DEVICES, query.MIN_BUCKET_BYTES) == (1, 1.0)
+    with pytest.raises(InputError) as caught:
+        parse_devices("0,8")
+    assert "from 1 to 10,000,000" in caught.value.issues[0].sentence()
+    with pytest.raises(InputError) as caught:
+        parse(PredictQuery, {**CUSTOM, "bucket_size": "0.5 B"}).scenario()
+    assert caught.value.issues[0].sentence() == (
+        "bucket_size: must be from 1 B to 10 TB (got '0.5 B')"
+    )
+    # The validation reads the constants, so a changed limit is checked and told as it is.
+    monkeypatch.setattr(query, "MIN_DEVICES", 2)
+    monkeypatch.setattr(query, "MIN_BUCKET_BYTES", 1024.0)
+    with pytest.raises(InputError) as caught:
+        parse_devices("1,8")
+    assert "from 2 to 10,000,000" in caught.value.issues[0].sentence()
+    with pytest.raises(InputError) as caught:
+        parse(PredictQuery, {**CUSTOM, "bucket_size": "1000 B"}).scenario()
+    assert f"must be from {format_bytes(1024.0)} to 10 TB" in caught.value.issues[0].sentence()
+
+
 def test_units_and_suffixes_are_read() -> None:
     scenario = parse(PredictQuery, {**CUSTOM, "params": "1.2B", "grad_dtype": "bf16"}).scenario()
     assert scenario.params == 1.2e9

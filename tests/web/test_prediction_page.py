@@ -9,7 +9,7 @@ from html import unescape
 import httpx
 import pytest
 
-from dpscale.calculators.scaling import MAX_DEVICES
+from dpscale.calculators.scaling import MAX_DEVICES, MIN_DEVICES
 from dpscale.model import PredictQuery, predict, preset_names
 from dpscale.model.presets import load_preset
 from dpscale.model.query import (
@@ -19,6 +19,8 @@ from dpscale.model.query import (
     MAX_OVERHEAD,
     MAX_POINTS,
     MIN_BANDWIDTH,
+    MIN_BUCKET_BYTES,
+    MIN_THROUGHPUT,
 )
 from dpscale.store.runs import save_run
 from dpscale.units import format_bandwidth, format_bytes, format_duration
@@ -583,8 +585,43 @@ def test_limits_in_messages_follow_the_constants() -> None:
             ],
             "intra_node_latency": [loc.quantity(format_duration(MAX_LATENCY))],
             "step_overhead": [loc.quantity(format_duration(MAX_OVERHEAD))],
-            "bucket_size": [loc.quantity(format_bytes(MAX_BUCKET))],
+            "bucket_size": [
+                loc.quantity(format_bytes(MIN_BUCKET_BYTES)),
+                loc.quantity(format_bytes(MAX_BUCKET)),
+            ],
+            "achieved_tflops": [loc.number(MIN_THROUGHPUT)],
         }
         for field, shown in limits.items():
             message = explain(FieldIssue(field, None), {}, loc) or ""
             assert all(limit in message for limit in shown), (code, field, message)
+
+
+def test_too_few_samples_per_second_from_flops_names_the_lowest_throughput(
+    client: httpx.Client,
+) -> None:
+    # 1e21 FLOPs per sample at 1e-3 TFLOP/s: 1e-12 samples/s, below MIN_THROUGHPUT.
+    values = {k: v for k, v in DEFAULT.items() if k != "per_device_throughput"}
+    values |= {"flops_per_sample": "1e21", "achieved_tflops": "0.001"}
+    for code, words in {"en": "fewer than 0.000001 samples", "de": "weniger als 0,000001"}.items():
+        html = client.get(f"/{code}/scaling-prediction", params=values).text
+        assert words in field_error(html, "achieved_tflops")
+    assert MIN_THROUGHPUT == 1e-6
+
+
+@pytest.mark.parametrize(
+    ("code", "devices", "bucket"),
+    [("en", "from 2 to 10,000,000", "from 1 kB to 10 TB"), ("de", "von 2 bis", "von 1 kB bis")],
+)
+def test_the_lowest_device_count_and_bucket_in_messages_are_the_constants(
+    monkeypatch: pytest.MonkeyPatch, code: str, devices: str, bucket: str
+) -> None:
+    # "from 1" and "1 B" are the constants' values, not words of the catalogues: a changed
+    # limit is told as it is.
+    from dpscale.web.pages import prediction
+
+    assert (MIN_DEVICES, MIN_BUCKET_BYTES) == (1, 1.0)
+    monkeypatch.setattr(prediction, "MIN_DEVICES", 2)
+    monkeypatch.setattr(prediction, "MIN_BUCKET_BYTES", 1e3)
+    loc = localizer(code)
+    assert devices in (explain(FieldIssue("devices", None), {}, loc) or "")
+    assert bucket in (explain(FieldIssue("bucket_size", None), {}, loc) or "")

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_DEVICES",
     "MAX_THROUGHPUT",
+    "MIN_DEVICES",
     "ScalingInput",
     "ScalingQuery",
     "ScalingResult",
@@ -44,6 +45,7 @@ __all__ = [
     "speedup",
 ]
 
+MIN_DEVICES = 1
 MAX_DEVICES = 10_000_000
 """Far beyond any cluster built; bounds the arithmetic so results stay finite."""
 MAX_THROUGHPUT = 1e15
@@ -56,7 +58,7 @@ class ScalingInput(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    devices: int = Field(ge=1, le=MAX_DEVICES, description="Number of devices d.")
+    devices: int = Field(ge=MIN_DEVICES, le=MAX_DEVICES, description="Number of devices d.")
     per_device_throughput: float = Field(
         ge=0, le=MAX_THROUGHPUT, allow_inf_nan=False, description="One device's throughput v."
     )
@@ -69,7 +71,7 @@ class ScalingQuery(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
-    devices: int = Field(ge=1, le=MAX_DEVICES, description="Number of devices.")
+    devices: int = Field(ge=MIN_DEVICES, le=MAX_DEVICES, description="Number of devices.")
     throughput: float = Field(
         ge=0, le=MAX_THROUGHPUT, allow_inf_nan=False, description="Per-device throughput."
     )

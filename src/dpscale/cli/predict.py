@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperCommand, TyperOption
@@ -19,6 +19,9 @@ from dpscale.cli._common import (
     read_input,
 )
 from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, PredictInput, terminal_help
+
+if TYPE_CHECKING:
+    from dpscale.spec.prediction import Line, LineParam
 
 EXAMPLE = "Example: " + "; ".join(PREDICTION.examples)
 
@@ -129,10 +132,6 @@ def _print_presets(as_json: bool) -> None:
     Console(soft_wrap=True).print(table)
 
 
-def _ms(seconds: float) -> str:
-    return f"{number(seconds * 1e3)} ms"
-
-
 def _limit(limited_by: str, algorithm: str, devices: int) -> str:
     return LIMITS[limited_by].terminal + ("" if devices == 1 else f", {algorithm}")
 
@@ -173,71 +172,56 @@ def _points_table(result: Any) -> Any:
     return table
 
 
+def _write(param: LineParam) -> str:
+    """A parameter of a statement as the terminal writes it."""
+    from dpscale.spec import Number
+    from dpscale.spec.prediction import Count, Either, Line, Millis, Name, Names, Quantity, Share
+    from dpscale.units import format_bandwidth, format_bytes, format_duration
+
+    if isinstance(param, Line):
+        return _say(param)
+    if isinstance(param, Either):
+        return " or ".join(_say(line) for line in param.lines)
+    if isinstance(param, Count):
+        return f"{param.value:,}" if param.grouped else str(param.value)
+    if isinstance(param, Number):
+        return number(param.value)
+    if isinstance(param, Share):
+        return percent(param.value, param.digits)
+    if isinstance(param, Millis):
+        return number(param.seconds * 1e3)
+    if isinstance(param, Quantity):
+        formats = {"bytes": format_bytes, "bandwidth": format_bandwidth}
+        return formats.get(param.unit, format_duration)(param.value)
+    if isinstance(param, Name):
+        return param.value
+    if isinstance(param, Names):
+        return ", ".join(param.values)
+    return param
+
+
+def _say(line: Line) -> str:
+    """A described statement in the terminal's English."""
+    from dpscale.spec.prediction import LINES
+
+    words = LINES[line.code].terminal
+    return words % {name: _write(value) for name, value in line.params.items()}
+
+
 def _print_result(result: Any, plot: str | None) -> None:
     from rich.console import Console
 
-    from dpscale.units import format_bandwidth, format_bytes
+    from dpscale.spec.prediction import TERMINAL_ORDER, lines
 
-    sc, hw = result.scenario, result.scenario.hardware
     console = Console(soft_wrap=True)
     console.print(_points_table(result))
-    micro = sc.micro_batch / sc.per_device_throughput
-    console.print(
-        f"Gradients: {format_bytes(sc.gradient_bytes)} ({number(sc.params)} x {sc.grad_dtype}), "
-        f"{sc.strategy} in buckets of {format_bytes(sc.bucket_bytes)}. Compute per micro-step "
-        f"{_ms(micro)} ({number(sc.micro_batch)} / {number(sc.per_device_throughput)} "
-        f"{sc.unit}), backward {percent(sc.backward_fraction, 3)} of it. Network: "
-        f"{format_bandwidth(hw.inter_bandwidth)} nominal x {percent(hw.transport_efficiency, 3)} "
-        f"({hw.transport}) = {format_bandwidth(hw.inter_effective_bandwidth)} per node; "
-        f"inside a node {format_bandwidth(hw.intra_bandwidth)} per device."
-    )
-    last = result.points()[-1]
-    if last["devices"] > 1:
-        console.print(
-            f"At {last['devices']:,} devices the step also waits {_ms(last['wait_time_s'])} for "
-            f"the slowest device and pays {_ms(last['overhead_time_s'])} of fixed costs; the "
-            f"optimizer step ({sc.optimizer or 'assumed adam'}) is "
-            f"{_ms(last['optimizer_time_s'])} of the compute."
-        )
-    if sc.calibration:
-        console.print(f"Calibrated from {sc.calibration}.")
-    if result.band_inputs == ("measured",):
-        console.print(
-            f"Calibrated from {sc.measured}: residual fixed cost "
-            f"{_ms(sc.step_overhead)} per step, jitter {percent(sc.jitter or 0.0, 2)}; the "
-            "band is the fit's (two standard deviations)."
-        )
-    elif result.band_inputs:
-        console.print("Band: the stated ranges of " + ", ".join(result.band_inputs) + ".")
-    if result.answers is not None:
-        _print_answers(console, result.answers, format_bytes)
+    said = lines(result)
+    for keys in TERMINAL_ORDER:
+        words = [_say(said[key]) for key in keys if key in said]
+        if words:
+            console.print(" ".join(words))
     if plot is not None:
         console.print(f"Chart written to {plot}.")
-
-
-def _print_answers(console: Any, a: Any, format_bytes: Any) -> None:
-    target = percent(a.target_efficiency)
-    if a.max_devices is None:
-        console.print(f"No device count keeps {target} (not even 2).")
-    else:
-        console.print(f"Largest device count that keeps efficiency >= {target}: {a.max_devices:,}.")
-    at = f"At {a.at_devices:,} devices (predicted {percent(a.efficiency_at_devices)})"
-    changes = []
-    if a.grad_accum_needed is not None:
-        changes.append(f"--grad-accum {a.grad_accum_needed}")
-    if a.micro_batch_needed is not None:
-        changes.append(f"--micro-batch {a.micro_batch_needed} (if it fits in memory)")
-    if a.efficiency_at_devices >= a.target_efficiency:
-        console.print(f"{at}, {target} is already reached.")
-    elif changes:
-        console.print(f"{at}, {target} needs " + " or ".join(changes) + ".")
-    else:
-        console.print(f"{at}, neither accumulation nor a larger micro-batch reaches {target}.")
-    console.print(
-        f"Best bucket size there: {format_bytes(a.best_bucket_bytes)} "
-        f"(exposed communication {_ms(a.best_bucket_exposed_comm_time_s)}, "
-        f"efficiency {percent(a.best_bucket_efficiency)})."
-    )
 
 
 def register(app: typer.Typer) -> None:

@@ -112,9 +112,11 @@ class Calibration:
             changed = replace(
                 hw, intra_bandwidth=self.bus_bandwidth, intra_latency=per_step / max(steps, 1)
             )
-        return replace(scenario, hardware=changed, calibration=self.describe())
+        return replace(scenario, hardware=changed, calibration=self)
 
     def describe(self) -> str:
+        """The calibration in one line of English, as the JSON gives it (``hardware.calibration``);
+        the CLI and the page word it from :func:`dpscale.spec.prediction.lines`."""
         where = f"{self.nodes} node(s)" if self.nodes else "nodes unknown"
         return (
             f"{self.source}: {self.op} on {self.devices} devices ({where}), "

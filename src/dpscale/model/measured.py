@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT
+from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
 from dpscale.model.costs import DEFAULT_JITTER, JITTER_RANGE, expected_max_normal
 from dpscale.model.scenario import Scenario, evaluate
@@ -62,6 +62,7 @@ from dpscale.validation import InputError
 __all__ = [
     "MAX_MEASURED_POINTS",
     "MEASUREMENT_NOISE",
+    "POINTS_SOURCE",
     "MeasuredFit",
     "MeasuredPrediction",
     "calibrate_measured",
@@ -70,6 +71,8 @@ __all__ = [
 ]
 
 MAX_MEASURED_POINTS = 200
+POINTS_SOURCE = "measured points"
+"""The source of points typed as device:throughput pairs (a file or a stored run is named)."""
 MEASUREMENT_NOISE = 0.01
 """Relative spread of one measured throughput from run to run (stated, not fitted)."""
 _ITEM = re.compile(r"^\s*(\d+)\s*:\s*([0-9.eE+_-]+)\s*$")
@@ -104,8 +107,11 @@ def parse_measured(text: str) -> list[tuple[int, float]]:
             throughput = float(match.group(2).replace("_", ""))
         except ValueError:
             raise _fail(f"cannot read the throughput in {item.strip()!r}", text) from None
-        if not 1 <= devices <= MAX_DEVICES:
-            raise _fail(f"device counts must be from 1 to {MAX_DEVICES:,} (got {devices})", text)
+        if not MIN_DEVICES <= devices <= MAX_DEVICES:
+            raise _fail(
+                f"device counts must be from {MIN_DEVICES:,} to {MAX_DEVICES:,} (got {devices})",
+                text,
+            )
         if not (math.isfinite(throughput) and 0 < throughput <= MAX_THROUGHPUT):
             raise _fail(
                 f"throughputs must be above 0 and at most {MAX_THROUGHPUT:g} "
@@ -193,13 +199,6 @@ class MeasuredFit:
             efficiency=throughput / ideal,
             efficiency_low=low / ideal,
             efficiency_high=np.minimum(high / ideal, 1.0),
-        )
-
-    def describe(self) -> str:
-        counts = ", ".join(str(n) for n, _ in self.points)
-        return (
-            f"{self.source}: measured at {counts} devices; residual fixed cost "
-            f"{self.step_overhead_s * 1e3:.3g} ms per step, jitter {100 * self.jitter:.2g} %"
         )
 
 

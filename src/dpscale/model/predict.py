@@ -28,7 +28,12 @@ import numpy as np
 from dpscale.calculators._result import tidy
 from dpscale.model.band import band
 from dpscale.model.collectives import ALGORITHMS, LIMITS
-from dpscale.model.measured import MeasuredFit, calibrate_measured, parse_measured
+from dpscale.model.measured import (
+    POINTS_SOURCE,
+    MeasuredFit,
+    calibrate_measured,
+    parse_measured,
+)
 from dpscale.model.query import PredictQuery
 from dpscale.model.questions import best_bucket, grad_accum_for, max_devices, micro_batch_for
 from dpscale.model.scenario import Scenario, evaluate
@@ -69,40 +74,56 @@ class PredictionResult:
     """What the band varies: the uncertain inputs left out, or ``("measured",)``."""
 
     def points(self) -> list[dict[str, Any]]:
+        return self._rows(slice(None))
+
+    def last_point(self) -> dict[str, Any]:
+        """``points()[-1]``, the point at the most devices, without building the others (a
+        page of 10,000 counts built them all once more for its sentences)."""
+        return self._rows(slice(-1, None))[0]
+
+    def _rows(self, rows: slice) -> list[dict[str, Any]]:
         s, sc = self.step, self.scenario
-        devices = s.devices.astype(np.int64)
-        nodes = np.ceil(s.devices / sc.hardware.devices_per_node).astype(np.int64)
-        ideal = s.devices * sc.per_device_throughput
-        actual = ideal * s.efficiency
-        low = s.efficiency if self.efficiency_low is None else self.efficiency_low
-        high = s.efficiency if self.efficiency_high is None else self.efficiency_high
-        columns = {
-            "devices": devices,
-            "nodes": nodes,
-            "efficiency": s.efficiency,
+        count = np.asarray(s.devices)[rows]
+        ideal = count * sc.per_device_throughput
+        efficiency = np.asarray(s.efficiency)[rows]
+        low = efficiency if self.efficiency_low is None else np.asarray(self.efficiency_low)[rows]
+        high = (
+            efficiency if self.efficiency_high is None else np.asarray(self.efficiency_high)[rows]
+        )
+        counts = {
+            "devices": count.astype(np.int64),
+            "nodes": np.ceil(count / sc.hardware.devices_per_node).astype(np.int64),
+        }
+        floats = {
+            "efficiency": efficiency,
             "ideal_throughput": ideal,
-            "actual_throughput": actual,
-            "speedup": s.devices * s.efficiency,
-            "step_time_s": s.step_time,
-            "compute_time_s": s.compute_time,
-            "comm_time_s": s.comm_time,
-            "exposed_comm_time_s": s.exposed_comm_time,
-            "wait_time_s": s.wait_time,
-            "overhead_time_s": s.overhead_time,
-            "optimizer_time_s": s.optimizer_time,
+            "actual_throughput": ideal * efficiency,
+            "speedup": count * efficiency,
+            "step_time_s": np.asarray(s.step_time)[rows],
+            "compute_time_s": np.asarray(s.compute_time)[rows],
+            "comm_time_s": np.asarray(s.comm_time)[rows],
+            "exposed_comm_time_s": np.asarray(s.exposed_comm_time)[rows],
+            "wait_time_s": np.asarray(s.wait_time)[rows],
+            "overhead_time_s": np.asarray(s.overhead_time)[rows],
+            "optimizer_time_s": np.asarray(s.optimizer_time)[rows],
             "efficiency_low": low,
             "efficiency_high": high,
             "actual_throughput_low": ideal * low,
             "actual_throughput_high": ideal * high,
-            "bus_bandwidth_bytes_per_s": s.bus_bandwidth,
-            "buckets": s.buckets.astype(np.int64),
+            "bus_bandwidth_bytes_per_s": np.asarray(s.bus_bandwidth)[rows],
         }
-        lists = {key: tidy(np.asarray(value)) for key, value in columns.items()}
-        lists["limited_by"] = [LIMITS[int(code)] for code in s.limited_by]
+        # One rounding pass over every number: per column, its fixed cost made a single point
+        # (the sentences' last one) cost as much as 256.
+        n = len(count)
+        rounded = tidy(np.concatenate([np.asarray(v, dtype=np.float64) for v in floats.values()]))
+        lists: dict[str, list[Any]] = {key: value.tolist() for key, value in counts.items()}
+        lists |= {key: rounded[i * n : (i + 1) * n] for i, key in enumerate(floats)}
+        lists["buckets"] = np.asarray(s.buckets)[rows].astype(np.int64).tolist()
+        lists["limited_by"] = [LIMITS[int(code)] for code in np.asarray(s.limited_by)[rows]]
         lists["algorithm"] = (
-            [ALGORITHMS[int(code)] for code in s.algorithm]
+            [ALGORITHMS[int(code)] for code in np.asarray(s.algorithm)[rows]]
             if sc.strategy == "ddp"
-            else ["ring"] * len(devices)
+            else ["ring"] * len(count)
         )
         keys = tuple(lists)
         # Rows built from columns already converted in bulk: no numpy scalar is touched here.
@@ -149,7 +170,7 @@ class PredictionResult:
                     "transport_efficiency": hw.transport_efficiency,
                     "inter_node_effective_bandwidth_bytes_per_s": hw.inter_effective_bandwidth,
                     "device_memory_bandwidth_bytes_per_s": hw.memory_bandwidth,
-                    "calibration": sc.calibration,
+                    "calibration": None if sc.calibration is None else sc.calibration.describe(),
                 }
             ),
         }
@@ -222,7 +243,7 @@ def predict(
                 "measured", "a stored run is read by the CLI or the page, not here", query.measured
             )
         points = parse_measured(query.measured)
-        measured = calibrate_measured(resolved, points, source="measured points")
+        measured = calibrate_measured(resolved, points, source=POINTS_SOURCE)
     return predict_scenario(
         resolved, query.device_counts(), query.target_efficiency, measured=measured
     )

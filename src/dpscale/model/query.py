@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, UNIT_PATTERN
+from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES, UNIT_PATTERN
 from dpscale.model.collectives import Algorithm
 from dpscale.model.costs import Optimizer
 from dpscale.model.hardware import Hardware, Transport
@@ -75,6 +75,8 @@ MIN_BANDWIDTH = 1e3
 MIN_THROUGHPUT = 1e-6
 """Samples/s: keeps step times finite for the largest batches and accumulations allowed."""
 MAX_LATENCY = 1.0
+MIN_BUCKET_BYTES = 1.0
+"""A bucket holds at least one byte (one fp8 gradient value)."""
 MAX_BUCKET = 1e13
 MAX_OVERHEAD = 3600.0
 MAX_JITTER = 0.5
@@ -110,9 +112,10 @@ def parse_devices(text: str) -> list[int]:
             )
         low = int(match.group(1))
         high = int(match.group(3)) if match.group(3) else low
-        if not 1 <= low <= high <= MAX_DEVICES:
+        if not MIN_DEVICES <= low <= high <= MAX_DEVICES:
             raise _devices_error(
-                f"counts must be whole numbers from 1 to {MAX_DEVICES:,}, ranges low to high "
+                f"counts must be whole numbers from {MIN_DEVICES:,} to {MAX_DEVICES:,}, ranges "
+                "low to high "
                 f"(got {item.strip()!r})",
                 text,
             )
@@ -393,7 +396,7 @@ def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -
     if "bandwidth" in field:
         low, shown = MIN_BANDWIDTH, format_bandwidth
     elif field == "bucket_size":
-        low, shown = 1.0, format_bytes
+        low, shown = MIN_BUCKET_BYTES, format_bytes
     else:
         low, shown = 0.0, format_duration
     if value < low or (positive and value <= 0) or value > high:

@@ -19,7 +19,7 @@ ones the user gave, and :mod:`dpscale.model.band` varies the others over their s
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -44,6 +44,9 @@ from dpscale.model.step import (
     Strategy,
     data_parallel_step,
 )
+
+if TYPE_CHECKING:
+    from dpscale.model.calibrate import Calibration
 
 __all__ = ["DEFAULT_MEMORY_BANDWIDTH", "DEFAULT_OPTIMIZER", "Scenario", "evaluate", "step_inputs"]
 
@@ -72,7 +75,8 @@ class Scenario:
     strategy: Strategy = "ddp"
     algorithm: Algorithm = "auto"
     unit: str = "samples/s"
-    calibration: str | None = None
+    calibration: Calibration | None = None
+    """The measured collective that replaced the nominal link (``--calibrate``)."""
     optimizer: str | None = None
     jitter: float | None = None
     framework_overhead: float | None = None

@@ -8,6 +8,10 @@ importing the model loads scipy (0.7 s), which ``dpscale --help`` must not pay. 
 says ``%(default)s`` or ``%(choices)s`` where the model's value goes (:func:`terminal_help`);
 a default that ``PredictQuery`` leaves to the scenario names its constant (``constant``).
 
+What the prediction says besides its table of points is made here once as well: each
+statement a code and its parameters (:func:`lines`), worded from :data:`LINES` (the page's
+msgid, the terminal's English); each surface only writes the parameters its own way.
+
 Turning ``--calibrate`` and ``--measured`` into a calibration is here too
 (:func:`calibration`, :func:`measured_fit`): the model reads no file and no store, and the CLI
 and the page resolve a stored run the same way (the page never reads a file).
@@ -15,13 +19,14 @@ and the page resolve a stored run the same way (the page never reads a file).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dpscale.spec.description import N_, Wording
+from dpscale.spec.description import N_, Number, Wording
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -29,21 +34,37 @@ if TYPE_CHECKING:
 
     from dpscale.model.calibrate import Calibration
     from dpscale.model.measured import MeasuredFit
+    from dpscale.model.predict import PredictionResult
     from dpscale.model.scenario import Scenario
 
 __all__ = [
     "ALGORITHM_NAMES",
+    "BAND_INPUT_NAMES",
     "LIMITS",
+    "LINES",
+    "OPTIMIZER_NAMES",
     "PREDICTION",
     "STRATEGY_NAMES",
+    "TERMINAL_ORDER",
+    "TRANSPORT_NAMES",
     "Column",
+    "Count",
+    "Either",
     "Kind",
+    "Line",
+    "LineParam",
+    "Millis",
+    "Name",
+    "Names",
     "PredictInput",
     "Prediction",
+    "Quantity",
+    "Share",
     "calibration",
     "default_text",
     "input_model",
     "is_inline",
+    "lines",
     "measured_fit",
     "preset_choices",
     "terminal_help",
@@ -334,6 +355,18 @@ STRATEGY_NAMES = {
 }
 
 
+TRANSPORT_NAMES = {"rdma": "RDMA", "tcp": "TCP"}
+"""The transports and optimizers as the page names them (the options take the codes)."""
+OPTIMIZER_NAMES = {
+    "none": N_("None"),
+    "sgd": "SGD",
+    "momentum": N_("SGD with momentum"),
+    "adam": "Adam",
+    "adamw": "AdamW",
+    "lamb": "LAMB",
+}
+
+
 LIMITS = {
     "none": Wording("–", "-"),
     "intra_node_bandwidth": Wording(N_("Intra-node link"), "node"),
@@ -491,7 +524,7 @@ PREDICTION = Prediction(
                 "NCCL achieves about 96% of the nominal bandwidth over RDMA, 50% over TCP sockets."
             ),
             kind="text",
-            choices=(("", N_("The preset's (RDMA without one)")), ("rdma", "RDMA"), ("tcp", "TCP")),
+            choices=(("", N_("The preset's (RDMA without one)")), *TRANSPORT_NAMES.items()),
             preset=True,
         ),
         PredictInput(
@@ -640,12 +673,7 @@ PREDICTION = Prediction(
             kind="text",
             choices=(
                 ("", N_("Unknown: Adam, the band spans none to LAMB")),
-                ("none", N_("None")),
-                ("sgd", "SGD"),
-                ("momentum", N_("SGD with momentum")),
-                ("adam", "Adam"),
-                ("adamw", "AdamW"),
-                ("lamb", "LAMB"),
+                *OPTIMIZER_NAMES.items(),
             ),
             advanced=True,
         ),
@@ -747,3 +775,397 @@ PREDICTION = Prediction(
         Column(("limited_by", "algorithm", "devices"), N_("Limited by"), "Limit", "limit"),
     ),
 )
+
+
+# What the prediction says besides its table: the answers to a target, the setup, the wait,
+# the calibration and the band. Each statement is a code and its parameters, made once here
+# (:func:`lines`) from the result; each surface writes the parameters in its own format and
+# fills its own words from :data:`LINES`.
+
+
+@dataclass(frozen=True)
+class Count:
+    """A whole number: grouped on the terminal (``1,024``) unless it is an option's value
+    (``--grad-accum 1024``), in the locale's format on the page."""
+
+    value: int
+    grouped: bool = True
+
+
+@dataclass(frozen=True)
+class Share:
+    """A fraction written as a percentage, to ``digits`` significant digits."""
+
+    value: float
+    digits: int = 4
+
+
+@dataclass(frozen=True)
+class Millis:
+    """A time in seconds, written in milliseconds to four digits (the words say "ms")."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A size, bandwidth or duration as :mod:`dpscale.units` writes it (``26.2 MB``)."""
+
+    value: float
+    unit: Literal["bytes", "bandwidth", "duration"]
+
+
+@dataclass(frozen=True)
+class Name:
+    """A code (``ddp``, ``rdma``): as it is on the terminal (it is what the options take), by
+    its name in ``names`` on the page (a msgid, or a name no language changes)."""
+
+    value: str
+    names: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Names:
+    """Codes listed: joined with commas on the terminal, a list of their names on the page."""
+
+    values: tuple[str, ...]
+    names: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One statement: its code in :data:`LINES` and its parameters."""
+
+    code: str
+    params: Mapping[str, LineParam] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Either:
+    """Alternatives, each a statement: "a or b" in each surface's words."""
+
+    lines: tuple[Line, ...]
+
+
+LineParam = Count | Number | Share | Millis | Quantity | Name | Names | Line | Either | str
+"""A value for a ``%(name)s`` placeholder; a ``str`` is shown as it is (a unit, a source)."""
+
+BAND_INPUT_NAMES = {
+    "network_share": N_("Share of the network bandwidth achieved"),
+    "jitter": N_("Step-time jitter"),
+    "overlap_slowdown": N_("Slowdown of overlapped compute"),
+    "framework_overhead": N_("Fixed overhead per step"),
+    "optimizer": N_("Optimizer"),
+    "device_memory_bandwidth": N_("Device memory bandwidth"),
+    "ring_plateau": N_("Ring latency factor across nodes"),
+    "inter_node_latency": N_("Network latency per hop"),
+    "framework_setup": N_("Setup losses across nodes"),
+}
+"""What the band varies (``band_varies`` in the JSON), as the page names it: the field that
+would state it where there is one."""
+
+LINES: Mapping[str, Wording] = {
+    "gradients": Wording(
+        N_(
+            "%(params)s parameters in %(dtype)s, sent in %(buckets)s buckets of at most "
+            "%(bucket)s as backward produces them (%(strategy)s)."
+        ),
+        "Gradients: %(gradients)s (%(params)s x %(dtype)s), %(strategy)s in buckets of %(bucket)s.",
+    ),
+    "compute": Wording(
+        "",
+        "Compute per micro-step %(micro)s ms (%(micro_batch)s / %(throughput)s %(unit)s), "
+        "backward %(backward)s of it.",
+    ),
+    "network": Wording(
+        N_(
+            "%(per_node)s devices per node, %(intra)s per device inside a node; network "
+            "%(inter)s per node × %(share)s achieved over %(transport)s = %(effective)s."
+        ),
+        "Network: %(inter)s nominal x %(share)s (%(transport)s) = %(effective)s per node; "
+        "inside a node %(intra)s per device.",
+    ),
+    "wait": Wording(
+        N_(
+            "At %(devices)s devices the step also waits %(wait)s ms for the slowest device and "
+            "pays %(overhead)s ms of fixed costs; the optimizer step (%(optimizer)s) is "
+            "%(optimizer_time)s ms of the compute."
+        ),
+        "At %(devices)s devices the step also waits %(wait)s ms for the slowest device and "
+        "pays %(overhead)s ms of fixed costs; the optimizer step (%(optimizer)s) is "
+        "%(optimizer_time)s ms of the compute.",
+    ),
+    "optimizer_assumed": Wording(N_("assumed: %(optimizer)s"), "assumed %(optimizer)s"),
+    "calibrated": Wording(
+        N_(
+            "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes: %(nodes)s), bus "
+            "bandwidth %(bandwidth)s, latency %(latency)s from %(samples)s sizes."
+        ),
+        "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes: %(nodes)s), bus "
+        "bandwidth %(bandwidth)s, latency %(latency)s from %(samples)s sizes.",
+    ),
+    "calibrated_nodes_unknown": Wording(
+        N_(
+            "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes unknown), bus "
+            "bandwidth %(bandwidth)s, latency %(latency)s from %(samples)s sizes."
+        ),
+        "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes unknown), bus "
+        "bandwidth %(bandwidth)s, latency %(latency)s from %(samples)s sizes.",
+    ),
+    "band_measured": Wording(
+        N_(
+            "Calibrated from %(source)s: residual fixed cost %(overhead)s ms per step, jitter "
+            "%(jitter)s; the band is the fit's (two standard deviations)."
+        ),
+        "Calibrated from %(source)s: residual fixed cost %(overhead)s ms per step, jitter "
+        "%(jitter)s; the band is the fit's (two standard deviations).",
+    ),
+    "band_measured_points": Wording(
+        N_(
+            "Calibrated from the measured points: residual fixed cost %(overhead)s ms per step, "
+            "jitter %(jitter)s; the band is the fit's (two standard deviations)."
+        ),
+        "Calibrated from measured points: residual fixed cost %(overhead)s ms per step, jitter "
+        "%(jitter)s; the band is the fit's (two standard deviations).",
+    ),
+    "band_ranges": Wording(
+        N_("The band spans the stated ranges of what the inputs leave open: %(inputs)s."),
+        "Band: the stated ranges of %(inputs)s.",
+    ),
+    "max_devices": Wording(
+        N_(
+            "Up to %(devices)s devices the predicted efficiency stays at or above %(target)s "
+            "(counts searched up to %(limit)s)."
+        ),
+        "Largest device count that keeps efficiency >= %(target)s: %(devices)s.",
+    ),
+    "max_devices_none": Wording(
+        N_("Even 2 devices fall below %(target)s."),
+        "No device count keeps %(target)s (not even 2).",
+    ),
+    "target_reached": Wording(
+        N_("%(target)s is already reached at %(devices)s devices: nothing needs to change."),
+        "At %(devices)s devices (predicted %(efficiency)s), %(target)s is already reached.",
+    ),
+    "target_needs": Wording(
+        "", "At %(devices)s devices (predicted %(efficiency)s), %(target)s needs %(changes)s."
+    ),
+    "target_out_of_reach": Wording(
+        "",
+        "At %(devices)s devices (predicted %(efficiency)s), neither accumulation nor a larger "
+        "micro-batch reaches %(target)s.",
+    ),
+    "grad_accum_needed": Wording(
+        N_(
+            "%(value)s micro-steps per optimizer step (now %(now)s) exchange the gradients "
+            "once per %(value)s micro-batches; the global batch becomes %(batch)s samples."
+        ),
+        "--grad-accum %(value)s",
+    ),
+    "micro_batch_needed": Wording(
+        N_(
+            "A micro-batch of %(value)s samples (now %(now)s), if it fits in memory, gives "
+            "each exchange more compute to hide behind; the global batch becomes %(batch)s "
+            "samples."
+        ),
+        "--micro-batch %(value)s (if it fits in memory)",
+    ),
+    "change_not_needed": Wording(N_("Already reached with the current value."), ""),
+    "change_out_of_reach": Wording(N_("No value up to %(limit)s reaches %(target)s."), ""),
+    "best_bucket": Wording(
+        N_(
+            "Buckets of %(best)s leave %(exposed)s ms of communication exposed, for "
+            "%(efficiency)s efficiency (now %(now)s buckets)."
+        ),
+        "Best bucket size there: %(best)s (exposed communication %(exposed)s ms, efficiency "
+        "%(efficiency)s).",
+    ),
+}
+"""Each statement's words: the page's msgid and the terminal's English. An empty side is a
+statement that surface does not make: the terminal says in one line what to change
+(``target_needs``), the page in one result per change, each with its own sentence."""
+
+TERMINAL_ORDER = (
+    ("gradients", "compute", "network"),
+    ("wait",),
+    ("calibration",),
+    ("band",),
+    ("max_devices",),
+    ("target",),
+    ("best_bucket",),
+)
+"""The terminal's lines under the table, by the keys of :func:`lines`: one line each, the
+statements in a line joined by a space; a key :func:`lines` leaves out is skipped."""
+
+
+def lines(result: PredictionResult) -> dict[str, Line]:
+    """What the prediction says besides its table, by topic: ``gradients``, ``compute``,
+    ``network``, ``wait`` (more than one device), ``calibration``, ``band``, and with a target
+    ``max_devices``, ``target``, ``grad_accum_needed``, ``micro_batch_needed`` and
+    ``best_bucket``.
+
+    >>> from dpscale.model import PredictQuery, predict
+    >>> q = PredictQuery(params="1.3B", micro_batch=8, per_device_throughput=40,
+    ...     hardware="dgx-a100", inter_node_bandwidth="200 Gbit/s", devices="1,256",
+    ...     target_efficiency=0.9)
+    >>> said = lines(predict(q))
+    >>> target = said["target"]
+    >>> target.code, [line.code for line in target.params["changes"].lines]
+    ('target_needs', ['grad_accum_needed', 'micro_batch_needed'])
+    >>> LINES[said["grad_accum_needed"].code].terminal % {"value": 8}
+    '--grad-accum 8'
+    """
+    sc, hw = result.scenario, result.scenario.hardware
+    last = result.last_point()
+    said = {
+        "gradients": Line(
+            "gradients",
+            {
+                "gradients": Quantity(sc.gradient_bytes, "bytes"),
+                "params": Number(sc.params),
+                "dtype": sc.grad_dtype,
+                "strategy": Name(sc.strategy, STRATEGY_NAMES),
+                "buckets": Count(last["buckets"]),
+                "bucket": Quantity(sc.bucket_bytes, "bytes"),
+            },
+        ),
+        "compute": Line(
+            "compute",
+            {
+                "micro": Millis(sc.micro_batch / sc.per_device_throughput),
+                "micro_batch": Number(sc.micro_batch),
+                "throughput": Number(sc.per_device_throughput),
+                "unit": sc.unit,
+                "backward": Share(sc.backward_fraction, 3),
+            },
+        ),
+        "network": Line(
+            "network",
+            {
+                "per_node": Count(hw.devices_per_node),
+                "intra": Quantity(hw.intra_bandwidth, "bandwidth"),
+                "inter": Quantity(hw.inter_bandwidth, "bandwidth"),
+                "share": Share(hw.transport_efficiency, 3),
+                "transport": Name(hw.transport, TRANSPORT_NAMES),
+                "effective": Quantity(hw.inter_effective_bandwidth, "bandwidth"),
+            },
+        ),
+    }
+    if last["devices"] > 1:
+        from dpscale.model.scenario import DEFAULT_OPTIMIZER
+
+        optimizer: LineParam = (
+            Line("optimizer_assumed", {"optimizer": Name(DEFAULT_OPTIMIZER, OPTIMIZER_NAMES)})
+            if sc.optimizer is None
+            else Name(sc.optimizer, OPTIMIZER_NAMES)
+        )
+        said["wait"] = Line(
+            "wait",
+            {
+                "devices": Count(last["devices"]),
+                "wait": Millis(last["wait_time_s"]),
+                "overhead": Millis(last["overhead_time_s"]),
+                "optimizer": optimizer,
+                "optimizer_time": Millis(last["optimizer_time_s"]),
+            },
+        )
+    if sc.calibration is not None:
+        said["calibration"] = _calibrated(sc.calibration)
+    if result.band_inputs == ("measured",):
+        from dpscale.model.measured import POINTS_SOURCE
+
+        fitted: dict[str, LineParam] = {
+            "overhead": Millis(sc.step_overhead),
+            "jitter": Share(sc.jitter or 0.0, 2),
+        }
+        if sc.measured == POINTS_SOURCE:
+            said["band"] = Line("band_measured_points", fitted)
+        else:
+            said["band"] = Line("band_measured", {**fitted, "source": str(sc.measured)})
+    elif result.band_inputs:
+        said["band"] = Line("band_ranges", {"inputs": Names(result.band_inputs, BAND_INPUT_NAMES)})
+    if result.answers is not None:
+        said.update(_answers(result))
+    return said
+
+
+def _calibrated(cal: Calibration) -> Line:
+    params: dict[str, LineParam] = {
+        "source": cal.source,
+        "op": cal.op,
+        "devices": Count(cal.devices),
+        "bandwidth": Quantity(cal.bus_bandwidth, "bandwidth"),
+        "latency": Quantity(cal.latency_s, "duration"),
+        "samples": Count(cal.samples),
+    }
+    if cal.nodes is None:
+        return Line("calibrated_nodes_unknown", params)
+    return Line("calibrated", {**params, "nodes": Count(cal.nodes)})
+
+
+def _answers(result: PredictionResult) -> dict[str, Line]:
+    from dpscale.model.questions import (
+        MAX_ACCUM_SEARCH,
+        MAX_DEVICES_SEARCH,
+        MAX_MICRO_BATCH_SEARCH,
+    )
+
+    a, sc = result.answers, result.scenario
+    if a is None:
+        return {}
+    target = Share(a.target_efficiency)
+    if a.max_devices is None:
+        most = Line("max_devices_none", {"target": target})
+    else:
+        most = Line(
+            "max_devices",
+            {"devices": Count(a.max_devices), "target": target, "limit": Count(MAX_DEVICES_SEARCH)},
+        )
+    said = {"max_devices": most}
+    reached = a.efficiency_at_devices >= a.target_efficiency
+    needed: list[Line] = []
+    for key, value, now, other, limit in (
+        ("grad_accum_needed", a.grad_accum_needed, sc.grad_accum, sc.micro_batch, MAX_ACCUM_SEARCH),
+        (
+            "micro_batch_needed",
+            a.micro_batch_needed,
+            sc.micro_batch,
+            sc.grad_accum,
+            MAX_MICRO_BATCH_SEARCH,
+        ),
+    ):
+        if reached:
+            said[key] = Line("change_not_needed", {"now": Count(now)})
+        elif value is None:
+            said[key] = Line("change_out_of_reach", {"limit": Count(limit), "target": target})
+        else:
+            said[key] = Line(
+                key,
+                {
+                    "value": Count(value, grouped=False),
+                    "now": Count(now),
+                    "batch": Count(value * other * a.at_devices),
+                },
+            )
+            needed.append(said[key])
+    at: dict[str, LineParam] = {
+        "devices": Count(a.at_devices),
+        "efficiency": Share(a.efficiency_at_devices),
+        "target": target,
+    }
+    if reached:
+        said["target"] = Line("target_reached", at)
+    elif needed:
+        said["target"] = Line("target_needs", {**at, "changes": Either(tuple(needed))})
+    else:
+        said["target"] = Line("target_out_of_reach", at)
+    said["best_bucket"] = Line(
+        "best_bucket",
+        {
+            "best": Quantity(a.best_bucket_bytes, "bytes"),
+            "exposed": Millis(a.best_bucket_exposed_comm_time_s),
+            "efficiency": Share(a.best_bucket_efficiency),
+            "now": Quantity(sc.bucket_bytes, "bytes"),
+        },
+    )
+    return said

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import date
 from functools import lru_cache
 
-from dpscale.calculators.scaling import MAX_DEVICES
+from dpscale.calculators.scaling import MAX_DEVICES, MIN_DEVICES
 from dpscale.model import PredictQuery, predict, preset_names
 from dpscale.model.query import (
     MAX_BANDWIDTH,
@@ -22,6 +22,8 @@ from dpscale.model.query import (
     MAX_OVERHEAD,
     MAX_POINTS,
     MIN_BANDWIDTH,
+    MIN_BUCKET_BYTES,
+    MIN_THROUGHPUT,
     NEEDS_PRESET,
 )
 from dpscale.spec.prediction import PREDICTION, calibration, measured_fit
@@ -93,7 +95,8 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
     messages = {
         "devices": _(
             "Write counts like 1,8,64, ranges like 1-64 (every count) or 1..256 (doubling), "
-            "from 1 to %(max_devices)s and at most %(max_counts)s counts.",
+            "from %(min_devices)s to %(max_devices)s and at most %(max_counts)s counts.",
+            min_devices=loc.number(MIN_DEVICES),
             max_devices=loc.number(MAX_DEVICES),
             max_counts=loc.number(MAX_POINTS),
         ),
@@ -112,15 +115,15 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         ),
         "bucket_size": _(
             "Enter a size with its unit, from %(low)s to %(high)s: 25 MiB, 100 MB.",
-            # model/query.py takes buckets from one byte (no constant names it there)
-            low=loc.quantity(format_bytes(1.0)),
+            low=loc.quantity(format_bytes(MIN_BUCKET_BYTES)),
             high=loc.quantity(format_bytes(MAX_BUCKET)),
         ),
         "per_device_throughput": _(
             "Required, or fill in both FLOPs per sample and achieved TFLOP/s."
         ),
         "achieved_tflops": _(
-            "FLOPs per sample and TFLOP/s give fewer than 0.000001 samples per second."
+            "FLOPs per sample and TFLOP/s give fewer than %(min)s samples per second.",
+            min=loc.number(MIN_THROUGHPUT),
         ),
         "hardware": _("Choose one of: %(choices)s.", choices=loc.list(preset_names(), "or")),
         "calibrate": _(

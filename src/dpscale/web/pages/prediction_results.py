@@ -9,16 +9,26 @@ from typing import Any
 
 from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
-from dpscale.model.questions import MAX_ACCUM_SEARCH, MAX_DEVICES_SEARCH, MAX_MICRO_BATCH_SEARCH
+from dpscale.spec import Number
 from dpscale.spec.prediction import (
     ALGORITHM_NAMES,
     LIMITS,
+    LINES,
     PREDICTION,
-    STRATEGY_NAMES,
     Column,
+    Count,
+    Either,
     Kind,
+    Line,
+    LineParam,
+    Millis,
+    Name,
+    Names,
+    Quantity,
+    Share,
+    lines,
 )
-from dpscale.units import format_bandwidth, format_bytes
+from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.registry import Presentation, ResultItem
 
@@ -122,7 +132,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     _, num = loc.gettext, loc.number
     result = prediction.result
     sc, hw = result.scenario, result.scenario.hardware
-    last = result.points()[-1]
+    last = result.last_point()
     devices, unit = num(last["devices"]), sc.unit
     efficiency = loc.percent(last["efficiency"])
     items = [
@@ -162,32 +172,18 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             primary=True,
         ),
     ]
+    said = lines(result)
     notes: list[str] = []
     if result.answers is not None:
-        items.extend(_answers(prediction, loc))
-        if result.answers.efficiency_at_devices >= result.answers.target_efficiency:
-            notes.append(
-                _(
-                    "%(target)s is already reached at %(devices)s devices: nothing needs to "
-                    "change.",
-                    target=loc.percent(result.answers.target_efficiency),
-                    devices=devices,
-                )
-            )
+        items.extend(_answers(prediction, said, loc))
+        if LINES[said["target"].code].page:
+            notes.append(_say(said["target"], loc))
     items.append(
         ResultItem(
             key="gradients",
             label=_("Gradients exchanged per step"),
             value=loc.quantity(format_bytes(sc.gradient_bytes)),
-            sentence=_(
-                "%(params)s parameters in %(dtype)s, sent in %(buckets)s buckets of at most "
-                "%(bucket)s as backward produces them (%(strategy)s).",
-                params=num(sc.params),
-                dtype=sc.grad_dtype,
-                buckets=num(last["buckets"]),
-                bucket=loc.quantity(format_bytes(sc.bucket_bytes)),
-                strategy=loc.gettext(STRATEGY_NAMES[sc.strategy]),
-            ),
+            sentence=_say(said["gradients"], loc),
         )
     )
     items.append(
@@ -195,21 +191,39 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             key="hardware",
             label=_("Hardware"),
             value=_hardware_name(hw, loc),
-            sentence=_(
-                "%(per_node)s devices per node, %(intra)s per device inside a node; network "
-                "%(inter)s per node × %(share)s achieved over %(transport)s = %(effective)s.",
-                per_node=num(hw.devices_per_node),
-                intra=loc.quantity(format_bandwidth(hw.intra_bandwidth)),
-                inter=loc.quantity(format_bandwidth(hw.inter_bandwidth)),
-                share=loc.percent(hw.transport_efficiency),
-                transport=hw.transport.upper(),
-                effective=loc.quantity(format_bandwidth(hw.inter_effective_bandwidth)),
-            ),
+            sentence=_say(said["network"], loc),
         )
     )
-    if sc.calibration:
-        notes.append(_("Calibrated from %(source)s.", source=sc.calibration))
+    notes.extend(_say(said[key], loc) for key in ("wait", "calibration", "band") if key in said)
     return Presentation(items=tuple(items), notes=tuple(notes))
+
+
+def _write(param: LineParam, loc: Localizer) -> str:
+    """A parameter of a statement as the page writes it, in its language."""
+    if isinstance(param, Line):
+        return _say(param, loc)
+    if isinstance(param, Either):
+        return loc.list((_say(line, loc) for line in param.lines), "or")
+    if isinstance(param, Count | Number):
+        return loc.number(param.value)
+    if isinstance(param, Share):
+        return loc.percent(param.value, param.digits)
+    if isinstance(param, Millis):
+        return _ms(loc, param.seconds)
+    if isinstance(param, Quantity):
+        formats = {"bytes": format_bytes, "bandwidth": format_bandwidth}
+        return loc.quantity(formats.get(param.unit, format_duration)(param.value))
+    if isinstance(param, Name):
+        return loc.gettext(param.names.get(param.value, param.value))
+    if isinstance(param, Names):
+        return loc.list(loc.gettext(param.names.get(value, value)) for value in param.values)
+    return param
+
+
+def _say(line: Line, loc: Localizer) -> str:
+    """A described statement in the page's language."""
+    values = {name: _write(value, loc) for name, value in line.params.items()}
+    return loc.gettext(LINES[line.code].page, **values)
 
 
 _HARDWARE_FIELDS = (
@@ -247,76 +261,44 @@ def _hardware_name(hw: Hardware, loc: Localizer) -> str:
     return loc.gettext("%(preset)s, except: %(fields)s", preset=title, fields=loc.list(differ))
 
 
-def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
+_CHANGES = {
+    "grad_accum_needed": N_("Gradient accumulation for %(target)s at %(devices)s devices"),
+    "micro_batch_needed": N_("Micro-batch for %(target)s at %(devices)s devices"),
+}
+"""The label of each change that answers the target (its sentence is the spec's)."""
+
+
+def _answers(prediction: Prediction, said: dict[str, Line], loc: Localizer) -> list[ResultItem]:
     _, num = loc.gettext, loc.number
     a = prediction.result.answers
-    sc = prediction.result.scenario
     if a is None:
         return []
     target, at = loc.percent(a.target_efficiency), num(a.at_devices)
-    reached = a.efficiency_at_devices >= a.target_efficiency
-    if a.max_devices is None:
-        most, most_sentence = _("none"), _("Even 2 devices fall below %(target)s.", target=target)
-    else:
-        most = num(a.max_devices)
-        most_sentence = _(
-            "Up to %(devices)s devices the predicted efficiency stays at or above %(target)s "
-            "(counts searched up to %(limit)s).",
-            devices=most,
-            target=target,
-            limit=num(MAX_DEVICES_SEARCH),
-        )
+    most = said["max_devices"]
     items = [
         ResultItem(
             key="max_devices",
             label=_("Largest device count at %(target)s", target=target),
-            value=most,
-            sentence=most_sentence,
+            value=_("none")
+            if most.code == "max_devices_none"
+            else _write(most.params["devices"], loc),
+            sentence=_say(most, loc),
         )
     ]
-    for key, needed, now, label, sentence, limit in (
-        (
-            "grad_accum_needed",
-            a.grad_accum_needed,
-            sc.grad_accum,
-            N_("Gradient accumulation for %(target)s at %(devices)s devices"),
-            N_(
-                "%(value)s micro-steps per optimizer step (now %(now)s) exchange the gradients "
-                "once per %(value)s micro-batches; the global batch becomes %(batch)s samples."
-            ),
-            MAX_ACCUM_SEARCH,
-        ),
-        (
-            "micro_batch_needed",
-            a.micro_batch_needed,
-            sc.micro_batch,
-            N_("Micro-batch for %(target)s at %(devices)s devices"),
-            N_(
-                "A micro-batch of %(value)s samples (now %(now)s), if it fits in memory, gives "
-                "each exchange more compute to hide behind; the global batch becomes %(batch)s "
-                "samples."
-            ),
-            MAX_MICRO_BATCH_SEARCH,
-        ),
-    ):
-        if reached:
-            value, text = num(now), _("Already reached with the current value.")
-        elif needed is None:
+    for key, label in _CHANGES.items():
+        change = said[key]
+        if change.code == "change_out_of_reach":
             value = _("out of reach")
-            text = _(
-                "No value up to %(limit)s reaches %(target)s.", limit=num(limit), target=target
-            )
         else:
-            other = sc.micro_batch if key == "grad_accum_needed" else sc.grad_accum
-            batch = needed * other * a.at_devices
-            value = num(needed)
-            text = _(sentence, value=num(needed), now=num(now), batch=num(batch))
+            value = _write(
+                change.params["now" if change.code == "change_not_needed" else "value"], loc
+            )
         items.append(
             ResultItem(
                 key=key,
                 label=_(label, target=target, devices=at),
                 value=value,
-                sentence=text,
+                sentence=_say(change, loc),
             )
         )
     items.append(
@@ -324,14 +306,7 @@ def _answers(prediction: Prediction, loc: Localizer) -> list[ResultItem]:
             key="best_bucket",
             label=_("Best bucket size at %(devices)s devices", devices=at),
             value=loc.quantity(format_bytes(a.best_bucket_bytes)),
-            sentence=_(
-                "Buckets of %(best)s leave %(exposed)s ms of communication exposed, for "
-                "%(efficiency)s efficiency (now %(now)s buckets).",
-                best=loc.quantity(format_bytes(a.best_bucket_bytes)),
-                exposed=num(a.best_bucket_exposed_comm_time_s * 1e3, 4),
-                efficiency=loc.percent(a.best_bucket_efficiency),
-                now=loc.quantity(format_bytes(sc.bucket_bytes)),
-            ),
+            sentence=_say(said["best_bucket"], loc),
         )
     )
     return items

@@ -1,0 +1,351 @@
+"""The lines under the prediction's table are described once (``dpscale.spec.prediction``:
+:func:`lines` makes codes and parameters, :data:`LINES` words them): ``dpscale predict`` and the
+prediction page word the same codes, the terminal in English, the page in its language."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import get_args
+
+import pytest
+
+from dpscale.cli.main import main
+from dpscale.cli.predict import _say as say_terminal
+from dpscale.cli.predict import _write as write_terminal
+from dpscale.model.calibrate import Calibration
+from dpscale.spec import Number
+from dpscale.spec.description import Wording
+from dpscale.spec.prediction import (
+    BAND_INPUT_NAMES,
+    LINES,
+    TERMINAL_ORDER,
+    Count,
+    Either,
+    Line,
+    LineParam,
+    Millis,
+    Name,
+    Names,
+    Quantity,
+    Share,
+    _calibrated,
+    lines,
+)
+from dpscale.web.i18n import localizer
+from dpscale.web.pages.prediction import compute
+from dpscale.web.pages.prediction_results import _say as say_page
+from dpscale.web.pages.prediction_results import _write as write_page
+from dpscale.web.pages.prediction_results import present
+
+from ..model.test_calibrate import RUN
+
+PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+README = {
+    "params": "1.3B",
+    "grad_dtype": "bf16",
+    "micro_batch": "8",
+    "per_device_throughput": "40",
+    "hardware": "dgx-a100",
+    "inter_node_bandwidth": "200 Gbit/s",
+    "devices": "1,8,16,64,256",
+}
+"""The README's prediction: 53.9 % at 256 devices, 90 % only up to 8."""
+
+
+def terminal(capsys: pytest.CaptureFixture[str], values: dict[str, str]) -> list[str]:
+    args = [
+        item for name, value in values.items() for item in ("--" + name.replace("_", "-"), value)
+    ]
+    with pytest.raises(SystemExit) as done:
+        main(["predict", *args])
+    assert done.value.code == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def page_sentences(values: dict[str, str], code: str) -> list[str]:
+    shown = present(compute(values), localizer(code))
+    return [item.sentence for item in shown.items] + list(shown.notes)
+
+
+def said(values: dict[str, str]) -> dict[str, Line]:
+    return lines(compute(values).result)
+
+
+def expected_terminal(words: dict[str, Line]) -> list[str]:
+    groups = [[say_terminal(words[key]) for key in keys if key in words] for keys in TERMINAL_ORDER]
+    return [" ".join(group) for group in groups if group]
+
+
+CASES = {
+    "target not reached": (
+        {**README, "target_efficiency": "90%"},
+        {
+            "band": "band_ranges",
+            "max_devices": "max_devices",
+            "target": "target_needs",
+            "grad_accum_needed": "grad_accum_needed",
+            "micro_batch_needed": "micro_batch_needed",
+        },
+    ),
+    "target reached": (
+        {**README, "target_efficiency": "10"},
+        {
+            "target": "target_reached",
+            "grad_accum_needed": "change_not_needed",
+            "micro_batch_needed": "change_not_needed",
+        },
+    ),
+    "target out of reach": (
+        {**README, "target_efficiency": "99.99", "optimizer": "lamb"},
+        {
+            "max_devices": "max_devices",
+            "target": "target_out_of_reach",
+            "grad_accum_needed": "change_out_of_reach",
+            "micro_batch_needed": "change_out_of_reach",
+        },
+    ),
+    "measured": (
+        {**README, "measured": "1:40,8:290,16:520", "target_efficiency": "80"},
+        {"band": "band_measured_points", "target": "target_needs"},
+    ),
+    "one device": ({**README, "devices": "1", "target_efficiency": "80"}, {"band": "band_ranges"}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_both_surfaces_word_the_same_codes(capsys: pytest.CaptureFixture[str], case: str) -> None:
+    values, codes = CASES[case]
+    words = said(values)
+    assert {key: words[key].code for key in codes} == codes
+    # The terminal's lines under the table are its words for these codes, in order.
+    expected = expected_terminal(words)
+    assert terminal(capsys, values)[-len(expected) :] == expected
+    # The page shows each statement it has words for, in English and in Japanese, and the
+    # Japanese is not the English.
+    for code in ("en", "ja"):
+        shown = page_sentences(values, code)
+        for line in words.values():
+            if LINES[line.code].page:
+                assert say_page(line, localizer(code)) in shown, (code, line.code)
+    for line in words.values():
+        if LINES[line.code].page:
+            assert say_page(line, localizer("ja")) != say_page(line, localizer("en")), line.code
+
+
+def test_the_readme_prediction_reads_the_same_on_both_surfaces(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    values = {**README, "target_efficiency": "90%"}
+    out = terminal(capsys, values)
+    # The README's console block (tests/test_readme.py checks it whole).
+    assert out[-6:] == [
+        "Gradients: 2.6 GB (1,300,000,000 x bf16), ddp in buckets of 26.2 MB. Compute per "
+        "micro-step 200 ms (8 / 40 samples/s), backward 66.7 % of it. Network: 25 GB/s nominal "
+        "x 96 % (rdma) = 24 GB/s per node; inside a node 235 GB/s per device.",
+        "At 256 devices the step also waits 5.63 ms for the slowest device and pays 12.19 ms of "
+        "fixed costs; the optimizer step (assumed adam) is 26.75 ms of the compute.",
+        "Band: the stated ranges of network_share, jitter, overlap_slowdown, framework_overhead, "
+        "optimizer, ring_plateau, inter_node_latency, framework_setup.",
+        "Largest device count that keeps efficiency >= 90 %: 8.",
+        "At 256 devices (predicted 53.9 %), 90 % needs --grad-accum 8 or --micro-batch 32 (if "
+        "it fits in memory).",
+        "Best bucket size there: 134 MB (exposed communication 136.4 ms, efficiency 56.46 %).",
+    ]
+    en = page_sentences(values, "en")
+    assert (
+        "Up to 8 devices the predicted efficiency stays at or above 90% (counts searched up to "
+        "65,536)." in en
+    )
+    assert (
+        "8 micro-steps per optimizer step (now 1) exchange the gradients once per 8 "
+        "micro-batches; the global batch becomes 16,384 samples." in en
+    )
+    assert (
+        "At 256 devices the step also waits 5.63 ms for the slowest device and pays 12.19 ms "
+        "of fixed costs; the optimizer step (assumed: Adam) is 26.75 ms of the compute." in en
+    )
+    assert (
+        "The band spans the stated ranges of what the inputs leave open: Share of the network "
+        "bandwidth achieved, Step-time jitter, Slowdown of overlapped compute, Fixed overhead "
+        "per step, Optimizer, Ring latency factor across nodes, Network latency per hop, and "
+        "Setup losses across nodes." in en
+    )
+    ja = page_sentences(values, "ja")
+    assert (
+        "帯は、入力で決まっていない次の値を記載の範囲で変えた幅です：ネットワーク帯域のうち実際"
+        "に出る割合、ステップ時間のばらつき、オーバーラップ中の計算の減速、ステップあたりの固定"
+        "オーバーヘッド、オプティマイザ、ノード間のリングのレイテンシ係数、ネットワークのホップ"
+        "あたりレイテンシ、ノードをまたぐセットアップの損失。" in ja
+    )
+
+
+def test_a_target_reached_or_out_of_reach(capsys: pytest.CaptureFixture[str]) -> None:
+    reached = {**README, "target_efficiency": "10"}
+    assert "At 256 devices (predicted 53.9 %), 10 % is already reached." in terminal(
+        capsys, reached
+    )
+    assert "10% is already reached at 256 devices: nothing needs to change." in page_sentences(
+        reached, "en"
+    )
+    assert "Already reached with the current value." in page_sentences(reached, "en")
+    far = {**README, "target_efficiency": "99.99", "optimizer": "lamb"}
+    out = terminal(capsys, far)
+    assert (
+        "At 256 devices (predicted 52.04 %), neither accumulation nor a larger micro-batch "
+        "reaches 99.99 %." in out
+    )
+    assert "the optimizer step (lamb) is 46.82 ms of the compute." in out[-5]
+    en = page_sentences(far, "en")
+    assert "No value up to 4,096 reaches 99.99%." in en
+    assert "No value up to 65,536 reaches 99.99%." in en
+    assert any("the optimizer step (LAMB) is 46.82 ms" in sentence for sentence in en)
+
+
+def test_a_measured_prediction(capsys: pytest.CaptureFixture[str]) -> None:
+    values = {**README, "measured": "1:40,8:290,16:520"}
+    line = (
+        "Calibrated from measured points: residual fixed cost 0 ms per step, jitter 4 %; the "
+        "band is the fit's (two standard deviations)."
+    )
+    assert line in terminal(capsys, values)
+    assert (
+        "Calibrated from the measured points: residual fixed cost 0 ms per step, jitter 4%; the "
+        "band is the fit's (two standard deviations)." in page_sentences(values, "en")
+    )
+    assert (
+        "Kalibriert mit den gemessenen Punkten: verbleibende feste Kosten 0 ms pro Schritt, "
+        "Schwankung 4\u00a0%; das Band ist das der Anpassung (zwei Standardabweichungen)."
+        in page_sentences(values, "de")
+    )
+
+
+def test_a_calibrated_prediction(capsys: pytest.CaptureFixture[str], sqlite_url: str) -> None:
+    from dpscale.store.runs import save_run
+
+    # The run's all-reduce takes 100 us + S / 5 GB/s on two devices of one host.
+    save_run(RUN, url=sqlite_url)
+    values = {**README, "calibrate": "cal-1"}
+    words = said(values)
+    assert words["calibration"].code == "calibrated"
+    out = terminal(capsys, values)
+    assert say_terminal(words["calibration"]) in out
+    assert (
+        "Calibrated from run cal-1: all_reduce on 2 devices (nodes: 1), bus bandwidth 5 GB/s, "
+        "latency 100 us from 3 sizes." in out
+    )
+    assert (
+        "Calibrated from run cal-1: all_reduce on 2 devices (nodes: 1), bus bandwidth 5 GB/s, "
+        "latency 100 us from 3 sizes." in page_sentences(values, "en")
+    )
+    assert (
+        "run cal-1 で補正済み：2 台（ノード数：1）での all_reduce、バス帯域 5 GB/s、レイテンシ "
+        "100 us（3 通りのサイズから）。" in page_sentences(values, "ja")
+    )
+    unknown = Calibration("nccl.txt", "all_gather", 16, None, 2.5e10, 2.1e-5, 9)
+    line = _calibrated(unknown)
+    assert say_terminal(line) == (
+        "Calibrated from nccl.txt: all_gather on 16 devices (nodes unknown), bus bandwidth "
+        "25 GB/s, latency 21 us from 9 sizes."
+    )
+    assert say_page(line, localizer("de")).startswith(
+        "Kalibriert mit nccl.txt: all_gather auf 16 Geräten (Knoten unbekannt), Busbandbreite "
+        "25 GB/s"
+    )
+
+
+def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None:
+    made: list[Line] = []
+    for values, _ in CASES.values():
+        made += said(values).values()
+    # What no query here reaches: a stored run's points, a calibration that does not know its
+    # nodes, and no device count at the target (one device always keeps it).
+    measured = compute({**README, "measured": "1:40,8:290,16:520"}).result
+    run = replace(measured, scenario=replace(measured.scenario, measured="run r1"))
+    made.append(lines(run)["band"])
+    for nodes in (1, None):
+        made.append(_calibrated(Calibration("x", "all_reduce", 2, nodes, 1e9, 1e-5, 3)))
+    aimed = compute({**README, "target_efficiency": "90"}).result
+    assert aimed.answers is not None
+    none = replace(aimed, answers=replace(aimed.answers, max_devices=None))
+    made.append(lines(none)["max_devices"])
+    codes = set()
+    for line in made:
+        for nested in (line, *_nested(line)):
+            words = LINES[nested.code]
+            for side in (words.page, words.terminal):
+                assert set(PLACEHOLDER.findall(side)) <= set(nested.params), nested.code
+            codes.add(nested.code)
+    assert codes == set(LINES)
+    assert say_terminal(made[-4]) == (
+        "Calibrated from run r1: residual fixed cost 0 ms per step, jitter 4 %; the band is the "
+        "fit's (two standard deviations)."
+    )
+    assert say_terminal(made[-1]) == "No device count keeps 90 % (not even 2)."
+    assert say_page(made[-1], localizer("en")) == "Even 2 devices fall below 90%."
+    # Every uncertain input the band may vary has a name on the page.
+    custom = {**README, "hardware": "", "devices_per_node": "4", "intra_node_bandwidth": "130 GB/s"}
+    names = said(custom)["band"].params["inputs"]
+    assert isinstance(names, Names)
+    assert set(names.values) <= set(BAND_INPUT_NAMES)
+
+
+def _nested(line: Line) -> list[Line]:
+    found: list[Line] = []
+    for value in line.params.values():
+        if isinstance(value, Line):
+            found += [value, *_nested(value)]
+        if isinstance(value, Either):
+            for alternative in value.lines:
+                found += [alternative, *_nested(alternative)]
+    return found
+
+
+def test_each_surface_writes_every_kind_of_parameter() -> None:
+    loc = localizer("de")
+    samples: dict[type, LineParam] = {
+        Count: Count(1024),
+        Number: Number(1.3e9),
+        Share: Share(0.96123, 3),
+        Millis: Millis(0.00563),
+        Quantity: Quantity(2.6e9, "bytes"),
+        Name: Name("fsdp", {"fsdp": "FSDP (full shard)"}),
+        Names: Names(("jitter", "optimizer"), BAND_INPUT_NAMES),
+        Line: Line("optimizer_assumed", {"optimizer": Name("adam", {"adam": "Adam"})}),
+        Either: Either(
+            tuple(
+                Line("optimizer_assumed", {"optimizer": Name(name, {"lamb": "LAMB"})})
+                for name in ("adam", "lamb")
+            )
+        ),
+        str: "samples/s",
+    }
+    assert set(samples) == set(get_args(LineParam))
+    written = {
+        kind.__name__: (write_terminal(v), write_page(v, loc)) for kind, v in samples.items()
+    }
+    assert written == {
+        "Count": ("1,024", "1.024"),
+        "Number": ("1,300,000,000", "1.300.000.000"),
+        "Share": ("96.1 %", "96,1\u00a0%"),
+        "Millis": ("5.63", "5,63"),
+        "Quantity": ("2.6 GB", "2,6 GB"),
+        "Name": ("fsdp", "FSDP (Full Shard)"),
+        "Names": ("jitter, optimizer", "Schwankung der Schrittzeit und Optimierer"),
+        "Line": ("assumed adam", "angenommen: Adam"),
+        "Either": ("assumed adam or assumed lamb", "angenommen: adam oder angenommen: LAMB"),
+        "str": ("samples/s", "samples/s"),
+    }
+
+
+def test_both_surfaces_read_the_words_from_the_table(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(
+        LINES,
+        "max_devices",
+        Wording("Keeps %(target)s to %(devices)s.", "Keeps %(target)s: %(devices)s"),
+    )
+    values = {**README, "target_efficiency": "90"}
+    assert "Keeps 90 %: 8" in terminal(capsys, values)
+    assert "Keeps 90% to 8." in page_sentences(values, "en")
