@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from dpscale.calculators._result import Result, tidy
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import LEVEL, t_quantile
+from dpscale.fit.said import Said
 from dpscale.fit.selection import Selection
 
 __all__ = ["Baseline", "FitResult", "Prediction", "Target"]
@@ -62,14 +63,18 @@ class Target(Result):
 
 @dataclass(frozen=True)
 class FitResult:
-    """A fitted scaling model and everything reported from it; ``to_dict()`` is the JSON."""
+    """A fitted scaling model and everything reported from it.
+
+    ``to_dict()`` is the JSON less its words: the reason and the notes as codes
+    (``selection.reason_code``, ``note_codes``); :func:`dpscale.spec.fit.fit_json` adds
+    their English (``selection.reason``, ``notes``)."""
 
     fitted: ModelFit
     selection: Selection
     baseline: Baseline
     predictions: tuple[Prediction, ...]
     target: Target
-    notes: tuple[str, ...]
+    notes: tuple[Said, ...]
     devices_per_node: int | None = None
     """As given (the comm model may have had to treat the points as one flat ring)."""
 
@@ -167,7 +172,7 @@ class FitResult:
             "peak": peak,
             "efficiency_target": self.target.to_dict(),
             "selection": self.selection.to_dict(),
-            "notes": list(self.notes),
+            "note_codes": [note.to_dict() for note in self.notes],
         }
         tidied: dict[str, Any] = _tidy(data)
         return tidied
