@@ -227,8 +227,7 @@ def choose(
     else:
         chosen = min(fits, key=lambda name: models[name].size)
         method = "fewest parameters"
-        code = "fewest_parameters_comm" if chosen == "comm" else "fewest_parameters"
-        reason = Said(code, {"count": len(points), "model": chosen})
+        reason = Said("fewest_parameters", {"count": len(points), "model": chosen})
     candidates = tuple(
         Candidate(
             model=name,

@@ -428,12 +428,6 @@ SAID: Mapping[str, Wording] = {
         "{count} points are too few for AICc to compare models (it needs 2 more points than "
         "parameters), so {model} was kept: the fewest parameters",
     ),
-    "fewest_parameters_comm": Wording(
-        N_("Too few points to compare models by AICc: the model with the fewest parameters."),
-        "{count} points are too few for AICc to compare models (it needs 2 more points than "
-        "parameters), so {model} was kept: the fewest parameters, and a cost that levels off "
-        "as a ring all-reduce does",
-    ),
     # The reason's evidence, shown on the terminal and in the JSON only: the page states
     # the test and leaves its figures to them.
     "no_closer": Wording("", "; no other model fits the points more closely"),
