@@ -78,7 +78,8 @@ def test_without_a_one_device_point_the_fixed_cost_cannot_be_told_from_the_throu
     assert result.model != "comm"
     comm = next(c for c in result.selection.candidates if c.model == "comm")
     assert comm.skipped is not None
-    assert "a measurement at one device" in comm.skipped
+    assert comm.skipped.code == "not_identifiable"
+    assert "a measurement at one device" in str(comm.skipped.ctx["detail"])
 
 
 @pytest.mark.parametrize(
