@@ -15,7 +15,7 @@ from dpscale.fit.physics import physics_from, physics_model
 from dpscale.fit.profile import profile_interval
 from dpscale.fit.robust import robust_fit
 from dpscale.fit.said import Said
-from dpscale.spec.fit import terminal
+from dpscale.spec.fit import fit_json, terminal
 from dpscale.validation import InputError
 
 DOUBLINGS = [1, 2, 4, 8, 16, 32]
@@ -184,10 +184,14 @@ def test_usl_peak_reported_with_interval() -> None:
 def test_efficiency_relative_to_one_device_or_the_fewest_measured() -> None:
     one = fit(FitQuery(points="1,100\n2,190\n4,360"))
     assert one.baseline.devices == 1
-    assert one.baseline.description == "one device (measured)"
+    assert one.baseline.said() == Said("baseline_one")
+    assert fit_json(one)["baseline"]["description"] == "one device (measured)"
     eight = fit(FitQuery(points="8,800\n16,1500\n32,2800", at="8,64"))
     assert eight.baseline.devices == 8
-    assert "fewest measured" in eight.baseline.description
+    assert eight.baseline.said() == Said("baseline_fewest", {"devices": 8})
+    assert fit_json(eight)["baseline"]["description"] == (
+        "8 devices, the fewest measured (one device was not measured)"
+    )
     assert eight.predictions[0].efficiency == pytest.approx(1.0)
 
 

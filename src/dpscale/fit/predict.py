@@ -42,13 +42,8 @@ def _baseline(fitted: ModelFit) -> Baseline:
     points = fitted.points
     devices = int(points.devices.min())
     measured = float(points.throughput[points.devices == devices].mean())
-    description = (
-        "one device (measured)"
-        if devices == 1
-        else f"{devices:,} devices, the fewest measured (one device was not measured)"
-    )
     throughput = float(fitted.throughput([devices])[0])
-    return Baseline(devices, throughput, measured, description)
+    return Baseline(devices, throughput, measured)
 
 
 def horizon(points: Points, at: Sequence[int] = ()) -> int:

@@ -43,7 +43,13 @@ class Baseline(Result):
     """Fitted throughput there (the curve's value, less noisy than any one measurement)."""
     measured_throughput: float
     """Mean of the measurements there."""
-    description: str
+
+    def said(self) -> Said:
+        """What it is, as the caption of the predictions says it: ``baseline_one`` (one
+        device, measured) or ``baseline_fewest`` (the fewest devices measured)."""
+        if self.devices == 1:
+            return Said("baseline_one")
+        return Said("baseline_fewest", {"devices": self.devices})
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,10 @@ class Target(Result):
 class FitResult:
     """A fitted scaling model and everything reported from it.
 
-    ``to_dict()`` is the JSON less its words: the reason and the notes as codes
-    (``selection.reason_code``, ``note_codes``); :func:`dpscale.spec.fit.fit_json` adds
-    their English (``selection.reason``, ``notes``)."""
+    ``to_dict()`` is the JSON less its words: the reason, the notes and what efficiency is
+    relative to as codes (``selection.reason_code``, ``note_codes``,
+    ``baseline.description_code``); :func:`dpscale.spec.fit.fit_json` adds their English
+    (``selection.reason``, ``notes``, ``baseline.description``)."""
 
     fitted: ModelFit
     selection: Selection
@@ -166,7 +173,10 @@ class FitResult:
             "noise": fitted.noise,
             "interval_level": LEVEL,
             "points": len(fitted.points),
-            "baseline": self.baseline.to_dict(),
+            "baseline": {
+                **self.baseline.to_dict(),
+                "description_code": self.baseline.said().to_dict(),
+            },
             "predictions": [prediction.to_dict() for prediction in self.predictions],
             "peak_devices": None if peak is None else peak["devices"],
             "peak": peak,

@@ -456,6 +456,12 @@ SAID: Mapping[str, Wording] = {
         "", "{count} points are too few for AICc with {parameters} parameters (needs {needs})"
     ),
     "not_identifiable": Wording("", "{detail}"),
+    # What efficiency is relative to (FitResult.baseline).
+    "baseline_one": Wording(N_("one device"), "one device (measured)"),
+    "baseline_fewest": Wording(
+        N_("%(devices)s devices, the fewest measured"),
+        "{devices:,} devices, the fewest measured (one device was not measured)",
+    ),
     # The notes (FitResult.notes).
     "stated_hardware": Wording(
         N_(
@@ -673,9 +679,11 @@ def terminal(said: Said | str) -> str:
 
 def fit_json(result: FitResult) -> dict[str, Any]:
     """The fit's JSON (``dpscale fit --json``, the API): ``result.to_dict()`` with the
-    reason, each skipped model's reason and the notes worded (``selection.reason``,
-    ``candidates[].skipped``, ``notes``) beside their codes."""
+    reason, each skipped model's reason, the notes and the baseline worded
+    (``selection.reason``, ``candidates[].skipped``, ``notes``, ``baseline.description``)
+    beside their codes."""
     data = result.to_dict()
+    data["baseline"]["description"] = terminal(result.baseline.said())
     selection = result.selection
     data["selection"] = {
         "method": selection.method,

@@ -201,11 +201,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
     result, unit = page.result, page.unit
     base = result.baseline
-    baseline = (
-        _("one device")
-        if base.devices == 1
-        else _("%(devices)s devices, the fewest measured", devices=loc.number(base.devices))
-    )
+    baseline = _said(base.said(), loc, unit)
     last = result.predictions[-1]
     items = [
         ResultItem(
