@@ -240,3 +240,14 @@ def test_json_gives_the_words_beside_the_codes() -> None:
         "code": "too_few_for_aicc",
         "ctx": {"count": 5, "parameters": 3, "needs": 6},
     }
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_language_words_every_case(case: str) -> None:
+    page = compute(CASES[case][0])
+    for language in LANGUAGES:
+        shown = present(page, localizer(language.code))
+        for sentence in (shown.items[0].sentence, *shown.notes):
+            assert sentence
+            assert "%(" not in sentence
+            assert "{" not in sentence
