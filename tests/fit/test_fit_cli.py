@@ -31,7 +31,9 @@ def test_json_output(capsys: pytest.CaptureFixture[str], points_file: Path) -> N
     assert data["model"] in ("amdahl", "usl", "comm")
     assert [p["devices"] for p in data["predictions"]] == [32, 64]
     assert data["baseline"]["devices"] == 1
-    assert data["selection"]["reason"]
+    assert data["selection"]["reason"].startswith("comm models a data-parallel step")
+    assert data["selection"]["reason_code"]["code"] == "physics"
+    assert len(data["notes"]) == len(data["note_codes"])
 
 
 def test_table_output_and_plot(

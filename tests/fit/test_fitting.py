@@ -14,6 +14,8 @@ from dpscale.fit.models import MODELS, ScalingModel, comm_model
 from dpscale.fit.physics import physics_from, physics_model
 from dpscale.fit.profile import profile_interval
 from dpscale.fit.robust import robust_fit
+from dpscale.fit.said import Said
+from dpscale.spec.fit import fit_json, terminal
 from dpscale.validation import InputError
 
 DOUBLINGS = [1, 2, 4, 8, 16, 32]
@@ -182,10 +184,14 @@ def test_usl_peak_reported_with_interval() -> None:
 def test_efficiency_relative_to_one_device_or_the_fewest_measured() -> None:
     one = fit(FitQuery(points="1,100\n2,190\n4,360"))
     assert one.baseline.devices == 1
-    assert one.baseline.description == "one device (measured)"
+    assert one.baseline.said() == Said("baseline_one")
+    assert fit_json(one)["baseline"]["description"] == "one device (measured)"
     eight = fit(FitQuery(points="8,800\n16,1500\n32,2800", at="8,64"))
     assert eight.baseline.devices == 8
-    assert "fewest measured" in eight.baseline.description
+    assert eight.baseline.said() == Said("baseline_fewest", {"devices": 8})
+    assert fit_json(eight)["baseline"]["description"] == (
+        "8 devices, the fewest measured (one device was not measured)"
+    )
     assert eight.predictions[0].efficiency == pytest.approx(1.0)
 
 
@@ -193,7 +199,9 @@ def test_two_points_fit_exactly_with_a_wide_honest_interval() -> None:
     result = fit(FitQuery(points="1,197\n8,1432", at="16"))
     prediction = result.predictions[0]
     assert result.selection.method == "physics"
-    assert any("cannot show their noise" in note for note in result.notes)
+    note = next(note for note in result.notes if note.code == "interpolating")
+    assert note.ctx == {"count": 2, "parameters": 2, "noise": 0.02}
+    assert "cannot show their noise" in terminal(note)
     # t_3 = 3.18 on 2 % prior noise: about +-9 %, the top stopped at the ideal.
     assert prediction.throughput_high / prediction.throughput_low > 1.15
     assert prediction.throughput_high <= 16 * 197
@@ -202,19 +210,28 @@ def test_two_points_fit_exactly_with_a_wide_honest_interval() -> None:
 def test_perfectly_linear_points_say_nothing_limits_them() -> None:
     result = fit(FitQuery(points="1,100\n2,200\n4,400\n8,800\n16,1600\n32,3200"))
     assert result.predictions[-1].efficiency == pytest.approx(1.0)
-    assert any("no loss from adding devices" in note for note in result.notes)
+    assert "no_loss" in [note.code for note in result.notes]
     assert result.target.devices is None
 
 
 def test_superlinear_points_are_named() -> None:
     result = fit(FitQuery(points="1,100\n2,210\n4,430\n8,880"))
-    assert any(note.startswith("Superlinear: 8 devices reach 110%") for note in result.notes)
+    note = next(note for note in result.notes if note.code == "superlinear")
+    assert note.ctx == {"devices": 8, "efficiency": pytest.approx(1.1)}
+    assert terminal(note).startswith("Superlinear: 8 devices reach 110%")
     assert result.predictions[-1].efficiency == pytest.approx(1.0)
 
 
 def test_noisy_non_monotone_points_are_named() -> None:
     result = fit(FitQuery(points="1,100\n2,185\n4,360\n8,340\n16,700\n32,1250"))
-    assert any("falls from 360 at 4 devices to 340 at 8" in note for note in result.notes)
+    note = next(note for note in result.notes if note.code.startswith("falls"))
+    assert (note.ctx["high"], note.ctx["devices"], note.ctx["low"], note.ctx["next"]) == (
+        360,
+        4,
+        340,
+        8,
+    )
+    assert "falls from 360 at 4 devices to 340 at 8" in terminal(note)
     json.dumps(result.to_dict(), allow_nan=False)
 
 
@@ -224,7 +241,9 @@ def test_auto_prefers_usl_for_retrograde_points() -> None:
     result = fit(points)
     assert result.model == "usl"
     assert result.selection.method == "F test"
-    assert "F test at the 1 % level" in result.selection.reason
+    assert result.selection.reason.code == "f_test"
+    assert result.selection.reason.ctx["f"] > result.selection.reason.ctx["threshold"]
+    assert "F test at the 1 % level" in terminal(result.selection.reason)
 
 
 def test_auto_prefers_comm_for_a_node_step_and_plateau() -> None:
@@ -266,12 +285,19 @@ def test_a_node_step_keeps_the_physical_model_and_names_the_disagreement() -> No
     result = fit(FitQuery(points=STEP, at="512", devices_per_node=8))
     assert result.model == "comm"
     assert result.selection.method == "physics"
-    assert "no other model fits the points more closely" in result.selection.reason
-    assert "AICc: amdahl" in result.selection.reason
+    reason = result.selection.reason
+    assert reason.code == "physics"
+    assert reason.ctx["evidence"] == Said("no_closer")
+    assert "no other model fits the points more closely" in terminal(reason)
+    assert "AICc: amdahl" in terminal(reason)
     assert result.predictions[0].efficiency == pytest.approx(0.72, abs=0.02)
-    note = next(note for note in result.notes if note.startswith("At 512 devices"))
-    assert "amdahl predicts 8,186" in note
-    assert "outside this interval" in note
+    note = next(note for note in result.notes if note.code == "disagree")
+    assert note.ctx["devices"] == 512
+    predicted = note.find("predicts")
+    assert predicted is not None
+    assert (predicted.ctx["model"], round(float(predicted.ctx["value"]))) == ("amdahl", 8186)
+    assert terminal(note).startswith("At 512 devices amdahl predicts 8,186")
+    assert "outside this interval" in terminal(note)
 
 
 def test_models_that_disagree_far_out_are_named() -> None:
@@ -280,11 +306,19 @@ def test_models_that_disagree_far_out_are_named() -> None:
     # so the comm model is kept and the note names Amdahl's figure.
     result = fit(FitQuery(points=STEP, at="512"))
     assert result.model == "comm"
-    assert "amdahl: F = 7 <= 7.85" in result.selection.reason
-    note = next(note for note in result.notes if note.startswith("At 512 devices"))
-    assert "amdahl predicts 8,186" in note
-    assert "outside this interval" in note
-    assert any("No devices per node given" in note for note in result.notes)
+    reason = result.selection.reason
+    evidence = reason.ctx["evidence"]
+    assert isinstance(evidence, Said)
+    assert (reason.code, evidence.code, evidence.ctx["models"]) == (
+        "physics",
+        "closer",
+        "amdahl, usl",
+    )
+    assert "amdahl: F = 7 <= 7.85" in terminal(reason)
+    note = next(note for note in result.notes if note.code == "disagree")
+    assert terminal(note).startswith("At 512 devices amdahl predicts 8,186")
+    assert "outside this interval" in terminal(note)
+    assert "comm_flat" in [note.code for note in result.notes]
 
 
 @pytest.mark.parametrize(
@@ -302,7 +336,9 @@ def test_points_that_contradict_the_comm_model_replace_it(
     result = fit(noisy(model, losses, devices, noise=0.01, seed=17), devices_per_node=8)
     assert result.model == model.name
     assert result.selection.method == "F test"
-    assert "more closely than the comm model" in result.selection.reason
+    assert result.selection.reason.code == "f_test"
+    assert result.selection.reason.ctx["model"] == model.name
+    assert "more closely than the comm model" in terminal(result.selection.reason)
 
 
 def test_one_dip_at_two_nodes_does_not_make_usl_win() -> None:
@@ -333,7 +369,10 @@ def test_one_bad_point_is_flagged_down_weighted_and_named() -> None:
     assert flag.devices == 16
     assert flag.weight < 0.5
     assert result.model == "comm"
-    assert any(note.startswith("The point at 16 devices") for note in result.notes)
+    note = next(note for note in result.notes if note.code == "outlier_below")
+    assert note.ctx["devices"] == 16
+    assert note.ctx["weight"] == flag.weight
+    assert terminal(note).startswith("The point at 16 devices")
     assert result.to_dict()["selection"]["down_weighted"]["devices"] == 16
     honest = fit(Points(devices=points.devices, throughput=clean), at=[128], devices_per_node=8)
     assert result.predictions[0].throughput == pytest.approx(

@@ -14,6 +14,7 @@ from dpscale.cli.main import main
 from dpscale.fit import FitQuery, Points, fit
 from dpscale.fit.fitting import fit_model
 from dpscale.fit.physics import physics_from, physics_model
+from dpscale.fit.said import Said
 from dpscale.validation import InputError, parse
 
 # PyTorch's DDP benchmark (pytorch/pytorch benchmarks/distributed/ddp/README.md): ResNet-50,
@@ -36,8 +37,9 @@ def test_published_ddp_points_predict_the_next_count_from_the_hardware() -> None
     # benchmark shows for DDP's own cost on one GPU.
     assert round(fixed["value"], 4) == 0.0468
     assert fixed["low"] == 0.0
-    assert any("comes from the stated hardware" in note for note in result.notes)
-    assert not any("flat ring" in note for note in result.notes)
+    codes = [note.code for note in result.notes]
+    assert "stated_hardware" in codes
+    assert not {"one_node", "comm_flat", "node_hint"} & set(codes)
 
 
 def test_points_inside_one_node_see_the_step_the_network_makes() -> None:
@@ -48,7 +50,8 @@ def test_points_inside_one_node_see_the_step_the_network_makes() -> None:
     slow |= {"intra_node_bandwidth": "130 GB/s", "inter_node_bandwidth": "10 Gbit/s"}
     plain = fit(Points.of(inside), at=[16, 64], devices_per_node=8)
     stated = fit(Points.of(inside), at=[16, 64], devices_per_node=8, facts=slow)
-    assert any("flat ring" in note for note in plain.notes)
+    assert plain.notes[0] == Said("one_node", {"devices": 8})
+    assert "stated_hardware" in [note.code for note in stated.notes]
     e_plain = [p.efficiency for p in plain.predictions]
     e_stated = [p.efficiency for p in stated.predictions]
     # A 10 Gbit/s network costs a 102 MB all-reduce ~0.16 s a step: far below the flat ring.
@@ -75,7 +78,8 @@ def test_without_a_one_device_point_the_fixed_cost_cannot_be_told_from_the_throu
     assert result.model != "comm"
     comm = next(c for c in result.selection.candidates if c.model == "comm")
     assert comm.skipped is not None
-    assert "a measurement at one device" in comm.skipped
+    assert comm.skipped.code == "not_identifiable"
+    assert "a measurement at one device" in str(comm.skipped.ctx["detail"])
 
 
 @pytest.mark.parametrize(

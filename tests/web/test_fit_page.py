@@ -172,6 +172,12 @@ def test_api_gives_the_cli_keys(client: httpx.Client) -> None:
     first = data["predictions"][0]
     assert first["throughput_low"] <= 4896 <= first["throughput_high"]  # DDP measured 4,896
     assert set(data) >= {"parameters", "r_squared", "baseline", "selection", "peak_devices"}
+    # The words of `dpscale fit --json`, with the codes they are worded from beside them.
+    assert data["selection"]["reason"].startswith("comm models a data-parallel step")
+    assert data["selection"]["reason_code"]["code"] == "physics"
+    codes = [note["code"] for note in data["note_codes"]]
+    assert codes == ["few_dof_one", "comm_flat", "extrapolated", "disagree"]
+    assert data["notes"][2].startswith("Predictions outside the measured 1-8 devices")
     assert client.get("/api/v1/fit", params={"points": DDP}).json()["model"] == "comm"
 
 

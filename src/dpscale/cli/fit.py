@@ -104,10 +104,13 @@ def run_fit(
             save_plot(result, plot)
     except InputError as err:
         fail("; ".join(issue.sentence(option_name(issue.field, labels)) for issue in err.issues))
+    from dpscale.spec.fit import fit_json
+
+    data = fit_json(result)
     if as_json:
-        print_json(result.to_dict())
+        print_json(data)
         return
-    _print_report(result.to_dict(), plot)
+    _print_report(data, plot)
 
 
 def command() -> Callable[..., None]:

@@ -33,6 +33,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from dpscale.fit.said import Said
+
 __all__ = [
     "LEVEL",
     "MIN_NOISE_DOF",
@@ -121,13 +123,17 @@ def noise_range(weight: float = SCREEN_PRIOR_WEIGHT, level: float = LEVEL) -> tu
     return NOISE_PRIOR * math.sqrt(weight / low), NOISE_PRIOR * math.sqrt(weight / high)
 
 
-def screening_assumption() -> str:
-    """The assumption the screening tests rest on, as the output states it."""
+def screening_assumption() -> Said:
+    """The assumption the screening tests rest on, as the output states it: the assumed
+    noise, its weight in points and the range it holds plausible.
+
+    >>> screening_assumption().code
+    'screening'
+    """
     low, high = noise_range()
-    return (
-        f"the noise taken from the residuals with an assumed {NOISE_PRIOR * 100:g} % "
-        f"run-to-run noise worth {SCREEN_PRIOR_WEIGHT:g} points (95 % between "
-        f"{low * 100:.1f} % and {high * 100:.1f} %)"
+    return Said(
+        "screening",
+        {"noise": NOISE_PRIOR, "weight": SCREEN_PRIOR_WEIGHT, "low": low, "high": high},
     )
 
 

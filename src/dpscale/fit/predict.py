@@ -21,6 +21,7 @@ from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
 from dpscale.fit.physics import Physics
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
+from dpscale.fit.said import Said
 from dpscale.fit.selection import ModelChoice, Selection, choose
 
 __all__ = ["SUPERLINEAR", "default_devices", "fit_points", "horizon"]
@@ -41,13 +42,8 @@ def _baseline(fitted: ModelFit) -> Baseline:
     points = fitted.points
     devices = int(points.devices.min())
     measured = float(points.throughput[points.devices == devices].mean())
-    description = (
-        "one device (measured)"
-        if devices == 1
-        else f"{devices:,} devices, the fewest measured (one device was not measured)"
-    )
     throughput = float(fitted.throughput([devices])[0])
-    return Baseline(devices, throughput, measured, description)
+    return Baseline(devices, throughput, measured)
 
 
 def horizon(points: Points, at: Sequence[int] = ()) -> int:
@@ -112,20 +108,17 @@ def _notes(
     baseline: Baseline,
     predictions: Sequence[Prediction],
     devices_per_node: int | None,
-) -> list[str]:
+) -> list[Said]:
     notes = []
     n, k = len(fitted.points), fitted.model.size
     if n <= k:
-        notes.append(
-            f"{n} points and {k} parameters: the curve passes through every point, so the "
-            f"points cannot show their noise; the intervals assume {NOISE_PRIOR:.0%} "
-            f"relative noise."
-        )
+        notes.append(Said("interpolating", {"count": n, "parameters": k, "noise": NOISE_PRIOR}))
     elif n - k < MIN_NOISE_DOF:
         notes.append(
-            f"{n} points and {k} parameters leave {n - k} residual degree"
-            f"{'s' if n - k > 1 else ''} of freedom, too few to show the noise alone; the "
-            f"intervals also assume {NOISE_PRIOR:.0%} relative noise."
+            Said(
+                "few_dof_one" if n - k == 1 else "few_dof",
+                {"count": n, "parameters": k, "dof": n - k, "noise": NOISE_PRIOR},
+            )
         )
     devices, means = _means(fitted.points)
     efficiency = means * baseline.devices / (devices * baseline.measured_throughput)
@@ -133,49 +126,38 @@ def _notes(
         best = int(np.argmax(efficiency))
         if efficiency[best] > SUPERLINEAR:
             notes.append(
-                f"Superlinear: {devices[best]:,} devices reach {efficiency[best]:.0%} of "
-                f"linear scaling (caches or less work per device can do that); none of these "
-                f"models can, so the fit is linear scaling."
+                Said(
+                    "superlinear",
+                    {"devices": int(devices[best]), "efficiency": float(efficiency[best])},
+                )
             )
         else:
-            notes.append(
-                "The points show no loss from adding devices: the fit is linear scaling, and "
-                "nothing measured says where that stops."
-            )
+            notes.append(Said("no_loss"))
     drops = np.flatnonzero(np.diff(means) < 0)
     if drops.size:
         i = int(drops[np.argmin(np.diff(means)[drops] / means[drops])])
-        follow = (
-            "USL can follow a fall (past its peak)"
-            if fitted.model.name == "usl"
-            else f"the {fitted.model.name} model never falls, so it passes between the points"
-        )
         notes.append(
-            f"Throughput falls from {means[i]:,.6g} at {devices[i]:,} devices to "
-            f"{means[i + 1]:,.6g} at {devices[i + 1]:,}: {follow}."
+            Said(
+                "falls_usl" if fitted.model.name == "usl" else "falls",
+                {
+                    "high": float(means[i]),
+                    "devices": int(devices[i]),
+                    "low": float(means[i + 1]),
+                    "next": int(devices[i + 1]),
+                    "model": fitted.model.name,
+                },
+            )
         )
     if fitted.model.name == "comm" and devices_per_node is None:
-        notes.append(
-            "No devices per node given: the comm model treats every device as its own node "
-            "(one flat ring), so it shows no step at a node boundary."
-        )
-    far = [p.devices for p in predictions if p.extrapolated]
-    if far:
-        notes.append(
-            f"Predictions outside the measured {int(devices[0]):,}-{int(devices[-1]):,} "
-            f"devices are extrapolated: the interval covers the uncertainty of this model's "
-            f"fit, not a change the points cannot show (another network tier, a new topology)."
-        )
+        notes.append(Said("comm_flat"))
+    if any(p.extrapolated for p in predictions):
+        notes.append(Said("extrapolated", {"low": int(devices[0]), "high": int(devices[-1])}))
     return notes
-
-
-def _amount(value: float) -> str:
-    return f"{value:,.0f}" if 100 <= value < 1e15 else f"{value:.4g}"
 
 
 def _disagreement(
     fitted: ModelFit, selection: Selection, predictions: Sequence[Prediction]
-) -> list[str]:
+) -> list[Said]:
     """A note when another model the points also fit predicts, at the farthest extrapolated
     count, a throughput outside the reported interval: the interval covers this model's
     uncertainty, not the choice of model."""
@@ -189,29 +171,32 @@ def _disagreement(
         value = float(other.throughput([target.devices])[0])
         if not target.throughput_low <= value <= target.throughput_high:
             weight = weights.get(other.model.name)
-            shown = "" if weight is None else f", Akaike weight {weight:.0%}"
-            outside.append(f"{other.model.name} predicts {_amount(value)}{shown}")
+            shown = () if weight is None else (Said("akaike_weight", {"weight": weight}),)
+            outside.append(
+                Said("predicts", {"model": other.model.name, "value": value, "weight": shown})
+            )
     if not outside:
         return []
     return [
-        f"At {target.devices:,} devices {'; '.join(outside)}: outside this interval "
-        f"({_amount(target.throughput_low)} to {_amount(target.throughput_high)}). The points "
-        f"cannot settle which model holds that far out; measure closer to it, or compare "
-        f"with --model."
+        Said(
+            "disagree",
+            {
+                "devices": target.devices,
+                "predictions": tuple(outside),
+                "low": target.throughput_low,
+                "high": target.throughput_high,
+            },
+        )
     ]
 
 
-def _node_hint(fitted: ModelFit, selection: Selection, devices_per_node: int | None) -> list[str]:
+def _node_hint(fitted: ModelFit, selection: Selection, devices_per_node: int | None) -> list[Said]:
     """Without a node size the comm model is one flat ring, which cannot follow a step at a
     node boundary; say so when another model was preferred over it."""
     considered = any(c.model == "comm" and c.skipped is None for c in selection.candidates)
     if devices_per_node is not None or fitted.model.name == "comm" or not considered:
         return []
-    return [
-        f"The comm model lost to {fitted.model.name} as one flat ring (no devices per node "
-        f"given), which cannot show a step at a node boundary; if these points cross one, "
-        f"give the number of devices per node."
-    ]
+    return [Said("node_hint", {"model": fitted.model.name})]
 
 
 def fit_points(
@@ -252,28 +237,19 @@ def fit_points(
     target = _target(fitted, target_efficiency, baseline.devices, horizon(points, at))
     peak = fitted.model.peak_devices(fitted.losses)
     beyond = (
-        [
-            f"{fitted.model.name}'s curve peaks only beyond {target.horizon:,} devices, "
-            f"farther than these points support a statement: no peak is reported."
-        ]
+        [Said("beyond_peak", {"model": fitted.model.name, "horizon": target.horizon})]
         if peak is not None and peak > target.horizon
         else []
     )
     stated = (
-        [
-            f"The comm model's growth with devices comes from the stated hardware "
-            f"({physics.describe()}): the step model's all-reduce, the part backward does not "
-            f"hide and the wait for the slowest device; the points estimate only the "
-            f"throughput of one device and a fixed cost per step, and the band spans the step "
-            f"model's uncertain inputs over their stated ranges."
-        ]
+        [Said("stated_hardware", {"facts": physics.describe()})]
         if physics is not None and fitted.model.offset is not None
         else []
     )
     notes = [
         *stated,
         *selection.notes,
-        *([selection.flag.sentence()] if selection.flag is not None else []),
+        *([selection.flag.said()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),
         *_disagreement(fitted, selection, predictions),
         *_node_hint(fitted, selection, devices_per_node),

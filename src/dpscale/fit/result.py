@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from dpscale.calculators._result import Result, tidy
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import LEVEL, t_quantile
+from dpscale.fit.said import Said
 from dpscale.fit.selection import Selection
 
 __all__ = ["Baseline", "FitResult", "Prediction", "Target"]
@@ -42,7 +43,13 @@ class Baseline(Result):
     """Fitted throughput there (the curve's value, less noisy than any one measurement)."""
     measured_throughput: float
     """Mean of the measurements there."""
-    description: str
+
+    def said(self) -> Said:
+        """What it is, as the caption of the predictions says it: ``baseline_one`` (one
+        device, measured) or ``baseline_fewest`` (the fewest devices measured)."""
+        if self.devices == 1:
+            return Said("baseline_one")
+        return Said("baseline_fewest", {"devices": self.devices})
 
 
 @dataclass(frozen=True)
@@ -62,14 +69,19 @@ class Target(Result):
 
 @dataclass(frozen=True)
 class FitResult:
-    """A fitted scaling model and everything reported from it; ``to_dict()`` is the JSON."""
+    """A fitted scaling model and everything reported from it.
+
+    ``to_dict()`` is the JSON less its words: the reason, the notes and what efficiency is
+    relative to as codes (``selection.reason_code``, ``note_codes``,
+    ``baseline.description_code``); :func:`dpscale.spec.fit.fit_json` adds their English
+    (``selection.reason``, ``notes``, ``baseline.description``)."""
 
     fitted: ModelFit
     selection: Selection
     baseline: Baseline
     predictions: tuple[Prediction, ...]
     target: Target
-    notes: tuple[str, ...]
+    notes: tuple[Said, ...]
     devices_per_node: int | None = None
     """As given (the comm model may have had to treat the points as one flat ring)."""
 
@@ -161,13 +173,16 @@ class FitResult:
             "noise": fitted.noise,
             "interval_level": LEVEL,
             "points": len(fitted.points),
-            "baseline": self.baseline.to_dict(),
+            "baseline": {
+                **self.baseline.to_dict(),
+                "description_code": self.baseline.said().to_dict(),
+            },
             "predictions": [prediction.to_dict() for prediction in self.predictions],
             "peak_devices": None if peak is None else peak["devices"],
             "peak": peak,
             "efficiency_target": self.target.to_dict(),
             "selection": self.selection.to_dict(),
-            "notes": list(self.notes),
+            "note_codes": [note.to_dict() for note in self.notes],
         }
         tidied: dict[str, Any] = _tidy(data)
         return tidied

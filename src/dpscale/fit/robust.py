@@ -42,6 +42,7 @@ from dpscale.fit.intervals import (
     t_quantile,
 )
 from dpscale.fit.models import ScalingModel
+from dpscale.fit.said import Said
 
 __all__ = ["OUTLIER_LEVEL", "Flag", "robust_fit"]
 
@@ -72,14 +73,21 @@ class Flag:
             "weight": self.weight,
         }
 
-    def sentence(self) -> str:
+    def said(self) -> Said:
+        """The note that names the point: ``outlier_below`` or ``outlier_above``, with how
+        far off it lies (a fraction), the test's figures and the weight it was given."""
         off = self.throughput / self.expected - 1
-        return (
-            f"The point at {self.devices:,} devices ({self.throughput:,.6g}) lies "
-            f"{abs(off):.0%} {'below' if off < 0 else 'above'} the fit of the others "
-            f"(studentized residual {abs(self.studentized):.1f}, beyond the 1 % outlier level "
-            f"{self.threshold:.1f}; {screening_assumption()}): it was down-weighted to "
-            f"{self.weight:.2f} of a point."
+        return Said(
+            "outlier_below" if off < 0 else "outlier_above",
+            {
+                "devices": self.devices,
+                "throughput": self.throughput,
+                "off": abs(off),
+                "studentized": abs(self.studentized),
+                "threshold": self.threshold,
+                "screening": screening_assumption(),
+                "weight": self.weight,
+            },
         )
 
 

@@ -44,6 +44,7 @@ from dpscale.fit.intervals import screening_assumption, screening_scale
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
 from dpscale.fit.physics import Physics, fit_physics, physics_model
 from dpscale.fit.robust import Flag, robust_fit
+from dpscale.fit.said import Said
 from dpscale.validation import InputError
 
 __all__ = ["CONTENTION_LEVEL", "Candidate", "Selection", "choose", "contention_test"]
@@ -64,10 +65,15 @@ class Candidate:
     aicc: float | None = None
     weight: float | None = None
     r_squared: float | None = None
-    skipped: str | None = None
+    skipped: Said | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in self.__dict__.items() if value is not None}
+        """The JSON, with why it was skipped as ``skipped_code`` (worded by
+        :func:`dpscale.spec.fit.fit_json`)."""
+        data = {key: value for key, value in self.__dict__.items() if value is not None}
+        if self.skipped is not None:
+            data["skipped_code"] = data.pop("skipped").to_dict()
+        return data
 
 
 @dataclass(frozen=True)
@@ -75,9 +81,9 @@ class Selection:
     """How the reported model was chosen."""
 
     method: Method
-    reason: str
+    reason: Said
     candidates: tuple[Candidate, ...]
-    notes: tuple[str, ...] = ()
+    notes: tuple[Said, ...] = ()
     others: tuple[ModelFit, ...] = field(default=(), repr=False, compare=False)
     """The other models ``auto`` fitted, to show where they disagree."""
     flag: Flag | None = None
@@ -86,7 +92,7 @@ class Selection:
     def to_dict(self) -> dict[str, Any]:
         return {
             "method": self.method,
-            "reason": self.reason,
+            "reason_code": self.reason.to_dict(),
             "candidates": [candidate.to_dict() for candidate in self.candidates],
             "down_weighted": None if self.flag is None else self.flag.to_dict(),
         }
@@ -94,7 +100,7 @@ class Selection:
 
 def _models(
     points: Points, devices_per_node: int | None, physics: Physics | None
-) -> tuple[dict[str, ScalingModel], str, tuple[ScalingModel, ...]]:
+) -> tuple[dict[str, ScalingModel], Said | None, tuple[ScalingModel, ...]]:
     """The candidate models, a note when the comm model had to be simplified, and the comm
     model's variants where the stated hardware shapes it (:mod:`dpscale.fit.physics`).
 
@@ -107,29 +113,24 @@ def _models(
             comm, variants = fit_physics(physics, points)
         except NotIdentifiableError:
             comm, variants = physics_model(physics, 1.0), ()
-        return {**MODELS, "comm": comm}, "", variants
+        return {**MODELS, "comm": comm}, None, variants
     g = devices_per_node
     if g is not None and g > 1 and int(points.devices.max()) <= g:
-        note = (
-            f"All points lie within one node of {g:,} devices, so the inter-node cost is not "
-            f"measured: the comm model is fitted as one flat ring, which assumes that links "
-            f"beyond the node cost what the measured ones do; the step at the node boundary "
-            f"cannot be predicted."
-        )
+        note = Said("one_node", {"devices": g})
         return {**MODELS, "comm": comm_model(None)}, note, ()
-    return {**MODELS, "comm": comm_model(g)}, "", ()
+    return {**MODELS, "comm": comm_model(g)}, None, ()
 
 
 def _fit_all(
     models: dict[str, ScalingModel], points: Points, weights: np.ndarray | None
-) -> tuple[dict[str, ModelFit], dict[str, str]]:
+) -> tuple[dict[str, ModelFit], dict[str, Said]]:
     fits: dict[str, ModelFit] = {}
-    skipped: dict[str, str] = {}
+    skipped: dict[str, Said] = {}
     for name, candidate in models.items():
         try:
             fits[name] = fit_model(candidate, points, weights)
         except NotIdentifiableError as err:
-            skipped[name] = str(err)
+            skipped[name] = Said("not_identifiable", {"detail": str(err)})
     return fits, skipped
 
 
@@ -162,9 +163,9 @@ def choose(
             fitted, given_flag = robust_fit(models[model], points)
         except NotIdentifiableError as err:
             raise InputError.single("model", f"{model} cannot be fitted: {err}") from None
-        notes = (comm_note,) if comm_note and model == "comm" else ()
+        notes = (comm_note,) if comm_note is not None and model == "comm" else ()
         return _with_variants(fitted, variants), Selection(
-            "given", f"{model} was asked for", (), notes, flag=given_flag
+            "given", Said("given", {"model": model}), (), notes, flag=given_flag
         )
     fits, skipped = _fit_all(models, points, None)
     # One bad point is judged against the physics of the step (the comm model) where it can
@@ -182,28 +183,51 @@ def choose(
         best = min(compared.values())
         raw = {name: math.exp(-(score - best) / 2) for name, score in compared.items()}
         weights = {name: value / sum(raw.values()) for name, value in raw.items()}
-    ranking = ", ".join(
-        f"{name} {compared[name]:.1f}" for name in sorted(compared, key=compared.__getitem__)
+    ranking = tuple(
+        Said("aicc_score", {"model": name, "aicc": compared[name]})
+        for name in sorted(compared, key=compared.__getitem__)
+    )
+    for name, score in scores.items():
+        if score is None and name in fits:
+            size = models[name].size
+            skipped[name] = Said(
+                "too_few_for_aicc", {"count": len(points), "parameters": size, "needs": size + 3}
+            )
+    not_compared = (
+        (
+            Said(
+                "not_compared",
+                {
+                    "models": tuple(
+                        Said("skipped", {"model": name, "why": why})
+                        for name, why in skipped.items()
+                    )
+                },
+            ),
+        )
+        if skipped
+        else ()
     )
     method: Method
+    reason: Said
     if "comm" in fits:
-        chosen, method, reason = _physics_first(fits, compared, weights, ranking)
+        chosen, method, reason = _physics_first(fits, compared, weights, ranking, not_compared)
     elif compared:
         chosen = min(compared, key=lambda name: (compared[name], models[name].size))
         method = "AICc"
-        reason = _aicc_reason(chosen, ranking, weights)
+        reason = Said(
+            "aicc",
+            {
+                "model": chosen,
+                "scores": ranking,
+                "weight": weights[chosen],
+                "skipped": not_compared,
+            },
+        )
     else:
         chosen = min(fits, key=lambda name: models[name].size)
         method = "fewest parameters"
-        reason = _few_points_reason(len(points), chosen)
-    for name, score in scores.items():
-        if score is None and name in fits:
-            skipped[name] = (
-                f"{len(points)} points are too few for AICc with "
-                f"{models[name].size} parameters (needs {models[name].size + 3})"
-            )
-    if skipped and method != "fewest parameters":
-        reason += "; not compared: " + "; ".join(f"{n}: {why}" for n, why in skipped.items())
+        reason = Said("fewest_parameters", {"count": len(points), "model": chosen})
     candidates = tuple(
         Candidate(
             model=name,
@@ -215,7 +239,7 @@ def choose(
         )
         for name in models
     )
-    notes = (comm_note,) if comm_note and chosen == "comm" else ()
+    notes = (comm_note,) if comm_note is not None and chosen == "comm" else ()
     reported = fits[chosen]
     if chosen != "comm":
         # Another model won on the points as they are: its own outlier test decides.
@@ -229,21 +253,6 @@ def choose(
 def _misfit(fitted: ModelFit) -> float:
     """Residual sum of squares, with misfits below rounding counted as rounding."""
     return max(fitted.rss, len(fitted.points) * AICC_NOISE_FLOOR**2)
-
-
-def _aicc_reason(chosen: str, ranking: str, weights: dict[str, float]) -> str:
-    return (
-        f"{chosen} has the lowest AICc ({ranking}); Akaike weight {weights[chosen]:.0%}, "
-        f"the probability that it is the best of those compared"
-    )
-
-
-def _few_points_reason(n: int, chosen: str) -> str:
-    return (
-        f"{n} points are too few for AICc to compare models (it needs 2 more points than "
-        f"parameters), so {chosen} was kept: the fewest parameters"
-        + (", and a cost that levels off as a ring all-reduce does" if chosen == "comm" else "")
-    )
 
 
 def contention_test(comm: ModelFit, rival: ModelFit) -> tuple[float, float] | None:
@@ -283,8 +292,9 @@ def _physics_first(
     fits: dict[str, ModelFit],
     compared: dict[str, float],
     weights: dict[str, float],
-    ranking: str,
-) -> tuple[str, Method, str]:
+    ranking: tuple[Said, ...],
+    not_compared: tuple[Said, ...],
+) -> tuple[str, Method, Said]:
     """The comm model unless another fits the points more closely and the F test of
     :func:`contention_test` rejects the comm model at the 1 % level."""
     comm = fits["comm"]
@@ -293,6 +303,7 @@ def _physics_first(
         for name, fitted in fits.items()
         if name != "comm" and _misfit(fitted) < _misfit(comm)
     }
+    scores = (Said("aicc_ranking", {"scores": ranking}),) if ranking else ()
     decisive = {name: test for name, test in tests.items() if test and test[0] > test[1]}
     if decisive:
         chosen = min(decisive, key=lambda n: (compared.get(n, math.inf), _misfit(fits[n]), n))
@@ -300,31 +311,35 @@ def _physics_first(
         return (
             chosen,
             "F test",
-            f"{chosen} fits the points so much more closely than the comm model that the "
-            f"comm model's misfit is not noise (F test at the 1 % level: F = {f:.3g} > "
-            f"{threshold:.3g}; {screening_assumption()})"
-            + (f"; AICc: {ranking}" if ranking else ""),
+            Said(
+                "f_test",
+                {
+                    "model": chosen,
+                    "f": f,
+                    "threshold": threshold,
+                    "screening": screening_assumption(),
+                    "ranking": scores,
+                    "skipped": not_compared,
+                },
+            ),
         )
     closer = sorted(tests)
-    if closer:
-        shown = "; ".join(
-            f"{name}: F = {test[0]:.3g} <= {test[1]:.3g}"
-            if test
-            else f"{name}: comm has no residual degrees of freedom"
-            for name, test in ((n, tests[n]) for n in closer)
+    evidence = (
+        Said(
+            "closer_one" if len(closer) == 1 else "closer",
+            {
+                "models": ", ".join(closer),
+                "tests": tuple(
+                    Said("f_not_decisive", {"model": name, "f": test[0], "threshold": test[1]})
+                    if test
+                    else Said("no_residual_dof", {"model": name})
+                    for name, test in ((n, tests[n]) for n in closer)
+                ),
+                "screening": screening_assumption(),
+            },
         )
-        evidence = (
-            f"; {', '.join(closer)} {'fits' if len(closer) == 1 else 'fit'} the points more "
-            f"closely, but not decisively (F test at the 1 % level, {shown}; "
-            f"{screening_assumption()})"
-        )
-    else:
-        evidence = "; no other model fits the points more closely"
-    return (
-        "comm",
-        "physics",
-        "comm models a data-parallel step (compute, then a ring all-reduce whose cost levels "
-        "off with more devices) and is kept unless the points decisively show contention"
-        + evidence
-        + (f"; AICc: {ranking}" if ranking else ""),
+        if closer
+        else Said("no_closer")
     )
+    context = {"evidence": evidence, "ranking": scores, "skipped": not_compared}
+    return "comm", "physics", Said("physics", context)

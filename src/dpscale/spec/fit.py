@@ -10,7 +10,10 @@ that both surfaces show are described here once: the predictions and parameters 
 number in them) and the statements
 about the curve (:func:`statements`: a code and its parameters, worded from
 :data:`STATEMENTS`, the page's msgids or the terminal's English). Each surface only writes
-each kind of number its own way and loops over these.
+each kind of number its own way and loops over these. What the fit says about its choice
+and its limits (the reason and the notes, :class:`~dpscale.fit.said.Said` codes) is worded
+from :data:`SAID` the same way: :func:`terminal` for the terminal and the JSON
+(:func:`fit_json`), the page from the msgids.
 
 >>> [item.option for item in FIT_INPUTS if item.terminal][:4]
 ['--at', '--devices-per-node', '--model', '--target-efficiency']
@@ -20,9 +23,10 @@ each kind of number its own way and loops over these.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +36,10 @@ from dpscale.spec.description import N_, Input, Number, Percentage, Wording
 from dpscale.spec.prediction import PREDICTION, PredictInput, preset_choices
 from dpscale.spec.scaling import UNITS
 
+if TYPE_CHECKING:
+    from dpscale.fit import FitResult
+    from dpscale.fit.said import Said
+
 __all__ = [
     "EXAMPLE",
     "FIT_INPUTS",
@@ -39,6 +47,7 @@ __all__ = [
     "PARAMETERS",
     "PARAMETER_NAMES",
     "PREDICTIONS",
+    "SAID",
     "STATEMENTS",
     "Amount",
     "Column",
@@ -49,7 +58,11 @@ __all__ = [
     "StatementParam",
     "Table",
     "Wording",
+    "amount",
+    "fit_json",
+    "placeholders",
     "statements",
+    "terminal",
 ]
 
 EXAMPLE = "devices,throughput\n1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
@@ -379,3 +392,306 @@ def statements(data: Mapping[str, Any]) -> dict[str, Statement]:
         )
     said["efficiency_target"] = _efficiency(data["efficiency_target"])
     return said
+
+
+_F_TEST = "F test at the 1 % level"
+
+SAID: Mapping[str, Wording] = {
+    # Why this model (FitResult.selection.reason).
+    "given": Wording(N_("The model you chose."), "{model} was asked for"),
+    "physics": Wording(
+        N_(
+            "Kept because it models a data-parallel step (compute, then a ring all-reduce "
+            "whose cost levels off) and the points do not decisively show contention "
+            "(F test at the 1 % level)."
+        ),
+        "comm models a data-parallel step (compute, then a ring all-reduce whose cost levels "
+        "off with more devices) and is kept unless the points decisively show contention"
+        "{evidence}{ranking}{skipped}",
+    ),
+    "f_test": Wording(
+        N_(
+            "The points show contention decisively (F test at the 1 % level), so this "
+            "model replaces the communication model."
+        ),
+        "{model} fits the points so much more closely than the comm model that the comm "
+        "model's misfit is not noise (" + _F_TEST + ": F = {f:.3g} > {threshold:.3g}; "
+        "{screening}){ranking}{skipped}",
+    ),
+    "aicc": Wording(
+        N_("The lowest AICc of the models compared (Akaike weight %(weight)s)."),
+        "{model} has the lowest AICc ({scores:, }); Akaike weight {weight:.0%}, the "
+        "probability that it is the best of those compared{skipped}",
+    ),
+    "fewest_parameters": Wording(
+        N_("Too few points to compare models by AICc: the model with the fewest parameters."),
+        "{count} points are too few for AICc to compare models (it needs 2 more points than "
+        "parameters), so {model} was kept: the fewest parameters",
+    ),
+    # The reason's evidence, shown on the terminal and in the JSON only: the page states
+    # the test and leaves its figures to them.
+    "no_closer": Wording("", "; no other model fits the points more closely"),
+    "closer_one": Wording(
+        "",
+        "; {models} fits the points more closely, but not decisively (" + _F_TEST + ", "
+        "{tests:; }; {screening})",
+    ),
+    "closer": Wording(
+        "",
+        "; {models} fit the points more closely, but not decisively (" + _F_TEST + ", "
+        "{tests:; }; {screening})",
+    ),
+    "f_not_decisive": Wording("", "{model}: F = {f:.3g} <= {threshold:.3g}"),
+    "no_residual_dof": Wording("", "{model}: comm has no residual degrees of freedom"),
+    "screening": Wording(
+        "",
+        "the noise taken from the residuals with an assumed {noise:g %} run-to-run noise "
+        "worth {weight:g} points (95 % between {low:.1f %} and {high:.1f %})",
+    ),
+    "aicc_ranking": Wording("", "; AICc: {scores:, }"),
+    "aicc_score": Wording("", "{model} {aicc:.1f}"),
+    "not_compared": Wording("", "; not compared: {models:; }"),
+    "skipped": Wording("", "{model}: {why}"),
+    "too_few_for_aicc": Wording(
+        "", "{count} points are too few for AICc with {parameters} parameters (needs {needs})"
+    ),
+    "not_identifiable": Wording("", "{detail}"),
+    # What efficiency is relative to (FitResult.baseline).
+    "baseline_one": Wording(N_("one device"), "one device (measured)"),
+    "baseline_fewest": Wording(
+        N_("%(devices)s devices, the fewest measured"),
+        "{devices:,} devices, the fewest measured (one device was not measured)",
+    ),
+    # The notes (FitResult.notes).
+    "stated_hardware": Wording(
+        N_(
+            "The communication model's growth with devices comes from the hardware you "
+            "entered; the points estimate only the throughput of one device and a fixed "
+            "cost per step, and the band spans the hardware model's uncertain inputs over "
+            "their stated ranges."
+        ),
+        "The comm model's growth with devices comes from the stated hardware ({facts}): the "
+        "step model's all-reduce, the part backward does not hide and the wait for the "
+        "slowest device; the points estimate only the throughput of one device and a fixed "
+        "cost per step, and the band spans the step model's uncertain inputs over their "
+        "stated ranges.",
+    ),
+    "one_node": Wording(
+        N_(
+            "All points lie within one node of %(devices)s devices, so the cost between "
+            "nodes is not measured: the communication model is fitted as one flat ring and "
+            "cannot predict the step at the node boundary."
+        ),
+        "All points lie within one node of {devices:,} devices, so the inter-node cost is not "
+        "measured: the comm model is fitted as one flat ring, which assumes that links beyond "
+        "the node cost what the measured ones do; the step at the node boundary cannot be "
+        "predicted.",
+    ),
+    "outlier_below": Wording(
+        N_(
+            "The point at %(devices)s devices lies %(off)s off the fit of the others: an "
+            "outlier test flagged it, and it counts as %(weight)s of a point."
+        ),
+        "The point at {devices:,} devices ({throughput:,.6g}) lies {off:.0%} below the fit of "
+        "the others (studentized residual {studentized:.1f}, beyond the 1 % outlier level "
+        "{threshold:.1f}; {screening}): it was down-weighted to {weight:.2f} of a point.",
+    ),
+    "outlier_above": Wording(
+        N_(
+            "The point at %(devices)s devices lies %(off)s off the fit of the others: an "
+            "outlier test flagged it, and it counts as %(weight)s of a point."
+        ),
+        "The point at {devices:,} devices ({throughput:,.6g}) lies {off:.0%} above the fit of "
+        "the others (studentized residual {studentized:.1f}, beyond the 1 % outlier level "
+        "{threshold:.1f}; {screening}): it was down-weighted to {weight:.2f} of a point.",
+    ),
+    "interpolating": Wording(
+        N_(
+            "%(count)s points and %(parameters)s parameters: the curve passes through every "
+            "point, so the points cannot show their noise; the intervals assume %(noise)s "
+            "relative noise."
+        ),
+        "{count} points and {parameters} parameters: the curve passes through every point, "
+        "so the points cannot show their noise; the intervals assume {noise:.0%} relative "
+        "noise.",
+    ),
+    "few_dof_one": Wording(
+        N_(
+            "%(count)s points and %(parameters)s parameters leave too few residual degrees of "
+            "freedom to show the noise alone; the intervals also assume %(noise)s relative "
+            "noise."
+        ),
+        "{count} points and {parameters} parameters leave {dof} residual degree of freedom, "
+        "too few to show the noise alone; the intervals also assume {noise:.0%} relative "
+        "noise.",
+    ),
+    "few_dof": Wording(
+        N_(
+            "%(count)s points and %(parameters)s parameters leave too few residual degrees of "
+            "freedom to show the noise alone; the intervals also assume %(noise)s relative "
+            "noise."
+        ),
+        "{count} points and {parameters} parameters leave {dof} residual degrees of freedom, "
+        "too few to show the noise alone; the intervals also assume {noise:.0%} relative "
+        "noise.",
+    ),
+    "superlinear": Wording(
+        N_(
+            "Superlinear: %(devices)s devices reach %(efficiency)s of linear scaling (caches "
+            "or less work per device can do that); none of these models can, so the fit is "
+            "linear scaling."
+        ),
+        "Superlinear: {devices:,} devices reach {efficiency:.0%} of linear scaling (caches or "
+        "less work per device can do that); none of these models can, so the fit is linear "
+        "scaling.",
+    ),
+    "no_loss": Wording(
+        N_(
+            "The points show no loss from adding devices: the fit is linear scaling, and "
+            "nothing measured says where that stops."
+        ),
+        "The points show no loss from adding devices: the fit is linear scaling, and nothing "
+        "measured says where that stops.",
+    ),
+    "falls_usl": Wording(
+        N_(
+            "Throughput falls from %(high)s at %(devices)s devices to %(low)s at %(next)s: "
+            "the Universal Scalability Law can follow a fall (past its peak)."
+        ),
+        "Throughput falls from {high:,.6g} at {devices:,} devices to {low:,.6g} at {next:,}: "
+        "USL can follow a fall (past its peak).",
+    ),
+    "falls": Wording(
+        N_(
+            "Throughput falls from %(high)s at %(devices)s devices to %(low)s at %(next)s: "
+            "%(model)s never falls, so its curve passes between the points."
+        ),
+        "Throughput falls from {high:,.6g} at {devices:,} devices to {low:,.6g} at {next:,}: "
+        "the {model:model} model never falls, so it passes between the points.",
+    ),
+    "comm_flat": Wording(
+        N_(
+            "No devices per node given: the communication model treats every device as its "
+            "own node (one flat ring), so it shows no step at a node boundary."
+        ),
+        "No devices per node given: the comm model treats every device as its own node (one "
+        "flat ring), so it shows no step at a node boundary.",
+    ),
+    "extrapolated": Wording(
+        N_(
+            "Predictions outside the measured %(low)s to %(high)s devices are extrapolated: "
+            "the interval covers the uncertainty of this model's fit, not a change the points "
+            "cannot show (another network tier, a new topology)."
+        ),
+        "Predictions outside the measured {low:,}-{high:,} devices are extrapolated: the "
+        "interval covers the uncertainty of this model's fit, not a change the points cannot "
+        "show (another network tier, a new topology).",
+    ),
+    "disagree": Wording(
+        N_(
+            "At %(devices)s devices %(predictions)s, outside this interval: the points cannot "
+            "settle which model holds that far out."
+        ),
+        "At {devices:,} devices {predictions:; }: outside this interval ({low:amount} to "
+        "{high:amount}). The points cannot settle which model holds that far out; measure "
+        "closer to it, or compare with --model.",
+    ),
+    "predicts": Wording(
+        N_("%(model)s predicts %(value)s"), "{model:model} predicts {value:amount}{weight}"
+    ),
+    "akaike_weight": Wording("", ", Akaike weight {weight:.0%}"),
+    "node_hint": Wording(
+        N_(
+            "Without devices per node the communication model is one flat ring and cannot "
+            "show a step at a node boundary; if your points cross one, enter the node size."
+        ),
+        "The comm model lost to {model:model} as one flat ring (no devices per node given), "
+        "which cannot show a step at a node boundary; if these points cross one, give the "
+        "number of devices per node.",
+    ),
+    "beyond_peak": Wording(
+        N_(
+            "%(model)s peaks only beyond %(horizon)s devices, farther than these points "
+            "support a statement: no peak is reported."
+        ),
+        "{model:model}'s curve peaks only beyond {horizon:,} devices, farther than these "
+        "points support a statement: no peak is reported.",
+    ),
+}
+"""Each code of :class:`~dpscale.fit.said.Said`: the page's msgid (``%(name)s``
+placeholders, a subset of the terminal's) and the terminal's English, which is also the
+JSON's. The terminal's is a :meth:`str.format` template whose format spec says how the page
+writes the value too: a Python spec (``{devices:,}`` a count, ``{weight:.0%}`` a percentage,
+``{f:.3g}`` a number to that many digits), ``{noise:g %}`` a fraction times 100 followed by
+`` %``, ``{value:amount}`` a throughput (with its unit on the page), ``{model:model}`` a
+model's name (its title on the page), and for a list the text between its items
+(``{tests:; }``; none: an optional part, left out when empty). A code whose page wording is
+empty is a detail of the reason that only the terminal and the JSON show."""
+
+
+def placeholders(code: str) -> dict[str, str]:
+    """The terminal template's placeholders of ``code`` and their format specs.
+
+    >>> placeholders("predicts")
+    {'model': 'model', 'value': 'amount', 'weight': ''}
+    """
+    fields = string.Formatter().parse(SAID[code].terminal)
+    return {name: spec or "" for _, name, spec, _ in fields if name}
+
+
+def amount(value: float) -> str:
+    """A throughput on the terminal: whole above 100, else four significant digits.
+
+    >>> amount(28910.4), amount(57.64)
+    ('28,910', '57.64')
+    """
+    return f"{value:,.0f}" if 100 <= value < 1e15 else f"{value:.4g}"
+
+
+class _Terminal(string.Formatter):
+    """:data:`SAID`'s format specs in the terminal's English."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if isinstance(value, tuple):
+            return format_spec.join(terminal(item) for item in value)
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, int | float):
+            return terminal(value)
+        if format_spec == "amount":
+            return amount(value)
+        if format_spec.endswith(" %"):
+            return f"{format(value * 100, format_spec[:-2])} %"
+        return format(value, format_spec)
+
+
+def terminal(said: Said | str) -> str:
+    """``said`` in the terminal's English (also the JSON's ``reason`` and ``notes``).
+
+    >>> from dpscale.fit.said import Said
+    >>> terminal(Said("extrapolated", {"low": 1, "high": 8}))[:46]
+    'Predictions outside the measured 1-8 devices a'
+    """
+    if isinstance(said, str):
+        return said
+    return _Terminal().vformat(SAID[said.code].terminal, (), dict(said.ctx))
+
+
+def fit_json(result: FitResult) -> dict[str, Any]:
+    """The fit's JSON (``dpscale fit --json``, the API): ``result.to_dict()`` with the
+    reason, each skipped model's reason, the notes and the baseline worded
+    (``selection.reason``, ``candidates[].skipped``, ``notes``, ``baseline.description``)
+    beside their codes."""
+    data = result.to_dict()
+    data["baseline"]["description"] = terminal(result.baseline.said())
+    selection = result.selection
+    data["selection"] = {
+        "method": selection.method,
+        "reason": terminal(selection.reason),
+        **{key: value for key, value in data["selection"].items() if key != "method"},
+    }
+    for row, candidate in zip(data["selection"]["candidates"], selection.candidates, strict=True):
+        if candidate.skipped is not None:
+            row["skipped"] = terminal(candidate.skipped)
+    data["notes"] = [terminal(note) for note in result.notes]
+    return data

@@ -9,11 +9,13 @@ is the share link; an uploaded file comes in by POST and is sent back as that ad
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 
+from babel.lists import format_list
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
@@ -24,6 +26,7 @@ from dpscale.fit import data as points_data
 from dpscale.fit.data import MAX_TEXT
 from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
+from dpscale.fit.said import Said, Value
 from dpscale.spec import Number, Percentage
 from dpscale.spec.fit import (
     FIT_INPUTS,
@@ -31,6 +34,7 @@ from dpscale.spec.fit import (
     PARAMETER_NAMES,
     PARAMETERS,
     PREDICTIONS,
+    SAID,
     STATEMENTS,
     Amount,
     Column,
@@ -40,6 +44,8 @@ from dpscale.spec.fit import (
     Statement,
     StatementParam,
     Table,
+    fit_json,
+    placeholders,
     statements,
 )
 from dpscale.validation import FieldIssue, parse
@@ -83,7 +89,7 @@ class FitPage:
     unit: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.result.to_dict(), "unit": self.unit}
+        return {**fit_json(self.result), "unit": self.unit}
 
     def predictions(self, loc: Localizer) -> Shown:
         """The predictions table of ``_fit_details.html``, from its description."""
@@ -161,96 +167,48 @@ def _amount(loc: Localizer, value: float) -> str:
     return loc.number(value, 4)
 
 
-def _reason(result: FitResult, loc: Localizer) -> str:
-    _ = loc.gettext
-    method = result.selection.method
-    if method == "given":
-        return _("The model you chose.")
-    if method == "physics":
-        return _(
-            "Kept because it models a data-parallel step (compute, then a ring all-reduce "
-            "whose cost levels off) and the points do not decisively show contention "
-            "(F test at the 1 % level)."
-        )
-    if method == "F test":
-        return _(
-            "The points show contention decisively (F test at the 1 % level), so this "
-            "model replaces the communication model."
-        )
-    if method == "fewest parameters":
-        return _("Too few points to compare models by AICc: the model with the fewest parameters.")
-    weight = next(c.weight for c in result.selection.candidates if c.model == result.model)
-    return _(
-        "The lowest AICc of the models compared (Akaike weight %(weight)s).",
-        weight=loc.percent(weight or 0.0, 2),
-    )
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
-def _notes(page: FitPage, loc: Localizer) -> tuple[str, ...]:
-    _ = loc.gettext
-    result = page.result
-    notes = []
-    far = [p for p in result.predictions if p.extrapolated]
-    if far:
-        target = max(far, key=lambda p: p.devices)
-        for other in result.selection.others:
-            value = float(other.throughput([target.devices])[0])
-            if not target.throughput_low <= value <= target.throughput_high:
-                notes.append(
-                    _(
-                        "At %(devices)s devices %(model)s predicts %(value)s, outside this "
-                        "interval: the points cannot settle which model holds that far out.",
-                        devices=loc.number(target.devices),
-                        model=loc.gettext(MODEL_TITLES[other.model.name]),
-                        value=f"{_amount(loc, value)} {page.unit}",
-                    )
-                )
-    if result.fitted.model.offset is not None:
-        notes.append(
-            _(
-                "The communication model's growth with devices comes from the hardware you "
-                "entered; the points estimate only the throughput of one device and a fixed "
-                "cost per step, and the band spans the hardware model's uncertain inputs over "
-                "their stated ranges."
-            )
-        )
-    flag = result.selection.flag
-    if flag is not None:
-        notes.append(
-            _(
-                "The point at %(devices)s devices lies %(off)s off the fit of the others: an "
-                "outlier test flagged it, and it counts as %(weight)s of a point.",
-                devices=loc.number(flag.devices),
-                off=loc.percent(abs(flag.throughput / flag.expected - 1), 2),
-                weight=loc.number(flag.weight, 2),
-            )
-        )
-    if result.devices_per_node is None and result.model != "comm":
-        notes.append(
-            _(
-                "Without devices per node the communication model is one flat ring and cannot "
-                "show a step at a node boundary; if your points cross one, enter the node size."
-            )
-        )
-    return tuple(notes)
+def _said(said: Said, loc: Localizer, unit: str) -> str:
+    """What the fit says (a reason or a note) in the page's language, from :data:`SAID`:
+    each placeholder of the msgid written as the terminal's format spec says."""
+    message = SAID[said.code].page
+    specs = placeholders(said.code)
+    names = _PLACEHOLDER.findall(message)
+    values = {name: _value(said.ctx[name], specs[name], loc, unit) for name in names}
+    return loc.gettext(message, **values)
+
+
+def _value(value: Value, spec: str, loc: Localizer, unit: str) -> str:
+    if isinstance(value, tuple):
+        return format_list([_said(item, loc, unit) for item in value], locale=loc.locale)
+    if isinstance(value, Said):
+        return _said(value, loc, unit)
+    if isinstance(value, str):
+        return loc.gettext(MODEL_TITLES[value]) if spec == "model" else value
+    if spec == "amount":
+        return f"{_amount(loc, value)} {unit}"
+    if spec.endswith("%"):
+        return loc.percent(value, 2)
+    if isinstance(value, int):
+        return loc.number(value)
+    digits = re.search(r"\.(\d+)", spec)
+    return loc.number(value, int(digits.group(1)) if digits else 4)
 
 
 def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
     result, unit = page.result, page.unit
     base = result.baseline
-    baseline = (
-        _("one device")
-        if base.devices == 1
-        else _("%(devices)s devices, the fewest measured", devices=loc.number(base.devices))
-    )
+    baseline = _said(base.said(), loc, unit)
     last = result.predictions[-1]
     items = [
         ResultItem(
             key="model",
             label=_("Model"),
             value=_(MODEL_TITLES[result.model]),
-            sentence=_reason(result, loc),
+            sentence=_said(result.selection.reason, loc, unit),
             primary=True,
         ),
         ResultItem(
@@ -310,7 +268,8 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
                 sentence=_say(said["r_squared"], loc, unit),
             )
         )
-    return Presentation(items=tuple(items), notes=_notes(page, loc))
+    notes = tuple(_said(note, loc, unit) for note in result.notes)
+    return Presentation(items=tuple(items), notes=notes)
 
 
 def chart(page: FitPage, loc: Localizer) -> str:
