@@ -1,0 +1,80 @@
+"""``dpscale`` loads only the command that runs; its help lists every command from the table in
+cli/main.py without importing one. Start-up time itself is measured by
+benchmarks/bench_startup.py, never asserted here."""
+
+import inspect
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpscale.cli.main import COMMANDS, load, main
+
+
+def _modules_loaded_by(args: list[str]) -> list[str]:
+    probe = (
+        "import json, sys\n"
+        "from dpscale.cli.main import main\n"
+        f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('dpscale.cli.'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("module", sorted({listed.module for listed in COMMANDS.values()}))
+def test_the_table_names_each_command_of_a_module_and_its_help(module: str) -> None:
+    commands = load(module)
+    assert sorted(commands) == sorted(name for name, it in COMMANDS.items() if it.module == module)
+    for name, command in commands.items():
+        # what typer's listing shows: the first paragraph of the help, its line breaks kept
+        shown = inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
+        assert COMMANDS[name].help == shown, name
+
+
+def test_the_help_lists_every_command_in_order_and_imports_none(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    listed = [
+        line.split()[1]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("│ ") and line.split()[1] in COMMANDS
+    ]
+    assert listed == list(COMMANDS)
+    assert _modules_loaded_by(["--help"]) == ["dpscale.cli._common", "dpscale.cli.main"]
+
+
+BORROWS = {"fit": {"calculators"}}
+"""Command modules that another imports: fit builds its options as the calculators do."""
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_command_loads_only_its_own_module(name: str) -> None:
+    loaded = set(_modules_loaded_by([name, "--help"]))
+    shared = {"dpscale.cli._common", "dpscale.cli._text", "dpscale.cli.main"}
+    own = {COMMANDS[name].module, *BORROWS.get(name, ())}
+    assert loaded - shared == {f"dpscale.cli.{module}" for module in own}
+
+
+@pytest.mark.parametrize(
+    ("typed", "error"),
+    [
+        ("predcit", "dpscale: error: No such command 'predcit'. Did you mean 'predict'?\n"),
+        ("calx", "dpscale: error: No such command 'calx'. Did you mean 'calc'?\n"),
+        ("feedbak", "dpscale: error: No such command 'feedbak'. Did you mean 'feedback'?\n"),
+        ("bogus", "dpscale: error: No such command 'bogus'.\n"),
+    ],
+)
+def test_a_mistyped_command_is_suggested_from_every_command(
+    capsys: pytest.CaptureFixture[str], typed: str, error: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([typed, "--json"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == error
