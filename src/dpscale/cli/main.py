@@ -17,7 +17,8 @@ from dpscale.cli._common import handle_errors
 
 class Listed(NamedTuple):
     module: str
-    """The module of ``dpscale.cli`` whose ``register(app)`` adds the command."""
+    """The module of ``dpscale.cli`` whose ``register(app)`` adds the command (for a
+    calculator, ``register(app, name)``: its description, described once in spec/)."""
     help: str
     """The first paragraph of the command's help: ``dpscale --help`` lists every command
     without importing one (tests/cli/test_startup.py checks it against the module's)."""
@@ -66,10 +67,15 @@ _LISTING = "dpscale.listing"
 """Set in the context's ``meta`` while the help lists the commands."""
 
 
-def load(module: str) -> dict[str, typer.core.TyperCommand | TyperGroup]:
-    """The commands that ``dpscale.cli.<module>`` registers, by name."""
+def load(name: str) -> dict[str, TyperCommand | TyperGroup]:
+    """The command ``name`` by name, with any other that its module adds along with it."""
+    listed = COMMANDS[name]
     registering = typer.Typer(add_completion=False)
-    importlib.import_module(f"dpscale.cli.{module}").register(registering)
+    module = importlib.import_module(f"dpscale.cli.{listed.module}")
+    if listed.module == "calculators":
+        module.register(registering, name)  # one command per description: built alone
+    else:
+        module.register(registering)
     return dict(typer.main.get_group(registering).commands)  # type: ignore[arg-type]
 
 
@@ -87,7 +93,7 @@ class _LazyGroup(TyperGroup):
         if ctx.meta.get(_LISTING):
             return TyperCommand(name=cmd_name, help=listed.help)
         if cmd_name not in self.commands:
-            self.commands.update(load(listed.module))
+            self.commands.update(load(cmd_name))
         return self.commands[cmd_name]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
