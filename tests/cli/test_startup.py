@@ -57,7 +57,7 @@ def test_the_help_lists_every_command_in_order_and_imports_none(
         if line.startswith("│ ") and line.split()[1] in COMMANDS
     ]
     assert listed == list(COMMANDS)
-    assert _modules_loaded_by(["--help"]) == ["dpscale.cli._common", "dpscale.cli.main"]
+    assert _modules_loaded_by(["--help"]) == ["dpscale.cli._plugins", "dpscale.cli.main"]
 
 
 BORROWS = {"fit": {"calculators"}}
@@ -67,7 +67,12 @@ BORROWS = {"fit": {"calculators"}}
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_a_command_loads_only_its_own_module(name: str) -> None:
     loaded = set(_modules_loaded_by([name, "--help"]))
-    shared = {"dpscale.cli._common", "dpscale.cli._text", "dpscale.cli.main"}
+    shared = {
+        "dpscale.cli._common",
+        "dpscale.cli._plugins",
+        "dpscale.cli._text",
+        "dpscale.cli.main",
+    }
     own = {COMMANDS[name].module, *BORROWS.get(name, ())}
     assert loaded - shared == {f"dpscale.cli.{module}" for module in own}
 

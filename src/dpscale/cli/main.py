@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from dpscale.cli._common import handle_errors
+from dpscale.cli._plugins import skip_empty_plugin_scan
 
 
 class Listed(NamedTuple):
@@ -71,6 +71,7 @@ def load(name: str) -> dict[str, TyperCommand | TyperGroup]:
     """The command ``name`` by name, with any other that its module adds along with it."""
     listed = COMMANDS[name]
     registering = typer.Typer(add_completion=False)
+    skip_empty_plugin_scan()  # before the module builds a model
     module = importlib.import_module(f"dpscale.cli.{listed.module}")
     if listed.module == "calculators":
         module.register(registering, name)  # one command per description: built alone
@@ -160,5 +161,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr.write("dpscale: interrupted\n")
         raise SystemExit(130) from None
     except Exception as exc:  # user errors become one line; anything else is a bug and re-raised
+        from dpscale.cli._common import handle_errors  # not before: the help needs no model
+
         handle_errors(exc)
     raise SystemExit(status if isinstance(status, int) else 0)
