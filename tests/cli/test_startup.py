@@ -93,3 +93,29 @@ def test_a_mistyped_command_is_suggested_from_every_command(
         main([typed, "--json"])
     assert exited.value.code == 2
     assert capsys.readouterr().err == error
+
+
+def _collector_after(code: str) -> dict[str, object]:
+    probe = (
+        "import gc, json\n"
+        "from dpscale.cli.main import load, main\n"
+        f"{code}\n"
+        "print(json.dumps({'enabled': gc.isenabled(), 'frozen': gc.get_freeze_count()}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_the_collector_runs_again_once_the_command_is_loaded() -> None:
+    frozen = _collector_after("load('calc')")
+    assert frozen["enabled"] is True
+    assert isinstance(frozen["frozen"], int)
+    assert frozen["frozen"] > 10_000
+    # once per module: the objects made later, by the caller, are left to the collector
+    assert _collector_after("load('calc')\n[{} for _ in range(50_000)]\nload('calc')") == frozen
+
+
+def test_a_collector_paused_by_the_caller_stays_paused() -> None:
+    assert _collector_after("gc.disable()\nload('calc')") == {"enabled": False, "frozen": 0}
