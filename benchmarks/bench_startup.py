@@ -7,7 +7,9 @@ Prints the median and the best wall time of each command, their ratios to ``pyth
 more than any one time) and the median CPU time (user + system) of the process, which a
 shared machine disturbs less than the wall time. ``--before`` runs the dpscale commands of a
 second source tree too (``git worktree add`` or ``git archive`` of an older commit), in the
-same interleaved rounds, for figures side by side.
+same interleaved rounds, for figures side by side. ``--instructions`` counts the
+instructions of each command once under valgrind as well: a figure that the machine's load
+does not move, for changes of a few per cent.
 
 dpscale's bytecode is compiled first, as an installed package has it: run from a source tree
 under ``PYTHONDONTWRITEBYTECODE`` every start would otherwise compile each module again.
@@ -21,6 +23,8 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -92,10 +96,38 @@ def _calc_loaded(env: dict[str, str]) -> tuple[list[str], int]:
     return [name for name in heavy.removeprefix("HEAVY:").split(",") if name], int(count)
 
 
+def _instructions(args: list[str], env: dict[str, str]) -> float:
+    """Millions of instructions that ``python *args`` executes (valgrind's callgrind, string
+    hashing fixed): the same on a loaded machine as on an idle one, ~50x slower to run."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, *args],
+        env={**env, "PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"valgrind gave no count for {args}: {done.stderr[-500:]}")
+    return int(found.group(1)) / 1e6
+
+
+def _print_instructions(commands: dict[str, tuple[list[str], dict[str, str]]]) -> None:
+    counts = {name: _instructions(args, env) for name, (args, env) in commands.items()}
+    print(f"\n{'instructions (callgrind)':42} {'millions':>9} {'x bare':>7} {'x before':>9}")
+    for name, count in counts.items():
+        before = counts.get("before: " + name)
+        ratio = f"{count / before:8.2f}x" if before else ""
+        print(f"{name:42} {count:9.1f} {count / counts['python -c pass']:6.1f}x {ratio:>9}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--before", type=Path, help="the src/ folder of an older tree")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions too (needs valgrind)"
+    )
     options = parser.parse_args()
     trees = {"": SRC} | ({"before: ": options.before.resolve()} if options.before else {})
     commands: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -124,6 +156,8 @@ def main() -> None:
             f"{name:42} {median * 1000:6.0f} ms {median / base:6.1f}x "
             f"{best * 1000:8.0f} ms {best / base_best:6.1f}x {cpu * 1000:8.0f} ms"
         )
+    if options.instructions and shutil.which("valgrind"):
+        _print_instructions(commands)
     for prefix, src in trees.items():
         heavy, count = _calc_loaded(_environment(src))
         print(
