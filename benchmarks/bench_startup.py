@@ -118,7 +118,8 @@ def _print_instructions(commands: dict[str, tuple[list[str], dict[str, str]]]) -
     for name, count in counts.items():
         before = counts.get("before: " + name)
         ratio = f"{count / before:8.2f}x" if before else ""
-        print(f"{name:42} {count:9.1f} {count / counts['python -c pass']:6.1f}x {ratio:>9}")
+        line = f"{name:42} {count:9.1f} {count / counts['python -c pass']:6.1f}x {ratio:>9}"
+        print(line.rstrip())
 
 
 def main() -> None:
