@@ -198,4 +198,7 @@ def test_calc_loads_only_what_it_needs() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     loaded = done.stdout.strip().splitlines()[-1]
-    assert loaded == "['dpscale.cli._common', 'dpscale.cli.calculators', 'dpscale.cli.main']"
+    assert loaded == (
+        "['dpscale.cli._common', 'dpscale.cli._plugins', 'dpscale.cli.calculators', "
+        "'dpscale.cli.main']"
+    )

@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from dpscale.cli._common import JSON_HELP, fail, number, percent, print_json
-from dpscale.spec import DESCRIPTIONS, Description, Input, Number, Param, Percentage, fill
+from dpscale.spec import Description, Input, Number, Param, Percentage, fill
 from dpscale.validation import InputError
 
 
@@ -110,8 +110,12 @@ def command(description: Description) -> Callable[..., None]:
     return run
 
 
-def register(app: typer.Typer) -> None:
-    for description in DESCRIPTIONS:
+def register(app: typer.Typer, name: str | None = None) -> None:
+    """Add the command of each description, or the command ``name`` alone: a description
+    imports its calculator's input models, and ``dpscale calc`` needs the scaling one's only."""
+    from dpscale import spec
+
+    for description in (spec.described(name),) if name else spec.DESCRIPTIONS:
         epilog = ("Example: " if len(description.examples) == 1 else "Examples: ") + "; ".join(
             description.examples
         )

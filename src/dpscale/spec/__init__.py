@@ -4,24 +4,33 @@ The CLI (:mod:`dpscale.cli.calculators`) and the web pages build their options, 
 and result panels from these descriptions; this layer imports neither.
 """
 
-from dpscale.spec.batch import BATCH
-from dpscale.spec.bubble import BUBBLE
-from dpscale.spec.description import (
-    N_,
-    Description,
-    Formula,
-    Input,
-    Number,
-    Param,
-    Percentage,
-    Result,
-    fill,
-)
-from dpscale.spec.scaling import SCALING
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpscale.spec.batch import BATCH
+    from dpscale.spec.bubble import BUBBLE
+    from dpscale.spec.description import (
+        N_,
+        Description,
+        Formula,
+        Input,
+        Number,
+        Param,
+        Percentage,
+        Result,
+        fill,
+    )
+    from dpscale.spec.scaling import SCALING
+
+    DESCRIPTIONS: tuple[Description, ...]
 
 __all__ = [
     "BATCH",
     "BUBBLE",
+    "DESCRIBED",
     "DESCRIPTIONS",
     "N_",
     "SCALING",
@@ -32,8 +41,40 @@ __all__ = [
     "Param",
     "Percentage",
     "Result",
+    "described",
     "fill",
 ]
 
-DESCRIPTIONS = (SCALING, BATCH, BUBBLE)
-"""Every described calculator, in the order of ``dpscale --help`` and the index page."""
+DESCRIBED = {"calc": "scaling", "batch": "batch", "bubble": "bubble"}
+"""Every described calculator, in the order of ``dpscale --help`` and the index page: its
+command and the module of this package describing it, as the module's name in capitals
+(``scaling.SCALING``)."""
+
+
+def described(command: str) -> Description:
+    """The description of ``command``, importing no other: each builds its calculator's
+    input models, and ``dpscale calc`` needs the scaling calculator's alone."""
+    module = DESCRIBED[command]
+    description: Description = getattr(
+        importlib.import_module(f"{__name__}.{module}"), module.upper()
+    )
+    return description
+
+
+def __getattr__(name: str) -> object:
+    # Names are imported when first used (PEP 562), a description only with its own module.
+    value: object
+    if name == "DESCRIPTIONS":
+        value = tuple(described(command) for command in DESCRIBED)
+    elif name.isupper() and name.lower() in DESCRIBED.values():
+        value = getattr(importlib.import_module(f"{__name__}.{name.lower()}"), name)
+    elif name in __all__:
+        value = getattr(importlib.import_module(f"{__name__}.description"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
