@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from dpscale.cli._plugins import skip_empty_plugin_scan
+from dpscale.spec import DESCRIBED
 
 
 class Listed(NamedTuple):
@@ -27,21 +28,7 @@ class Listed(NamedTuple):
 
 
 COMMANDS = {
-    "calc": Listed(
-        "calculators",
-        "Ideal and actual throughput and the speedup of data-parallel training from device "
-        "count, per-device throughput and scaling efficiency.",
-    ),
-    "batch": Listed(
-        "calculators",
-        "Global batch size and tokens per optimizer step from micro-batch, data-parallel "
-        "devices and gradient accumulation.",
-    ),
-    "bubble": Listed(
-        "calculators",
-        "The idle share of a pipeline-parallel training step from the number of stages, "
-        "micro-batches and virtual stages.",
-    ),
+    **{command: Listed("calculators", entry.summary) for command, entry in DESCRIBED.items()},
     "predict": Listed(
         "predict",
         "Predict data-parallel scaling efficiency from model size, batch, precision and network.",
@@ -63,7 +50,8 @@ COMMANDS = {
         "feedback", "Feedback sent from the web pages (stored in DPSCALE_DATABASE_URL)."
     ),
 }
-"""Every command, in the order of ``dpscale --help`` (typer lists commands before groups)."""
+"""Every command, in the order of ``dpscale --help`` (typer lists commands before groups); a
+described calculator's summary is in ``dpscale.spec.DESCRIBED``, added there with it."""
 
 _LISTING = "dpscale.listing"
 """Set in the context's ``meta`` while the help lists the commands."""
