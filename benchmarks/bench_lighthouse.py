@@ -83,7 +83,7 @@ def lighthouse(program: Path, url: str, out: Path) -> dict[str, float | str]:
     scores["cpu_index"] = round(report["environment"]["benchmarkIndex"])
     tasks = audits["long-tasks"].get("details", {}).get("items", [])
     longest = max(tasks, key=lambda task: task["duration"], default=None)
-    # A task no script or document is blamed for is the browser's own: style, layout, paint.
+    # Lighthouse blames a task on a script, the document or "Unattributable" (the browser's own).
     scores["longest"] = (
         f"{round(longest['duration'])} {Path(longest['url'].split('?')[0]).name or 'browser'}"
         if longest
