@@ -132,6 +132,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lighthouse", type=Path, default=LIGHTHOUSE)
     parser.add_argument("--against", type=Path, help="a second source tree, run in turn")
+    parser.add_argument("--keep", type=Path, help="a folder to keep each run's JSON report in")
     args = parser.parse_args()
     if not args.lighthouse.exists():
         sys.exit(f"no {args.lighthouse}: npm install --prefix .tools lighthouse@12.2.3")
@@ -150,10 +151,13 @@ def main() -> None:
         for server, base in servers.values():
             wait_until_up(base, server)
         with tempfile.TemporaryDirectory() as tmp:
+            folder = args.keep or Path(tmp)
+            folder.mkdir(parents=True, exist_ok=True)
             for run in range(args.runs):
-                for tree, (_, base) in servers.items():
+                for number, (tree, (_, base)) in enumerate(servers.items()):
                     for page in PAGES:
-                        out = Path(tmp) / f"{run}.json"
+                        name = f"tree{number}{page.replace('/', '_')}-{run}.json"
+                        out = folder / name
                         results[tree][page].append(lighthouse(args.lighthouse, base + page, out))
     finally:
         for server, _ in servers.values():
