@@ -10,7 +10,8 @@ Lighthouse simulates it, 4x CPU slowdown). Needs Node and Lighthouse:
 
 ``--against DIR`` serves a second source tree (say ``git worktree add /tmp/before HEAD~3``) from
 a second server and runs it in turn with this one, so a change is measured side by side under
-the same load. ``--lighthouse`` points at another installation (a worktree without ``.tools``).
+the same load. ``--lighthouse`` points at another installation (a worktree without ``.tools``),
+``--keep DIR`` keeps each run's JSON report (``long-tasks``, ``mainthread-work-breakdown``).
 
 Lighthouse's own CPU benchmark index is printed too: below ~1000 it calls the machine slow or
 loaded, and the performance score then says as much about the machine as about the page.
