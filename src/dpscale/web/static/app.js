@@ -212,22 +212,52 @@
 
   /* A table or formula wider than its box scrolls sideways; keyboard users reach it with Tab
    * (and scroll it with the arrow keys) only if it is focusable, so only then is it made so,
-   * named after its caption: no extra Tab stop where everything fits. */
+   * named after its caption: no extra Tab stop where everything fits.
+   * A box is measured in a ResizeObserver's callback, which runs after the browser's own
+   * layout, so measuring lays nothing out: reading the sizes at start forced the whole page's
+   * layout, the article's included (content-visibility: auto), in the load's longest task.
+   * Until a box is measured it counts as wide, so Tab never skips it: one in a part of the
+   * page that is not drawn yet is measured when that part is. */
+  var SCROLL_BOXES = '.table-scroll, .formula-list dd, [data-live="chart"]';
+  var SCROLL_ATTRIBUTES = ["tabindex", "data-scroll-box", "role", "aria-label"];
+
+  function markScrollBox(box, wide) {
+    if (wide && !box.hasAttribute("tabindex")) {
+      box.setAttribute("tabindex", "0");
+      box.setAttribute("data-scroll-box", "");
+      var caption = box.querySelector("caption, figcaption");
+      if (caption) {
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", caption.textContent.trim());
+      }
+    } else if (!wide && box.hasAttribute("data-scroll-box") && box !== document.activeElement) {
+      // A box that has the focus keeps its Tab stop: taking it away would drop the focus.
+      SCROLL_ATTRIBUTES.forEach(function (name) {
+        box.removeAttribute(name);
+      });
+    }
+  }
+
+  var measured = window.ResizeObserver && new ResizeObserver(function (entries) {
+    // All sizes first, then the attributes: no write comes between two reads.
+    var wide = entries.map(function (entry) {
+      return entry.target.scrollWidth > entry.target.clientWidth + 1;
+    });
+    entries.forEach(function (entry, i) {
+      markScrollBox(entry.target, wide[i]);
+    });
+  });
+  var watched = measured ? new WeakSet() : null;
+
+  /* At start and after each live update (new tables, a new chart): observing a box again
+   * measures it again once the browser has laid it out. */
   function markScrollBoxes() {
-    each('.table-scroll, .formula-list dd, [data-live="chart"]', function (box) {
-      var wide = box.scrollWidth > box.clientWidth + 1;
-      if (wide && !box.hasAttribute("tabindex")) {
-        box.setAttribute("tabindex", "0");
-        box.setAttribute("data-scroll-box", "");
-        var caption = box.querySelector("caption, figcaption");
-        if (caption) {
-          box.setAttribute("role", "region");
-          box.setAttribute("aria-label", caption.textContent.trim());
-        }
-      } else if (!wide && box.hasAttribute("data-scroll-box")) {
-        ["tabindex", "data-scroll-box", "role", "aria-label"].forEach(function (name) {
-          box.removeAttribute(name);
-        });
+    each(SCROLL_BOXES, function (box) {
+      if (!measured || !watched.has(box)) markScrollBox(box, true);
+      if (measured) {
+        watched.add(box);
+        measured.unobserve(box);
+        measured.observe(box);
       }
     });
   }
@@ -261,7 +291,6 @@
 
   function start() {
     markScrollBoxes();
-    window.addEventListener("resize", debounce(markScrollBoxes, 150));
     reportHeight();
     followPreviewHeight();
     each("form[data-calculator]", setupCalculator);
