@@ -6,8 +6,10 @@
 Starts ``dpscale serve`` on a free loopback port (its own SQLite file), then loads each target
 at each connection count with wrk (Debian's ``wrk``) or, without it, a bounded Python client
 (threads over keep-alive connections; it measures less than wrk can on the same machine).
-Prints requests/s, p50 and p99 latency and errors per target, the page's requests/s as a share
-of the static asset's at each connection count, the page weight (HTML + CSS + JS, chart
+Prints requests/s, p50 and p99 latency, errors and the server's CPU time per request (its
+processes' user + system time over the cell, from /proc: what a request costs the server
+whatever share of the cores it got) per target, the page's requests/s as a share of the static
+asset's at each connection count, the page weight (HTML + CSS + JS, chart
 excluded) and whether each target of the issue is met:
 
 - the page at >= 50 % of the static asset's requests/s,
@@ -83,6 +85,32 @@ class Figures:
     p99_ms: float
     errors: int
     requests: int
+    server_cpu_ms: float = float("nan")
+    """The server's CPU time per request (all its processes), nan where /proc is not there."""
+
+
+def _server_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) used so far by process ``root`` and its descendants (the
+    workers), read from /proc; nan where there is none."""
+    stats: dict[int, tuple[int, float]] = {}  # pid: (parent, seconds)
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile, or no /proc
+            continue
+        stats[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    if root not in stats:
+        return float("nan")
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    family, total = [root], 0.0
+    while family:
+        pid = family.pop()
+        total += stats[pid][1]
+        family += children.get(pid, [])
+    return total
 
 
 def _free_port() -> int:
@@ -259,6 +287,7 @@ def main() -> None:
             for run, connections in enumerate(counts):
                 first = 1 + run * FRESH_RANGE
                 for name, path in targets.items():
+                    before = _server_cpu_s(server.pid)
                     if use_wrk:
                         lua = None
                         if path == "varied":
@@ -274,6 +303,8 @@ def main() -> None:
                     else:
                         asked = first if path == "varied" else path
                         figures = _python_client(port, asked, connections, args.duration)
+                    used_s = _server_cpu_s(server.pid) - before
+                    figures.server_cpu_ms = 1000 * used_s / max(figures.requests, 1)
                     results[name, connections] = figures
         finally:
             server.terminate()
@@ -290,11 +321,14 @@ def main() -> None:
         f"{os.cpu_count()} CPUs (client and server share them), load average before "
         f"{load[0]:.1f}, after {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'target':18} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
+    print(
+        f"{'target':18} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} "
+        f"{'server CPU ms/req':>18}"
+    )
     for (name, connections), f in results.items():
         print(
             f"{name:18} {connections:5d} {f.requests_per_s:9.0f} {f.p50_ms:8.2f} "
-            f"{f.p99_ms:8.2f} {f.errors:7d}"
+            f"{f.p99_ms:8.2f} {f.errors:7d} {f.server_cpu_ms:18.3f}"
         )
     print()
     met: list[tuple[str, bool]] = []
@@ -307,9 +341,13 @@ def main() -> None:
             results["page, new inputs", connections].requests_per_s
             / results["static CSS", connections].requests_per_s
         )
+        cpu = (
+            results["static CSS", connections].server_cpu_ms
+            / results["page, new inputs", connections].server_cpu_ms
+        )
         print(
             f"page / static at {connections:2d} connections: {ratio:6.0%}   "
-            f"(new inputs / static: {fresh:.0%})"
+            f"(new inputs / static: {fresh:.0%}; by server CPU per request: {cpu:.0%})"
         )
         met.append(
             (

@@ -69,7 +69,9 @@ def create_app() -> FastAPI:
         compile_templates(lang.code)  # and a worker's first page of a language costs no 150 ms
     calculators()
     chart_version()  # hashes the package's sources once, before the first chart is linked
-    # innermost: costly requests (charts, fits, long predictions) take turns; read now, so a
+    # innermost: pages, embeds and fragments built without the router's dispatch
+    app.add_middleware(views.DirectPages)
+    # costly requests (charts, fits, long predictions) take turns; read now, so a
     # bad setting stops start-up
     app.add_middleware(BudgetMiddleware, budget=Budget.from_env())
     app.add_middleware(ResponseCache)  # answers repeated public GETs from memory, before a turn

@@ -204,44 +204,75 @@ def _article(calc: Calculator, code: str) -> Markup:
 
 
 def prepare_articles() -> None:
-    """Build every calculator's article and worked example in every language now: a worker's
-    first page of each costs no more than its next (the fit article computes a fit: 1.4 s)."""
+    """Build every calculator's article, worked example and page constants in every language
+    now: a worker's first page of each costs no more than its next (the fit article computes a
+    fit: 1.4 s)."""
     for calc in calculators().values():
         for lang in LANGUAGES:
-            _article(calc, lang.code)
+            _constants(calc, lang.code)
 
 
 def _formulas(calc: Calculator, loc: Localizer) -> list[tuple[str, Markup]]:
     return [(loc.gettext(f.label), mathml(f.latex, "inline")) for f in calc.formulas]
 
 
+@cache  # what a page's context holds whatever its inputs: built once per calculator and language
+def _constants(calc: Calculator, code: str) -> dict[str, Any]:
+    loc = localizer(code)
+    every = list(calculators().values())
+    example_inputs, example = _example(calc, loc)
+    return {
+        "lang": code,
+        "loc": loc,
+        "calc": calc,
+        "title": loc.gettext(calc.title),
+        "summary": loc.gettext(calc.summary),
+        "page_path": f"/{code}/{calc.slug}",
+        "reset_href": f"/{code}/{calc.slug}?" + query_string(calc, calc.defaults()),
+        "embed_message": EMBED_MESSAGE,
+        "in_embed": False,
+        "fragment_path": f"/fragment/{code}/{calc.slug}",
+        "chart_alt": loc.gettext(calc.chart_alt) if calc.chart_alt else "",
+        "has_chart": calc.chart is not None,
+        "formulas": _formulas(calc, loc),
+        "article_html": _article(calc, code),
+        "others": [other for other in every if other.slug != calc.slug],
+        "calc_titles": {other.slug: loc.gettext(other.title) for other in every},
+        "calc_summaries": {other.slug: loc.gettext(other.summary) for other in every},
+        "example_inputs": example_inputs,
+        "example": example,
+        "updated": loc.date(calc.updated),
+        "updated_iso": calc.updated.isoformat(),
+        # The skip link lands in the first box, not on the breadcrumb above the title.
+        "skip_to": "in-" + next(f.name for f in calc.fields if not f.advanced),
+        "feedback_sent": False,
+        "feedback_error": "",
+        "feedback_comment": "",
+        "feedback_helpful": "",
+        "max_comment": MAX_COMMENT_LENGTH,
+    }
+
+
 def calculator_context(
     request: Request, calc: Calculator, code: str, state: FormState, **extra: Any
 ) -> dict[str, Any]:
+    constants = _constants(calc, code)
     loc = localizer(code)
     base = site_url(request)
     query = query_string(calc, state.canonical)
     suffix = f"?{query}" if query else ""
-    page_path = f"/{code}/{calc.slug}"
+    page_path = constants["page_path"]
     page_url = base + page_path + suffix
-    title = loc.gettext(calc.title)
+    title = constants["title"]
     items = state.presentation.items if state.presentation else ()
     headline = items[0].sentence if items else ""
-    every = list(calculators().values())
-    example_inputs, example = _example(calc, loc)
     now = datetime.now(UTC)
     context: dict[str, Any] = {
-        "lang": code,
-        "loc": loc,
-        "calc": calc,
-        "title": title,
-        "summary": loc.gettext(calc.summary),
+        **constants,
         "state": state,
         "fields": _fields(calc, state, loc),
         "query": query,
-        "page_path": page_path,
         "page_url": page_url,
-        "reset_href": page_path + "?" + query_string(calc, calc.defaults()),
         "embed_path": f"/embed/{code}/{calc.slug}{suffix}",
         "embed_url": f"{base}/embed/{code}/{calc.slug}{suffix}",
         "embed_snippet": embed_snippet(
@@ -250,40 +281,19 @@ def calculator_context(
             EMBED_HEIGHTS.get(calc.slug, 760),
             base,
         ),
-        "embed_message": EMBED_MESSAGE,
-        "in_embed": False,
-        "fragment_path": f"/fragment/{code}/{calc.slug}",
         "chart_src": (
             f"/chart/{code}/{calc.slug}.svg?{query}{'&' if query else ''}v={chart_version()}"
             if calc.chart and state.valid
             else ""
         ),
-        "chart_alt": loc.gettext(calc.chart_alt) if calc.chart_alt else "",
-        "has_chart": calc.chart is not None,
         "share": _share_links(title, headline, page_url, loc),
-        "formulas": _formulas(calc, loc),
-        "article_html": _article(calc, code),
         "alternates": [
             (lang.code, lang.name, f"{base}/{lang.code}/{calc.slug}{suffix}") for lang in LANGUAGES
         ],
         "x_default": f"{base}/en/{calc.slug}",
         "canonical": f"{base}{page_path}",
-        "others": [other for other in every if other.slug != calc.slug],
-        "calc_titles": {other.slug: loc.gettext(other.title) for other in every},
-        "calc_summaries": {other.slug: loc.gettext(other.summary) for other in every},
-        "example_inputs": example_inputs,
-        "example": example,
-        "updated": loc.date(calc.updated),
-        "updated_iso": calc.updated.isoformat(),
         "today": loc.date(now.date()),
         "today_iso": now.date().isoformat(),
-        # The skip link lands in the first box, not on the breadcrumb above the title.
-        "skip_to": "in-" + next(f.name for f in calc.fields if not f.advanced),
-        "feedback_sent": False,
-        "feedback_error": "",
-        "feedback_comment": "",
-        "feedback_helpful": "",
-        "max_comment": MAX_COMMENT_LENGTH,
     }
     context.update(extra)
     return context

@@ -143,6 +143,12 @@ class ServerLimits:
         }
 
 
+WORKER_HEALTHCHECK_S = 60
+"""How long uvicorn's parent waits for a worker to answer its health check (uvicorn: 5 s). A
+worker builds every article before it serves, holding the interpreter's lock for long stretches:
+on 2 cores shared with other work that took over 5 s, and uvicorn killed each new worker as
+hung and started another, for as long as the load lasted."""
+
 APP = "dpscale.web.app:create_served_app"
 """The app factory each worker calls (uvicorn imports it by this name): the app, warmed."""
 
@@ -173,5 +179,6 @@ def run(
         port=port,
         workers=workers,
         log_level="info",
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         **limits.uvicorn_options(forwarded_allow_ips),
     )
