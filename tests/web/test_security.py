@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from html.parser import HTMLParser
 
 import httpx
@@ -93,3 +94,17 @@ def test_static_assets_are_served_by_the_app_and_cached(client: httpx.Client) ->
         response = client.get(url)
         assert response.status_code == 200
         assert "immutable" in response.headers["cache-control"]
+
+
+@pytest.mark.parametrize("slug", list(calculators()))
+def test_control_characters_in_a_query_never_reach_the_page(
+    client: httpx.Client, slug: str
+) -> None:
+    # A NUL (or any C0/C1 control) typed into a query was written back into the page's field
+    # and print report; HTML forbids them. Each box keeps its other characters.
+    calc = calculators()[slug]
+    query = {f.name: "6\x004\x07\x9b" for f in calc.fields}
+    html = client.get(f"/en/{slug}", params=query).text
+    controls = [c for c in html if unicodedata.category(c) == "Cc" and c not in "\t\n\r"]
+    assert controls == []
+    assert 'value="64"' in html or ">64</textarea>" in html

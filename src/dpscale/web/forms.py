@@ -46,8 +46,23 @@ def _values(calc: Calculator, query: Mapping[str, str]) -> dict[str, str]:
     if not any(f.name in query for f in calc.fields):
         return calc.defaults()
     return {
-        f.name: str(query[f.name]).strip()[: f.max_length] for f in calc.fields if f.name in query
+        f.name: _printable(str(query[f.name]), lines=f.rows > 0).strip()[: f.max_length]
+        for f in calc.fields
+        if f.name in query
     }
+
+
+_LINE_BREAKS = frozenset("\t\n\r")
+
+
+def _printable(text: str, *, lines: bool) -> str:
+    """``text`` without control characters (U+0000 and the like, which HTML forbids and a
+    browser would show as boxes), keeping tabs and line breaks in a box of several lines."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c for c in text if unicodedata.category(c) != "Cc" or (lines and c in _LINE_BREAKS)
+    )
 
 
 def _read_as(text: str) -> str:
