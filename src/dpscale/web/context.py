@@ -116,8 +116,8 @@ EMBED_HEIGHTS = {
     "data-parallel-scaling": 740,  # measured 713 px (Chromium, worked example, 640 px wide)
     "effective-batch-size": 720,  # 691
     "pipeline-bubble": 740,  # 705
-    "scaling-prediction": 2100,  # 2,033: the table of every device count
-    "scaling-fit": 2240,  # 2,162 with the efficiency chart, the unit and the fit's notes
+    "scaling-prediction": 2610,  # 2,533: the table of every device count and the notes
+    "scaling-fit": 2340,  # 2,267 with the efficiency chart, the unit and every fit note
 }
 """Default iframe height (px) of each embed: its content at 640 px wide, with the worked
 example's inputs; tests/web/test_embed.py checks that the content fits. The snippet's script
