@@ -22,6 +22,7 @@ from dpscale.validation import Rule, rule_of
 
 __all__ = [
     "N_",
+    "Count",
     "Description",
     "Formula",
     "Input",
@@ -53,6 +54,15 @@ class Number:
     """A parameter that each surface writes as a number (``128,000``, ``128.000``)."""
 
     value: float
+
+
+@dataclass(frozen=True)
+class Count:
+    """A whole number (devices, points): grouped on the terminal (``1,024``) unless it is an
+    option's value (``--grad-accum 1024``), in the locale's format on the page."""
+
+    value: int
+    grouped: bool = True
 
 
 @dataclass(frozen=True)

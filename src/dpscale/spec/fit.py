@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
-from dpscale.spec.description import N_, Input, Number, Percentage, Wording
+from dpscale.spec.description import N_, Count, Input, Number, Percentage, Wording
 from dpscale.spec.prediction import PREDICTION, PredictInput, preset_choices
 from dpscale.spec.scaling import UNITS
 
@@ -282,15 +282,6 @@ PARAMETER_NAMES = {
     "intra_node_cost": N_("Intra-node cost"),
 }
 """msgid of each parameter's name on the page (its JSON name is the page's tooltip)."""
-
-
-@dataclass(frozen=True)
-class Count:
-    """A device or point count: grouped on the terminal (``1,024``) unless ``grouped`` is
-    off, in the locale's format on the page."""
-
-    value: int
-    grouped: bool = True
 
 
 @dataclass(frozen=True)

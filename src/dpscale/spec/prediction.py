@@ -26,7 +26,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dpscale.spec.description import N_, Number, Wording
+from dpscale.spec.description import N_, Count, Number, Wording
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -781,15 +781,6 @@ PREDICTION = Prediction(
 # the calibration and the band. Each statement is a code and its parameters, made once here
 # (:func:`lines`) from the result; each surface writes the parameters in its own format and
 # fills its own words from :data:`LINES`.
-
-
-@dataclass(frozen=True)
-class Count:
-    """A whole number: grouped on the terminal (``1,024``) unless it is an option's value
-    (``--grad-accum 1024``), in the locale's format on the page."""
-
-    value: int
-    grouped: bool = True
 
 
 @dataclass(frozen=True)
