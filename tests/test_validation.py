@@ -95,3 +95,18 @@ def test_an_optional_percentage_keeps_its_rule() -> None:
     assert parse(OptionalPercentages, {}).target is None
     with pytest.raises(InputError, match=r"target must be a number greater than 0 and less "):
         parse(OptionalPercentages, {"target": "100"})
+
+
+def test_full_width_numbers_are_read_as_the_page_reads_them() -> None:
+    # What a Japanese input method types: full-width digits, point and percent sign.
+    parsed = parse(Example, {"devices": "６４", "share": "０．５"})
+    assert (parsed.devices, parsed.share) == (64, 0.5)
+    assert parse(PercentExample, {"value": "９０％"}).value == 90.0
+    # A text is kept as typed, and a bad full-width number is still named with its range.
+    assert parse(Example, {"devices": 1, "share": 1, "name": "６４"}).name == "６４"
+    with pytest.raises(InputError, match=r"devices must be a whole number from 1 to 1,000"):
+        parse(Example, {"devices": "０", "share": "1"})
+
+
+class PercentExample(BaseModel):
+    value: Percent

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 import types
 import typing
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -235,11 +237,36 @@ class InputError(ValueError):
 
 
 def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
-    """Validate ``data`` into ``model``; raise :class:`InputError` naming each bad field."""
+    """Validate ``data`` into ``model``; raise :class:`InputError` naming each bad field.
+
+    A number typed as text is read NFKC-normalised, as the pages read their boxes: a Japanese
+    or Chinese input method types full-width digits and signs, and the terminal and the API
+    take them as the page does.
+
+    >>> from pydantic import BaseModel
+    >>> class M(BaseModel):
+    ...     devices: int
+    ...     name: str = ""
+    >>> parse(M, {"devices": "\uff16\uff14", "name": "\uff16\uff14"})
+    M(devices=64, name='６４')
+    """
+    numeric = _numeric_fields(model)
+    values = {
+        name: unicodedata.normalize("NFKC", value)
+        if name in numeric and isinstance(value, str) and not value.isascii()
+        else value
+        for name, value in data.items()
+    }
     try:
-        return model.model_validate(dict(data))
+        return model.model_validate(values)
     except ValidationError as exc:
         raise InputError.from_validation_error(exc, model) from None
+
+
+@functools.cache
+def _numeric_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The fields of ``model`` that hold a number (texts such as a comment are kept as typed)."""
+    return frozenset(name for name in model.model_fields if rule_of(model, name).number)
 
 
 def _choices(annotation: object) -> tuple[str, ...]:

@@ -141,3 +141,14 @@ def test_api_docs_page(client: httpx.Client) -> None:
     assert "/api/v1/data-parallel-scaling" in html
     assert "devices" in html
     assert "10,000,000" in html
+
+
+def test_full_width_numbers_are_read_as_on_the_page(
+    client: httpx.Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typed = {"devices": "６４", "throughput": "２０００", "efficiency": "９０％"}
+    response = client.get("/api/v1/calc", params=typed)
+    assert response.status_code == 200
+    assert response.json()["actual_throughput"] == 115200.0
+    cli = ["calc", "--devices", "６４", "--throughput", "２０００", "--efficiency", "９０％"]
+    assert cli_json(capsys, *cli, "--json") == response.json()
