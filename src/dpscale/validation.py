@@ -36,6 +36,7 @@ from pydantic.fields import FieldInfo
 __all__ = [
     "INVALID",
     "MISSING",
+    "TOO_LONG",
     "FieldIssue",
     "InputError",
     "Percent",
@@ -52,6 +53,8 @@ MISSING = "missing"
 """Code of an issue: a required field was not given (``ctx`` is empty; the rule says what)."""
 INVALID = "invalid"
 """Code of an issue: the value breaks the field's rule (read the rule, not ``ctx``)."""
+TOO_LONG = "too_long"
+"""Code of an issue: the text is longer than a surface reads (its rule is the length)."""
 
 if TYPE_CHECKING:
     import numpy as np
@@ -215,6 +218,31 @@ class InputError(ValueError):
             field=field, rule=None, value=value, detail=message, code=code, ctx=dict(ctx or {})
         )
         return cls([issue])
+
+    @classmethod
+    def too_long(cls, texts: Mapping[str, str], limits: Mapping[str, int]) -> InputError | None:
+        """The texts longer than their field's limit, each named with it (None: none is).
+
+        A surface refuses such a text rather than cut it: a list of device counts cut at
+        its limit would be read as a shorter list, or its last count as a smaller one.
+
+        >>> err = InputError.too_long({"devices": "1,2,4,8"}, {"devices": 5})
+        >>> print(err)
+        devices must be a text of at most 5 characters (got 1,2,4,8)
+        >>> InputError.too_long({"devices": "1,2"}, {"devices": 5}) is None
+        True
+        """
+        issues = [
+            FieldIssue(
+                field=name,
+                rule=Rule(number=False, max_length=limits[name]),
+                value=text,
+                code=TOO_LONG,
+            )
+            for name, text in texts.items()
+            if name in limits and len(text) > limits[name]
+        ]
+        return cls(issues) if issues else None
 
     @classmethod
     def from_validation_error(cls, exc: ValidationError, model: type[BaseModel]) -> InputError:

@@ -299,3 +299,39 @@ def test_chart_is_svg_with_translated_labels(client: httpx.Client) -> None:
     bad = client.get("/chart/en/data-parallel-scaling.svg?devices=0&throughput=1&efficiency=1")
     assert bad.status_code == 422
     assert client.get("/chart/en/pipeline-bubble.svg").status_code == 404
+
+
+_COUNTS = ",".join(str(n) for n in range(1, 80))  # 227 characters: more than a box reads
+_PREDICTION = (
+    f"devices={_COUNTS}&params=1e9&micro_batch=8&per_device_throughput=100&hardware=dgx-a100"
+)
+
+
+@pytest.mark.parametrize(
+    ("lang", "message"),
+    [
+        ("en", f"Enter at most 200 characters. You entered: {_COUNTS[:40]}"),
+        ("ja", f"200 文字以内で入力してください（入力値：{_COUNTS[:40]}）。"),
+    ],
+)
+def test_a_text_longer_than_a_box_reads_is_refused_not_cut(
+    client: httpx.Client, lang: str, message: str
+) -> None:
+    # Cut at 200 characters, "...,69,70,7" was read as 70 counts, the last 70, not 79.
+    html = client.get(f"/{lang}/scaling-prediction?{_PREDICTION}").text
+    assert field_error(html, "devices") == message
+    assert "data-result=" not in html
+
+
+def test_the_api_refuses_a_text_longer_than_it_reads(client: httpx.Client) -> None:
+    response = client.get(f"/api/v1/predict?{_PREDICTION}")
+    assert response.status_code == 422
+    assert response.json() == {
+        "detail": [
+            {
+                "field": "devices",
+                "message": "devices must be a text of at most 200 characters "
+                f"(got {_COUNTS[:37]}...)",
+            }
+        ]
+    }

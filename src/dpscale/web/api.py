@@ -21,7 +21,7 @@ from dpscale.store.db import StoreUnavailableError
 from dpscale.store.feedback import FeedbackInput
 from dpscale.validation import InputError, Rule
 from dpscale.web.feedback import store_feedback
-from dpscale.web.forms import api_errors
+from dpscale.web.forms import api_errors, max_lengths
 from dpscale.web.i18n import localizer
 from dpscale.web.registry import Calculator, InputField, calculators
 from dpscale.web.security import same_origin
@@ -99,11 +99,14 @@ def _parameters(calc: Calculator) -> list[dict[str, Any]]:
 def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
     def compute(request: Request) -> JSONResponse:
         values = {
-            f.name: request.query_params[f.name].strip()[: f.max_length]
+            f.name: request.query_params[f.name].strip()
             for f in calc.fields
             if request.query_params.get(f.name, "").strip()
         }
         try:
+            too_long = InputError.too_long(values, max_lengths(calc))
+            if too_long is not None:
+                raise too_long
             result = calc.compute(values)
         except InputError as err:
             return _invalid(err)

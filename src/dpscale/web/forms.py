@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from dpscale.validation import FieldIssue, InputError, Rule
+from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule
 from dpscale.web.i18n import Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation
 from dpscale.web.typed_numbers import canonical_number, read_number
@@ -46,10 +46,15 @@ def _values(calc: Calculator, query: Mapping[str, str]) -> dict[str, str]:
     if not any(f.name in query for f in calc.fields):
         return calc.defaults()
     return {
-        f.name: _printable(str(query[f.name]), lines=f.rows > 0).strip()[: f.max_length]
+        f.name: _printable(str(query[f.name]), lines=f.rows > 0).strip()
         for f in calc.fields
         if f.name in query
     }
+
+
+def max_lengths(calc: Calculator) -> dict[str, int]:
+    """The most characters each field's text may have (a longer one is refused, not cut)."""
+    return {f.name: f.max_length for f in calc.fields}
 
 
 _LINE_BREAKS = frozenset("\t\n\r")
@@ -132,7 +137,7 @@ def issue_message(
         if explained:
             return explained
     spec = calc.field(issue.field)
-    if spec is not None and spec.invalid and not issue.missing:
+    if spec is not None and spec.invalid and not issue.missing and issue.code != TOO_LONG:
         message = loc.gettext(spec.invalid)
     else:
         message = rule_message(issue.rule, loc)
@@ -150,12 +155,17 @@ def issue_message(
 def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> FormState:
     """Compute ``calc`` for the query's inputs; never raises for bad input."""
     values = _values(calc, query)
+    limits = max_lengths(calc)
+    too_long = InputError.too_long(values, limits)
+    values = {name: text[: limits[name]] for name, text in values.items()}  # what the box shows
     canonical = {
         name: _canonical(calc.field(name), _read_as(text), loc) for name, text in values.items()
     }
     given = {name: text for name, text in canonical.items() if text}
     state = FormState(values=values, canonical=canonical)
     try:
+        if too_long is not None:
+            raise too_long
         state.result = calc.compute(given)
     except InputError as err:
         fields = {f.name for f in calc.fields}

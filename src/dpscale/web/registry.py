@@ -81,7 +81,7 @@ class InputField:
 
     @property
     def max_length(self) -> int:
-        """Characters read from the query (longer values are cut)."""
+        """The most characters read from the query (a longer value is refused, naming the limit)."""
         if self.rows:
             return self.rule.max_length or MAX_VALUE_LENGTH
         return MAX_VALUE_LENGTH
