@@ -157,3 +157,36 @@ def test_device_counts_to_predict_at() -> None:
     assert caught.value.issues[0].sentence("--at") == (
         "--at must be a whole number from 1 to 10,000,000 (got zero)"
     )
+
+
+@pytest.mark.parametrize("text", ["1:329,2:620,8:2456,16:4896", "1:329, 2:620\n8:2456\n16 : 4896"])
+def test_device_throughput_pairs_as_predict_measured_takes_them(text: str) -> None:
+    points = parse_points(text)
+    assert points.devices.tolist() == [1, 2, 8, 16]
+    assert points.throughput.tolist() == [329.0, 620.0, 2456.0, 4896.0]
+    assert parse_points(text).throughput.tolist() == parse_points(CSV).throughput.tolist()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1:329,2:abc", "points.csv: line 1, throughput: 'abc' is not a number"),
+        (
+            "1:329\n8 2456",
+            "points.csv: line 2: '8 2456' is not devices:throughput pairs like 1:362.4,8:2722",
+        ),
+        (
+            "1:329,0:10",
+            "points.csv: line 1, column devices must be a whole number from 1 to "
+            "10,000,000 (got 0)",
+        ),
+        (
+            "gpus," + ",".join(f"col{i}" for i in range(100)) + "\n1,2\n",
+            "points.csv: line 1: the header must name the columns devices and throughput "
+            "(missing devices, throughput; found gpus, col0, col1, col2, col3, col4, col5, "
+            "col6, col7, col...)",
+        ),
+    ],
+)
+def test_bad_pairs_and_long_headers_are_named_briefly(text: str, expected: str) -> None:
+    assert message(text) == expected

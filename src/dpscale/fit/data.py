@@ -147,6 +147,10 @@ def _number(text: object, where: str, column: str) -> float:
         raise _issue(where, f", {column}: {_shown(cell)} is not a number", NOT_A_NUMBER) from None
 
 
+def _clipped(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _shown(value: object) -> str:
     text = repr(value) if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -215,6 +219,8 @@ def _table_rows(text: str) -> list[tuple[str, object, object]]:
     if not lines:
         return []
     first_number, first = lines[0]
+    if ":" in first and _are_pairs(_pairs_of(first)):
+        return _pair_rows(lines)
     cells = _split(first)
     columns = (0, 1)
     if not all(_is_number(cell) for cell in cells if cell):
@@ -224,7 +230,7 @@ def _table_rows(text: str) -> list[tuple[str, object, object]]:
             raise _issue(
                 f"line {first_number}",
                 f": the header must name the columns devices and throughput "
-                f"(missing {', '.join(missing)}; found {', '.join(cells)})",
+                f"(missing {', '.join(missing)}; found {_clipped(', '.join(cells))})",
                 BAD_HEADER,
             )
         columns = (names.index("devices"), names.index("throughput"))
@@ -239,6 +245,32 @@ def _table_rows(text: str) -> list[tuple[str, object, object]]:
                 raise _issue(where, f", {column}: missing value", MISSING_VALUE)
             values.append(cells[index])
         rows.append((where, values[0], values[1]))
+    return rows
+
+
+def _pairs_of(line: str) -> list[str]:
+    return [cell for cell in _split(re.sub(r"\s*:\s*", ":", line.strip())) if cell]
+
+
+def _are_pairs(cells: Sequence[str]) -> bool:
+    return all(cell.count(":") == 1 for cell in cells)
+
+
+def _pair_rows(lines: Sequence[tuple[int, str]]) -> list[tuple[str, object, object]]:
+    """Rows of ``devices:throughput`` pairs, as ``predict --measured`` takes them
+    (``1:362.4,8:2722``), several to a line or one per line."""
+    rows: list[tuple[str, object, object]] = []
+    for number, line in lines:
+        cells = _pairs_of(line)
+        if not _are_pairs(cells):
+            raise _issue(
+                f"line {number}",
+                f": {_shown(line.strip())} is not devices:throughput pairs like 1:362.4,8:2722",
+                BAD_SHAPE,
+            )
+        for cell in cells:
+            devices, throughput = cell.split(":")
+            rows.append((f"line {number}", devices, throughput))
     return rows
 
 
@@ -285,13 +317,16 @@ def _json_rows(data: Any) -> list[tuple[str, object, object]]:
 
 
 def parse_points(text: str) -> Points:
-    """Points from CSV, a pasted table (comma, semicolon, tab or spaces) or JSON text.
+    """Points from CSV, a pasted table (comma, semicolon, tab or spaces), devices:throughput
+    pairs or JSON text.
 
     Raises :class:`InputError` on the field ``points``, naming the line and column.
 
     >>> parse_points('[{"devices": 2, "throughput": 19.5}, {"devices": 4, "throughput": 38}]'
     ...              ).throughput.tolist()
     [19.5, 38.0]
+    >>> parse_points("1:362.4, 8:2722").devices.tolist()
+    [1, 8]
     >>> parse_points("devices\\tthroughput\\n1\\t10\\n2\\tabc")
     Traceback (most recent call last):
     ...
