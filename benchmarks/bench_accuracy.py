@@ -1,6 +1,6 @@
 """How close ``dpscale predict`` comes to published scaling measurements; how honest its band is.
 
-    .venv/bin/python benchmarks/bench_accuracy.py [--rows] [--central-setup]
+    .venv/bin/python benchmarks/bench_accuracy.py [--rows] [--central-setup] [--gradient-passes]
 
 Each row of ``tests/model/data/published_scaling.csv`` (a copy of the project's shared
 validation set) is predicted from what a user knows of that job: the model, batch, precision,
