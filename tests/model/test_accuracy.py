@@ -28,7 +28,9 @@ pessimistic by 5.1 pp; the median error rises to 4.2 pp and 76 % are inside the 
 
 Not adopted either (``--gradient-passes``): the averaging pass over the gradients and the
 after-backward fused-buffer copies, sourced, held out by source: median 2.4 pp, worst 15.6,
-mean signed +2.4, 84 % inside; they also move the worked example (90.92 % to 89.56 % at 8).
+mean signed +2.4, 84 % inside; current PyTorch divides while copying into its buckets, so
+the separate averaging pass would charge today's jobs (the worked example: 90.92 % to 89.56 %
+at 8 devices) a cost they no longer pay.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def test_the_central_setup_loss_on_the_point_fails_held_out() -> None:
 def test_the_gradient_passes_move_the_figures_little() -> None:
     # The averaging pass and the after-backward copies (sourced in dpscale.model.costs): held
     # out by source they lower the median to 2.4 pp, the worst to 15.6 and the bias to +2.4,
-    # at the same coverage; not adopted, as they move the worked example (docs/predict.md).
+    # at the same coverage; not adopted: today's PyTorch has no separate pass (docs/predict.md).
     rows = bench.read_rows()
     scored, _ = bench.cross_validated(rows, passes=True)
     figures = bench.summary(scored)
