@@ -14,7 +14,8 @@ Each is a pure, element-wise function of numpy arrays with its formula and sourc
                      buckets and back (read + write each way) unless gradients are bucket views.
     averaging pass   t_avg = 2 * G / memory_bandwidth: the sum all-reduced becomes the mean
                      in one more pass over the fused gradients (read + write): PyTorch's
-                     reducer ``replica.contents.div_(process_group_->getSize())``, Horovod's
+                     reducer of the 1.4 era ``replica.contents.div_(process_group_->getSize())``
+                     (later ones divide while copying, ``at::mul_out``: no pass), Horovod's
                      ``ScaleBuffer`` on its fusion buffer, apex DDP's ``mul_`` on the
                      flattened bucket, Megatron-LM's local DDP ``coalesced /= world_size``.
                      Scored with the after-backward copies (Horovod's
