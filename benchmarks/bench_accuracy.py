@@ -31,15 +31,16 @@ inside the band, mean band width) for
 Then the calibrated check: each series with several device counts, calibrated on the counts
 below its largest (``--measured``) and scored on the largest.
 
-``--gradient-passes`` prints another: the averaging pass over the gradients and, for the
-implementations that all-reduce after backward, the copies into their fused buffer and back
-(``Scenario.gradient_passes``), the setup spread re-estimated with them, held out by source.
-
 ``--central-setup`` also prints an experiment the model does not adopt: the point lowered by
 the setup loss's central value (its spread :func:`central_setup_spread`, the median of the
 multi-node rows' point spreads), the band's lower edge at the 90 % level around that point
 and its upper edge reaching the point without setup loss, both spreads held out by source.
 docs/predict.md ("Accuracy") says why it was not kept.
+
+``--gradient-passes`` prints another: the averaging pass over the gradients and, for the
+implementations that all-reduce after backward, the copies into their fused buffer and back
+(``Scenario.gradient_passes``), the setup spread re-estimated with them, held out by source;
+docs/predict.md says why it is not adopted either.
 """
 
 from __future__ import annotations
