@@ -1,6 +1,6 @@
 """How close ``dpscale predict`` comes to published scaling measurements; how honest its band is.
 
-    .venv/bin/python benchmarks/bench_accuracy.py [--rows] [--central-setup]
+    .venv/bin/python benchmarks/bench_accuracy.py [--rows] [--central-setup] [--gradient-passes]
 
 Each row of ``tests/model/data/published_scaling.csv`` (a copy of the project's shared
 validation set) is predicted from what a user knows of that job: the model, batch, precision,
@@ -36,6 +36,11 @@ the setup loss's central value (its spread :func:`central_setup_spread`, the med
 multi-node rows' point spreads), the band's lower edge at the 90 % level around that point
 and its upper edge reaching the point without setup loss, both spreads held out by source.
 docs/predict.md ("Accuracy") says why it was not kept.
+
+``--gradient-passes`` prints another: the averaging pass over the gradients and, for the
+implementations that all-reduce after backward, the copies into their fused buffer and back
+(``Scenario.gradient_passes``), the setup spread re-estimated with them, held out by source;
+docs/predict.md says why it is not adopted either.
 """
 
 from __future__ import annotations
@@ -147,9 +152,17 @@ def nodes_of(row: dict[str, str], devices: str) -> int:
 
 
 def score_row(
-    row: dict[str, str], *, before: bool = False, spread: float = 0.0, central_spread: float = 0.0
+    row: dict[str, str],
+    *,
+    before: bool = False,
+    spread: float = 0.0,
+    central_spread: float = 0.0,
+    passes: bool = False,
 ) -> Scored:
     """The row's prediction; ``spread`` lowers the band's lower edge across nodes.
+
+    ``passes`` (the ``--gradient-passes`` experiment) adds the averaging pass over the
+    gradients and the fused buffer's copies after backward (``Scenario.gradient_passes``).
 
     ``central_spread`` (the ``--central-setup`` experiment) lowers the point and the stated
     band by the setup loss of that spread; the upper edge then also reaches the point without
@@ -157,7 +170,7 @@ def score_row(
     """
     base, devices = int(row["baseline_devices"]), int(row["devices"])
     query = query_of(row, f"{base},{devices}")
-    scenario = query.scenario()
+    scenario = replace(query.scenario(), gradient_passes=passes)
     counts = np.array(sorted({base, devices}), dtype=float)
     accum = np.array(
         [float(row.get("baseline_grad_accum") or row["grad_accum"]), float(row["grad_accum"])]
@@ -222,7 +235,9 @@ def setup_score(central: float, low: float, measured: float, nodes: int) -> floa
     return (1 / (1 - loss) - 1) / float(expected_max_normal(nodes))
 
 
-def setup_spread(rows: list[dict[str, str]], central_spread: float = 0.0) -> float:
+def setup_spread(
+    rows: list[dict[str, str]], central_spread: float = 0.0, passes: bool = False
+) -> float:
     """The setup spread estimated from ``rows``: how far their multi-node values fall below.
 
     Each row's score is the spread that would just put its measured value on the band's
@@ -232,7 +247,7 @@ def setup_spread(rows: list[dict[str, str]], central_spread: float = 0.0) -> flo
     scores = []
     for row in rows:
         if crosses_nodes(row):
-            s = score_row(row, central_spread=central_spread)
+            s = score_row(row, central_spread=central_spread, passes=passes)
             scores.append(setup_score(s.predicted, s.low, s.measured, nodes_of(row, "devices")))
     return conformal_quantile(scores)
 
@@ -273,7 +288,7 @@ def central_setup_spread(rows: list[dict[str, str]]) -> float:
 
 
 def cross_validated(
-    rows: list[dict[str, str]], *, central: bool = False
+    rows: list[dict[str, str]], *, central: bool = False, passes: bool = False
 ) -> tuple[list[Scored], dict[str, float]]:
     """Every row scored with the setup spread estimated without its source (and those spreads).
 
@@ -284,9 +299,16 @@ def cross_validated(
     points = dict.fromkeys(sources, 0.0)
     if central:
         points = {s: central_setup_spread([r for r in rows if _source(r) != s]) for s in sources}
-    held_out = {s: setup_spread([r for r in rows if _source(r) != s], points[s]) for s in sources}
+    held_out = {
+        s: setup_spread([r for r in rows if _source(r) != s], points[s], passes) for s in sources
+    }
     scored = [
-        score_row(row, spread=held_out[_source(row)], central_spread=points[_source(row)])
+        score_row(
+            row,
+            spread=held_out[_source(row)],
+            central_spread=points[_source(row)],
+            passes=passes,
+        )
         for row in rows
     ]
     return scored, held_out
@@ -414,6 +436,24 @@ def print_central_setup(rows: list[dict[str, str]]) -> None:
         print(f"{line}  central {100 * others:4.2f} %  lower edge {100 * held_out[source]:5.2f} %")
 
 
+def print_gradient_passes(rows: list[dict[str, str]]) -> None:
+    """The experiment not adopted: the averaging pass and the after-backward copies."""
+    scored, held_out = cross_validated(rows, passes=True)
+    print(
+        f"\nWith the averaging pass and the after-backward copies (not adopted; all rows: "
+        f"setup spread {100 * setup_spread(rows, passes=True):.2f} %), each source held out:"
+    )
+    print(summary_line("passes", summary(scored), width=28))
+    by_source: dict[str, list[Scored]] = defaultdict(list)
+    for s in scored:
+        by_source[s.source].append(s)
+    for source, members in sorted(by_source.items()):
+        line = summary_line(source, summary(members), width=28)
+        print(f"{line}  setup spread {100 * held_out[source]:5.2f} %")
+    for s in scored:
+        print(f"  {s.case:<30} {100 * s.predicted:5.1f} %  error {s.error_pp:+5.1f} pp")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print every row (markdown)")
@@ -421,6 +461,11 @@ def main() -> None:
         "--central-setup",
         action="store_true",
         help="also score the point lowered by the setup loss's central value (not adopted)",
+    )
+    parser.add_argument(
+        "--gradient-passes",
+        action="store_true",
+        help="also score the averaging pass and the after-backward copies (not adopted)",
     )
     args = parser.parse_args()
     rows = read_rows()
@@ -445,6 +490,8 @@ def main() -> None:
         print(f"{line}  setup spread {100 * held_out[source]:5.2f} %")
     if args.central_setup:
         print_central_setup(rows)
+    if args.gradient_passes:
+        print_gradient_passes(rows)
     calibrated = calibrated_series(rows)
     print(
         f"\nCalibrated with --measured on a series' smaller counts, at its next count "

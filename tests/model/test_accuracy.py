@@ -25,6 +25,12 @@ Not adopted (``--central-setup``): the point lowered by the setup loss's central
 median of the multi-node rows' point spreads (1.74 % from all rows). Held out by source it
 takes 4.80 % to the Horovod rows from the others, which are all optimistic, and makes them
 pessimistic by 5.1 pp; the median error rises to 4.2 pp and 76 % are inside the band.
+
+Not adopted either (``--gradient-passes``): the averaging pass over the gradients and the
+after-backward fused-buffer copies, sourced, held out by source: median 2.4 pp, worst 15.6,
+mean signed +2.4, 84 % inside; current PyTorch divides while copying into its buckets, so
+the separate averaging pass would charge today's jobs (the worked example: 90.92 % to 89.56 %
+at 8 devices) a cost they no longer pay.
 """
 
 from __future__ import annotations
@@ -108,6 +114,25 @@ def test_the_central_setup_loss_on_the_point_fails_held_out() -> None:
     assert horovod["mean_signed_pp"] == pytest.approx(-5.1, abs=0.05)
     for row in scored:
         assert row.low <= row.predicted <= row.high
+
+
+def test_the_gradient_passes_move_the_figures_little() -> None:
+    # The averaging pass and the after-backward copies (sourced in dpscale.model.costs): held
+    # out by source they lower the median to 2.4 pp, the worst to 15.6 and the bias to +2.4,
+    # at the same coverage; not adopted: today's PyTorch has no separate pass (docs/predict.md).
+    rows = bench.read_rows()
+    scored, _ = bench.cross_validated(rows, passes=True)
+    figures = bench.summary(scored)
+    assert figures["median_pp"] == pytest.approx(2.4, abs=0.05)
+    assert figures["worst_pp"] == pytest.approx(15.6, abs=0.05)
+    assert figures["mean_signed_pp"] == pytest.approx(2.4, abs=0.05)
+    assert figures["inside_band"] == pytest.approx(0.84)
+    assert bench.setup_spread(rows, passes=True) == pytest.approx(0.0986, abs=5e-5)
+    # A baseline of one device pays no pass: there the point can only fall.
+    default = bench.cross_validated(rows)[0]
+    for with_passes, without, row in zip(scored, default, rows, strict=True):
+        if row["baseline_devices"] == "1":
+            assert with_passes.predicted < without.predicted
 
 
 def test_a_fold_never_sees_its_own_source() -> None:

@@ -12,6 +12,17 @@ Each is a pure, element-wise function of numpy arrays with its formula and sourc
                      sqrt(m): the wait is c_micro t sqrt(m) z(N).
     bucket copies    t_copy = 4 * G / memory_bandwidth: DDP copies G gradient bytes into its
                      buckets and back (read + write each way) unless gradients are bucket views.
+    averaging pass   t_avg = 2 * G / memory_bandwidth: the sum all-reduced becomes the mean
+                     in one more pass over the fused gradients (read + write): PyTorch's
+                     reducer of the 1.4 era ``replica.contents.div_(process_group_->getSize())``
+                     (later ones divide while copying, ``at::mul_out``: no pass), Horovod's
+                     ``ScaleBuffer`` on its fusion buffer, apex DDP's ``mul_`` on the
+                     flattened bucket, Megatron-LM's local DDP ``coalesced /= world_size``.
+                     Scored with the after-backward copies (Horovod's
+                     ``MemcpyInFusionBuffer`` / ``MemcpyOutFusionBuffer`` when a response
+                     fuses more than one tensor, apex's and Megatron-LM's ``flatten`` and the
+                     ``copy_`` back) by ``bench_accuracy.py --gradient-passes``; not adopted
+                     (docs/predict.md, "Accuracy").
     fixed costs      t_fixed = o * t: what a data-parallel wrapper adds per step with no
                      communication at all (hooks, bucket bookkeeping, launch of collectives),
                      measured as a share o of a step of one micro-step t.
@@ -63,6 +74,7 @@ __all__ = [
     "OPTIMIZERS",
     "OPTIMIZER_BYTES",
     "Optimizer",
+    "average_pass_time",
     "bucket_copy_time",
     "expected_max_normal",
     "fixed_cost_time",
@@ -161,6 +173,16 @@ def bucket_copy_time(gradient_bytes: ArrayLike, memory_bandwidth: ArrayLike) -> 
     """
     g = np.asarray(gradient_bytes, dtype=float)
     return 4 * g / np.asarray(memory_bandwidth, dtype=float)
+
+
+def average_pass_time(gradient_bytes: ArrayLike, memory_bandwidth: ArrayLike) -> Any:
+    """Seconds of the pass that turns the gradients' sum into their mean: ``2 G / bandwidth``.
+
+    >>> round(float(average_pass_time(102.4e6, 900e9)) * 1e3, 3)  # ResNet-50 fp32
+    0.228
+    """
+    g = np.asarray(gradient_bytes, dtype=float)
+    return 2 * g / np.asarray(memory_bandwidth, dtype=float)
 
 
 def fixed_cost_time(micro_step_time: ArrayLike, overhead: ArrayLike) -> Any:

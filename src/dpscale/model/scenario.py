@@ -28,6 +28,7 @@ from dpscale.model.collectives import RING_PLATEAU, Algorithm
 from dpscale.model.costs import (
     DEFAULT_FRAMEWORK_OVERHEAD,
     DEFAULT_JITTER,
+    average_pass_time,
     bucket_copy_time,
     fixed_cost_time,
     optimizer_bytes_per_param,
@@ -88,6 +89,9 @@ class Scenario:
     """Horovod's cycle time in seconds (0: buckets of ``bucket_bytes``, as DDP)."""
     throughput_grad_accum: int | None = None
     """Accumulation at which ``per_device_throughput`` was measured (None: ``grad_accum``)."""
+    gradient_passes: bool = False
+    """Also the pass that averages the gradients and, after backward, the fused buffer's
+    copies (sourced in :mod:`dpscale.model.costs`; scored, not adopted: docs/predict.md)."""
 
     @property
     def gradient_bytes(self) -> float:
@@ -130,8 +134,11 @@ def step_inputs(
     network = hw.transport_efficiency if inter_efficiency is None else inter_efficiency
     bandwidth = scenario.memory_bandwidth if memory_bandwidth is None else memory_bandwidth
     per_param = scenario.optimizer_bytes if optimizer_bytes is None else optimizer_bytes
-    bucketed = scenario.overlap and scenario.strategy == "ddp"
-    copy = bucket_copy_time(scenario.gradient_bytes, bandwidth) if bucketed else 0.0
+    ddp = scenario.strategy == "ddp"
+    copied = ddp and (scenario.overlap or scenario.gradient_passes)
+    copy = bucket_copy_time(scenario.gradient_bytes, bandwidth) if copied else 0.0
+    if ddp and scenario.gradient_passes:
+        copy = copy + average_pass_time(scenario.gradient_bytes, bandwidth)
     default_overhead = 0.0 if "step_overhead" in scenario.known else DEFAULT_FRAMEWORK_OVERHEAD
     share = _first(framework_overhead, scenario.framework_overhead, default_overhead)
     micro = scenario.micro_batch / scenario.per_device_throughput
