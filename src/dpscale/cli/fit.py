@@ -46,14 +46,8 @@ def _read_text(path: str) -> str:
 
 def _run_points(run_id: str) -> tuple[str, Any]:
     """The points of a stored measurement run as CSV text, and the run itself."""
-    try:
-        from dpscale.store.runs import get_run
-    except ImportError:
-        fail(
-            "--run needs stored measurement runs (dpscale.store.runs), which this "
-            "installation does not have; pass the run's results as a CSV file instead"
-        )
     from dpscale.fit.data import points_from_run
+    from dpscale.store.runs import get_run  # the store extra; main() names it when missing
     from dpscale.validation import InputError
 
     try:

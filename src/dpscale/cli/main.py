@@ -53,6 +53,16 @@ COMMANDS = {
 """Every command, in the order of ``dpscale --help`` (typer lists commands before groups); a
 described calculator's summary is in ``dpscale.spec.DESCRIBED``, added there with it."""
 
+EXTRAS = {
+    "matplotlib": "plot",
+    "sqlalchemy": "store",
+    "psycopg": "postgres",
+    "torch": "measure",
+    **dict.fromkeys(("fastapi", "uvicorn", "jinja2", "babel", "latex2mathml", "multipart"), "web"),
+}
+"""The extra (pyproject.toml) that installs each optional library: a command that needs one
+the installation lacks says which to install, in one line."""
+
 _LISTING = "dpscale.listing"
 """Set in the context's ``meta`` while the help lists the commands."""
 
@@ -173,6 +183,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (typer.Abort, KeyboardInterrupt):
         sys.stderr.write("dpscale: interrupted\n")
         raise SystemExit(130) from None
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        sys.stderr.write(
+            f"dpscale: error: this needs {exc.name}, which is not installed: "
+            f"pip install 'dpscale[{extra}]'\n"
+        )
+        raise SystemExit(2) from None
     except Exception as exc:  # user errors become one line; anything else is a bug and re-raised
         from dpscale.cli._common import handle_errors  # not before: the help needs no model
 
