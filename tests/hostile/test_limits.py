@@ -20,13 +20,18 @@ def test_limits_come_from_the_environment() -> None:
     limits = Limits.from_env(
         {
             "DPSCALE_MAX_BODY_BYTES": "1024",
+            "DPSCALE_MAX_UPLOAD_BYTES": "4096",
             "DPSCALE_MAX_URL_BYTES": "2048",
             "DPSCALE_FEEDBACK_PER_MINUTE": "0",
             "DPSCALE_FEEDBACK_BURST": "5",
         }
     )
     assert limits == Limits(
-        max_body_bytes=1024, max_url_bytes=2048, posts_per_minute=0.0, post_burst=5
+        max_body_bytes=1024,
+        max_upload_bytes=4096,
+        max_url_bytes=2048,
+        posts_per_minute=0.0,
+        post_burst=5,
     )
     assert Limits.from_env({}) == Limits()
 
@@ -161,3 +166,65 @@ def test_a_client_address_missing_from_the_scope_is_limited_too() -> None:
     second = asyncio.run(_run(middleware, dict(scope)))
     assert (first[0]["status"], second[0]["status"]) == (200, 429)
     assert (b"retry-after", b"60") in second[0]["headers"]
+
+
+def _csv(points: int) -> bytes:
+    rows = "".join(f"{1 + n % 64},{100.0 + n * 0.001:.3f}\n" for n in range(points))
+    return ("devices,throughput\n" + rows).encode()
+
+
+def test_a_file_of_points_larger_than_a_comment_reaches_the_fit_page(
+    app_client: InProcess,
+) -> None:
+    # 10,000 points (the fit's most) are ~130 KB: over the 64 KiB of a post, within an upload.
+    body = _csv(10_000)
+    assert Limits().max_body_bytes < len(body) < Limits().max_upload_bytes
+    response = app_client.post(
+        "/en/scaling-fit",
+        files={"file": ("points.csv", body, "text/csv")},
+        headers={"Origin": "http://testserver"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 200, response.text[:200]
+    assert 'data-error-for="points"></' in response.text or "data-result=" in response.text
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (_csv(40_000), "Too many points: at most 10,000."),  # 434 KB
+        (_csv(100) + b"# " + b"-" * 500_000 + b"\n", "Enter at most 500,000 characters."),
+    ],
+    ids=["too many points", "too many characters"],
+)
+def test_a_file_the_fit_would_refuse_gets_the_page_s_message(
+    app_client: InProcess, body: bytes, message: str
+) -> None:
+    assert len(body) < Limits().max_upload_bytes
+    response = app_client.post(
+        "/en/scaling-fit",
+        files={"file": ("points.csv", body, "text/csv")},
+        headers={"Origin": "http://testserver"},
+    )
+    assert response.status_code == 422
+    assert message in response.text
+
+
+def test_an_upload_over_its_limit_is_413_and_other_posts_keep_theirs(
+    app_client: InProcess,
+) -> None:
+    big = b"x" * (Limits().max_upload_bytes + 1)
+    response = app_client.post(
+        "/en/scaling-fit",
+        files={"file": ("points.csv", big, "text/csv")},
+        headers={"Origin": "http://testserver"},
+    )
+    assert response.status_code == 413
+    assert f"at most {Limits().max_upload_bytes:,} bytes" in response.text
+    comment = "y" * (Limits().max_body_bytes + 1)
+    form = app_client.post(
+        "/en/data-parallel-scaling/feedback",
+        data={"helpful": "yes", "comment": comment},
+        headers={"Origin": "http://testserver"},
+    )
+    assert form.status_code == 413

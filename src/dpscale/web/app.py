@@ -76,7 +76,7 @@ def create_app() -> FastAPI:
     app.add_middleware(BudgetMiddleware, budget=Budget.from_env())
     app.add_middleware(ResponseCache)  # answers repeated public GETs from memory, before a turn
     # body 413, address 414, posts per client 429; read now, so a bad setting stops start-up
-    app.add_middleware(LimitsMiddleware, limits=Limits.from_env())
+    app.add_middleware(LimitsMiddleware, limits=Limits.from_env(), uploads=(fit_page.SLUG,))
     app.add_middleware(SecurityHeaders)
     # Level 1: the 65 KB prediction page to 17 KB in 0.5 ms (level 6: 14 KB in 1.4 ms), paid
     # on every response, cached ones too (the cache, inside, keeps them uncompressed).

@@ -1,6 +1,7 @@
 """Limits on what one request and one client may ask of the app.
 
-- a body over ``max_body_bytes`` gets 413 (told by ``Content-Length`` or counted as it arrives);
+- a body over ``max_body_bytes`` gets 413 (told by ``Content-Length`` or counted as it arrives),
+  or over ``max_upload_bytes`` where a page takes a file (the fit's points);
 - a path and query over ``max_url_bytes`` get 414;
 - a request with more than one ``Host`` header gets 400 (RFC 9112, section 3.2): the app
   links to the first, a proxy or cache in front may key on the last;
@@ -8,9 +9,10 @@
   ``post_burst`` posts refilled at ``posts_per_minute``; past it, 429 with ``Retry-After``.
 
 Each is set by an environment variable, read when the app is created (0 turns a limit off):
-``DPSCALE_MAX_BODY_BYTES``, ``DPSCALE_MAX_URL_BYTES``, ``DPSCALE_FEEDBACK_PER_MINUTE`` and
-``DPSCALE_FEEDBACK_BURST``. The buckets live in each worker process: with several workers or
-hosts, a client gets at most that many times the rate; a proxy in front can hold a global one.
+``DPSCALE_MAX_BODY_BYTES``, ``DPSCALE_MAX_UPLOAD_BYTES``, ``DPSCALE_MAX_URL_BYTES``,
+``DPSCALE_FEEDBACK_PER_MINUTE`` and ``DPSCALE_FEEDBACK_BURST``. The buckets live in each worker
+process: with several workers or hosts, a client gets at most that many times the rate; a proxy
+in front can hold a global one.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import math
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -32,6 +34,10 @@ __all__ = ["Limits", "LimitsMiddleware", "RateLimiter"]
 class Limits:
     max_body_bytes: int = 64 * 1024
     """A feedback comment is at most 2,000 characters; 64 KiB leaves room for any encoding."""
+    max_upload_bytes: int = 1024 * 1024
+    """A file of points sent to the fit's page: the fit reads up to 500,000 characters
+    (:data:`dpscale.fit.data.MAX_TEXT`), so a file it would refuse itself gets the page's
+    own message, not a bare 413."""
     max_url_bytes: int = 8 * 1024
     """Share links are a few hundred bytes; 8 KiB is the common limit of proxies."""
     posts_per_minute: float = 30.0
@@ -63,6 +69,7 @@ class Limits:
 
         return cls(
             max_body_bytes=int(read("MAX_BODY_BYTES", default.max_body_bytes)),
+            max_upload_bytes=int(read("MAX_UPLOAD_BYTES", default.max_upload_bytes)),
             max_url_bytes=int(read("MAX_URL_BYTES", default.max_url_bytes)),
             posts_per_minute=read("FEEDBACK_PER_MINUTE", default.posts_per_minute),
             post_burst=int(read("FEEDBACK_BURST", default.post_burst)),
@@ -147,10 +154,13 @@ class LimitsMiddleware:
         app: ASGIApp,
         *,
         limits: Limits | None = None,
+        uploads: Collection[str] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.app = app
         self.limits = Limits.from_env() if limits is None else limits
+        self.uploads = frozenset(uploads)
+        """The slugs of the pages whose form sends a file: their posts get ``max_upload_bytes``."""
         self.posts = (
             RateLimiter(
                 per_minute=self.limits.posts_per_minute,
@@ -195,13 +205,14 @@ class LimitsMiddleware:
                     ((b"retry-after", str(seconds).encode()),),
                 )
                 return
-        if not limits.max_body_bytes:
+        upload = scope["method"] == "POST" and str(scope["path"]).rpartition("/")[2] in self.uploads
+        limit = limits.max_upload_bytes if upload else limits.max_body_bytes
+        if not limit:
             await self.app(scope, receive, send)
             return
-        await self._bounded(scope, receive, send)
+        await self._bounded(scope, receive, send, limit)
 
-    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
-        limit = self.limits.max_body_bytes
+    async def _bounded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         too_large = f"the request body must be at most {limit:,} bytes"
         for name, value in scope["headers"]:
             if name == b"content-length":

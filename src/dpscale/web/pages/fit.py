@@ -361,16 +361,16 @@ async def upload(request: Request, code: str) -> Response:
             loc.gettext("This form can only be sent from this site's own pages."),
             status_code=403,
         )
-    form = await request.form()
-    values = {f.name: str(form.get(f.name, "")) for f in CALCULATOR.fields if f.name in form}
-    file = form.get("file")
-    bad_file = False
-    if isinstance(file, UploadFile) and file.filename:
-        text = _decoded(await file.read(MAX_TEXT * 4 + 1))
-        if text is None:
-            bad_file = True
-        else:
-            values["points"] = text
+    async with request.form() as form:  # closes the uploaded file's spooled copy
+        values = {f.name: str(form.get(f.name, "")) for f in CALCULATOR.fields if f.name in form}
+        file = form.get("file")
+        bad_file = False
+        if isinstance(file, UploadFile) and file.filename:
+            text = _decoded(await file.read(MAX_TEXT * 4 + 1))
+            if text is None:
+                bad_file = True
+            else:
+                values["points"] = text
     state = read_form(CALCULATOR, values, loc)
     if bad_file:
         state.result, state.presentation = None, None
