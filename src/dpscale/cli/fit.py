@@ -116,7 +116,8 @@ def run_fit(
 def command() -> Callable[..., None]:
     """``dpscale fit``: a FILE or ``--run``, one option per described input, ``--plot``,
     ``--json``."""
-    from dpscale.cli.calculators import option_parameter
+    from dpscale.cli._common import option_parameter
+    from dpscale.cli.calculators import option_help
 
     def fit(**options: Any) -> None:
         run_fit(
@@ -147,7 +148,7 @@ def command() -> Callable[..., None]:
             default=typer.Option(None, "--run", metavar="ID", help="Fit a stored measurement run."),
             annotation=str,
         ),
-        *(option_parameter(item) for item in _terminal_inputs()),
+        *(option_parameter(item, option_help(item)) for item in _terminal_inputs()),
         inspect.Parameter(
             "plot",
             keyword,

@@ -14,11 +14,12 @@ from dpscale.cli._common import (
     fail,
     number,
     option_name,
+    option_parameter,
     percent,
     print_json,
     read_input,
 )
-from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, PredictInput, terminal_help
+from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, terminal_help
 
 if TYPE_CHECKING:
     from dpscale.spec.prediction import Line, LineParam
@@ -39,21 +40,6 @@ class _HelpFromModel(TyperCommand):
         super().format_help(ctx, formatter)
 
 
-def _parameter(item: PredictInput) -> inspect.Parameter:
-    names: tuple[str, ...]
-    if item.switch:
-        names = (f"{item.option}/{item.off}",) if item.off else (item.option,)
-        option = typer.Option(None if item.off else False, *names, help=item.help)
-        annotation: Any = bool | None if item.off else bool
-    else:
-        names = (item.option, item.short) if item.short else (item.option,)
-        option = typer.Option(None, *names, metavar=item.metavar, help=item.help)
-        annotation = str | None
-    return inspect.Parameter(
-        item.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation
-    )
-
-
 def predict(**options: Any) -> None:
     from dpscale.model import predict as run_prediction
     from dpscale.model.query import PercentInputs, PredictQuery
@@ -65,7 +51,7 @@ def predict(**options: Any) -> None:
         _print_presets(as_json)
         return
     plot, calibrate = options.pop("plot"), options.pop("calibrate")
-    in_percent = {item.name for item in PREDICTION.inputs if item.percent}
+    in_percent = {item.name for item in PREDICTION.inputs if item.kind == "percent"}
     typed = {name: options[name] for name in in_percent}
     percentages = read_input(PercentInputs, typed).fractions()
     measured = options["measured"]
@@ -94,7 +80,8 @@ def predict(**options: Any) -> None:
 
 predict.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [
-        *(_parameter(item) for item in PREDICTION.terminal),
+        # The help as written; the model's values go in when it is shown (_HelpFromModel).
+        *(option_parameter(item, item.terminal_help) for item in PREDICTION.terminal),
         inspect.Parameter(
             "as_json",
             inspect.Parameter.KEYWORD_ONLY,

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
 from dpscale.spec.description import N_, Count, Input, Number, Percentage, Wording
-from dpscale.spec.prediction import PREDICTION, PredictInput, preset_choices
+from dpscale.spec.prediction import PREDICTION, preset_choices
 from dpscale.spec.scaling import UNITS
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class FitPageInputs(BaseModel):
     )
 
 
-def _prediction(name: str) -> PredictInput:
+def _prediction(name: str) -> Input:
     item = PREDICTION.input(name)
     if item is None:
         raise KeyError(f"dpscale predict has no input {name!r}")
@@ -98,7 +98,7 @@ def _fact(name: str, **options: Any) -> Input:
     shared = _prediction(name)
     words: dict[str, Any] = {
         "label": shared.label,
-        "help": shared.hint,
+        "help": shared.help,
         "kind": shared.kind,
         "choices": shared.choices,
     }
