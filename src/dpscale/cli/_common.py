@@ -68,6 +68,14 @@ def option_parameter(item: Input, help: str) -> inspect.Parameter:
     )
 
 
+def json_parameter() -> inspect.Parameter:
+    """Every command's ``--json`` flag."""
+    option = typer.Option(False, "--json", help=JSON_HELP)
+    return inspect.Parameter(
+        "as_json", inspect.Parameter.KEYWORD_ONLY, default=option, annotation=bool
+    )
+
+
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("refusing to print a non-finite number")

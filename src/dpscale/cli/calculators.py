@@ -13,7 +13,14 @@ from typing import Any
 
 import typer
 
-from dpscale.cli._common import JSON_HELP, fail, number, option_parameter, percent, print_json
+from dpscale.cli._common import (
+    fail,
+    json_parameter,
+    number,
+    option_parameter,
+    percent,
+    print_json,
+)
 from dpscale.spec import Description, Input, Number, Param, Percentage, fill
 from dpscale.validation import InputError
 
@@ -90,11 +97,8 @@ def command(description: Description) -> Callable[..., None]:
         else:
             print_table(description, result, given)
 
-    flag = typer.Option(False, "--json", help=JSON_HELP)
     parameters = [option_parameter(item, option_help(item)) for item in description.inputs]
-    parameters.append(
-        inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=flag, annotation=bool)
-    )
+    parameters.append(json_parameter())
     run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     run.__name__ = description.command
     run.__doc__ = description.summary

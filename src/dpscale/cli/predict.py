@@ -10,8 +10,8 @@ import typer
 from typer.core import TyperCommand, TyperOption
 
 from dpscale.cli._common import (
-    JSON_HELP,
     fail,
+    json_parameter,
     number,
     option_name,
     option_parameter,
@@ -82,12 +82,7 @@ predict.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [
         # The help as written; the model's values go in when it is shown (_HelpFromModel).
         *(option_parameter(item, item.terminal_help) for item in PREDICTION.terminal),
-        inspect.Parameter(
-            "as_json",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(False, "--json", help=JSON_HELP),
-            annotation=bool,
-        ),
+        json_parameter(),
     ]
 )
 predict.__doc__ = PREDICTION.terminal_summary
