@@ -68,6 +68,15 @@ def option_parameter(item: Input, help: str) -> inspect.Parameter:
     )
 
 
+def epilog(examples: tuple[str, ...]) -> str:
+    """The command lines shown under a command's help.
+
+    >>> epilog(("dpscale calc -d 64 -t 2000 -e 90",))
+    'Example: dpscale calc -d 64 -t 2000 -e 90'
+    """
+    return ("Example: " if len(examples) == 1 else "Examples: ") + "; ".join(examples)
+
+
 def json_parameter() -> inspect.Parameter:
     """Every command's ``--json`` flag."""
     option = typer.Option(False, "--json", help=JSON_HELP)

@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from dpscale.cli._common import (
+    epilog,
     fail,
     json_parameter,
     number,
@@ -111,7 +112,4 @@ def register(app: typer.Typer, name: str | None = None) -> None:
     from dpscale import spec
 
     for description in (spec.described(name),) if name else spec.DESCRIPTIONS:
-        epilog = ("Example: " if len(description.examples) == 1 else "Examples: ") + "; ".join(
-            description.examples
-        )
-        app.command(description.command, epilog=epilog)(command(description))
+        app.command(description.command, epilog=epilog(description.examples))(command(description))

@@ -10,6 +10,7 @@ import typer
 from typer.core import TyperCommand, TyperOption
 
 from dpscale.cli._common import (
+    epilog,
     fail,
     json_parameter,
     number,
@@ -23,8 +24,6 @@ from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, terminal_help
 
 if TYPE_CHECKING:
     from dpscale.spec.prediction import Line, LineParam
-
-EXAMPLE = "Example: " + "; ".join(PREDICTION.examples)
 
 
 class _HelpFromModel(TyperCommand):
@@ -207,4 +206,4 @@ def _print_result(result: Any, plot: str | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("predict", epilog=EXAMPLE, cls=_HelpFromModel)(predict)
+    app.command("predict", epilog=epilog(PREDICTION.examples), cls=_HelpFromModel)(predict)
