@@ -8,12 +8,13 @@ import subprocess
 import sys
 
 import pytest
+from pydantic import BaseModel, Field
 
 from dpscale.calculators.batch import MAX_MICRO_BATCH, NOT_A_MULTIPLE
 from dpscale.calculators.bubble import FEW_MICRO_BATCHES, INTERLEAVE_NOT_MULTIPLE
 from dpscale.calculators.scaling import MAX_DEVICES
 from dpscale.cli.calculators import option_help
-from dpscale.spec import BATCH, BUBBLE, DESCRIPTIONS, SCALING, Description
+from dpscale.spec import BATCH, BUBBLE, DESCRIPTIONS, SCALING, Description, Input
 from dpscale.validation import InputError
 from dpscale.web.i18n import localizer
 from dpscale.web.pages._described import presenter
@@ -29,7 +30,9 @@ def example(description: Description) -> dict[str, str]:
 @pytest.mark.parametrize("description", DESCRIPTIONS, ids=lambda d: d.command)
 def test_inputs_are_fields_of_their_models(description: Description) -> None:
     for item in description.inputs:
-        assert item.name in item.model.model_fields
+        model = item.model_type
+        assert model is not None
+        assert item.name in model.model_fields
 
 
 def test_defaults_and_ranges_come_from_the_model() -> None:
@@ -152,3 +155,115 @@ def test_each_description_is_a_page_without_a_page_module(description: Descripti
     assert entry.formulas == description.formulas != ()
     assert entry.updated == description.updated
     assert (Path(dpscale.web.__file__).parent / "templates" / entry.template).is_file()
+
+
+class Toy(BaseModel):
+    """A model named by its module, as ``dpscale predict``'s are."""
+
+    share: float = Field(default=0.5, ge=0, le=1)
+    count: int = Field(ge=1, le=64)
+
+
+def test_one_input_class_serves_every_calculator() -> None:
+    import dpscale.spec.prediction
+    from dpscale.spec.fit import FIT_INPUTS
+    from dpscale.spec.prediction import PREDICTION
+
+    every = [*(i for d in DESCRIPTIONS for i in d.inputs), *PREDICTION.inputs, *FIT_INPUTS]
+    assert {type(item) for item in every} == {Input}
+    assert not hasattr(dpscale.spec.prediction, "PredictInput")
+
+
+def test_a_model_named_by_its_module_gives_the_rule_and_default() -> None:
+    share = Input(name="share", model=f"{__name__}:Toy")
+    count = Input(name="count", model=f"{__name__}:Toy", kind="integer")
+    assert share.model_type is Toy
+    assert (share.default, share.default_text, share.required) == (0.5, "0.5", False)
+    assert (count.default, count.default_text, count.required) == (None, "", True)
+    assert count.rule.describe() == "a whole number from 1 to 64"
+    # No model's field (dpscale predict --plot): no rule, no default, never required.
+    plot = Input(name="plot", metavar="FILE")
+    assert (plot.model_type, plot.default, plot.required) == (None, None, False)
+    with pytest.raises(LookupError, match="plot"):
+        plot.rule  # noqa: B018 - the property raises
+
+
+def test_a_constant_stands_for_the_default_the_model_leaves_to_the_scenario(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dpscale.model import step
+    from dpscale.spec.prediction import PREDICTION
+
+    slowdown, backward = PREDICTION.input("overlap_slowdown"), PREDICTION.input("backward_fraction")
+    assert slowdown is not None
+    assert backward is not None
+    assert (slowdown.default_text, backward.default_text) == ("0.189", "2/3")
+    monkeypatch.setattr(step, "OVERLAP_SLOWDOWN", 0.25)
+    assert slowdown.default_text == "0.25"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(2 / 3, "2/3"), (0.189, "0.189"), (0.75, "0.75"), (1 / 3, "1/3"), (1.0, "1"), (True, "true"),
+     (False, "false"), (80, "80"), ("1..1024", "1..1024"), (25.6e6, "2.56e+07")],
+)  # fmt: skip
+def test_a_default_is_written_as_people_write_it(value: object, text: str) -> None:
+    from dpscale.spec.description import written
+
+    assert written(value) == text
+
+
+def test_the_value_name_is_the_metavar_the_choices_or_the_kind() -> None:
+    from dpscale.spec.fit import FIT_INPUTS
+    from dpscale.spec.prediction import PREDICTION
+
+    names = {item.option: item.value_name for item in (*SCALING.inputs, *FIT_INPUTS)}
+    assert names["--devices"] == "INT"
+    assert names["--efficiency"] == "PERCENT"
+    assert names["--model"] == "auto|comm|amdahl|usl"
+    # Seven presets are too many to list: the kind's name.
+    assert names["--hardware"] == "TEXT"
+    grad_dtype = PREDICTION.input("grad_dtype")
+    assert grad_dtype is not None
+    assert grad_dtype.value_name == "DTYPE"
+
+
+def test_switches_are_options_without_a_value() -> None:
+    from dpscale.cli._common import option_parameter
+    from dpscale.spec.prediction import PREDICTION
+
+    overlap, listing = PREDICTION.input("overlap"), PREDICTION.input("list_hardware")
+    assert overlap is not None
+    assert listing is not None
+    both = option_parameter(overlap, "help").default
+    # Left out, the option is None and the model's default applies.
+    assert (both.param_decls, both.default) == (("--overlap/--no-overlap",), None)
+    alone = option_parameter(listing, "help").default
+    assert (alone.param_decls, alone.default) == (("--list-hardware",), False)
+
+
+def test_a_preset_input_starts_empty_and_keeps_the_articles_value() -> None:
+    from dpscale.spec.prediction import PREDICTION
+    from dpscale.web.registry import find
+
+    network = PREDICTION.input("inter_node_bandwidth")
+    assert network is not None
+    assert network.preset
+    assert (network.fresh, network.example) == ("", "200 Gbit/s")
+    page = find("predict")
+    assert page is not None
+    field = page.field("inter_node_bandwidth")
+    assert field is not None
+    assert (field.default, field.example) == ("", "200 Gbit/s")
+    assert page.example()["inter_node_bandwidth"] == "200 Gbit/s"
+    assert "inter_node_bandwidth" not in page.defaults()
+
+
+def test_a_percentage_is_a_number_with_a_percent_sign_on_every_page() -> None:
+    for slug, name in (("calc", "efficiency"), ("predict", "target_efficiency"),
+                       ("predict", "jitter"), ("scaling-fit", "target_efficiency")):  # fmt: skip
+        page = find(slug)
+        assert page is not None
+        field = page.field(name)
+        assert field is not None
+        assert (field.kind, field.suffix) == ("decimal", "%"), (slug, name)

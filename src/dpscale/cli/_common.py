@@ -3,17 +3,21 @@ line, printing JSON, and English number formatting for tables and sentences."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import sys
 from collections.abc import Mapping
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from pydantic import BaseModel
 
 from dpscale.units import UnitError
 from dpscale.validation import InputError, parse
+
+if TYPE_CHECKING:
+    from dpscale.spec.description import Input
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -44,6 +48,41 @@ def read_input(
         return parse(model, {key: value for key, value in data.items() if value is not None})
     except InputError as err:
         fail("; ".join(issue.sentence(option_name(issue.field, options)) for issue in err.issues))
+
+
+def option_parameter(item: Input, help: str) -> inspect.Parameter:
+    """The typer option of a described input, with ``help``: a string, validated by its model
+    (left out: None, the model's default applies), or a switch."""
+    names: tuple[str, ...]
+    if item.switch:
+        off = "--no-" + item.option.removeprefix("--")
+        names = (f"{item.option}/{off}",) if item.negatable else (item.option,)
+        option = typer.Option(None if item.negatable else False, *names, help=help)
+        annotation: Any = bool | None if item.negatable else bool
+    else:
+        names = (item.option, item.short) if item.short else (item.option,)
+        option = typer.Option(None, *names, metavar=item.value_name, help=help)
+        annotation = str | None
+    return inspect.Parameter(
+        item.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation
+    )
+
+
+def epilog(examples: tuple[str, ...]) -> str:
+    """The command lines shown under a command's help.
+
+    >>> epilog(("dpscale calc -d 64 -t 2000 -e 90",))
+    'Example: dpscale calc -d 64 -t 2000 -e 90'
+    """
+    return ("Example: " if len(examples) == 1 else "Examples: ") + "; ".join(examples)
+
+
+def json_parameter() -> inspect.Parameter:
+    """Every command's ``--json`` flag."""
+    option = typer.Option(False, "--json", help=JSON_HELP)
+    return inspect.Parameter(
+        "as_json", inspect.Parameter.KEYWORD_ONLY, default=option, annotation=bool
+    )
 
 
 def _finite(value: Any) -> Any:

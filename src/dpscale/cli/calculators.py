@@ -13,7 +13,15 @@ from typing import Any
 
 import typer
 
-from dpscale.cli._common import JSON_HELP, fail, number, percent, print_json
+from dpscale.cli._common import (
+    epilog,
+    fail,
+    json_parameter,
+    number,
+    option_parameter,
+    percent,
+    print_json,
+)
 from dpscale.spec import Description, Input, Number, Param, Percentage, fill
 from dpscale.validation import InputError
 
@@ -39,18 +47,9 @@ def option_help(item: Input) -> str:
     if rule.number or rule.choices:
         described = rule.describe()
         parts.append(f"{described[0].upper()}{described[1:]}.")
-    if item.default not in (None, ""):
-        parts.append(f"Default: {item.default}.")
+    if item.default_text:
+        parts.append(f"Default: {item.default_text}.")
     return " ".join(parts)
-
-
-def option_parameter(item: Input) -> inspect.Parameter:
-    """The typer option of ``item``: a string, validated by its model."""
-    names = (item.option, item.short) if item.short else (item.option,)
-    option = typer.Option(None, *names, metavar=item.metavar, help=option_help(item))
-    return inspect.Parameter(
-        item.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=str
-    )
 
 
 def _report(description: Description, err: InputError) -> None:
@@ -99,11 +98,8 @@ def command(description: Description) -> Callable[..., None]:
         else:
             print_table(description, result, given)
 
-    flag = typer.Option(False, "--json", help=JSON_HELP)
-    parameters = [option_parameter(item) for item in description.inputs]
-    parameters.append(
-        inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=flag, annotation=bool)
-    )
+    parameters = [option_parameter(item, option_help(item)) for item in description.inputs]
+    parameters.append(json_parameter())
     run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     run.__name__ = description.command
     run.__doc__ = description.summary
@@ -116,7 +112,4 @@ def register(app: typer.Typer, name: str | None = None) -> None:
     from dpscale import spec
 
     for description in (spec.described(name),) if name else spec.DESCRIPTIONS:
-        epilog = ("Example: " if len(description.examples) == 1 else "Examples: ") + "; ".join(
-            description.examples
-        )
-        app.command(description.command, epilog=epilog)(command(description))
+        app.command(description.command, epilog=epilog(description.examples))(command(description))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from dpscale.cli._common import JSON_HELP, fail, number, option_name, percent, print_json
+from dpscale.cli._common import fail, number, option_name, percent, print_json
 
 if TYPE_CHECKING:
     from dpscale.spec import Input
@@ -110,7 +110,8 @@ def run_fit(
 def command() -> Callable[..., None]:
     """``dpscale fit``: a FILE or ``--run``, one option per described input, ``--plot``,
     ``--json``."""
-    from dpscale.cli.calculators import option_parameter
+    from dpscale.cli._common import json_parameter, option_parameter
+    from dpscale.cli.calculators import option_help
 
     def fit(**options: Any) -> None:
         run_fit(
@@ -141,7 +142,7 @@ def command() -> Callable[..., None]:
             default=typer.Option(None, "--run", metavar="ID", help="Fit a stored measurement run."),
             annotation=str,
         ),
-        *(option_parameter(item) for item in _terminal_inputs()),
+        *(option_parameter(item, option_help(item)) for item in _terminal_inputs()),
         inspect.Parameter(
             "plot",
             keyword,
@@ -150,12 +151,7 @@ def command() -> Callable[..., None]:
             ),
             annotation=str,
         ),
-        inspect.Parameter(
-            "as_json",
-            keyword,
-            default=typer.Option(False, "--json", help=JSON_HELP),
-            annotation=bool,
-        ),
+        json_parameter(),
     ]
     fit.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     fit.__doc__ = (

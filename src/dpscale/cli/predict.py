@@ -10,20 +10,20 @@ import typer
 from typer.core import TyperCommand, TyperOption
 
 from dpscale.cli._common import (
-    JSON_HELP,
+    epilog,
     fail,
+    json_parameter,
     number,
     option_name,
+    option_parameter,
     percent,
     print_json,
     read_input,
 )
-from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, PredictInput, terminal_help
+from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, terminal_help
 
 if TYPE_CHECKING:
     from dpscale.spec.prediction import Line, LineParam
-
-EXAMPLE = "Example: " + "; ".join(PREDICTION.examples)
 
 
 class _HelpFromModel(TyperCommand):
@@ -39,21 +39,6 @@ class _HelpFromModel(TyperCommand):
         super().format_help(ctx, formatter)
 
 
-def _parameter(item: PredictInput) -> inspect.Parameter:
-    names: tuple[str, ...]
-    if item.switch:
-        names = (f"{item.option}/{item.off}",) if item.off else (item.option,)
-        option = typer.Option(None if item.off else False, *names, help=item.help)
-        annotation: Any = bool | None if item.off else bool
-    else:
-        names = (item.option, item.short) if item.short else (item.option,)
-        option = typer.Option(None, *names, metavar=item.metavar, help=item.help)
-        annotation = str | None
-    return inspect.Parameter(
-        item.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation
-    )
-
-
 def predict(**options: Any) -> None:
     from dpscale.model import predict as run_prediction
     from dpscale.model.query import PercentInputs, PredictQuery
@@ -65,7 +50,7 @@ def predict(**options: Any) -> None:
         _print_presets(as_json)
         return
     plot, calibrate = options.pop("plot"), options.pop("calibrate")
-    in_percent = {item.name for item in PREDICTION.inputs if item.percent}
+    in_percent = {item.name for item in PREDICTION.inputs if item.kind == "percent"}
     typed = {name: options[name] for name in in_percent}
     percentages = read_input(PercentInputs, typed).fractions()
     measured = options["measured"]
@@ -94,13 +79,9 @@ def predict(**options: Any) -> None:
 
 predict.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [
-        *(_parameter(item) for item in PREDICTION.terminal),
-        inspect.Parameter(
-            "as_json",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(False, "--json", help=JSON_HELP),
-            annotation=bool,
-        ),
+        # The help as written; the model's values go in when it is shown (_HelpFromModel).
+        *(option_parameter(item, item.terminal_help) for item in PREDICTION.terminal),
+        json_parameter(),
     ]
 )
 predict.__doc__ = PREDICTION.terminal_summary
@@ -225,4 +206,4 @@ def _print_result(result: Any, plot: str | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("predict", epilog=EXAMPLE, cls=_HelpFromModel)(predict)
+    app.command("predict", epilog=epilog(PREDICTION.examples), cls=_HelpFromModel)(predict)

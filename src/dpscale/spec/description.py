@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from fractions import Fraction
+from importlib import import_module
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -22,6 +24,7 @@ from dpscale.validation import Rule, rule_of
 
 __all__ = [
     "N_",
+    "Choices",
     "Count",
     "Description",
     "Formula",
@@ -32,6 +35,7 @@ __all__ = [
     "Result",
     "Wording",
     "fill",
+    "written",
 ]
 
 
@@ -76,25 +80,59 @@ Param = Number | Percentage | str
 """A value for a ``%(name)s`` placeholder; a ``str`` is shown as it is (a unit)."""
 
 
+Choices = tuple[tuple[str, str], ...]
+"""(value, msgid of its label) pairs offered in a list instead of a box."""
+
+
+def written(value: object) -> str:
+    """A default as people write it: 2/3 for BACKWARD_FRACTION, 0.189, fp32, true, 1..1024.
+
+    >>> written(2 / 3), written(0.189), written(True), written(80), written("fp32")
+    ('2/3', '0.189', 'true', '80', 'fp32')
+    """
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        fraction = Fraction(value).limit_denominator(12)
+        if fraction.denominator > 1 and float(fraction) == value and value != round(value, 3):
+            return str(fraction)
+        return f"{value:g}"
+    return str(value)
+
+
+def _imported(reference: str) -> Any:
+    """The object a ``module:NAME`` reference names, its module imported now."""
+    module, _, name = reference.partition(":")
+    return getattr(import_module(module), name)
+
+
 @dataclass(frozen=True)
 class Input:
-    """One input: a field of an input model, a CLI option and a form field at once.
+    """One input of any calculator: a field of an input model, a CLI option, a form field, or
+    any of them (``dpscale predict --plot`` is an option alone, the page's unit a field alone).
 
-    The rule (type, range) and the default are the model's; only the words are here.
+    The rule (type, range), the default and whether it is required are the model's; only the
+    words, and how each surface takes it, are here.
     """
 
     name: str
     """The model field, the query and API parameter; the CLI option is ``--name-with-dashes``."""
-    model: type[BaseModel]
-    label: str
-    """msgid of the label on the page."""
-    help: str
-    """msgid of the hint under the box; its English is the CLI option's help."""
+    model: type[BaseModel] | str | None = None
+    """The input model whose field of the same name holds the rule, or its ``module:Name``
+    (imported when first read: ``dpscale predict``'s model loads scipy, which registering the
+    command must not); None: no model's field (``--plot``, a file named on the CLI)."""
+    label: str = ""
+    """msgid of the label on the page; empty: not on the page."""
+    help: str = ""
+    """msgid of the hint under the box; its English is the CLI option's help unless
+    ``terminal_help`` says otherwise."""
     short: str = ""
     """The CLI's one-letter option (``-d``), if any."""
     example: str = ""
-    """The worked example's value: what a fresh page shows (empty: the box starts empty)."""
+    """The worked example's value: what a fresh page shows, unless a preset fills the input
+    (empty: the box starts empty)."""
     kind: Literal["integer", "decimal", "percent", "text"] = "decimal"
+    """``percent``: typed in percent (``90``, ``90 %``), "%" after the box on the page."""
     suggestions: tuple[str, ...] = ()
     """Values offered in a list next to the box (the throughput units)."""
     invalid: str = ""
@@ -102,8 +140,10 @@ class Input:
     optional: bool = False
     """Optional although its model requires it (an input of a second, optional step)."""
     terminal_help: str = ""
-    """The CLI's help where the page's hint speaks of the page ("Fill in ...")."""
-    choices: tuple[tuple[str, str], ...] = ()
+    """The CLI's help where the page's hint speaks of the page ("Fill in ...") or the command
+    words its help itself (``dpscale predict``: ``%(default)s`` and ``%(choices)s`` stand for
+    the model's)."""
+    choices: Choices = ()
     """(value, msgid of its label) offered in a list instead of a box (``fit --model``)."""
     rows: int = 0
     """Lines of the page's multi-line box (a table of points); 0: one line."""
@@ -112,33 +152,89 @@ class Input:
     terminal: bool = True
     """Whether the CLI takes it as an option (not the page's unit, nor points it reads from
     a file)."""
+    metavar: str = ""
+    """The CLI's name for the value (``BANDWIDTH``); empty: from the choices or the kind."""
+    switch: bool = False
+    """A CLI flag without a value (``--list-hardware``)."""
+    negatable: bool = False
+    """A switch with its opposite (``--overlap/--no-overlap``); left out, the model decides."""
+    preset: bool = False
+    """A hardware preset fills it when it is left empty: a fresh page leaves it empty (a value
+    there would replace every preset's), and the worked example's value is the article's."""
+    constant: str = ""
+    """The ``module:NAME`` of the constant that is its default, where the model leaves the
+    default to another part (``dpscale.model.step:OVERLAP_SLOWDOWN``)."""
+    choices_of: Callable[[], Choices] | None = None
+    """Where the choices are read when a page shows them, from files the description does not
+    load (the hardware presets)."""
 
     @property
     def option(self) -> str:
         return "--" + self.name.replace("_", "-")
 
     @property
+    def on_page(self) -> bool:
+        return bool(self.label)
+
+    @property
+    def model_type(self) -> type[BaseModel] | None:
+        """The input model that holds the rule, imported if it is named."""
+        if isinstance(self.model, str):
+            model: type[BaseModel] = _imported(self.model)
+            return model
+        return self.model
+
+    @property
     def rule(self) -> Rule:
-        return rule_of(self.model, self.name)
+        model = self.model_type
+        if model is None:
+            raise LookupError(f"{self.name} is no field of an input model")
+        return rule_of(model, self.name)
 
     @property
     def default(self) -> object:
-        """The model's default (None when it has none)."""
-        value = self.model.model_fields[self.name].default
+        """The model's default, or the constant's that stands for it (None when none)."""
+        if self.constant:
+            return _imported(self.constant)
+        model = self.model_type
+        if model is None:
+            return None
+        value = model.model_fields[self.name].default
         return None if value is PydanticUndefined else value
 
     @property
-    def required(self) -> bool:
-        return not self.optional and self.model.model_fields[self.name].is_required()
+    def default_text(self) -> str:
+        """The default as people write it; empty when there is none."""
+        value = self.default
+        return "" if value is None else written(value)
 
     @property
-    def metavar(self) -> str:
+    def required(self) -> bool:
+        model = self.model_type
+        return (
+            not self.optional and model is not None and model.model_fields[self.name].is_required()
+        )
+
+    @property
+    def fresh(self) -> str:
+        """What a fresh page (and Reset) shows in the box."""
+        return "" if self.preset else self.example
+
+    @property
+    def value_name(self) -> str:
+        """The CLI's name for the value: ``metavar``, the choices (up to five) or the kind."""
+        if self.metavar:
+            return self.metavar
         values = [value for value, _ in self.choices if value]
         if values and len(values) <= 5:
             return "|".join(values)
         return {"integer": "INT", "decimal": "FLOAT", "percent": "PERCENT", "text": "TEXT"}[
             self.kind
         ]
+
+    def offered(self) -> Choices:
+        """The choices as a page offers them, read now if they are read when shown."""
+        return self.choices_of() if self.choices_of else self.choices
 
 
 @dataclass(frozen=True)

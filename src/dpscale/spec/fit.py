@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
 from dpscale.spec.description import N_, Count, Input, Number, Percentage, Wording
-from dpscale.spec.prediction import PREDICTION, PredictInput, preset_choices
+from dpscale.spec.prediction import PREDICTION
 from dpscale.spec.scaling import UNITS
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class FitPageInputs(BaseModel):
     )
 
 
-def _prediction(name: str) -> PredictInput:
+def _prediction(name: str) -> Input:
     item = PREDICTION.input(name)
     if item is None:
         raise KeyError(f"dpscale predict has no input {name!r}")
@@ -98,9 +98,10 @@ def _fact(name: str, **options: Any) -> Input:
     shared = _prediction(name)
     words: dict[str, Any] = {
         "label": shared.label,
-        "help": shared.hint,
+        "help": shared.help,
         "kind": shared.kind,
         "choices": shared.choices,
+        "choices_of": shared.choices_of,
     }
     return Input(name=name, model=FitQuery, advanced=True, **(words | options))
 
@@ -186,7 +187,6 @@ FIT_INPUTS: tuple[Input, ...] = (
     _fact("grad_accum"),
     _fact(
         "hardware",
-        choices=preset_choices(),
         terminal_help="Hardware preset (dpscale predict --list-hardware): fills in devices per "
         "node, both links and the transport; an option given as well replaces the preset's.",
     ),

@@ -21,17 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dpscale.spec.description import N_, Count, Number, Wording
+from dpscale.spec.description import N_, Count, Input, Number, Wording
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from dpscale.model.calibrate import Calibration
     from dpscale.model.measured import MeasuredFit
     from dpscale.model.predict import PredictionResult
@@ -56,13 +53,10 @@ __all__ = [
     "Millis",
     "Name",
     "Names",
-    "PredictInput",
     "Prediction",
     "Quantity",
     "Share",
     "calibration",
-    "default_text",
-    "input_model",
     "is_inline",
     "lines",
     "measured_fit",
@@ -71,63 +65,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class PredictInput:
-    """One input of the prediction: a CLI option, a page field, or both."""
-
-    name: str
-    """The model field, the query and API parameter; the CLI option is ``--name-with-dashes``."""
-    help: str
-    """The CLI option's help (English); ``%(default)s`` and ``%(choices)s`` are the model's."""
-    metavar: str = ""
-    """The CLI's value name (``BANDWIDTH``); empty: typer's, from the type."""
-    short: str = ""
-    """The CLI's one-letter option (``-d``), if any."""
-    switch: bool = False
-    """A CLI flag without a value (``--overlap/--no-overlap``, ``--list-hardware``)."""
-    off: str = ""
-    """The flag that turns a switch off (``--no-overlap``)."""
-    terminal: bool = True
-    """A CLI option (``False``: the page's only)."""
-    label: str = ""
-    """msgid of the page label; empty: not on the page."""
-    hint: str = ""
-    """msgid of the hint under the box on the page."""
-    fresh: str = ""
-    """What a fresh page shows (empty: the box starts empty and the model's default applies)."""
-    example: str = ""
-    """The article's worked example's value, where it is not the fresh page's."""
-    kind: Literal["integer", "decimal", "text"] = "decimal"
-    suffix: str = ""
-    """Unit after the box on the page ("%")."""
-    choices: tuple[tuple[str, str], ...] = ()
-    """(value, msgid of its label) of the page's select; empty: a text box."""
-    advanced: bool = False
-    """Folded under "More options" on the page."""
-    invalid: str = ""
-    """msgid saying what the field allows, where its rule alone cannot (a pattern)."""
-    page_required: bool = False
-    """Marked required on the page (the others have a default, a preset or an alternative)."""
-    preset: bool = False
-    """A hardware preset fills it when left empty; without a preset it may be required."""
-    constant: str = ""
-    """The constant of :mod:`dpscale.model.step` that is its default, where the query leaves
-    the default to the scenario (``None`` in :class:`PredictQuery`)."""
-    percent: bool = False
-    """Typed in percent (:class:`~dpscale.model.query.PercentInputs`), a fraction in the model."""
-
-    @property
-    def option(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-    @property
-    def on_page(self) -> bool:
-        return bool(self.label)
-
-    @property
-    def in_model(self) -> bool:
-        """A field of the input models (``--plot`` and ``--list-hardware`` are not)."""
-        return self.name not in ("plot", "list_hardware", "calibrate")
+QUERY = "dpscale.model.query:PredictQuery"
+PERCENT = "dpscale.model.query:PercentInputs"
+"""The models that hold the inputs' rules, named: importing them loads scipy (0.7 s), which
+registering the command must not pay."""
 
 
 Surface = Literal["terminal", "page"]
@@ -168,7 +109,7 @@ class Prediction:
     terminal_summary: str
     """The command's help: what it predicts and how, in short."""
     examples: tuple[str, ...]
-    inputs: tuple[PredictInput, ...]
+    inputs: tuple[Input, ...]
     """In the page's order (essentials, then the hardware, then the advanced ones)."""
     columns: tuple[Column, ...]
     """The table of points, one row per device count."""
@@ -177,51 +118,20 @@ class Prediction:
         """The columns ``surface`` shows, in order."""
         return tuple(column for column in self.columns if surface in column.surfaces)
 
-    def input(self, name: str) -> PredictInput | None:
+    def input(self, name: str) -> Input | None:
         return next((item for item in self.inputs if item.name == name), None)
 
     @property
-    def terminal(self) -> tuple[PredictInput, ...]:
+    def terminal(self) -> tuple[Input, ...]:
         return tuple(item for item in self.inputs if item.terminal)
 
     @property
-    def page(self) -> tuple[PredictInput, ...]:
+    def page(self) -> tuple[Input, ...]:
         return tuple(item for item in self.inputs if item.on_page)
 
     @property
     def preset_fields(self) -> tuple[str, ...]:
         return tuple(item.name for item in self.inputs if item.preset)
-
-
-def input_model(item: PredictInput) -> type[BaseModel]:
-    """The model that holds ``item``'s rule (imported here, when first needed)."""
-    from dpscale.model.query import PercentInputs, PredictQuery
-
-    return PercentInputs if item.percent else PredictQuery
-
-
-def _written(value: object) -> str:
-    """A default as people write it: 2/3 for BACKWARD_FRACTION, 0.189, fp32, 1..1024."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        fraction = Fraction(value).limit_denominator(12)
-        if fraction.denominator > 1 and float(fraction) == value and value != round(value, 3):
-            return str(fraction)
-        return f"{value:g}"
-    return str(value)
-
-
-def default_text(item: PredictInput) -> str:
-    """``item``'s default as the model holds it now ("" when it has none)."""
-    if item.constant:
-        from dpscale.model import step
-
-        return _written(getattr(step, item.constant))
-    if not item.in_model:
-        return ""
-    value = input_model(item).model_fields[item.name].default
-    return "" if value is None else _written(value)
 
 
 _BAND_RANGES = {
@@ -233,18 +143,16 @@ _BAND_RANGES = {
 constant, written in percent)."""
 
 
-def terminal_help(item: PredictInput) -> str:
+def terminal_help(item: Input) -> str:
     """The CLI help of ``item`` with the model's default and choices filled in."""
-    from dpscale.validation import rule_of
-
     choices = band = ""
-    if "%(choices)s" in item.help:
-        choices = ", ".join(rule_of(input_model(item), item.name).choices)
+    if "%(choices)s" in item.terminal_help:
+        choices = ", ".join(item.rule.choices)
     if item.name in _BAND_RANGES:
         module, constant, percent = _BAND_RANGES[item.name]
         low, high = getattr(import_module(f"dpscale.model.{module}"), constant)
         band = f"{low * 100:g}-{high * 100:g} %" if percent else f"{low:g}-{high:g}"
-    return item.help % {"default": default_text(item), "choices": choices, "band": band}
+    return item.terminal_help % {"default": item.default_text, "choices": choices, "band": band}
 
 
 _RUN = "run:"
@@ -398,262 +306,287 @@ PREDICTION = Prediction(
         "--target-efficiency 90%",
     ),
     inputs=(
-        PredictInput(
+        Input(
             name="hardware",
-            help="Hardware preset (see --list-hardware).",
+            model=QUERY,
+            terminal_help="Hardware preset (see --list-hardware).",
             metavar="NAME",
             label=N_("Hardware preset"),
-            hint=N_(
+            help=N_(
                 "Fills in devices per node, both links and the transport; a value entered "
                 "below replaces the preset's."
             ),
-            fresh="dgx-a100",
+            example="dgx-a100",
             kind="text",
-            # The options (the presets' titles, message ids) are the page's: they are read
-            # from the preset files, which the spec does not load.
+            # Read when the page shows them: the presets are files the spec does not load.
+            choices_of=preset_choices,
         ),
-        PredictInput(
+        Input(
             name="params",
-            help="Model parameters: 138e6, 138M, 1.2B.",
+            model=QUERY,
+            terminal_help="Model parameters: 138e6, 138M, 1.2B.",
             metavar="COUNT",
             label=N_("Model parameters"),
-            hint=N_("Parameter count (P): 1.3e9, 1.3B or 1300M."),
-            fresh="1.3e9",
+            help=N_("Parameter count (P): 1.3e9, 1.3B or 1300M."),
+            example="1.3e9",
             kind="text",
-            page_required=True,
         ),
-        PredictInput(
+        Input(
             name="grad_dtype",
-            help="Gradient precision: %(choices)s. Default: %(default)s.",
+            model=QUERY,
+            terminal_help="Gradient precision: %(choices)s. Default: %(default)s.",
             metavar="DTYPE",
             label=N_("Gradient precision"),
-            hint=N_("Bytes per gradient value: fp32 4, bf16 and fp16 2, fp8 1."),
-            fresh="bf16",
+            help=N_("Bytes per gradient value: fp32 4, bf16 and fp16 2, fp8 1."),
+            example="bf16",
             kind="text",
             choices=_choices("fp32", "bf16", "fp16", "fp8"),
         ),
-        PredictInput(
+        Input(
             name="micro_batch",
-            help="Samples per device per micro-step.",
+            model=QUERY,
+            terminal_help="Samples per device per micro-step.",
             metavar="INT",
             label=N_("Micro-batch size"),
-            hint=N_("Samples each device processes in one forward and backward pass (b)."),
-            fresh="8",
+            help=N_("Samples each device processes in one forward and backward pass (b)."),
+            example="8",
             kind="integer",
-            page_required=True,
         ),
-        PredictInput(
+        Input(
             name="grad_accum",
-            help="Micro-steps/step. Default: %(default)s.",
+            model=QUERY,
+            terminal_help="Micro-steps/step. Default: %(default)s.",
             metavar="INT",
             label=N_("Gradient-accumulation steps"),
-            hint=N_("Micro-steps summed before each optimizer step (k); 1 means none."),
-            fresh="1",
+            help=N_("Micro-steps summed before each optimizer step (k); 1 means none."),
+            example="1",
             kind="integer",
         ),
-        PredictInput(
+        Input(
             name="per_device_throughput",
-            help="One device alone, in samples/s (the unit of --micro-batch).",
+            model=QUERY,
+            terminal_help="One device alone, in samples/s (the unit of --micro-batch).",
             metavar="FLOAT",
             label=N_("Throughput of one device"),
-            hint=N_(
+            help=N_(
                 "Samples per second one device trains alone (v), in the unit of the micro-batch."
             ),
-            fresh="40",
+            example="40",
         ),
-        PredictInput(
+        Input(
             name="devices",
-            help="Device counts: 1,16,128 or 1-512 (every count) or 1..512 (doubling). "
+            model=QUERY,
+            terminal_help="Device counts: 1,16,128 or 1-512 (every count) or 1..512 (doubling). "
             "Default: %(default)s.",
             metavar="COUNTS",
             short="-d",
             label=N_("Device counts"),
-            hint=N_(
+            help=N_(
                 "Comma-separated: 1,8,64; 1-64 for every count; 1..256 doubling (1, 2, 4, …, 256)."
             ),
-            fresh="1..256",
+            example="1..256",
             kind="text",
         ),
-        PredictInput(
+        Input(
             name="target_efficiency",
-            help="Target efficiency in percent (90 or 90%%): answers what to change.",
+            model=PERCENT,
+            terminal_help="Target efficiency in percent (90 or 90%%): answers what to change.",
             metavar="PERCENT",
             label=N_("Target efficiency"),
-            hint=N_("What to change to reach it at the largest device count; empty: no target."),
-            fresh="90",
-            suffix="%",
-            percent=True,
+            help=N_("What to change to reach it at the largest device count; empty: no target."),
+            example="90",
+            kind="percent",
         ),
-        PredictInput(
+        Input(
             name="devices_per_node",
-            help="Devices per node.",
+            model=QUERY,
+            terminal_help="Devices per node.",
             metavar="INT",
             label=N_("Devices per node"),
-            hint=N_("Empty: the preset's value."),
+            help=N_("Empty: the preset's value."),
             kind="integer",
             preset=True,
         ),
-        PredictInput(
+        Input(
             name="intra_node_bandwidth",
-            help='All-reduce bus bandwidth per device inside a node, e.g. "130 GB/s".',
+            model=QUERY,
+            terminal_help='All-reduce bus bandwidth per device inside a node, e.g. "130 GB/s".',
             metavar="BANDWIDTH",
             label=N_("Intra-node bandwidth"),
-            hint=N_("All-reduce bus bandwidth per device inside a node, with its unit: 235 GB/s."),
+            help=N_("All-reduce bus bandwidth per device inside a node, with its unit: 235 GB/s."),
             kind="text",
             preset=True,
         ),
-        PredictInput(
+        Input(
             name="inter_node_bandwidth",
-            help='Nominal network bandwidth of one node, e.g. "25 Gbit/s".',
+            model=QUERY,
+            terminal_help='Nominal network bandwidth of one node, e.g. "25 Gbit/s".',
             metavar="BANDWIDTH",
             label=N_("Network bandwidth per node"),
-            hint=N_("Nominal, all the node's network cards together, with its unit: 200 Gbit/s."),
-            # Empty on a fresh page: a value here replaces the preset's, so a pre-filled one
+            help=N_("Nominal, all the node's network cards together, with its unit: 200 Gbit/s."),
+            # The article's value only: a preset fills it, so a fresh page pre-filled with it
             # would override every preset chosen (AWS p5's 3,200 Gbit/s EFA predicted as
             # 200 Gbit/s).
             example="200 Gbit/s",
             kind="text",
             preset=True,
         ),
-        PredictInput(
+        Input(
             name="transport",
-            help="Network transport: %(choices)s.",
+            model=QUERY,
+            terminal_help="Network transport: %(choices)s.",
             metavar="tcp|rdma",
             label=N_("Network transport"),
-            hint=N_(
+            help=N_(
                 "NCCL achieves about 96% of the nominal bandwidth over RDMA, 50% over TCP sockets."
             ),
             kind="text",
             choices=(("", N_("The preset's (RDMA without one)")), *TRANSPORT_NAMES.items()),
             preset=True,
         ),
-        PredictInput(
+        Input(
             name="intra_node_latency",
-            help='Per hop, e.g. "3.4 us".',
+            model=QUERY,
+            terminal_help='Per hop, e.g. "3.4 us".',
             metavar="DURATION",
             label=N_("Intra-node latency per hop"),
-            hint=N_("With its unit: 3.4 us. Empty: the preset's, or NCCL's NVLink value."),
+            help=N_("With its unit: 3.4 us. Empty: the preset's, or NCCL's NVLink value."),
             kind="text",
             advanced=True,
             preset=True,
         ),
-        PredictInput(
+        Input(
             name="inter_node_latency",
-            help='Per hop, e.g. "9.6 us".',
+            model=QUERY,
+            terminal_help='Per hop, e.g. "9.6 us".',
             metavar="DURATION",
             label=N_("Network latency per hop"),
-            hint=N_("With its unit: 9.6 us. Empty: the preset's, or NCCL's network value."),
+            help=N_("With its unit: 9.6 us. Empty: the preset's, or NCCL's network value."),
             kind="text",
             advanced=True,
             preset=True,
         ),
-        PredictInput(
+        Input(
             name="bucket_size",
-            help="DDP gradient bucket size (default %(default)s, as DDP's).",
+            model=QUERY,
+            terminal_help="DDP gradient bucket size (default %(default)s, as DDP's).",
             metavar="SIZE",
             label=N_("DDP bucket size"),
-            hint=N_(
+            help=N_(
                 "Gradients leave in buckets of this size as backward produces them. Empty: 25 MiB."
             ),
             kind="text",
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="algorithm",
-            help="All-reduce: %(choices)s. Default: %(default)s.",
+            model=QUERY,
+            terminal_help="All-reduce: %(choices)s. Default: %(default)s.",
             metavar="NAME",
             label=N_("All-reduce algorithm"),
-            hint=N_("auto takes the cheaper of ring and tree for each bucket, as NCCL does."),
+            help=N_("auto takes the cheaper of ring and tree for each bucket, as NCCL does."),
             kind="text",
             choices=(("auto", N_("Automatic")), *ALGORITHM_NAMES.items()),
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="strategy",
-            help="%(choices)s (fsdp: full shard). Default: %(default)s.",
+            model=QUERY,
+            terminal_help="%(choices)s (fsdp: full shard). Default: %(default)s.",
             metavar="NAME",
             label=N_("Data-parallel strategy"),
-            hint=N_("ZeRO and FSDP move other volumes than DDP's one all-reduce per step."),
+            help=N_("ZeRO and FSDP move other volumes than DDP's one all-reduce per step."),
             kind="text",
             choices=tuple(STRATEGY_NAMES.items()),
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="overlap",
-            help="Gradient communication overlaps backward. Default: %(default)s.",
+            model=QUERY,
+            terminal_help="Gradient communication overlaps backward. Default: %(default)s.",
             switch=True,
-            off="--no-overlap",
+            negatable=True,
             label=N_("Overlap with backward"),
-            hint=N_("Whether buckets are sent while backward still runs."),
+            help=N_("Whether buckets are sent while backward still runs."),
             kind="text",
             choices=(("true", N_("Yes: during backward")), ("false", N_("No: after backward"))),
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="backward_fraction",
-            help="Share of compute in backward (default %(default)s).",
+            model=QUERY,
+            terminal_help="Share of compute in backward (default %(default)s).",
             metavar="FLOAT",
             label=N_("Backward share of compute"),
-            hint=N_("A fraction from 0 to 1. Empty: 2/3 (backward costs twice the forward)."),
+            help=N_("A fraction from 0 to 1. Empty: 2/3 (backward costs twice the forward)."),
             advanced=True,
-            constant="BACKWARD_FRACTION",
+            constant="dpscale.model.step:BACKWARD_FRACTION",
         ),
-        PredictInput(
+        Input(
             name="overlap_slowdown",
-            help="Compute slowdown while overlapped with communication (0-1; default "
+            model=QUERY,
+            terminal_help="Compute slowdown while overlapped with communication (0-1; default "
             "%(default)s, and the band spans %(band)s).",
             metavar="FLOAT",
             label=N_("Slowdown of overlapped compute"),
-            hint=N_(
+            help=N_(
                 "A fraction from 0 to 1. Empty: 0.189, the average measured by Lee et al. (2025)."
             ),
             advanced=True,
-            constant="OVERLAP_SLOWDOWN",
+            constant="dpscale.model.step:OVERLAP_SLOWDOWN",
         ),
-        PredictInput(
+        Input(
             name="step_overhead",
-            help="Measured fixed cost per step (default: the wrapper's, %(band)s of a micro-step).",
+            model=QUERY,
+            terminal_help=(
+                "Measured fixed cost per step (default: the wrapper's, %(band)s of a micro-step)."
+            ),
             metavar="DURATION",
             label=N_("Fixed overhead per step"),
-            hint=N_(
+            help=N_(
                 "A measured cost added to every step on more than one device: 5 ms. Empty: none."
             ),
             kind="text",
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="flops_per_sample",
-            help="Training FLOPs per sample (instead of --per-device-throughput).",
+            model=QUERY,
+            terminal_help="Training FLOPs per sample (instead of --per-device-throughput).",
             metavar="COUNT",
             label=N_("FLOPs per sample"),
-            hint=N_("Training FLOPs per sample; with achieved TFLOP/s, instead of the throughput."),
+            help=N_("Training FLOPs per sample; with achieved TFLOP/s, instead of the throughput."),
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="achieved_tflops",
-            help="Achieved TFLOP/s per device (with --flops-per-sample).",
+            model=QUERY,
+            terminal_help="Achieved TFLOP/s per device (with --flops-per-sample).",
             metavar="FLOAT",
             label=N_("Achieved TFLOP/s per device"),
-            hint=N_("Used with FLOPs per sample."),
+            help=N_("Used with FLOPs per sample."),
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="unit",
-            help="Unit of the throughput. Default: %(default)s.",
+            model=QUERY,
+            terminal_help="Unit of the throughput. Default: %(default)s.",
             metavar="UNIT",
             short="-u",
             label=N_("Throughput unit"),
-            hint=N_("Any unit: it carries through to the results."),
+            help=N_("Any unit: it carries through to the results."),
             kind="text",
             advanced=True,
             invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
         ),
-        PredictInput(
+        Input(
             name="calibrate",
-            help="nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run id.",
+            terminal_help=(
+                "nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run id."
+            ),
             metavar="FILE|RUN_ID",
             label=N_("Calibrate from a stored run"),
-            hint=N_(
+            help=N_(
                 "The id of a run stored by dpscale measure: its measured bus bandwidth and "
                 "latency replace the nominal ones."
             ),
@@ -661,12 +594,13 @@ PREDICTION = Prediction(
             advanced=True,
             invalid=N_("Use the id of a stored run: letters, digits and . _ : - (up to 64)."),
         ),
-        PredictInput(
+        Input(
             name="optimizer",
-            help="%(choices)s (default: adam, the band spans none-lamb).",
+            model=QUERY,
+            terminal_help="%(choices)s (default: adam, the band spans none-lamb).",
             metavar="NAME",
             label=N_("Optimizer"),
-            hint=N_(
+            help=N_(
                 "Its step reads and writes every parameter's state once per optimizer step, at "
                 "the device's memory bandwidth."
             ),
@@ -677,65 +611,77 @@ PREDICTION = Prediction(
             ),
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="device_memory_bandwidth",
-            help="One device's memory bandwidth, e.g. \"900 GB/s\" (default: the preset's).",
+            model=QUERY,
+            terminal_help=(
+                "One device's memory bandwidth, e.g. \"900 GB/s\" (default: the preset's)."
+            ),
             metavar="BANDWIDTH",
             label=N_("Device memory bandwidth"),
-            hint=N_("With its unit: 900 GB/s. Empty: the preset's (unknown without one: a band)."),
+            help=N_("With its unit: 900 GB/s. Empty: the preset's (unknown without one: a band)."),
             kind="text",
             advanced=True,
             preset=True,
         ),
-        PredictInput(
+        Input(
             name="jitter",
-            help="Coefficient of variation of one device's micro-step time, e.g. 1%% "
+            model=PERCENT,
+            terminal_help="Coefficient of variation of one device's micro-step time, e.g. 1%% "
             "(default 1 %%, the band spans %(band)s).",
             metavar="PERCENT",
             label=N_("Step-time jitter"),
-            hint=N_(
+            help=N_(
                 "Coefficient of variation of one device's micro-step, in percent: every step "
                 "waits for the slowest device. Empty: 1 percent; the band spans 0.3 to 3 percent."
             ),
-            suffix="%",
+            kind="percent",
             advanced=True,
-            percent=True,
         ),
-        PredictInput(
+        Input(
             name="throughput_grad_accum",
-            help="Micro-steps per step when --per-device-throughput was measured (default: "
-            "--grad-accum); its optimizer step was spread over them.",
+            model=QUERY,
+            terminal_help=(
+                "Micro-steps per step when --per-device-throughput was measured (default: "
+                "--grad-accum); its optimizer step was spread over them."
+            ),
             metavar="INT",
             label=N_("Accumulation when the throughput was measured"),
-            hint=N_(
+            help=N_(
                 "Micro-steps per optimizer step in the run that gave the throughput of one "
                 "device: its optimizer step was spread over them. Empty: the accumulation above."
             ),
             kind="integer",
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="fusion_cycle",
-            help="Horovod's cycle time (HOROVOD_CYCLE_TIME; 5 ms before Horovod 0.21, 1 ms "
-            "since): fused messages hold what backward produces in one cycle, up to "
-            "--bucket-size.",
+            model=QUERY,
+            terminal_help=(
+                "Horovod's cycle time (HOROVOD_CYCLE_TIME; 5 ms before Horovod 0.21, 1 ms "
+                "since): fused messages hold what backward produces in one cycle, up to "
+                "--bucket-size."
+            ),
             metavar="DURATION",
             label=N_("Horovod cycle time"),
-            hint=N_(
+            help=N_(
                 "For Horovod: tensors ready in one cycle are sent in one fused all-reduce, up "
                 "to the bucket size. 5 ms before Horovod 0.21, 1 ms since. Empty: not Horovod."
             ),
             kind="text",
             advanced=True,
         ),
-        PredictInput(
+        Input(
             name="measured",
-            help='Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
-            "file as dpscale fit reads, or a stored run (run:ID); calibrates fixed cost and "
-            "jitter.",
+            model=QUERY,
+            terminal_help=(
+                'Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
+                "file as dpscale fit reads, or a stored run (run:ID); calibrates fixed cost and "
+                "jitter."
+            ),
             metavar="POINTS|FILE|run:ID",
             label=N_("Measured throughputs"),
-            hint=N_(
+            help=N_(
                 "Total throughput you measured at a few device counts, with the same batch: "
                 "1:362.4,8:2722,16:5099, or run:ID for a stored run. Calibrates the fixed cost "
                 "and the jitter; the band becomes the fit's."
@@ -747,14 +693,14 @@ PREDICTION = Prediction(
                 "above 1, or run: and the id of a stored run."
             ),
         ),
-        PredictInput(
+        Input(
             name="plot",
-            help="Write the E(N) chart to FILE (.png, .svg or .pdf).",
+            terminal_help="Write the E(N) chart to FILE (.png, .svg or .pdf).",
             metavar="FILE",
         ),
-        PredictInput(
+        Input(
             name="list_hardware",
-            help="List presets and exit.",
+            terminal_help="List presets and exit.",
             switch=True,
         ),
     ),

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from dpscale.spec import DESCRIPTIONS, Description, Input, Number, Param, Percentage
 from dpscale.validation import FieldIssue
 from dpscale.web.charts import scaling_chart
@@ -54,26 +56,38 @@ def fields(description: Description) -> tuple[InputField, ...]:
     return input_fields(description.inputs)
 
 
-def input_fields(inputs: Iterable[Input]) -> tuple[InputField, ...]:
-    """The page's form fields of described inputs (those the CLI alone takes included)."""
+def input_fields(
+    inputs: Iterable[Input], own: type[BaseModel] | None = None
+) -> tuple[InputField, ...]:
+    """The page's form fields of described inputs (those the CLI alone takes included);
+    ``own`` is a model of the page's own, whose fields hold the rules of the inputs it has
+    (a stored run's id, where the CLI takes a file too)."""
     return tuple(
         InputField(
             name=item.name,
-            model=item.model,
+            model=own if own is not None and item.name in own.model_fields else _model(item),
             label=item.label,
             help=item.help,
-            default=item.example,
+            default=item.fresh,
+            example=item.example if item.preset else "",
             suffix="%" if item.kind == "percent" else "",
             kind="decimal" if item.kind == "percent" else item.kind,
             required=item.required,
             suggestions=item.suggestions,
             invalid=item.invalid,
-            choices=item.choices,
+            choices=item.offered(),
             advanced=item.advanced,
             rows=item.rows,
         )
         for item in inputs
     )
+
+
+def _model(item: Input) -> type[BaseModel]:
+    model = item.model_type
+    if model is None:
+        raise ValueError(f"the page's field {item.name} has no input model")
+    return model
 
 
 def presenter(description: Description) -> Callable[[Any, Localizer], Presentation]:

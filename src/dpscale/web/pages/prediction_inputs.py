@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from dpscale.model import PredictQuery
 from dpscale.model.query import PercentInputs
-from dpscale.spec.prediction import PREDICTION, PredictInput, preset_choices
-from dpscale.web.registry import InputField
+from dpscale.spec.prediction import PREDICTION
+from dpscale.web.pages._described import input_fields
 
 __all__ = ["FIELDS", "RUN_ID", "PageInputs"]
 
@@ -27,21 +26,4 @@ class PageInputs(PercentInputs):
     )
 
 
-def _field(item: PredictInput) -> InputField:
-    return InputField(
-        name=item.name,
-        model=PageInputs if item.name in PageInputs.model_fields else PredictQuery,
-        label=item.label,
-        help=item.hint,
-        default=item.fresh,
-        example=item.example,
-        suffix=item.suffix,
-        kind=item.kind,
-        required=item.page_required,
-        invalid=item.invalid,
-        choices=preset_choices() if item.name == "hardware" else item.choices,
-        advanced=item.advanced,
-    )
-
-
-FIELDS = tuple(_field(item) for item in PREDICTION.page)
+FIELDS = input_fields(PREDICTION.page, own=PageInputs)
