@@ -955,7 +955,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     ('target_needs', ['grad_accum_needed', 'micro_batch_needed'])
     >>> from dpscale.said import english
     >>> english(said["grad_accum_needed"], LINES)
-    '--grad-accum 8'
+    '--grad-accum 21'
     """
     sc, hw = result.scenario, result.scenario.hardware
     last = result.last_point()
