@@ -172,8 +172,10 @@ def test_page_sentences_in_the_locale() -> None:
         "Ausreißertest hat ihn markiert, er zählt als 0,18 eines Punktes."
     )
     aicc = compute(CASES["AICc"][0])
-    assert present(aicc, localizer("fr")).items[0].sentence == (
-        "L’AICc le plus bas des modèles comparés (poids d’Akaike\u00a0: 100\u00a0%)."
+    assert present(aicc, localizer("fr")).items[0].sentence.startswith(
+        "L’AICc le plus bas des modèles comparés (poids d’Akaike\u00a0: 100\u00a0%). Non "
+        "comparés\u00a0: Modèle avec communication (all-reduce en anneau) (ne peut pas être "
+        "ajusté à ces points)"
     )
 
 
@@ -199,29 +201,33 @@ def test_every_code_is_worded_in_every_catalogue(language: str) -> None:
             assert entry.string != wording.page, (language, code)
 
 
-def test_only_the_reasons_details_go_without_page_words() -> None:
-    # The terminal and the JSON give the test's figures; the page states the test alone.
+def test_the_page_states_the_reasons_details_after_it() -> None:
+    # As the terminal and the JSON do: the F tests against the closer models, the AICc
+    # ranking and the models not compared, each a sentence after the reason.
     said: set[str] = set()
     for query, _, _ in CASES.values():
         result = fitted(query)
         said |= {result.selection.reason.code, *(note.code for note in result.notes)}
     unworded = {code for code, wording in SAID.items() if not wording.page}
     assert not said & unworded
-    assert unworded == {
-        "no_closer",
-        "closer_one",
-        "closer",
-        "f_not_decisive",
-        "no_residual_dof",
-        "screening",
-        "aicc_ranking",
-        "aicc_score",
-        "not_compared",
-        "skipped",
-        "too_few_for_aicc",
-        "not_identifiable",
-        "akaike_weight",
-    }
+    # An Akaike weight is the terminal's detail of another model's prediction.
+    assert unworded == {"akaike_weight"}
+    flat = compute({"points": STEP, "at": "512"})
+    reason = present(flat, localizer("en")).items[0].sentence
+    assert reason.endswith(
+        "(F test at the 1 % level). Models that fit the points more closely, but not "
+        "decisively (F test at the 1 % level): Amdahl's law: F = 7, not above 7.85 and "
+        "Universal Scalability Law: F = 6, not above 9.15; noise estimated from the residuals, "
+        "assuming 2% run-to-run noise worth 3 points (95 % between 1.1% and 7.5%). AICc: "
+        "Amdahl's law -25.1, Communication-aware model (ring all-reduce) -15.4, and Universal "
+        "Scalability Law 4.9."
+    )
+    aicc = compute(CASES["AICc"][0])
+    assert present(aicc, localizer("ja")).items[0].sentence == (
+        "比較したモデルの中で AICc が最小です（赤池重み 100%）。比較対象外：通信モデル"
+        "（リング all-reduce）（この点にはフィットできません）、ユニバーサル・スケーラビリティ則"
+        "（USL）（パラメータ 3 個の AICc には 5 点では足りません（6 点必要））。"
+    )
 
 
 def test_json_gives_the_words_beside_the_codes() -> None:

@@ -136,8 +136,8 @@ def screening_assumption() -> Said:
         {
             "noise": Percentage(NOISE_PRIOR),
             "weight": Number(SCREEN_PRIOR_WEIGHT),
-            "low": Percentage(low),
-            "high": Percentage(high),
+            "low": Percentage(low, 2),
+            "high": Percentage(high, 2),
         },
     )
 

@@ -184,7 +184,7 @@ def choose(
         raw = {name: math.exp(-(score - best) / 2) for name, score in compared.items()}
         weights = {name: value / sum(raw.values()) for name, value in raw.items()}
     ranking = tuple(
-        Said("aicc_score", {"model": Name(name, "model"), "aicc": Number(compared[name])})
+        Said("aicc_score", {"model": Name(name, "model"), "aicc": Number(compared[name], 3)})
         for name in sorted(compared, key=compared.__getitem__)
     )
     for name, score in scores.items():

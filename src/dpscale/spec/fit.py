@@ -386,34 +386,55 @@ SAID: Mapping[str, Wording] = {
         "{count} points are too few for AICc to compare models (it needs 2 more points than "
         "parameters), so {model} was kept: the fewest parameters",
     ),
-    # The reason's evidence, shown on the terminal and in the JSON only: the page states
-    # the test and leaves its figures to them.
-    "no_closer": Wording("", "; no other model fits the points more closely"),
+    # The reason's evidence: the page states it after the reason (web/pages/fit.py).
+    "no_closer": Wording(
+        N_("No other model fits the points more closely."),
+        "; no other model fits the points more closely",
+    ),
     "closer_one": Wording(
-        "",
+        N_(
+            "Models that fit the points more closely, but not decisively (F test at "
+            "the 1 %% level): %(tests)s; %(screening)s."
+        ),
         "; {models} fits the points more closely, but not decisively (" + _F_TEST + ", "
         "{tests:; }; {screening})",
     ),
     "closer": Wording(
-        "",
+        N_(
+            "Models that fit the points more closely, but not decisively (F test at "
+            "the 1 %% level): %(tests)s; %(screening)s."
+        ),
         "; {models} fit the points more closely, but not decisively (" + _F_TEST + ", "
         "{tests:; }; {screening})",
     ),
-    "f_not_decisive": Wording("", "{model}: F = {f:.3g} <= {threshold:.3g}"),
-    "no_residual_dof": Wording("", "{model}: comm has no residual degrees of freedom"),
+    "f_not_decisive": Wording(
+        N_("%(model)s: F = %(f)s, not above %(threshold)s"),
+        "{model}: F = {f:.3g} <= {threshold:.3g}",
+    ),
+    "no_residual_dof": Wording(
+        N_("%(model)s: the communication model has no residual degrees of freedom"),
+        "{model}: comm has no residual degrees of freedom",
+    ),
     "screening": Wording(
-        "",
+        N_(
+            "noise estimated from the residuals, assuming %(noise)s run-to-run noise "
+            "worth %(weight)s points (95 %% between %(low)s and %(high)s)"
+        ),
         "the noise taken from the residuals with an assumed {noise:g %} run-to-run noise "
         "worth {weight:g} points (95 % between {low:.1f %} and {high:.1f %})",
     ),
-    "aicc_ranking": Wording("", "; AICc: {scores:, }"),
-    "aicc_score": Wording("", "{model} {aicc:.1f}"),
-    "not_compared": Wording("", "; not compared: {models:; }"),
-    "skipped": Wording("", "{model}: {why}"),
+    "aicc_ranking": Wording(N_("AICc: %(scores)s."), "; AICc: {scores:, }"),
+    "aicc_score": Wording(N_("%(model)s %(aicc)s"), "{model} {aicc:.1f}"),
+    "not_compared": Wording(N_("Not compared: %(models)s."), "; not compared: {models:; }"),
+    "skipped": Wording(N_("%(model)s (%(why)s)"), "{model}: {why}"),
     "too_few_for_aicc": Wording(
-        "", "{count} points are too few for AICc with {parameters} parameters (needs {needs})"
+        N_(
+            "%(count)s points are too few for AICc with %(parameters)s parameters (it "
+            "needs %(needs)s)"
+        ),
+        "{count} points are too few for AICc with {parameters} parameters (needs {needs})",
     ),
-    "not_identifiable": Wording("", "{detail}"),
+    "not_identifiable": Wording(N_("cannot be fitted to these points"), "{detail}"),
     # What efficiency is relative to (FitResult.baseline).
     "baseline_one": Wording(N_("one device"), "one device (measured)"),
     "baseline_fewest": Wording(

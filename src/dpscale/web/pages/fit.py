@@ -24,6 +24,7 @@ from dpscale.fit import data as points_data
 from dpscale.fit.data import MAX_TEXT
 from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
+from dpscale.said import Said
 from dpscale.spec.fit import (
     FIT_INPUTS,
     MODEL_TITLES,
@@ -136,6 +137,26 @@ def _amount(loc: Localizer, value: float) -> str:
     return loc.number(value, 4)
 
 
+_DETAILS = ("evidence", "ranking", "skipped")
+"""The parts of a reason the page states after it, as the terminal does: how the closer models
+fared in the F test, the AICc ranking and the models not compared."""
+
+
+def _reason(reason: Said, loc: Localizer, unit: str) -> str:
+    """Why this model, then its details, each a sentence."""
+    parts = [reason]
+    for key in _DETAILS:
+        value = reason.ctx.get(key)
+        parts.extend(
+            value if isinstance(value, tuple) else (value,) if isinstance(value, Said) else ()
+        )
+    text = ""
+    for sentence in (say(part, SAID, loc, unit) for part in parts):
+        # Sentences ending in a full-width stop (Chinese, Japanese) run on without a space.
+        text += sentence if not text or text.endswith("。") else " " + sentence
+    return text
+
+
 def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
     result, unit = page.result, page.unit
@@ -147,7 +168,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
             key="model",
             label=_("Model"),
             value=_(MODEL_TITLES[result.model]),
-            sentence=say(result.selection.reason, SAID, loc, unit),
+            sentence=_reason(result.selection.reason, loc, unit),
             primary=True,
         ),
         ResultItem(
