@@ -73,6 +73,10 @@ class Shown:
     footnote: str
 
 
+_DETAILS = ("evidence", "ranking", "skipped")
+"""The parts of the reason that ``FitPage.comparison`` states."""
+
+
 @dataclass(frozen=True)
 class FitPage:
     """A fit and the unit its throughputs are shown in; ``to_dict()`` is the API's JSON."""
@@ -92,6 +96,23 @@ class FitPage:
         """The fitted parameters' table of ``_fit_details.html``, from its description."""
         rows = [{"name": name, **p} for name, p in self.result.parameters().items()]
         return _shown(PARAMETERS, rows, loc, self.unit)
+
+    def comparison(self, loc: Localizer) -> str:
+        """How the model was chosen beyond the reason, as the terminal says it: how the closer
+        models fared in the F test, the AICc ranking and the models not compared, each a
+        sentence (empty for a model given or the only one the points allow)."""
+        reason = self.result.selection.reason
+        parts: list[Said] = []
+        for key in _DETAILS:
+            value = reason.ctx.get(key)
+            parts.extend(
+                value if isinstance(value, tuple) else [value] if isinstance(value, Said) else []
+            )
+        text = ""
+        for sentence in (say(part, SAID, loc, self.unit) for part in parts):
+            # Sentences ending in a full-width stop (Chinese, Japanese) run on without a space.
+            text += sentence if not text or text.endswith("。") else " " + sentence
+        return text
 
 
 def _shown(table: Table, rows: list[dict[str, Any]], loc: Localizer, unit: str) -> Shown:
@@ -137,26 +158,6 @@ def _amount(loc: Localizer, value: float) -> str:
     return loc.number(value, 4)
 
 
-_DETAILS = ("evidence", "ranking", "skipped")
-"""The parts of a reason the page states after it, as the terminal does: how the closer models
-fared in the F test, the AICc ranking and the models not compared."""
-
-
-def _reason(reason: Said, loc: Localizer, unit: str) -> str:
-    """Why this model, then its details, each a sentence."""
-    parts = [reason]
-    for key in _DETAILS:
-        value = reason.ctx.get(key)
-        parts.extend(
-            value if isinstance(value, tuple) else (value,) if isinstance(value, Said) else ()
-        )
-    text = ""
-    for sentence in (say(part, SAID, loc, unit) for part in parts):
-        # Sentences ending in a full-width stop (Chinese, Japanese) run on without a space.
-        text += sentence if not text or text.endswith("。") else " " + sentence
-    return text
-
-
 def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
     result, unit = page.result, page.unit
@@ -168,7 +169,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
             key="model",
             label=_("Model"),
             value=_(MODEL_TITLES[result.model]),
-            sentence=_reason(result.selection.reason, loc, unit),
+            sentence=say(result.selection.reason, SAID, loc, unit),
             primary=True,
         ),
         ResultItem(
