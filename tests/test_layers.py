@@ -13,6 +13,7 @@ PACKAGE = SRC / "dpscale"
 LAYERS = (
     "safejson",
     "units",
+    "said",
     "validation",
     "plotting",
     "calculators",

@@ -14,7 +14,7 @@ from dpscale.fit.models import MODELS, ScalingModel, comm_model
 from dpscale.fit.physics import physics_from, physics_model
 from dpscale.fit.profile import profile_interval
 from dpscale.fit.robust import robust_fit
-from dpscale.fit.said import Said
+from dpscale.said import Count, Said
 from dpscale.spec.fit import fit_json, terminal
 from dpscale.validation import InputError
 
@@ -188,7 +188,7 @@ def test_efficiency_relative_to_one_device_or_the_fewest_measured() -> None:
     assert fit_json(one)["baseline"]["description"] == "one device (measured)"
     eight = fit(FitQuery(points="8,800\n16,1500\n32,2800", at="8,64"))
     assert eight.baseline.devices == 8
-    assert eight.baseline.said() == Said("baseline_fewest", {"devices": 8})
+    assert eight.baseline.said() == Said("baseline_fewest", {"devices": Count(8)})
     assert fit_json(eight)["baseline"]["description"] == (
         "8 devices, the fewest measured (one device was not measured)"
     )
@@ -200,7 +200,7 @@ def test_two_points_fit_exactly_with_a_wide_honest_interval() -> None:
     prediction = result.predictions[0]
     assert result.selection.method == "physics"
     note = next(note for note in result.notes if note.code == "interpolating")
-    assert note.ctx == {"count": 2, "parameters": 2, "noise": 0.02}
+    assert note.to_dict()["ctx"] == {"count": 2, "parameters": 2, "noise": 0.02}
     assert "cannot show their noise" in terminal(note)
     # t_3 = 3.18 on 2 % prior noise: about +-9 %, the top stopped at the ideal.
     assert prediction.throughput_high / prediction.throughput_low > 1.15
@@ -217,7 +217,7 @@ def test_perfectly_linear_points_say_nothing_limits_them() -> None:
 def test_superlinear_points_are_named() -> None:
     result = fit(FitQuery(points="1,100\n2,210\n4,430\n8,880"))
     note = next(note for note in result.notes if note.code == "superlinear")
-    assert note.ctx == {"devices": 8, "efficiency": pytest.approx(1.1)}
+    assert note.to_dict()["ctx"] == {"devices": 8, "efficiency": pytest.approx(1.1)}
     assert terminal(note).startswith("Superlinear: 8 devices reach 110%")
     assert result.predictions[-1].efficiency == pytest.approx(1.0)
 
@@ -225,7 +225,8 @@ def test_superlinear_points_are_named() -> None:
 def test_noisy_non_monotone_points_are_named() -> None:
     result = fit(FitQuery(points="1,100\n2,185\n4,360\n8,340\n16,700\n32,1250"))
     note = next(note for note in result.notes if note.code.startswith("falls"))
-    assert (note.ctx["high"], note.ctx["devices"], note.ctx["low"], note.ctx["next"]) == (
+    ctx = note.to_dict()["ctx"]
+    assert (ctx["high"], ctx["devices"], ctx["low"], ctx["next"]) == (
         360,
         4,
         340,
@@ -242,7 +243,8 @@ def test_auto_prefers_usl_for_retrograde_points() -> None:
     assert result.model == "usl"
     assert result.selection.method == "F test"
     assert result.selection.reason.code == "f_test"
-    assert result.selection.reason.ctx["f"] > result.selection.reason.ctx["threshold"]
+    ctx = result.selection.reason.to_dict()["ctx"]
+    assert ctx["f"] > ctx["threshold"]
     assert "F test at the 1 % level" in terminal(result.selection.reason)
 
 
@@ -292,10 +294,11 @@ def test_a_node_step_keeps_the_physical_model_and_names_the_disagreement() -> No
     assert "AICc: amdahl" in terminal(reason)
     assert result.predictions[0].efficiency == pytest.approx(0.72, abs=0.02)
     note = next(note for note in result.notes if note.code == "disagree")
-    assert note.ctx["devices"] == 512
+    assert note.ctx["devices"] == Count(512)
     predicted = note.find("predicts")
     assert predicted is not None
-    assert (predicted.ctx["model"], round(float(predicted.ctx["value"]))) == ("amdahl", 8186)
+    ctx = predicted.to_dict()["ctx"]
+    assert (ctx["model"], round(ctx["value"])) == ("amdahl", 8186)
     assert terminal(note).startswith("At 512 devices amdahl predicts 8,186")
     assert "outside this interval" in terminal(note)
 
@@ -337,7 +340,7 @@ def test_points_that_contradict_the_comm_model_replace_it(
     assert result.model == model.name
     assert result.selection.method == "F test"
     assert result.selection.reason.code == "f_test"
-    assert result.selection.reason.ctx["model"] == model.name
+    assert result.selection.reason.to_dict()["ctx"]["model"] == model.name
     assert "more closely than the comm model" in terminal(result.selection.reason)
 
 
@@ -370,8 +373,8 @@ def test_one_bad_point_is_flagged_down_weighted_and_named() -> None:
     assert flag.weight < 0.5
     assert result.model == "comm"
     note = next(note for note in result.notes if note.code == "outlier_below")
-    assert note.ctx["devices"] == 16
-    assert note.ctx["weight"] == flag.weight
+    assert note.ctx["devices"] == Count(16)
+    assert note.to_dict()["ctx"]["weight"] == flag.weight
     assert terminal(note).startswith("The point at 16 devices")
     assert result.to_dict()["selection"]["down_weighted"]["devices"] == 16
     honest = fit(Points(devices=points.devices, throughput=clean), at=[128], devices_per_node=8)

@@ -14,7 +14,7 @@ from dpscale.cli.main import main
 from dpscale.fit import FitQuery, Points, fit
 from dpscale.fit.fitting import fit_model
 from dpscale.fit.physics import physics_from, physics_model
-from dpscale.fit.said import Said
+from dpscale.said import Count, Said
 from dpscale.validation import InputError, parse
 
 # PyTorch's DDP benchmark (pytorch/pytorch benchmarks/distributed/ddp/README.md): ResNet-50,
@@ -50,7 +50,7 @@ def test_points_inside_one_node_see_the_step_the_network_makes() -> None:
     slow |= {"intra_node_bandwidth": "130 GB/s", "inter_node_bandwidth": "10 Gbit/s"}
     plain = fit(Points.of(inside), at=[16, 64], devices_per_node=8)
     stated = fit(Points.of(inside), at=[16, 64], devices_per_node=8, facts=slow)
-    assert plain.notes[0] == Said("one_node", {"devices": 8})
+    assert plain.notes[0] == Said("one_node", {"devices": Count(8)})
     assert "stated_hardware" in [note.code for note in stated.notes]
     e_plain = [p.efficiency for p in plain.predictions]
     e_stated = [p.efficiency for p in stated.predictions]

@@ -4,6 +4,7 @@ terminal, the JSON and the page in every language."""
 from __future__ import annotations
 
 import re
+import string
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,8 @@ from babel.messages.pofile import read_po
 
 from dpscale.cli.main import main
 from dpscale.fit import FitQuery, FitResult, fit
-from dpscale.fit.said import Said
-from dpscale.spec.fit import SAID, fit_json, placeholders, terminal
+from dpscale.said import Count, Said
+from dpscale.spec.fit import SAID, fit_json, terminal
 from dpscale.web.i18n import LANGUAGES, catalogue_path, localizer
 from dpscale.web.pages.fit import compute, present
 
@@ -91,22 +92,21 @@ def test_the_codes_carry_the_figures() -> None:
     kept = fitted(CASES["physics kept"][0])
     assert kept.selection.reason.ctx["evidence"] == Said("no_closer")
     disagree = kept.notes[-1]
-    assert disagree.ctx["devices"] == 512
-    predictions = disagree.ctx["predictions"]
-    assert isinstance(predictions, tuple)
-    figures = [(said.ctx["model"], round(float(said.ctx["value"]))) for said in predictions]
+    assert disagree.ctx["devices"] == Count(512)
+    predictions = disagree.to_dict()["ctx"]["predictions"]
+    figures = [(said["ctx"]["model"], round(said["ctx"]["value"])) for said in predictions]
     assert figures == [("amdahl", 8186), ("usl", 8186)]
-    contention = fitted(CASES["F test"][0]).selection.reason
-    assert contention.ctx["model"] == "usl"
-    assert float(contention.ctx["f"]) > float(contention.ctx["threshold"])  # type: ignore[arg-type]
+    contention = fitted(CASES["F test"][0]).selection.reason.to_dict()["ctx"]
+    assert contention["model"] == "usl"
+    assert contention["f"] > contention["threshold"]
     aicc = fitted(CASES["AICc"][0]).selection
-    assert aicc.reason.ctx["model"] == "amdahl"
-    assert float(aicc.reason.ctx["weight"]) == pytest.approx(1.0)  # type: ignore[arg-type]
+    assert aicc.reason.to_dict()["ctx"]["model"] == "amdahl"
+    assert aicc.reason.to_dict()["ctx"]["weight"] == pytest.approx(1.0)
     skipped = {c.model: c.skipped.code for c in aicc.candidates if c.skipped is not None}
     assert skipped == {"usl": "too_few_for_aicc", "comm": "not_identifiable"}
-    outlier = fitted(CASES["outlier"][0]).notes[0]
-    assert (outlier.ctx["devices"], outlier.ctx["throughput"]) == (16, 1101.0)
-    assert float(outlier.ctx["off"]) == pytest.approx(1 - 1101 / 1439.5, abs=1e-3)  # type: ignore[arg-type]
+    outlier = fitted(CASES["outlier"][0]).notes[0].to_dict()["ctx"]
+    assert (outlier["devices"], outlier["throughput"]) == (16, 1101.0)
+    assert outlier["off"] == pytest.approx(1 - 1101 / 1439.5, abs=1e-3)
 
 
 def cli_lines(capsys: pytest.CaptureFixture[str], query: dict[str, str], path: Path) -> list[str]:
@@ -188,7 +188,8 @@ def test_every_code_is_worded_in_every_catalogue(language: str) -> None:
     for code, wording in SAID.items():
         assert wording.terminal, code
         page = set(re.findall(r"%\((\w+)\)s", wording.page))
-        assert page <= set(placeholders(code)), code
+        terminal = {name for _, name, _, _ in string.Formatter().parse(wording.terminal)}
+        assert page <= terminal, code
         if not wording.page:
             continue
         entry = entries.get(wording.page)
@@ -198,29 +199,32 @@ def test_every_code_is_worded_in_every_catalogue(language: str) -> None:
             assert entry.string != wording.page, (language, code)
 
 
-def test_only_the_reasons_details_go_without_page_words() -> None:
-    # The terminal and the JSON give the test's figures; the page states the test alone.
+def test_the_page_states_the_reasons_details() -> None:
+    # As the terminal and the JSON do after the reason: the F tests against the closer
+    # models, the AICc ranking and the models not compared (under the tables).
     said: set[str] = set()
     for query, _, _ in CASES.values():
         result = fitted(query)
         said |= {result.selection.reason.code, *(note.code for note in result.notes)}
     unworded = {code for code, wording in SAID.items() if not wording.page}
     assert not said & unworded
-    assert unworded == {
-        "no_closer",
-        "closer_one",
-        "closer",
-        "f_not_decisive",
-        "no_residual_dof",
-        "screening",
-        "aicc_ranking",
-        "aicc_score",
-        "not_compared",
-        "skipped",
-        "too_few_for_aicc",
-        "not_identifiable",
-        "akaike_weight",
-    }
+    # An Akaike weight is the terminal's detail of another model's prediction.
+    assert unworded == {"akaike_weight"}
+    flat = compute({"points": STEP, "at": "512"})
+    assert flat.comparison(localizer("en")) == (
+        "Models that fit the points more closely, but not "
+        "decisively (F test at the 1 % level): Amdahl's law: F = 7, not above 7.85 and "
+        "Universal Scalability Law: F = 6, not above 9.15; noise estimated from the residuals, "
+        "assuming 2% run-to-run noise worth 3 points (95 % between 1.1% and 7.5%). AICc: "
+        "Amdahl's law -25.1, Communication-aware model (ring all-reduce) -15.4, and Universal "
+        "Scalability Law 4.9."
+    )
+    aicc = compute(CASES["AICc"][0])
+    assert aicc.comparison(localizer("ja")) == (
+        "比較対象外：通信モデル"
+        "（リング all-reduce）（この点にはフィットできません）、ユニバーサル・スケーラビリティ則"
+        "（USL）（パラメータ 3 個の AICc には 5 点では足りません（6 点必要））。"
+    )
 
 
 def test_json_gives_the_words_beside_the_codes() -> None:

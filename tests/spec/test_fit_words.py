@@ -4,16 +4,17 @@ tables and the statements about the curve, read by ``dpscale fit`` and by the fi
 from __future__ import annotations
 
 import re
+import string
 from pathlib import Path
 
 import pytest
 
-from dpscale.cli.fit import _say as say_terminal
 from dpscale.cli.main import main
-from dpscale.spec.fit import PARAMETERS, PREDICTIONS, STATEMENTS, Wording, statements
+from dpscale.said import Wording, english
+from dpscale.spec.fit import PARAMETERS, PREDICTIONS, STATEMENTS, statements
 from dpscale.web.i18n import localizer
+from dpscale.web.pages._said import say
 from dpscale.web.pages.fit import FitPage, compute, present
-from dpscale.web.pages.fit import _say as say_page
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 USL = "devices,throughput\n1,100\n2,190\n4,340\n8,560\n16,800\n32,950\n"
@@ -47,8 +48,9 @@ def test_columns_are_prediction_keys_and_statements_fill_every_placeholder(
     for statement in said.values():
         words = STATEMENTS[statement.code]
         # The page may leave a parameter to the result's value; the terminal says them all.
-        assert set(PLACEHOLDER.findall(words.page)) <= set(statement.params)
-        assert set(PLACEHOLDER.findall(words.terminal)) == set(statement.params)
+        assert set(PLACEHOLDER.findall(words.page)) <= set(statement.ctx)
+        terminal = {name for _, name, _, _ in string.Formatter().parse(words.terminal) if name}
+        assert terminal == set(statement.ctx)
         worded.add(statement.code)
     assert worded | {"efficiency_kept"} == set(STATEMENTS)
 
@@ -62,7 +64,7 @@ def test_the_terminal_reads_the_description(
     assert cells == [column.terminal_header for column in PREDICTIONS.columns]
     assert cells == ["Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval"]
     assert "R² = 1.0000 over 6 points" in lines
-    assert "Throughput peaks at 39.1 devices (95 %: 37.16 to 41.15), at 958.5." in lines
+    assert "Throughput peaks at 39.1 devices (95 %: 37.16 to 41.15), at 958." in lines
     assert "Efficiency falls below 80 % at 6 devices (95 %: 6 to 6)." in lines
     assert PREDICTIONS.terminal_footnote in lines
     header = next(line for line in lines if "Meaning" in line)
@@ -71,8 +73,8 @@ def test_the_terminal_reads_the_description(
     ]
     assert any("sigma │   0.05695 │   0.05495 to 0.05898 │ σ: contention" in line for line in lines)
 
-    monkeypatch.setitem(STATEMENTS, "peak", Wording("", "Peak %(devices)s (%(throughput)s)."))
-    assert "Peak 39.1 (958.5)." in terminal(capsys, tmp_path)
+    monkeypatch.setitem(STATEMENTS, "peak", Wording("", "Peak {devices} ({throughput})."))
+    assert "Peak 39.1 (958)." in terminal(capsys, tmp_path)
 
 
 def test_the_page_reads_the_description(page: FitPage, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,10 +131,10 @@ def test_an_open_end_is_worded_by_each_surface() -> None:
     said = statements({"efficiency_target": target, "peak": None, "r_squared": None})
     statement = said["efficiency_target"]
     assert statement.code == "efficiency_falls"
-    assert say_terminal(statement) == (
+    assert english(statement, STATEMENTS) == (
         "Efficiency falls below 99 % at 2 devices (95 %: ? to beyond 2,048, as far as these "
         "points reach)."
     )
-    assert say_page(statement, localizer("en"), "samples/s") == (
+    assert say(statement, STATEMENTS, localizer("en"), "samples/s") == (
         "Efficiency falls below 99% there (95 % interval ? to beyond 2,048)."
     )

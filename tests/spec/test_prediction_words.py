@@ -6,41 +6,38 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import get_args
 
 import pytest
 
 from dpscale.cli.main import main
-from dpscale.cli.predict import _say as say_terminal
-from dpscale.cli.predict import _write as write_terminal
 from dpscale.model.calibrate import Calibration
-from dpscale.spec import Number
-from dpscale.spec.description import Wording
+from dpscale.said import Either, Names, Said, Wording, english
 from dpscale.spec.prediction import (
     BAND_INPUT_NAMES,
     LINES,
     TERMINAL_ORDER,
-    Count,
-    Either,
-    Line,
-    LineParam,
-    Millis,
-    Name,
-    Names,
-    Quantity,
-    Share,
     _calibrated,
     lines,
 )
-from dpscale.web.i18n import localizer
+from dpscale.web.i18n import Localizer, localizer
+from dpscale.web.pages._said import say
 from dpscale.web.pages.prediction import compute
-from dpscale.web.pages.prediction_results import _say as say_page
-from dpscale.web.pages.prediction_results import _write as write_page
 from dpscale.web.pages.prediction_results import present
 
 from ..model.test_calibrate import RUN
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+FIELD = re.compile(r"\{(\w+)\}")
+
+
+def say_terminal(line: Said) -> str:
+    return english(line, LINES)
+
+
+def say_page(line: Said, loc: Localizer) -> str:
+    return say(line, LINES, loc)
+
+
 README = {
     "params": "1.3B",
     "grad_dtype": "bf16",
@@ -68,11 +65,11 @@ def page_sentences(values: dict[str, str], code: str) -> list[str]:
     return [item.sentence for item in shown.items] + list(shown.notes)
 
 
-def said(values: dict[str, str]) -> dict[str, Line]:
+def said(values: dict[str, str]) -> dict[str, Said]:
     return lines(compute(values).result)
 
 
-def expected_terminal(words: dict[str, Line]) -> list[str]:
+def expected_terminal(words: dict[str, Said]) -> list[str]:
     groups = [[say_terminal(words[key]) for key in keys if key in words] for keys in TERMINAL_ORDER]
     return [" ".join(group) for group in groups if group]
 
@@ -255,7 +252,7 @@ def test_a_calibrated_prediction(capsys: pytest.CaptureFixture[str], sqlite_url:
 
 
 def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None:
-    made: list[Line] = []
+    made: list[Said] = []
     for values, _ in CASES.values():
         made += said(values).values()
     # What no query here reaches: a stored run's points, a calibration that does not know its
@@ -273,8 +270,8 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     for line in made:
         for nested in (line, *_nested(line)):
             words = LINES[nested.code]
-            for side in (words.page, words.terminal):
-                assert set(PLACEHOLDER.findall(side)) <= set(nested.params), nested.code
+            assert set(PLACEHOLDER.findall(words.page)) <= set(nested.ctx), nested.code
+            assert set(FIELD.findall(words.terminal)) <= set(nested.ctx), nested.code
             codes.add(nested.code)
     assert codes == set(LINES)
     assert say_terminal(made[-4]) == (
@@ -285,57 +282,20 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     assert say_page(made[-1], localizer("en")) == "Even 2 devices fall below 90%."
     # Every uncertain input the band may vary has a name on the page.
     custom = {**README, "hardware": "", "devices_per_node": "4", "intra_node_bandwidth": "130 GB/s"}
-    names = said(custom)["band"].params["inputs"]
+    names = said(custom)["band"].ctx["inputs"]
     assert isinstance(names, Names)
     assert set(names.values) <= set(BAND_INPUT_NAMES)
 
 
-def _nested(line: Line) -> list[Line]:
-    found: list[Line] = []
-    for value in line.params.values():
-        if isinstance(value, Line):
+def _nested(line: Said) -> list[Said]:
+    found: list[Said] = []
+    for value in line.ctx.values():
+        if isinstance(value, Said):
             found += [value, *_nested(value)]
         if isinstance(value, Either):
-            for alternative in value.lines:
+            for alternative in value.items:
                 found += [alternative, *_nested(alternative)]
     return found
-
-
-def test_each_surface_writes_every_kind_of_parameter() -> None:
-    loc = localizer("de")
-    samples: dict[type, LineParam] = {
-        Count: Count(1024),
-        Number: Number(1.3e9),
-        Share: Share(0.96123, 3),
-        Millis: Millis(0.00563),
-        Quantity: Quantity(2.6e9, "bytes"),
-        Name: Name("fsdp", {"fsdp": "FSDP (full shard)"}),
-        Names: Names(("jitter", "optimizer"), BAND_INPUT_NAMES),
-        Line: Line("optimizer_assumed", {"optimizer": Name("adam", {"adam": "Adam"})}),
-        Either: Either(
-            tuple(
-                Line("optimizer_assumed", {"optimizer": Name(name, {"lamb": "LAMB"})})
-                for name in ("adam", "lamb")
-            )
-        ),
-        str: "samples/s",
-    }
-    assert set(samples) == set(get_args(LineParam))
-    written = {
-        kind.__name__: (write_terminal(v), write_page(v, loc)) for kind, v in samples.items()
-    }
-    assert written == {
-        "Count": ("1,024", "1.024"),
-        "Number": ("1,300,000,000", "1.300.000.000"),
-        "Share": ("96.1 %", "96,1\u00a0%"),
-        "Millis": ("5.63", "5,63"),
-        "Quantity": ("2.6 GB", "2,6 GB"),
-        "Name": ("fsdp", "FSDP (Full Shard)"),
-        "Names": ("jitter, optimizer", "Schwankung der Schrittzeit und Optimierer"),
-        "Line": ("assumed adam", "angenommen: Adam"),
-        "Either": ("assumed adam or assumed lamb", "angenommen: adam oder angenommen: LAMB"),
-        "str": ("samples/s", "samples/s"),
-    }
 
 
 def test_both_surfaces_read_the_words_from_the_table(
@@ -344,7 +304,7 @@ def test_both_surfaces_read_the_words_from_the_table(
     monkeypatch.setitem(
         LINES,
         "max_devices",
-        Wording("Keeps %(target)s to %(devices)s.", "Keeps %(target)s: %(devices)s"),
+        Wording("Keeps %(target)s to %(devices)s.", "Keeps {target}: {devices}"),
     )
     values = {**README, "target_efficiency": "90"}
     assert "Keeps 90 %: 8" in terminal(capsys, values)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import typer
 from pydantic import BaseModel
 
+from dpscale.said import number as number
+from dpscale.said import percent as percent
 from dpscale.units import UnitError
 from dpscale.validation import InputError, parse
 
@@ -98,31 +100,6 @@ def _finite(value: Any) -> Any:
 def print_json(payload: Mapping[str, Any]) -> None:
     """Print ``payload`` as one JSON object; NaN and infinity are refused, never printed."""
     typer.echo(json.dumps(_finite(payload), ensure_ascii=False, allow_nan=False))
-
-
-def number(value: float, digits: int = 4) -> str:
-    """A number for people, in English: 128,000 / 57.6 / 0.0123 / 1.23e+20.
-
-    >>> number(115200.0), number(57.6), number(0.012345), number(2.5e20)
-    ('115,200', '57.6', '0.01235', '2.5e+20')
-    """
-    if not math.isfinite(value):
-        return str(value)
-    if value == 0:
-        return "0"
-    if abs(value) >= 1e15:
-        return f"{value:.{digits}g}"
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(0, digits - 1 - magnitude)
-    text = f"{value:,.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
-
-
-def percent(fraction: float, digits: int = 4) -> str:
-    """A fraction as a percentage: 0.9 -> '90 %', 0.272727 -> '27.27 %'."""
-    return f"{number(fraction * 100, digits)} %"
 
 
 def handle_errors(exc: BaseException) -> NoReturn:

@@ -13,7 +13,7 @@ from dpscale.cli._common import fail, number, option_name, percent, print_json
 
 if TYPE_CHECKING:
     from dpscale.spec import Input
-    from dpscale.spec.fit import Column, Statement, StatementParam
+    from dpscale.spec.fit import Column
 
 EXAMPLE = (
     "Example: dpscale fit points.csv --at 128,256 --devices-per-node 8 --plot fit.svg  "
@@ -193,37 +193,11 @@ def _cell(column: Column, row: dict[str, Any]) -> str:
     return text + ("*" if column.mark and row[column.mark] else "")
 
 
-def _write(param: StatementParam) -> str:
-    from dpscale.spec import Number, Percentage
-    from dpscale.spec.fit import Amount, Count, Fixed, Statement
-
-    if param is None:
-        return "?"
-    if isinstance(param, Statement):
-        return _say(param)
-    if isinstance(param, Count):
-        return f"{param.value:,}" if param.grouped else str(param.value)
-    if isinstance(param, Fixed):
-        return f"{param.value:.4f}"
-    if isinstance(param, Percentage):
-        return percent(param.value, 3)
-    if isinstance(param, Amount | Number):
-        return number(param.value)
-    raise TypeError(param)
-
-
-def _say(statement: Statement) -> str:
-    """A described statement in the terminal's English."""
-    from dpscale.spec.fit import STATEMENTS
-
-    words = STATEMENTS[statement.code].terminal
-    return words % {name: _write(value) for name, value in statement.params.items()}
-
-
 def _print_report(data: dict[str, Any], plot: str | None) -> None:
     from rich.console import Console
 
-    from dpscale.spec.fit import PARAMETERS, PREDICTIONS, statements
+    from dpscale.said import english
+    from dpscale.spec.fit import PARAMETERS, PREDICTIONS, STATEMENTS, statements
 
     console = Console(soft_wrap=True)
     table_console = Console(soft_wrap=False)
@@ -244,7 +218,7 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
     if any(p["extrapolated"] for p in data["predictions"]):
         console.print(PREDICTIONS.terminal_footnote)
     for statement in statements(data).values():
-        console.print(_say(statement))
+        console.print(english(statement, STATEMENTS))
     for note in data["notes"]:
         console.print(f"Note: {note}")
     if plot is not None:

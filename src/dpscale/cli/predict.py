@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperOption
@@ -21,9 +21,6 @@ from dpscale.cli._common import (
     read_input,
 )
 from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, terminal_help
-
-if TYPE_CHECKING:
-    from dpscale.spec.prediction import Line, LineParam
 
 
 class _HelpFromModel(TyperCommand):
@@ -153,52 +150,17 @@ def _points_table(result: Any) -> Any:
     return table
 
 
-def _write(param: LineParam) -> str:
-    """A parameter of a statement as the terminal writes it."""
-    from dpscale.spec import Number
-    from dpscale.spec.prediction import Count, Either, Line, Millis, Name, Names, Quantity, Share
-    from dpscale.units import format_bandwidth, format_bytes, format_duration
-
-    if isinstance(param, Line):
-        return _say(param)
-    if isinstance(param, Either):
-        return " or ".join(_say(line) for line in param.lines)
-    if isinstance(param, Count):
-        return f"{param.value:,}" if param.grouped else str(param.value)
-    if isinstance(param, Number):
-        return number(param.value)
-    if isinstance(param, Share):
-        return percent(param.value, param.digits)
-    if isinstance(param, Millis):
-        return number(param.seconds * 1e3)
-    if isinstance(param, Quantity):
-        formats = {"bytes": format_bytes, "bandwidth": format_bandwidth}
-        return formats.get(param.unit, format_duration)(param.value)
-    if isinstance(param, Name):
-        return param.value
-    if isinstance(param, Names):
-        return ", ".join(param.values)
-    return param
-
-
-def _say(line: Line) -> str:
-    """A described statement in the terminal's English."""
-    from dpscale.spec.prediction import LINES
-
-    words = LINES[line.code].terminal
-    return words % {name: _write(value) for name, value in line.params.items()}
-
-
 def _print_result(result: Any, plot: str | None) -> None:
     from rich.console import Console
 
-    from dpscale.spec.prediction import TERMINAL_ORDER, lines
+    from dpscale.said import english
+    from dpscale.spec.prediction import LINES, TERMINAL_ORDER, lines
 
     console = Console(soft_wrap=True)
     console.print(_points_table(result))
     said = lines(result)
     for keys in TERMINAL_ORDER:
-        words = [_say(said[key]) for key in keys if key in said]
+        words = [english(said[key], LINES) for key in keys if key in said]
         if words:
             console.print(" ".join(words))
     if plot is not None:

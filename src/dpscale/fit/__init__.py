@@ -10,7 +10,7 @@ from dpscale.fit.data import Points, parse_device_counts, parse_points, points_f
 from dpscale.fit.models import MODEL_NAMES, ScalingModel, comm_model
 from dpscale.fit.query import FitOptions, FitQuery, fit
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
-from dpscale.fit.said import Said
+from dpscale.said import Said
 
 __all__ = [
     "MODEL_NAMES",

@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dpscale.fit.said import Said
+from dpscale.said import Number, Percentage, Said
 
 __all__ = [
     "LEVEL",
@@ -133,7 +133,12 @@ def screening_assumption() -> Said:
     low, high = noise_range()
     return Said(
         "screening",
-        {"noise": NOISE_PRIOR, "weight": SCREEN_PRIOR_WEIGHT, "low": low, "high": high},
+        {
+            "noise": Percentage(NOISE_PRIOR),
+            "weight": Number(SCREEN_PRIOR_WEIGHT),
+            "low": Percentage(low, 2),
+            "high": Percentage(high, 2),
+        },
     )
 
 

@@ -21,8 +21,8 @@ from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
 from dpscale.fit.physics import Physics
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
-from dpscale.fit.said import Said
 from dpscale.fit.selection import ModelChoice, Selection, choose
+from dpscale.said import Amount, Count, Name, Number, Percentage, Said
 
 __all__ = ["SUPERLINEAR", "default_devices", "fit_points", "horizon"]
 
@@ -112,12 +112,22 @@ def _notes(
     notes = []
     n, k = len(fitted.points), fitted.model.size
     if n <= k:
-        notes.append(Said("interpolating", {"count": n, "parameters": k, "noise": NOISE_PRIOR}))
+        notes.append(
+            Said(
+                "interpolating",
+                {"count": Count(n), "parameters": Count(k), "noise": Percentage(NOISE_PRIOR, 2)},
+            )
+        )
     elif n - k < MIN_NOISE_DOF:
         notes.append(
             Said(
                 "few_dof_one" if n - k == 1 else "few_dof",
-                {"count": n, "parameters": k, "dof": n - k, "noise": NOISE_PRIOR},
+                {
+                    "count": Count(n),
+                    "parameters": Count(k),
+                    "dof": Count(n - k),
+                    "noise": Percentage(NOISE_PRIOR, 2),
+                },
             )
         )
     devices, means = _means(fitted.points)
@@ -128,7 +138,10 @@ def _notes(
             notes.append(
                 Said(
                     "superlinear",
-                    {"devices": int(devices[best]), "efficiency": float(efficiency[best])},
+                    {
+                        "devices": Count(int(devices[best])),
+                        "efficiency": Percentage(float(efficiency[best]), 2),
+                    },
                 )
             )
         else:
@@ -140,18 +153,23 @@ def _notes(
             Said(
                 "falls_usl" if fitted.model.name == "usl" else "falls",
                 {
-                    "high": float(means[i]),
-                    "devices": int(devices[i]),
-                    "low": float(means[i + 1]),
-                    "next": int(devices[i + 1]),
-                    "model": fitted.model.name,
+                    "high": Number(float(means[i]), 6),
+                    "devices": Count(int(devices[i])),
+                    "low": Number(float(means[i + 1]), 6),
+                    "next": Count(int(devices[i + 1])),
+                    "model": Name(fitted.model.name, "model"),
                 },
             )
         )
     if fitted.model.name == "comm" and devices_per_node is None:
         notes.append(Said("comm_flat"))
     if any(p.extrapolated for p in predictions):
-        notes.append(Said("extrapolated", {"low": int(devices[0]), "high": int(devices[-1])}))
+        notes.append(
+            Said(
+                "extrapolated",
+                {"low": Count(int(devices[0])), "high": Count(int(devices[-1]))},
+            )
+        )
     return notes
 
 
@@ -171,9 +189,20 @@ def _disagreement(
         value = float(other.throughput([target.devices])[0])
         if not target.throughput_low <= value <= target.throughput_high:
             weight = weights.get(other.model.name)
-            shown = () if weight is None else (Said("akaike_weight", {"weight": weight}),)
+            shown = (
+                ()
+                if weight is None
+                else (Said("akaike_weight", {"weight": Percentage(weight, 2)}),)
+            )
             outside.append(
-                Said("predicts", {"model": other.model.name, "value": value, "weight": shown})
+                Said(
+                    "predicts",
+                    {
+                        "model": Name(other.model.name, "model"),
+                        "value": Amount(value),
+                        "weight": shown,
+                    },
+                )
             )
     if not outside:
         return []
@@ -181,10 +210,10 @@ def _disagreement(
         Said(
             "disagree",
             {
-                "devices": target.devices,
+                "devices": Count(target.devices),
                 "predictions": tuple(outside),
-                "low": target.throughput_low,
-                "high": target.throughput_high,
+                "low": Amount(target.throughput_low),
+                "high": Amount(target.throughput_high),
             },
         )
     ]
@@ -196,7 +225,7 @@ def _node_hint(fitted: ModelFit, selection: Selection, devices_per_node: int | N
     considered = any(c.model == "comm" and c.skipped is None for c in selection.candidates)
     if devices_per_node is not None or fitted.model.name == "comm" or not considered:
         return []
-    return [Said("node_hint", {"model": fitted.model.name})]
+    return [Said("node_hint", {"model": Name(fitted.model.name, "model")})]
 
 
 def fit_points(
@@ -237,7 +266,12 @@ def fit_points(
     target = _target(fitted, target_efficiency, baseline.devices, horizon(points, at))
     peak = fitted.model.peak_devices(fitted.losses)
     beyond = (
-        [Said("beyond_peak", {"model": fitted.model.name, "horizon": target.horizon})]
+        [
+            Said(
+                "beyond_peak",
+                {"model": Name(fitted.model.name, "model"), "horizon": Count(target.horizon)},
+            )
+        ]
         if peak is not None and peak > target.horizon
         else []
     )

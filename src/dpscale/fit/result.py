@@ -13,8 +13,8 @@ from numpy.typing import ArrayLike
 from dpscale.calculators._result import Result, tidy
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import LEVEL, t_quantile
-from dpscale.fit.said import Said
 from dpscale.fit.selection import Selection
+from dpscale.said import Count, Said
 
 __all__ = ["Baseline", "FitResult", "Prediction", "Target"]
 
@@ -49,7 +49,7 @@ class Baseline(Result):
         device, measured) or ``baseline_fewest`` (the fewest devices measured)."""
         if self.devices == 1:
             return Said("baseline_one")
-        return Said("baseline_fewest", {"devices": self.devices})
+        return Said("baseline_fewest", {"devices": Count(self.devices)})
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from dpscale.fit.intervals import (
     t_quantile,
 )
 from dpscale.fit.models import ScalingModel
-from dpscale.fit.said import Said
+from dpscale.said import Count, Number, Percentage, Said
 
 __all__ = ["OUTLIER_LEVEL", "Flag", "robust_fit"]
 
@@ -80,13 +80,13 @@ class Flag:
         return Said(
             "outlier_below" if off < 0 else "outlier_above",
             {
-                "devices": self.devices,
-                "throughput": self.throughput,
-                "off": abs(off),
-                "studentized": abs(self.studentized),
-                "threshold": self.threshold,
+                "devices": Count(self.devices),
+                "throughput": Number(self.throughput, 6),
+                "off": Percentage(abs(off), 2),
+                "studentized": Number(abs(self.studentized)),
+                "threshold": Number(self.threshold),
                 "screening": screening_assumption(),
-                "weight": self.weight,
+                "weight": Number(self.weight, 2),
             },
         )
 

@@ -44,7 +44,7 @@ from dpscale.fit.intervals import screening_assumption, screening_scale
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
 from dpscale.fit.physics import Physics, fit_physics, physics_model
 from dpscale.fit.robust import Flag, robust_fit
-from dpscale.fit.said import Said
+from dpscale.said import Count, Name, Number, Percentage, Said
 from dpscale.validation import InputError
 
 __all__ = ["CONTENTION_LEVEL", "Candidate", "Selection", "choose", "contention_test"]
@@ -116,7 +116,7 @@ def _models(
         return {**MODELS, "comm": comm}, None, variants
     g = devices_per_node
     if g is not None and g > 1 and int(points.devices.max()) <= g:
-        note = Said("one_node", {"devices": g})
+        note = Said("one_node", {"devices": Count(g)})
         return {**MODELS, "comm": comm_model(None)}, note, ()
     return {**MODELS, "comm": comm_model(g)}, None, ()
 
@@ -165,7 +165,7 @@ def choose(
             raise InputError.single("model", f"{model} cannot be fitted: {err}") from None
         notes = (comm_note,) if comm_note is not None and model == "comm" else ()
         return _with_variants(fitted, variants), Selection(
-            "given", Said("given", {"model": model}), (), notes, flag=given_flag
+            "given", Said("given", {"model": Name(model, "model")}), (), notes, flag=given_flag
         )
     fits, skipped = _fit_all(models, points, None)
     # One bad point is judged against the physics of the step (the comm model) where it can
@@ -184,14 +184,15 @@ def choose(
         raw = {name: math.exp(-(score - best) / 2) for name, score in compared.items()}
         weights = {name: value / sum(raw.values()) for name, value in raw.items()}
     ranking = tuple(
-        Said("aicc_score", {"model": name, "aicc": compared[name]})
+        Said("aicc_score", {"model": Name(name, "model"), "aicc": Number(compared[name], 3)})
         for name in sorted(compared, key=compared.__getitem__)
     )
     for name, score in scores.items():
         if score is None and name in fits:
             size = models[name].size
             skipped[name] = Said(
-                "too_few_for_aicc", {"count": len(points), "parameters": size, "needs": size + 3}
+                "too_few_for_aicc",
+                {"count": Count(len(points)), "parameters": Count(size), "needs": Count(size + 3)},
             )
     not_compared = (
         (
@@ -199,7 +200,7 @@ def choose(
                 "not_compared",
                 {
                     "models": tuple(
-                        Said("skipped", {"model": name, "why": why})
+                        Said("skipped", {"model": Name(name, "model"), "why": why})
                         for name, why in skipped.items()
                     )
                 },
@@ -218,16 +219,18 @@ def choose(
         reason = Said(
             "aicc",
             {
-                "model": chosen,
+                "model": Name(chosen, "model"),
                 "scores": ranking,
-                "weight": weights[chosen],
+                "weight": Percentage(weights[chosen], 2),
                 "skipped": not_compared,
             },
         )
     else:
         chosen = min(fits, key=lambda name: models[name].size)
         method = "fewest parameters"
-        reason = Said("fewest_parameters", {"count": len(points), "model": chosen})
+        reason = Said(
+            "fewest_parameters", {"count": Count(len(points)), "model": Name(chosen, "model")}
+        )
     candidates = tuple(
         Candidate(
             model=name,
@@ -314,9 +317,9 @@ def _physics_first(
             Said(
                 "f_test",
                 {
-                    "model": chosen,
-                    "f": f,
-                    "threshold": threshold,
+                    "model": Name(chosen, "model"),
+                    "f": Number(f, 3),
+                    "threshold": Number(threshold, 3),
                     "screening": screening_assumption(),
                     "ranking": scores,
                     "skipped": not_compared,
@@ -330,9 +333,16 @@ def _physics_first(
             {
                 "models": ", ".join(closer),
                 "tests": tuple(
-                    Said("f_not_decisive", {"model": name, "f": test[0], "threshold": test[1]})
+                    Said(
+                        "f_not_decisive",
+                        {
+                            "model": Name(name, "model"),
+                            "f": Number(test[0], 3),
+                            "threshold": Number(test[1], 3),
+                        },
+                    )
                     if test
-                    else Said("no_residual_dof", {"model": name})
+                    else Said("no_residual_dof", {"model": Name(name, "model")})
                     for name, test in ((n, tests[n]) for n in closer)
                 ),
                 "screening": screening_assumption(),

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from dpscale.calculators import Notice
+from dpscale.said import Count, Number, Percentage, Wording
 from dpscale.validation import Rule, rule_of
 
 __all__ = [
@@ -42,38 +43,6 @@ __all__ = [
 def N_(message: str) -> str:  # noqa: N802 - the gettext convention for "mark, translate later"
     """Mark ``message`` for extraction; it is translated where it is shown."""
     return message
-
-
-@dataclass(frozen=True)
-class Wording:
-    """Words shown on both surfaces: the page's msgid, translated where it is shown, and the
-    terminal's English."""
-
-    page: str
-    terminal: str
-
-
-@dataclass(frozen=True)
-class Number:
-    """A parameter that each surface writes as a number (``128,000``, ``128.000``)."""
-
-    value: float
-
-
-@dataclass(frozen=True)
-class Count:
-    """A whole number (devices, points): grouped on the terminal (``1,024``) unless it is an
-    option's value (``--grad-accum 1024``), in the locale's format on the page."""
-
-    value: int
-    grouped: bool = True
-
-
-@dataclass(frozen=True)
-class Percentage:
-    """A fraction that each surface writes as a percentage (0.9: ``90 %``, ``90%``)."""
-
-    value: float
 
 
 Param = Number | Percentage | str

@@ -7,13 +7,12 @@ The fit's own inputs are :class:`~dpscale.fit.FitQuery`'s fields; the facts it s
 The fit's report is not a :class:`~dpscale.spec.Description`'s result list, but the parts
 that both surfaces show are described here once: the predictions and parameters tables
 (:data:`PREDICTIONS`, :data:`PARAMETERS`: columns by the JSON keys they show and the kind of
-number in them) and the statements
-about the curve (:func:`statements`: a code and its parameters, worded from
-:data:`STATEMENTS`, the page's msgids or the terminal's English). Each surface only writes
-each kind of number its own way and loops over these. What the fit says about its choice
-and its limits (the reason and the notes, :class:`~dpscale.fit.said.Said` codes) is worded
-from :data:`SAID` the same way: :func:`terminal` for the terminal and the JSON
-(:func:`fit_json`), the page from the msgids.
+number in them) and the statements about the curve (:func:`statements`). What the fit says
+about its choice and its limits (the reason and the notes) comes from :mod:`dpscale.fit`. Both
+are :class:`~dpscale.said.Said`, a code and its values, worded from :data:`STATEMENTS` and
+:data:`SAID` (the page's msgids, the terminal's English, which :func:`terminal` writes for the
+terminal and the JSON, :func:`fit_json`). Each surface only writes each kind of value its own
+way and loops over these.
 
 >>> [item.option for item in FIT_INPUTS if item.terminal][:4]
 ['--at', '--devices-per-node', '--model', '--target-efficiency']
@@ -23,22 +22,21 @@ from :data:`SAID` the same way: :func:`terminal` for the terminal and the JSON
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
-from dpscale.spec.description import N_, Count, Input, Number, Percentage, Wording
+from dpscale.said import Amount, Count, Number, Percentage, Said, Wording, english
+from dpscale.spec.description import N_, Input
 from dpscale.spec.prediction import PREDICTION
 from dpscale.spec.scaling import UNITS
 
 if TYPE_CHECKING:
     from dpscale.fit import FitResult
-    from dpscale.fit.said import Said
 
 __all__ = [
     "EXAMPLE",
@@ -49,18 +47,10 @@ __all__ = [
     "PREDICTIONS",
     "SAID",
     "STATEMENTS",
-    "Amount",
     "Column",
-    "Count",
     "FitPageInputs",
-    "Fixed",
-    "Statement",
-    "StatementParam",
     "Table",
-    "Wording",
-    "amount",
     "fit_json",
-    "placeholders",
     "statements",
     "terminal",
 ]
@@ -284,76 +274,51 @@ PARAMETER_NAMES = {
 """msgid of each parameter's name on the page (its JSON name is the page's tooltip)."""
 
 
-@dataclass(frozen=True)
-class Amount:
-    """A throughput: four significant digits, followed by its unit on the page."""
-
-    value: float
-
-
-@dataclass(frozen=True)
-class Fixed:
-    """A fit statistic (R²): four decimals on the terminal, six digits on the page."""
-
-    value: float
-
-
-@dataclass(frozen=True)
-class Statement:
-    """A statement of the report: its code in :data:`STATEMENTS` and its parameters."""
-
-    code: str
-    params: Mapping[str, StatementParam] = field(default_factory=dict)
-
-
-StatementParam = Count | Amount | Fixed | Number | Percentage | Statement | None
-"""A value for a placeholder: a number of some kind, a statement worded inside another (an
-open interval's end), or None where an interval has no end (``?``)."""
-
-
 STATEMENTS: Mapping[str, Wording] = {
     "efficiency_kept": Wording(
         N_(
             "Efficiency stays above %(target)s on the fitted curve as far as these points "
             "support a statement."
         ),
-        "Efficiency stays above %(target)s up to %(horizon)s devices, as far as these points "
+        "Efficiency stays above {target} up to {horizon} devices, as far as these points "
         "support a statement; they say nothing about beyond.",
     ),
     "efficiency_falls": Wording(
         N_("Efficiency falls below %(target)s there (95 %% interval %(low)s to %(high)s)."),
-        "Efficiency falls below %(target)s at %(devices)s devices (95 %%: %(low)s to %(high)s).",
+        "Efficiency falls below {target} at {devices} devices (95 %: {low} to {high}).",
     ),
-    "beyond": Wording(N_("beyond %(devices)s"), "beyond %(devices)s, as far as these points reach"),
+    "beyond": Wording(N_("beyond %(devices)s"), "beyond {devices}, as far as these points reach"),
     "peak": Wording(
         N_("Beyond it, adding devices lowers throughput (peak %(throughput)s)."),
-        "Throughput peaks at %(devices)s devices (95 %%: %(low)s to %(high)s), at %(throughput)s.",
+        "Throughput peaks at {devices} devices (95 %: {low} to {high}), at {throughput}.",
     ),
     "r_squared": Wording(
-        N_("Over %(count)s measured points."), "R² = %(r_squared)s over %(count)s points"
+        N_("Over %(count)s measured points."), "R² = {r_squared:.4f} over {count} points"
     ),
 }
-"""Each statement's words; a surface fills them with the parameters written its own way."""
+"""The words of the statements about the curve (:func:`statements`), worded as
+:data:`SAID`'s."""
 
 
-def _efficiency(target: Mapping[str, Any]) -> Statement:
-    goal, horizon = Percentage(target["efficiency"]), Count(target["horizon"])
+def _efficiency(target: Mapping[str, Any]) -> Said:
+    goal, horizon = Percentage(target["efficiency"], 3), Count(target["horizon"])
     if target["devices"] is None:
-        return Statement("efficiency_kept", {"target": goal, "horizon": horizon})
+        return Said("efficiency_kept", {"target": goal, "horizon": horizon})
     low, high = target["devices_low"], target["devices_high"]
-    return Statement(
+    return Said(
         "efficiency_falls",
         {
             "target": goal,
             "devices": Count(target["devices"]),
             "low": None if low is None else Count(low),
-            "high": Statement("beyond", {"devices": horizon}) if high is None else Count(high),
+            "high": Said("beyond", {"devices": horizon}) if high is None else Count(high),
         },
     )
 
 
-def statements(data: Mapping[str, Any]) -> dict[str, Statement]:
-    """The statements about a fit, by the JSON key each is about, in the terminal's order.
+def statements(data: Mapping[str, Any]) -> dict[str, Said]:
+    """The statements about a fit, by the JSON key each is about, in the terminal's order,
+    worded from :data:`STATEMENTS`.
 
     ``data`` holds the fit's JSON keys ``efficiency_target``, ``peak``, ``r_squared`` and
     ``points`` (``FitResult.to_dict()``, or those keys alone).
@@ -362,17 +327,19 @@ def statements(data: Mapping[str, Any]) -> dict[str, Statement]:
     >>> said = statements({"efficiency_target": target, "peak": None, "r_squared": None})
     >>> said["efficiency_target"].code, list(said)
     ('efficiency_kept', ['efficiency_target'])
+    >>> english(said["efficiency_target"], STATEMENTS)[:44]
+    'Efficiency stays above 80 % up to 256 device'
     """
-    said: dict[str, Statement] = {}
+    said: dict[str, Said] = {}
     if data["r_squared"] is not None:
-        said["r_squared"] = Statement(
+        said["r_squared"] = Said(
             "r_squared",
-            {"r_squared": Fixed(data["r_squared"]), "count": Count(data["points"], grouped=False)},
+            {"r_squared": Number(data["r_squared"]), "count": Count(data["points"], grouped=False)},
         )
     peak = data["peak"]
     if peak is not None:
         high = peak["devices_high"]
-        said["peak"] = Statement(
+        said["peak"] = Said(
             "peak",
             {
                 "devices": Number(peak["devices"]),
@@ -419,34 +386,55 @@ SAID: Mapping[str, Wording] = {
         "{count} points are too few for AICc to compare models (it needs 2 more points than "
         "parameters), so {model} was kept: the fewest parameters",
     ),
-    # The reason's evidence, shown on the terminal and in the JSON only: the page states
-    # the test and leaves its figures to them.
-    "no_closer": Wording("", "; no other model fits the points more closely"),
+    # The reason's evidence: the page states it after the reason (web/pages/fit.py).
+    "no_closer": Wording(
+        N_("No other model fits the points more closely."),
+        "; no other model fits the points more closely",
+    ),
     "closer_one": Wording(
-        "",
+        N_(
+            "Models that fit the points more closely, but not decisively (F test at "
+            "the 1 %% level): %(tests)s; %(screening)s."
+        ),
         "; {models} fits the points more closely, but not decisively (" + _F_TEST + ", "
         "{tests:; }; {screening})",
     ),
     "closer": Wording(
-        "",
+        N_(
+            "Models that fit the points more closely, but not decisively (F test at "
+            "the 1 %% level): %(tests)s; %(screening)s."
+        ),
         "; {models} fit the points more closely, but not decisively (" + _F_TEST + ", "
         "{tests:; }; {screening})",
     ),
-    "f_not_decisive": Wording("", "{model}: F = {f:.3g} <= {threshold:.3g}"),
-    "no_residual_dof": Wording("", "{model}: comm has no residual degrees of freedom"),
+    "f_not_decisive": Wording(
+        N_("%(model)s: F = %(f)s, not above %(threshold)s"),
+        "{model}: F = {f:.3g} <= {threshold:.3g}",
+    ),
+    "no_residual_dof": Wording(
+        N_("%(model)s: the communication model has no residual degrees of freedom"),
+        "{model}: comm has no residual degrees of freedom",
+    ),
     "screening": Wording(
-        "",
+        N_(
+            "noise estimated from the residuals, assuming %(noise)s run-to-run noise "
+            "worth %(weight)s points (95 %% between %(low)s and %(high)s)"
+        ),
         "the noise taken from the residuals with an assumed {noise:g %} run-to-run noise "
         "worth {weight:g} points (95 % between {low:.1f %} and {high:.1f %})",
     ),
-    "aicc_ranking": Wording("", "; AICc: {scores:, }"),
-    "aicc_score": Wording("", "{model} {aicc:.1f}"),
-    "not_compared": Wording("", "; not compared: {models:; }"),
-    "skipped": Wording("", "{model}: {why}"),
+    "aicc_ranking": Wording(N_("AICc: %(scores)s."), "; AICc: {scores:, }"),
+    "aicc_score": Wording(N_("%(model)s %(aicc)s"), "{model} {aicc:.1f}"),
+    "not_compared": Wording(N_("Not compared: %(models)s."), "; not compared: {models:; }"),
+    "skipped": Wording(N_("%(model)s (%(why)s)"), "{model}: {why}"),
     "too_few_for_aicc": Wording(
-        "", "{count} points are too few for AICc with {parameters} parameters (needs {needs})"
+        N_(
+            "%(count)s points are too few for AICc with %(parameters)s parameters (it "
+            "needs %(needs)s)"
+        ),
+        "{count} points are too few for AICc with {parameters} parameters (needs {needs})",
     ),
-    "not_identifiable": Wording("", "{detail}"),
+    "not_identifiable": Wording(N_("cannot be fitted to these points"), "{detail}"),
     # What efficiency is relative to (FitResult.baseline).
     "baseline_one": Wording(N_("one device"), "one device (measured)"),
     "baseline_fewest": Wording(
@@ -558,7 +546,7 @@ SAID: Mapping[str, Wording] = {
             "%(model)s never falls, so its curve passes between the points."
         ),
         "Throughput falls from {high:,.6g} at {devices:,} devices to {low:,.6g} at {next:,}: "
-        "the {model:model} model never falls, so it passes between the points.",
+        "the {model} model never falls, so it passes between the points.",
     ),
     "comm_flat": Wording(
         N_(
@@ -583,20 +571,18 @@ SAID: Mapping[str, Wording] = {
             "At %(devices)s devices %(predictions)s, outside this interval: the points cannot "
             "settle which model holds that far out."
         ),
-        "At {devices:,} devices {predictions:; }: outside this interval ({low:amount} to "
-        "{high:amount}). The points cannot settle which model holds that far out; measure "
+        "At {devices:,} devices {predictions:; }: outside this interval ({low} to "
+        "{high}). The points cannot settle which model holds that far out; measure "
         "closer to it, or compare with --model.",
     ),
-    "predicts": Wording(
-        N_("%(model)s predicts %(value)s"), "{model:model} predicts {value:amount}{weight}"
-    ),
+    "predicts": Wording(N_("%(model)s predicts %(value)s"), "{model} predicts {value}{weight}"),
     "akaike_weight": Wording("", ", Akaike weight {weight:.0%}"),
     "node_hint": Wording(
         N_(
             "Without devices per node the communication model is one flat ring and cannot "
             "show a step at a node boundary; if your points cross one, enter the node size."
         ),
-        "The comm model lost to {model:model} as one flat ring (no devices per node given), "
+        "The comm model lost to {model} as one flat ring (no devices per node given), "
         "which cannot show a step at a node boundary; if these points cross one, give the "
         "number of devices per node.",
     ),
@@ -605,67 +591,27 @@ SAID: Mapping[str, Wording] = {
             "%(model)s peaks only beyond %(horizon)s devices, farther than these points "
             "support a statement: no peak is reported."
         ),
-        "{model:model}'s curve peaks only beyond {horizon:,} devices, farther than these "
+        "{model}'s curve peaks only beyond {horizon:,} devices, farther than these "
         "points support a statement: no peak is reported.",
     ),
 }
-"""Each code of :class:`~dpscale.fit.said.Said`: the page's msgid (``%(name)s``
-placeholders, a subset of the terminal's) and the terminal's English, which is also the
-JSON's. The terminal's is a :meth:`str.format` template whose format spec says how the page
-writes the value too: a Python spec (``{devices:,}`` a count, ``{weight:.0%}`` a percentage,
-``{f:.3g}`` a number to that many digits), ``{noise:g %}`` a fraction times 100 followed by
-`` %``, ``{value:amount}`` a throughput (with its unit on the page), ``{model:model}`` a
-model's name (its title on the page), and for a list the text between its items
-(``{tests:; }``; none: an optional part, left out when empty). A code whose page wording is
-empty is a detail of the reason that only the terminal and the JSON show."""
+"""Each code of the fit's reasons and notes (:class:`~dpscale.said.Said`, made in
+:mod:`dpscale.fit`): the page's msgid (``%(name)s`` placeholders, a subset of the terminal's)
+and the terminal's English, which is also the JSON's. Each value's kind says how it is
+written (a count, a percentage, a throughput, a model's name); a format spec in the terminal's
+template is the terminal's precision (:func:`dpscale.said.english`). A code whose page
+wording is empty is a detail of the reason that only the terminal and the JSON show."""
 
 
-def placeholders(code: str) -> dict[str, str]:
-    """The terminal template's placeholders of ``code`` and their format specs.
+def terminal(said: Said) -> str:
+    """A reason or a note in the terminal's English (also the JSON's ``reason`` and
+    ``notes``).
 
-    >>> placeholders("predicts")
-    {'model': 'model', 'value': 'amount', 'weight': ''}
-    """
-    fields = string.Formatter().parse(SAID[code].terminal)
-    return {name: spec or "" for _, name, spec, _ in fields if name}
-
-
-def amount(value: float) -> str:
-    """A throughput on the terminal: whole above 100, else four significant digits.
-
-    >>> amount(28910.4), amount(57.64)
-    ('28,910', '57.64')
-    """
-    return f"{value:,.0f}" if 100 <= value < 1e15 else f"{value:.4g}"
-
-
-class _Terminal(string.Formatter):
-    """:data:`SAID`'s format specs in the terminal's English."""
-
-    def format_field(self, value: Any, format_spec: str) -> str:
-        if isinstance(value, tuple):
-            return format_spec.join(terminal(item) for item in value)
-        if isinstance(value, str):
-            return value
-        if not isinstance(value, int | float):
-            return terminal(value)
-        if format_spec == "amount":
-            return amount(value)
-        if format_spec.endswith(" %"):
-            return f"{format(value * 100, format_spec[:-2])} %"
-        return format(value, format_spec)
-
-
-def terminal(said: Said | str) -> str:
-    """``said`` in the terminal's English (also the JSON's ``reason`` and ``notes``).
-
-    >>> from dpscale.fit.said import Said
-    >>> terminal(Said("extrapolated", {"low": 1, "high": 8}))[:46]
+    >>> from dpscale.said import Count
+    >>> terminal(Said("extrapolated", {"low": Count(1), "high": Count(8)}))[:46]
     'Predictions outside the measured 1-8 devices a'
     """
-    if isinstance(said, str):
-        return said
-    return _Terminal().vformat(SAID[said.code].terminal, (), dict(said.ctx))
+    return english(said, SAID)
 
 
 def fit_json(result: FitResult) -> dict[str, Any]:

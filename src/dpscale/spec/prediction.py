@@ -20,12 +20,24 @@ and the page resolve a stored run the same way (the page never reads a file).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dpscale.spec.description import N_, Count, Input, Number, Wording
+from dpscale.said import (
+    Count,
+    Either,
+    Name,
+    Names,
+    Number,
+    Percentage,
+    Quantity,
+    Said,
+    Value,
+    Wording,
+)
+from dpscale.spec.description import N_, Input
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -45,17 +57,8 @@ __all__ = [
     "TERMINAL_ORDER",
     "TRANSPORT_NAMES",
     "Column",
-    "Count",
-    "Either",
     "Kind",
-    "Line",
-    "LineParam",
-    "Millis",
-    "Name",
-    "Names",
     "Prediction",
-    "Quantity",
-    "Share",
     "calibration",
     "is_inline",
     "lines",
@@ -724,68 +727,15 @@ PREDICTION = Prediction(
 
 
 # What the prediction says besides its table: the answers to a target, the setup, the wait,
-# the calibration and the band. Each statement is a code and its parameters, made once here
-# (:func:`lines`) from the result; each surface writes the parameters in its own format and
-# fills its own words from :data:`LINES`.
+# the calibration and the band. Each statement is a Said (a code and its values), made once
+# here (:func:`lines`) from the result; each surface writes each kind of value its own way
+# (dpscale.said.english, web/pages/_said.py) and fills its own words from :data:`LINES`.
 
 
-@dataclass(frozen=True)
-class Share:
-    """A fraction written as a percentage, to ``digits`` significant digits."""
+def _ms(seconds: float) -> Number:
+    """A time as the milliseconds the words name ("ms"), to four digits on both surfaces."""
+    return Number(seconds * 1e3, 4)
 
-    value: float
-    digits: int = 4
-
-
-@dataclass(frozen=True)
-class Millis:
-    """A time in seconds, written in milliseconds to four digits (the words say "ms")."""
-
-    seconds: float
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """A size, bandwidth or duration as :mod:`dpscale.units` writes it (``26.2 MB``)."""
-
-    value: float
-    unit: Literal["bytes", "bandwidth", "duration"]
-
-
-@dataclass(frozen=True)
-class Name:
-    """A code (``ddp``, ``rdma``): as it is on the terminal (it is what the options take), by
-    its name in ``names`` on the page (a msgid, or a name no language changes)."""
-
-    value: str
-    names: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class Names:
-    """Codes listed: joined with commas on the terminal, a list of their names on the page."""
-
-    values: tuple[str, ...]
-    names: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class Line:
-    """One statement: its code in :data:`LINES` and its parameters."""
-
-    code: str
-    params: Mapping[str, LineParam] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Either:
-    """Alternatives, each a statement: "a or b" in each surface's words."""
-
-    lines: tuple[Line, ...]
-
-
-LineParam = Count | Number | Share | Millis | Quantity | Name | Names | Line | Either | str
-"""A value for a ``%(name)s`` placeholder; a ``str`` is shown as it is (a unit, a source)."""
 
 BAND_INPUT_NAMES = {
     "network_share": N_("Share of the network bandwidth achieved"),
@@ -807,20 +757,20 @@ LINES: Mapping[str, Wording] = {
             "%(params)s parameters in %(dtype)s, sent in %(buckets)s buckets of at most "
             "%(bucket)s as backward produces them (%(strategy)s)."
         ),
-        "Gradients: %(gradients)s (%(params)s x %(dtype)s), %(strategy)s in buckets of %(bucket)s.",
+        "Gradients: {gradients} ({params} x {dtype}), {strategy} in buckets of {bucket}.",
     ),
     "compute": Wording(
         "",
-        "Compute per micro-step %(micro)s ms (%(micro_batch)s / %(throughput)s %(unit)s), "
-        "backward %(backward)s of it.",
+        "Compute per micro-step {micro} ms ({micro_batch} / {throughput} {unit}), "
+        "backward {backward} of it.",
     ),
     "network": Wording(
         N_(
             "%(per_node)s devices per node, %(intra)s per device inside a node; network "
             "%(inter)s per node × %(share)s achieved over %(transport)s = %(effective)s."
         ),
-        "Network: %(inter)s nominal x %(share)s (%(transport)s) = %(effective)s per node; "
-        "inside a node %(intra)s per device.",
+        "Network: {inter} nominal x {share} ({transport}) = {effective} per node; "
+        "inside a node {intra} per device.",
     ),
     "wait": Wording(
         N_(
@@ -828,76 +778,76 @@ LINES: Mapping[str, Wording] = {
             "pays %(overhead)s ms of fixed costs; the optimizer step (%(optimizer)s) is "
             "%(optimizer_time)s ms of the compute."
         ),
-        "At %(devices)s devices the step also waits %(wait)s ms for the slowest device and "
-        "pays %(overhead)s ms of fixed costs; the optimizer step (%(optimizer)s) is "
-        "%(optimizer_time)s ms of the compute.",
+        "At {devices} devices the step also waits {wait} ms for the slowest device and "
+        "pays {overhead} ms of fixed costs; the optimizer step ({optimizer}) is "
+        "{optimizer_time} ms of the compute.",
     ),
-    "optimizer_assumed": Wording(N_("assumed: %(optimizer)s"), "assumed %(optimizer)s"),
+    "optimizer_assumed": Wording(N_("assumed: %(optimizer)s"), "assumed {optimizer}"),
     "calibrated": Wording(
         N_(
             "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes: %(nodes)s), bus "
             "bandwidth %(bandwidth)s, latency %(latency)s from %(samples)s sizes."
         ),
-        "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes: %(nodes)s), bus "
-        "bandwidth %(bandwidth)s, latency %(latency)s from %(samples)s sizes.",
+        "Calibrated from {source}: {op} on {devices} devices (nodes: {nodes}), bus "
+        "bandwidth {bandwidth}, latency {latency} from {samples} sizes.",
     ),
     "calibrated_nodes_unknown": Wording(
         N_(
             "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes unknown), bus "
             "bandwidth %(bandwidth)s, latency %(latency)s from %(samples)s sizes."
         ),
-        "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes unknown), bus "
-        "bandwidth %(bandwidth)s, latency %(latency)s from %(samples)s sizes.",
+        "Calibrated from {source}: {op} on {devices} devices (nodes unknown), bus "
+        "bandwidth {bandwidth}, latency {latency} from {samples} sizes.",
     ),
     "band_measured": Wording(
         N_(
             "Calibrated from %(source)s: residual fixed cost %(overhead)s ms per step, jitter "
             "%(jitter)s; the band is the fit's (two standard deviations)."
         ),
-        "Calibrated from %(source)s: residual fixed cost %(overhead)s ms per step, jitter "
-        "%(jitter)s; the band is the fit's (two standard deviations).",
+        "Calibrated from {source}: residual fixed cost {overhead} ms per step, jitter "
+        "{jitter}; the band is the fit's (two standard deviations).",
     ),
     "band_measured_points": Wording(
         N_(
             "Calibrated from the measured points: residual fixed cost %(overhead)s ms per step, "
             "jitter %(jitter)s; the band is the fit's (two standard deviations)."
         ),
-        "Calibrated from measured points: residual fixed cost %(overhead)s ms per step, jitter "
-        "%(jitter)s; the band is the fit's (two standard deviations).",
+        "Calibrated from measured points: residual fixed cost {overhead} ms per step, jitter "
+        "{jitter}; the band is the fit's (two standard deviations).",
     ),
     "band_ranges": Wording(
         N_("The band spans the stated ranges of what the inputs leave open: %(inputs)s."),
-        "Band: the stated ranges of %(inputs)s.",
+        "Band: the stated ranges of {inputs}.",
     ),
     "max_devices": Wording(
         N_(
             "Up to %(devices)s devices the predicted efficiency stays at or above %(target)s "
             "(counts searched up to %(limit)s)."
         ),
-        "Largest device count that keeps efficiency >= %(target)s: %(devices)s.",
+        "Largest device count that keeps efficiency >= {target}: {devices}.",
     ),
     "max_devices_none": Wording(
         N_("Even 2 devices fall below %(target)s."),
-        "No device count keeps %(target)s (not even 2).",
+        "No device count keeps {target} (not even 2).",
     ),
     "target_reached": Wording(
         N_("%(target)s is already reached at %(devices)s devices: nothing needs to change."),
-        "At %(devices)s devices (predicted %(efficiency)s), %(target)s is already reached.",
+        "At {devices} devices (predicted {efficiency}), {target} is already reached.",
     ),
     "target_needs": Wording(
-        "", "At %(devices)s devices (predicted %(efficiency)s), %(target)s needs %(changes)s."
+        "", "At {devices} devices (predicted {efficiency}), {target} needs {changes}."
     ),
     "target_out_of_reach": Wording(
         "",
-        "At %(devices)s devices (predicted %(efficiency)s), neither accumulation nor a larger "
-        "micro-batch reaches %(target)s.",
+        "At {devices} devices (predicted {efficiency}), neither accumulation nor a larger "
+        "micro-batch reaches {target}.",
     ),
     "grad_accum_needed": Wording(
         N_(
             "%(value)s micro-steps per optimizer step (now %(now)s) exchange the gradients "
             "once per %(value)s micro-batches; the global batch becomes %(batch)s samples."
         ),
-        "--grad-accum %(value)s",
+        "--grad-accum {value}",
     ),
     "micro_batch_needed": Wording(
         N_(
@@ -905,7 +855,7 @@ LINES: Mapping[str, Wording] = {
             "each exchange more compute to hide behind; the global batch becomes %(batch)s "
             "samples."
         ),
-        "--micro-batch %(value)s (if it fits in memory)",
+        "--micro-batch {value} (if it fits in memory)",
     ),
     "change_not_needed": Wording(N_("Already reached with the current value."), ""),
     "change_out_of_reach": Wording(N_("No value up to %(limit)s reaches %(target)s."), ""),
@@ -914,8 +864,8 @@ LINES: Mapping[str, Wording] = {
             "Buckets of %(best)s leave %(exposed)s ms of communication exposed, for "
             "%(efficiency)s efficiency (now %(now)s buckets)."
         ),
-        "Best bucket size there: %(best)s (exposed communication %(exposed)s ms, efficiency "
-        "%(efficiency)s).",
+        "Best bucket size there: {best} (exposed communication {exposed} ms, efficiency "
+        "{efficiency}).",
     ),
 }
 """Each statement's words: the page's msgid and the terminal's English. An empty side is a
@@ -935,7 +885,7 @@ TERMINAL_ORDER = (
 statements in a line joined by a space; a key :func:`lines` leaves out is skipped."""
 
 
-def lines(result: PredictionResult) -> dict[str, Line]:
+def lines(result: PredictionResult) -> dict[str, Said]:
     """What the prediction says besides its table, by topic: ``gradients``, ``compute``,
     ``network``, ``wait`` (more than one device), ``calibration``, ``band``, and with a target
     ``max_devices``, ``target``, ``grad_accum_needed``, ``micro_batch_needed`` and
@@ -947,43 +897,44 @@ def lines(result: PredictionResult) -> dict[str, Line]:
     ...     target_efficiency=0.9)
     >>> said = lines(predict(q))
     >>> target = said["target"]
-    >>> target.code, [line.code for line in target.params["changes"].lines]
+    >>> target.code, [line.code for line in target.ctx["changes"].items]
     ('target_needs', ['grad_accum_needed', 'micro_batch_needed'])
-    >>> LINES[said["grad_accum_needed"].code].terminal % {"value": 8}
-    '--grad-accum 8'
+    >>> from dpscale.said import english
+    >>> english(said["grad_accum_needed"], LINES)
+    '--grad-accum 21'
     """
     sc, hw = result.scenario, result.scenario.hardware
     last = result.last_point()
     said = {
-        "gradients": Line(
+        "gradients": Said(
             "gradients",
             {
                 "gradients": Quantity(sc.gradient_bytes, "bytes"),
                 "params": Number(sc.params),
                 "dtype": sc.grad_dtype,
-                "strategy": Name(sc.strategy, STRATEGY_NAMES),
+                "strategy": Name(sc.strategy, "strategy"),
                 "buckets": Count(last["buckets"]),
                 "bucket": Quantity(sc.bucket_bytes, "bytes"),
             },
         ),
-        "compute": Line(
+        "compute": Said(
             "compute",
             {
-                "micro": Millis(sc.micro_batch / sc.per_device_throughput),
+                "micro": _ms(sc.micro_batch / sc.per_device_throughput),
                 "micro_batch": Number(sc.micro_batch),
                 "throughput": Number(sc.per_device_throughput),
                 "unit": sc.unit,
-                "backward": Share(sc.backward_fraction, 3),
+                "backward": Percentage(sc.backward_fraction, 3),
             },
         ),
-        "network": Line(
+        "network": Said(
             "network",
             {
                 "per_node": Count(hw.devices_per_node),
                 "intra": Quantity(hw.intra_bandwidth, "bandwidth"),
                 "inter": Quantity(hw.inter_bandwidth, "bandwidth"),
-                "share": Share(hw.transport_efficiency, 3),
-                "transport": Name(hw.transport, TRANSPORT_NAMES),
+                "share": Percentage(hw.transport_efficiency, 3),
+                "transport": Name(hw.transport, "transport"),
                 "effective": Quantity(hw.inter_effective_bandwidth, "bandwidth"),
             },
         ),
@@ -991,19 +942,19 @@ def lines(result: PredictionResult) -> dict[str, Line]:
     if last["devices"] > 1:
         from dpscale.model.scenario import DEFAULT_OPTIMIZER
 
-        optimizer: LineParam = (
-            Line("optimizer_assumed", {"optimizer": Name(DEFAULT_OPTIMIZER, OPTIMIZER_NAMES)})
+        optimizer: Value = (
+            Said("optimizer_assumed", {"optimizer": Name(DEFAULT_OPTIMIZER, "optimizer")})
             if sc.optimizer is None
-            else Name(sc.optimizer, OPTIMIZER_NAMES)
+            else Name(sc.optimizer, "optimizer")
         )
-        said["wait"] = Line(
+        said["wait"] = Said(
             "wait",
             {
                 "devices": Count(last["devices"]),
-                "wait": Millis(last["wait_time_s"]),
-                "overhead": Millis(last["overhead_time_s"]),
+                "wait": _ms(last["wait_time_s"]),
+                "overhead": _ms(last["overhead_time_s"]),
                 "optimizer": optimizer,
-                "optimizer_time": Millis(last["optimizer_time_s"]),
+                "optimizer_time": _ms(last["optimizer_time_s"]),
             },
         )
     if sc.calibration is not None:
@@ -1011,23 +962,23 @@ def lines(result: PredictionResult) -> dict[str, Line]:
     if result.band_inputs == ("measured",):
         from dpscale.model.measured import POINTS_SOURCE
 
-        fitted: dict[str, LineParam] = {
-            "overhead": Millis(sc.step_overhead),
-            "jitter": Share(sc.jitter or 0.0, 2),
+        fitted: dict[str, Value] = {
+            "overhead": _ms(sc.step_overhead),
+            "jitter": Percentage(sc.jitter or 0.0, 2),
         }
         if sc.measured == POINTS_SOURCE:
-            said["band"] = Line("band_measured_points", fitted)
+            said["band"] = Said("band_measured_points", fitted)
         else:
-            said["band"] = Line("band_measured", {**fitted, "source": str(sc.measured)})
+            said["band"] = Said("band_measured", {**fitted, "source": str(sc.measured)})
     elif result.band_inputs:
-        said["band"] = Line("band_ranges", {"inputs": Names(result.band_inputs, BAND_INPUT_NAMES)})
+        said["band"] = Said("band_ranges", {"inputs": Names(result.band_inputs, "band_input")})
     if result.answers is not None:
         said.update(_answers(result))
     return said
 
 
-def _calibrated(cal: Calibration) -> Line:
-    params: dict[str, LineParam] = {
+def _calibrated(cal: Calibration) -> Said:
+    params: dict[str, Value] = {
         "source": cal.source,
         "op": cal.op,
         "devices": Count(cal.devices),
@@ -1036,11 +987,11 @@ def _calibrated(cal: Calibration) -> Line:
         "samples": Count(cal.samples),
     }
     if cal.nodes is None:
-        return Line("calibrated_nodes_unknown", params)
-    return Line("calibrated", {**params, "nodes": Count(cal.nodes)})
+        return Said("calibrated_nodes_unknown", params)
+    return Said("calibrated", {**params, "nodes": Count(cal.nodes)})
 
 
-def _answers(result: PredictionResult) -> dict[str, Line]:
+def _answers(result: PredictionResult) -> dict[str, Said]:
     from dpscale.model.questions import (
         MAX_ACCUM_SEARCH,
         MAX_DEVICES_SEARCH,
@@ -1050,17 +1001,17 @@ def _answers(result: PredictionResult) -> dict[str, Line]:
     a, sc = result.answers, result.scenario
     if a is None:
         return {}
-    target = Share(a.target_efficiency)
+    target = Percentage(a.target_efficiency)
     if a.max_devices is None:
-        most = Line("max_devices_none", {"target": target})
+        most = Said("max_devices_none", {"target": target})
     else:
-        most = Line(
+        most = Said(
             "max_devices",
             {"devices": Count(a.max_devices), "target": target, "limit": Count(MAX_DEVICES_SEARCH)},
         )
     said = {"max_devices": most}
     reached = a.efficiency_at_devices >= a.target_efficiency
-    needed: list[Line] = []
+    needed: list[Said] = []
     for key, value, now, other, limit in (
         ("grad_accum_needed", a.grad_accum_needed, sc.grad_accum, sc.micro_batch, MAX_ACCUM_SEARCH),
         (
@@ -1072,11 +1023,11 @@ def _answers(result: PredictionResult) -> dict[str, Line]:
         ),
     ):
         if reached:
-            said[key] = Line("change_not_needed", {"now": Count(now)})
+            said[key] = Said("change_not_needed", {"now": Count(now)})
         elif value is None:
-            said[key] = Line("change_out_of_reach", {"limit": Count(limit), "target": target})
+            said[key] = Said("change_out_of_reach", {"limit": Count(limit), "target": target})
         else:
-            said[key] = Line(
+            said[key] = Said(
                 key,
                 {
                     "value": Count(value, grouped=False),
@@ -1085,23 +1036,23 @@ def _answers(result: PredictionResult) -> dict[str, Line]:
                 },
             )
             needed.append(said[key])
-    at: dict[str, LineParam] = {
+    at: dict[str, Value] = {
         "devices": Count(a.at_devices),
-        "efficiency": Share(a.efficiency_at_devices),
+        "efficiency": Percentage(a.efficiency_at_devices),
         "target": target,
     }
     if reached:
-        said["target"] = Line("target_reached", at)
+        said["target"] = Said("target_reached", at)
     elif needed:
-        said["target"] = Line("target_needs", {**at, "changes": Either(tuple(needed))})
+        said["target"] = Said("target_needs", {**at, "changes": Either(tuple(needed))})
     else:
-        said["target"] = Line("target_out_of_reach", at)
-    said["best_bucket"] = Line(
+        said["target"] = Said("target_out_of_reach", at)
+    said["best_bucket"] = Said(
         "best_bucket",
         {
             "best": Quantity(a.best_bucket_bytes, "bytes"),
-            "exposed": Millis(a.best_bucket_exposed_comm_time_s),
-            "efficiency": Share(a.best_bucket_efficiency),
+            "exposed": _ms(a.best_bucket_exposed_comm_time_s),
+            "efficiency": Percentage(a.best_bucket_efficiency),
             "now": Quantity(sc.bucket_bytes, "bytes"),
         },
     )

@@ -9,13 +9,11 @@ is the share link; an uploaded file comes in by POST and is sent back as that ad
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 
-from babel.lists import format_list
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
@@ -26,8 +24,7 @@ from dpscale.fit import data as points_data
 from dpscale.fit.data import MAX_TEXT
 from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
-from dpscale.fit.said import Said, Value
-from dpscale.spec import Number, Percentage
+from dpscale.said import Said
 from dpscale.spec.fit import (
     FIT_INPUTS,
     MODEL_TITLES,
@@ -36,22 +33,17 @@ from dpscale.spec.fit import (
     PREDICTIONS,
     SAID,
     STATEMENTS,
-    Amount,
     Column,
-    Count,
     FitPageInputs,
-    Fixed,
-    Statement,
-    StatementParam,
     Table,
     fit_json,
-    placeholders,
     statements,
 )
 from dpscale.validation import FieldIssue, parse
 from dpscale.web.i18n import N_, Localizer, language, localizer
 from dpscale.web.pages import prediction
 from dpscale.web.pages._described import input_fields
+from dpscale.web.pages._said import say
 from dpscale.web.registry import Calculator, Formula, Presentation, ResultItem
 
 __all__ = ["CALCULATOR", "router"]
@@ -81,6 +73,10 @@ class Shown:
     footnote: str
 
 
+_DETAILS = ("evidence", "ranking", "skipped")
+"""The parts of the reason that ``FitPage.comparison`` states."""
+
+
 @dataclass(frozen=True)
 class FitPage:
     """A fit and the unit its throughputs are shown in; ``to_dict()`` is the API's JSON."""
@@ -100,6 +96,23 @@ class FitPage:
         """The fitted parameters' table of ``_fit_details.html``, from its description."""
         rows = [{"name": name, **p} for name, p in self.result.parameters().items()]
         return _shown(PARAMETERS, rows, loc, self.unit)
+
+    def comparison(self, loc: Localizer) -> str:
+        """How the model was chosen beyond the reason, as the terminal says it: how the closer
+        models fared in the F test, the AICc ranking and the models not compared, each a
+        sentence (empty for a model given or the only one the points allow)."""
+        reason = self.result.selection.reason
+        parts: list[Said] = []
+        for key in _DETAILS:
+            value = reason.ctx.get(key)
+            parts.extend(
+                value if isinstance(value, tuple) else [value] if isinstance(value, Said) else []
+            )
+        text = ""
+        for sentence in (say(part, SAID, loc, self.unit) for part in parts):
+            # Sentences ending in a full-width stop (Chinese, Japanese) run on without a space.
+            text += sentence if not text or text.endswith("。") else " " + sentence
+        return text
 
 
 def _shown(table: Table, rows: list[dict[str, Any]], loc: Localizer, unit: str) -> Shown:
@@ -137,28 +150,6 @@ def _cell(column: Column, row: Mapping[str, Any], loc: Localizer) -> str:
     return text + ("*" if column.mark and row[column.mark] else "")
 
 
-def _write(param: StatementParam, loc: Localizer, unit: str) -> str:
-    if param is None:
-        return "?"
-    if isinstance(param, Statement):
-        return _say(param, loc, unit)
-    if isinstance(param, Amount):
-        return f"{_amount(loc, param.value)} {unit}"
-    if isinstance(param, Fixed):
-        return loc.number(param.value, 6)
-    if isinstance(param, Percentage):
-        return loc.percent(param.value, 3)
-    if isinstance(param, Count | Number):
-        return loc.number(param.value)
-    raise TypeError(param)
-
-
-def _say(statement: Statement, loc: Localizer, unit: str) -> str:
-    """A described statement in the page's language."""
-    values = {name: _write(value, loc, unit) for name, value in statement.params.items()}
-    return loc.gettext(STATEMENTS[statement.code].page, **values)
-
-
 def compute(values: Mapping[str, str]) -> FitPage:
     return FitPage(fit(parse(FitQuery, values)), parse(FitPageInputs, values).unit)
 
@@ -167,48 +158,18 @@ def _amount(loc: Localizer, value: float) -> str:
     return loc.number(value, 4)
 
 
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-
-
-def _said(said: Said, loc: Localizer, unit: str) -> str:
-    """What the fit says (a reason or a note) in the page's language, from :data:`SAID`:
-    each placeholder of the msgid written as the terminal's format spec says."""
-    message = SAID[said.code].page
-    specs = placeholders(said.code)
-    names = _PLACEHOLDER.findall(message)
-    values = {name: _value(said.ctx[name], specs[name], loc, unit) for name in names}
-    return loc.gettext(message, **values)
-
-
-def _value(value: Value, spec: str, loc: Localizer, unit: str) -> str:
-    if isinstance(value, tuple):
-        return format_list([_said(item, loc, unit) for item in value], locale=loc.locale)
-    if isinstance(value, Said):
-        return _said(value, loc, unit)
-    if isinstance(value, str):
-        return loc.gettext(MODEL_TITLES[value]) if spec == "model" else value
-    if spec == "amount":
-        return f"{_amount(loc, value)} {unit}"
-    if spec.endswith("%"):
-        return loc.percent(value, 2)
-    if isinstance(value, int):
-        return loc.number(value)
-    digits = re.search(r"\.(\d+)", spec)
-    return loc.number(value, int(digits.group(1)) if digits else 4)
-
-
 def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
     result, unit = page.result, page.unit
     base = result.baseline
-    baseline = _said(base.said(), loc, unit)
+    baseline = say(base.said(), SAID, loc, unit)
     last = result.predictions[-1]
     items = [
         ResultItem(
             key="model",
             label=_("Model"),
             value=_(MODEL_TITLES[result.model]),
-            sentence=_said(result.selection.reason, loc, unit),
+            sentence=say(result.selection.reason, SAID, loc, unit),
             primary=True,
         ),
         ResultItem(
@@ -247,7 +208,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
             key="efficiency_target",
             label=_("Efficiency below %(target)s", target=goal),
             value=value,
-            sentence=_say(said["efficiency_target"], loc, unit),
+            sentence=say(said["efficiency_target"], STATEMENTS, loc, unit),
         )
     )
     if peak is not None:
@@ -256,7 +217,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
                 key="peak_devices",
                 label=_("Throughput peak"),
                 value=_("%(devices)s devices", devices=loc.number(round(peak["devices"]))),
-                sentence=_say(said["peak"], loc, unit),
+                sentence=say(said["peak"], STATEMENTS, loc, unit),
             )
         )
     if result.r_squared is not None:
@@ -265,10 +226,10 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
                 key="r_squared",
                 label=_("Fit (R²)"),
                 value=loc.number(result.r_squared, 6),
-                sentence=_say(said["r_squared"], loc, unit),
+                sentence=say(said["r_squared"], STATEMENTS, loc, unit),
             )
         )
-    notes = tuple(_said(note, loc, unit) for note in result.notes)
+    notes = tuple(say(note, SAID, loc, unit) for note in result.notes)
     return Presentation(items=tuple(items), notes=notes)
 
 

@@ -9,27 +9,19 @@ from typing import Any
 
 from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
-from dpscale.spec import Number
+from dpscale.said import Said
 from dpscale.spec.prediction import (
     ALGORITHM_NAMES,
     LIMITS,
     LINES,
     PREDICTION,
     Column,
-    Count,
-    Either,
     Kind,
-    Line,
-    LineParam,
-    Millis,
-    Name,
-    Names,
-    Quantity,
-    Share,
     lines,
 )
-from dpscale.units import format_bandwidth, format_bytes, format_duration
+from dpscale.units import format_bytes
 from dpscale.web.i18n import N_, Localizer
+from dpscale.web.pages._said import say, write
 from dpscale.web.registry import Presentation, ResultItem
 
 __all__ = ["MAX_ROWS", "Prediction", "Row", "Table", "present"]
@@ -177,13 +169,13 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     if result.answers is not None:
         items.extend(_answers(prediction, said, loc))
         if LINES[said["target"].code].page:
-            notes.append(_say(said["target"], loc))
+            notes.append(say(said["target"], LINES, loc))
     items.append(
         ResultItem(
             key="gradients",
             label=_("Gradients exchanged per step"),
             value=loc.quantity(format_bytes(sc.gradient_bytes)),
-            sentence=_say(said["gradients"], loc),
+            sentence=say(said["gradients"], LINES, loc),
         )
     )
     items.append(
@@ -191,39 +183,13 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             key="hardware",
             label=_("Hardware"),
             value=_hardware_name(hw, loc),
-            sentence=_say(said["network"], loc),
+            sentence=say(said["network"], LINES, loc),
         )
     )
-    notes.extend(_say(said[key], loc) for key in ("wait", "calibration", "band") if key in said)
+    notes.extend(
+        say(said[key], LINES, loc) for key in ("wait", "calibration", "band") if key in said
+    )
     return Presentation(items=tuple(items), notes=tuple(notes))
-
-
-def _write(param: LineParam, loc: Localizer) -> str:
-    """A parameter of a statement as the page writes it, in its language."""
-    if isinstance(param, Line):
-        return _say(param, loc)
-    if isinstance(param, Either):
-        return loc.list((_say(line, loc) for line in param.lines), "or")
-    if isinstance(param, Count | Number):
-        return loc.number(param.value)
-    if isinstance(param, Share):
-        return loc.percent(param.value, param.digits)
-    if isinstance(param, Millis):
-        return _ms(loc, param.seconds)
-    if isinstance(param, Quantity):
-        formats = {"bytes": format_bytes, "bandwidth": format_bandwidth}
-        return loc.quantity(formats.get(param.unit, format_duration)(param.value))
-    if isinstance(param, Name):
-        return loc.gettext(param.names.get(param.value, param.value))
-    if isinstance(param, Names):
-        return loc.list(loc.gettext(param.names.get(value, value)) for value in param.values)
-    return param
-
-
-def _say(line: Line, loc: Localizer) -> str:
-    """A described statement in the page's language."""
-    values = {name: _write(value, loc) for name, value in line.params.items()}
-    return loc.gettext(LINES[line.code].page, **values)
 
 
 _HARDWARE_FIELDS = (
@@ -268,7 +234,7 @@ _CHANGES = {
 """The label of each change that answers the target (its sentence is the spec's)."""
 
 
-def _answers(prediction: Prediction, said: dict[str, Line], loc: Localizer) -> list[ResultItem]:
+def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> list[ResultItem]:
     _, num = loc.gettext, loc.number
     a = prediction.result.answers
     if a is None:
@@ -281,8 +247,8 @@ def _answers(prediction: Prediction, said: dict[str, Line], loc: Localizer) -> l
             label=_("Largest device count at %(target)s", target=target),
             value=_("none")
             if most.code == "max_devices_none"
-            else _write(most.params["devices"], loc),
-            sentence=_say(most, loc),
+            else write(most.ctx["devices"], LINES, loc),
+            sentence=say(most, LINES, loc),
         )
     ]
     for key, label in _CHANGES.items():
@@ -290,15 +256,15 @@ def _answers(prediction: Prediction, said: dict[str, Line], loc: Localizer) -> l
         if change.code == "change_out_of_reach":
             value = _("out of reach")
         else:
-            value = _write(
-                change.params["now" if change.code == "change_not_needed" else "value"], loc
+            value = write(
+                change.ctx["now" if change.code == "change_not_needed" else "value"], LINES, loc
             )
         items.append(
             ResultItem(
                 key=key,
                 label=_(label, target=target, devices=at),
                 value=value,
-                sentence=_say(change, loc),
+                sentence=say(change, LINES, loc),
             )
         )
     items.append(
@@ -306,7 +272,7 @@ def _answers(prediction: Prediction, said: dict[str, Line], loc: Localizer) -> l
             key="best_bucket",
             label=_("Best bucket size at %(devices)s devices", devices=at),
             value=loc.quantity(format_bytes(a.best_bucket_bytes)),
-            sentence=_say(said["best_bucket"], loc),
+            sentence=say(said["best_bucket"], LINES, loc),
         )
     )
     return items
