@@ -24,7 +24,8 @@ from dpscale.store.feedback import MAX_COMMENT_LENGTH
 from dpscale.web.forms import FormState, query_string, read_form
 from dpscale.web.i18n import LANGUAGES, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
-from dpscale.web.templating import chart_version, mathml, render
+from dpscale.web.skeleton import Skeleton, hole
+from dpscale.web.templating import chart_version, environment, mathml, render
 
 __all__ = [
     "EMBED_HEIGHTS",
@@ -33,6 +34,7 @@ __all__ = [
     "FieldView",
     "calculator_context",
     "embed_snippet",
+    "page_html",
     "prepare_articles",
     "site_url",
 ]
@@ -256,44 +258,89 @@ def _constants(calc: Calculator, code: str) -> dict[str, Any]:
 def calculator_context(
     request: Request, calc: Calculator, code: str, state: FormState, **extra: Any
 ) -> dict[str, Any]:
+    return _context(calc, code, state, site_url(request), **extra)
+
+
+def _links(calc: Calculator, code: str, base: str, query: str, suffix: str) -> dict[str, Any]:
+    """The page's addresses: ``base`` the site's, ``suffix`` ``?`` and the query, if any."""
+    page_path = f"/{code}/{calc.slug}"
+    return {
+        "query": query,
+        "page_url": base + page_path + suffix,
+        "embed_path": f"/embed/{code}/{calc.slug}{suffix}",
+        "embed_url": f"{base}/embed/{code}/{calc.slug}{suffix}",
+        "alternates": [
+            (lang.code, lang.name, f"{base}/{lang.code}/{calc.slug}{suffix}") for lang in LANGUAGES
+        ],
+        "x_default": f"{base}/en/{calc.slug}",
+        "canonical": f"{base}{page_path}",
+    }
+
+
+def _context(
+    calc: Calculator, code: str, state: FormState, base: str, **extra: Any
+) -> dict[str, Any]:
     constants = _constants(calc, code)
     loc = localizer(code)
-    base = site_url(request)
     query = query_string(calc, state.canonical)
-    suffix = f"?{query}" if query else ""
-    page_path = constants["page_path"]
-    page_url = base + page_path + suffix
+    links = _links(calc, code, base, query, f"?{query}" if query else "")
     title = constants["title"]
     items = state.presentation.items if state.presentation else ()
     headline = items[0].sentence if items else ""
     now = datetime.now(UTC)
     context: dict[str, Any] = {
         **constants,
+        **links,
         "state": state,
         "fields": _fields(calc, state, loc),
-        "query": query,
-        "page_url": page_url,
-        "embed_path": f"/embed/{code}/{calc.slug}{suffix}",
-        "embed_url": f"{base}/embed/{code}/{calc.slug}{suffix}",
         "embed_snippet": embed_snippet(
-            f"{base}/embed/{code}/{calc.slug}{suffix}",
-            title,
-            EMBED_HEIGHTS.get(calc.slug, 760),
-            base,
+            links["embed_url"], title, EMBED_HEIGHTS.get(calc.slug, 760), base
         ),
         "chart_src": (
             f"/chart/{code}/{calc.slug}.svg?{query}{'&' if query else ''}v={chart_version()}"
             if calc.chart and state.valid
             else ""
         ),
-        "share": _share_links(title, headline, page_url, loc),
-        "alternates": [
-            (lang.code, lang.name, f"{base}/{lang.code}/{calc.slug}{suffix}") for lang in LANGUAGES
-        ],
-        "x_default": f"{base}/en/{calc.slug}",
-        "canonical": f"{base}{page_path}",
+        "share": _share_links(title, headline, links["page_url"], loc),
         "today": loc.date(now.date()),
         "today_iso": now.date().isoformat(),
     }
     context.update(extra)
     return context
+
+
+_HOLES = {
+    "calculator.html": ("report", "form", "bar", "results", "chart", "share", "embed_code"),
+    "embed.html": ("form", "results"),
+}
+"""The blocks of a page that read its inputs; the rest is the same for every request of a
+calculator and language (see :mod:`dpscale.web.skeleton`)."""
+_SKELETON_EXTRAS = frozenset({"feedback_sent", "in_embed", "theme"})
+"""Extras a ``GET`` sets, each a few values: a skeleton per value. Any other (a feedback
+post's error and comment) gets a full render."""
+
+
+def page_html(
+    request: Request, calc: Calculator, code: str, state: FormState, name: str, **extra: Any
+) -> str:
+    """Template ``name`` (a page or an embed) for ``state``: what ``render`` gives with
+    :func:`calculator_context`, from the page's skeleton where its extras have one."""
+    base = site_url(request)
+    context = _context(calc, code, state, base, **extra)
+    if name not in _HOLES or not _SKELETON_EXTRAS.issuperset(extra):
+        return render(code, name, **context)
+    query = context["query"]
+    values = {"base": base, "query": query, "suffix": f"?{query}" if query else ""}
+    return _skeleton(name, calc, code, tuple(sorted(extra.items()))).render(context, values)
+
+
+@cache  # a few per calculator and language (the extras' values), built on its first request
+def _skeleton(
+    name: str, calc: Calculator, code: str, extra: tuple[tuple[str, Any], ...]
+) -> Skeleton:
+    # No request value: a template reading one outside its holes fails here (StrictUndefined).
+    links = _links(calc, code, hole("base"), hole("query"), hole("suffix"))
+    context = {**_constants(calc, code), **links, **dict(extra)}
+    for key in ("embed_path", "embed_url"):  # read only in the holes, embed_path not as text
+        del context[key]
+    return Skeleton(environment(code).get_template(name), context, blocks=_HOLES[name])

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from dpscale.store.db import StoreUnavailableError
 from dpscale.validation import FieldIssue, InputError
 from dpscale.web.budget import is_costly
-from dpscale.web.context import REGIONS, calculator_context, site_url
+from dpscale.web.context import REGIONS, calculator_context, page_html, site_url
 from dpscale.web.feedback import feedback_message, store_feedback
 from dpscale.web.forms import query_string, read_form
 from dpscale.web.i18n import LANGUAGES, language, localizer, preferred_language
@@ -165,8 +165,8 @@ def _page(request: Request, code: str, slug: str) -> HTMLResponse:
     loc = localizer(_language(code))
     state = read_form(calc, _query(request), loc)
     sent = request.query_params.get("feedback") == "sent"
-    context = calculator_context(request, calc, code, state, feedback_sent=sent)
-    return HTMLResponse(render(code, "calculator.html", **context), headers=_PUBLIC)
+    html = page_html(request, calc, code, state, "calculator.html", feedback_sent=sent)
+    return HTMLResponse(html, headers=_PUBLIC)
 
 
 @router.get("/embed/{code}/{slug}", response_class=HTMLResponse)
@@ -179,10 +179,16 @@ def _embed(request: Request, code: str, slug: str) -> HTMLResponse:
     state = read_form(calc, _query(request), localizer(_language(code)))
     # The host site's colours: light or dark, else the reader's system setting.
     theme = request.query_params.get("theme", "")
-    context = calculator_context(
-        request, calc, code, state, in_embed=True, theme=theme if theme in THEMES else ""
+    html = page_html(
+        request,
+        calc,
+        code,
+        state,
+        "embed.html",
+        in_embed=True,
+        theme=theme if theme in THEMES else "",
     )
-    return HTMLResponse(render(code, "embed.html", **context), headers=_PUBLIC)
+    return HTMLResponse(html, headers=_PUBLIC)
 
 
 @router.get("/fragment/{code}/{slug}")
