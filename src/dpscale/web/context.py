@@ -25,7 +25,7 @@ from dpscale.web.forms import FormState, query_string, read_form
 from dpscale.web.i18n import LANGUAGES, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
 from dpscale.web.skeleton import Skeleton, hole
-from dpscale.web.templating import chart_version, environment, mathml, render
+from dpscale.web.templating import chart_version, environment, field_box, mathml, render
 
 __all__ = [
     "EMBED_HEIGHTS",
@@ -252,7 +252,15 @@ def _constants(calc: Calculator, code: str) -> dict[str, Any]:
         "feedback_comment": "",
         "feedback_helpful": "",
         "max_comment": MAX_COMMENT_LENGTH,
+        "folded": frozenset(f.name for f in calc.fields if f.advanced),
+        "upload_form": _upload_form(calc, code),
     }
+
+
+def _upload_form(calc: Calculator, code: str) -> str:
+    """The template of the calculator's file upload under its form (the fit's), else ""."""
+    name = f"uploads/{calc.slug}.html"
+    return name if name in environment(code).list_templates(extensions=["html"]) else ""
 
 
 def calculator_context(
@@ -288,11 +296,18 @@ def _context(
     items = state.presentation.items if state.presentation else ()
     headline = items[0].sentence if items else ""
     now = datetime.now(UTC)
+    fields = _fields(calc, state, loc)
+    folded = constants["folded"]
+    more = [f for f in fields if f.name in folded]
     context: dict[str, Any] = {
         **constants,
         **links,
         "state": state,
-        "fields": _fields(calc, state, loc),
+        "fields": fields,
+        "boxes": [field_box(code, calc, f) for f in fields if f.name not in folded],
+        # "More options" opens by itself to show an error in it.
+        "more_boxes": [field_box(code, calc, f) for f in more],
+        "more_open": any(f.error for f in more),
         "embed_snippet": embed_snippet(
             links["embed_url"], title, EMBED_HEIGHTS.get(calc.slug, 760), base
         ),
