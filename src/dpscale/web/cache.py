@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 __all__ = ["ResponseCache"]
 
 _MAX_AGE = re.compile(r"(?:^|,)\s*max-age=(\d+)")
-_BYPASS = (b"cookie", b"authorization", b"range", b"if-none-match", b"if-modified-since")
+_BYPASS = frozenset((b"cookie", b"authorization", b"range", b"if-none-match", b"if-modified-since"))
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class _Entry:
     expires: float
 
 
-def _lifetime(headers: list[tuple[bytes, bytes]]) -> int:
+def _lifetime(headers: Iterable[tuple[bytes, bytes]]) -> int:
     """Seconds a shared cache may keep a response with ``headers`` (0: not at all)."""
     control = b""
     for name, value in headers:
@@ -90,13 +90,16 @@ class ResponseCache:
         if scope["type"] != "http" or scope["method"] != "GET" or self.ttl_s <= 0:
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        if any(name in headers for name in _BYPASS):
-            await self.app(scope, receive, send)
-            return
+        host = None
+        for name, value in scope["headers"]:
+            if name in _BYPASS:
+                await self.app(scope, receive, send)
+                return
+            if host is None and name == b"host":
+                host = bytes(value)
         key = (
             str(scope.get("scheme", "http")),
-            _host(scope),
+            _host(scope) if host is None else host,
             str(scope.get("root_path", "")),
             str(scope["path"]),
             bytes(scope.get("query_string", b"")),
@@ -123,32 +126,39 @@ class ResponseCache:
         start: Message = {}
         chunks: list[bytes] = []
         size = 0
-        keep = False
+        lifetime = 0  # > 0 while the response may be kept
 
         async def remember(message: Message) -> None:
-            nonlocal start, size, keep
+            nonlocal start, size, lifetime
             if message["type"] == "http.response.start":
                 start = message
-                keep = message["status"] == 200 and _lifetime(list(message["headers"])) > 0
-            elif message["type"] == "http.response.body" and keep:
+                if message["status"] == 200:
+                    lifetime = _lifetime(message["headers"])
+            elif message["type"] == "http.response.body" and lifetime > 0:
                 chunk = bytes(message.get("body", b""))
                 size += len(chunk)
                 if size > self.max_entry_bytes:
-                    keep = False
+                    lifetime = 0
                     chunks.clear()
                 else:
                     chunks.append(chunk)
-                if not message.get("more_body", False) and keep:
-                    self._store(key, start, b"".join(chunks))
+                if not message.get("more_body", False) and lifetime > 0:
+                    self._store(key, start, lifetime, b"".join(chunks))
             await send(message)
 
         await self.app(scope, receive, remember)
 
-    def _store(self, key: tuple[str, bytes, str, str, bytes], start: Message, body: bytes) -> None:
+    def _store(
+        self,
+        key: tuple[str, bytes, str, str, bytes],
+        start: Message,
+        lifetime: int,
+        body: bytes,
+    ) -> None:
         headers = [(bytes(name), bytes(value)) for name, value in start["headers"]]
-        lifetime = min(float(_lifetime(headers)), self.ttl_s)
         self._drop(key)
-        self._entries[key] = _Entry(start["status"], headers, body, self.clock() + lifetime)
+        expires = self.clock() + min(float(lifetime), self.ttl_s)
+        self._entries[key] = _Entry(start["status"], headers, body, expires)
         self._bytes += len(body)
         while self._bytes > self.max_bytes and self._entries:
             self._drop(next(iter(self._entries)))
