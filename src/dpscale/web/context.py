@@ -11,10 +11,10 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from html import escape
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from markupsafe import Markup
 from pydantic_core import PydanticUndefined
@@ -91,26 +91,40 @@ def _placeholder(f: InputField) -> str:
     return str(default)
 
 
-def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldView]:
+@cache  # a field's words and settings are the same on every page of a calculator and language
+def _field_constants(calc: Calculator, code: str) -> tuple[tuple[InputField, dict[str, Any]], ...]:
+    loc = localizer(code)
     modes = {"integer": "numeric", "decimal": "decimal", "text": "text"}
+    return tuple(
+        (
+            f,
+            {
+                "name": f.name,
+                "label": loc.gettext(f.label),
+                "help": loc.gettext(f.help) if f.help else "",
+                "default": f.default,
+                "suffix": f.suffix,
+                "inputmode": modes[f.kind],
+                "required": f.required,
+                "suggestions": f.suggestions,
+                "placeholder": _placeholder(f),
+            },
+        )
+        for f in calc.fields
+    )
+
+
+def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldView]:
     return [
         FieldView(
-            name=f.name,
-            label=loc.gettext(f.label),
-            help=loc.gettext(f.help) if f.help else "",
+            **constant,
             value=state.values.get(f.name, ""),
-            default=f.default,
             # An emptied required box is marked too, not only the hint above the results.
             error=state.errors.get(f.name)
             or (loc.gettext("Fill in this field.") if f.name in state.missing else ""),
-            suffix=f.suffix,
-            inputmode=modes[f.kind],
-            required=f.required,
-            suggestions=f.suggestions,
-            shown=_shown(f, state.canonical.get(f.name) or _placeholder(f), loc),
-            placeholder=_placeholder(f),
+            shown=_shown(f, state.canonical.get(f.name) or constant["placeholder"], loc),
         )
-        for f in calc.fields
+        for f, constant in _field_constants(calc, loc.code)
     ]
 
 
@@ -156,20 +170,25 @@ def embed_snippet(embed_url: str, title: str, height: int, origin: str) -> str:
 def _share_links(title: str, text: str, url: str, loc: Localizer) -> list[tuple[str, str, str]]:
     """(key, label, href) for X, Facebook, LINE and e-mail."""
     body = f"{text}\n{url}" if text else url
+    quoted = quote(url, safe="")
+    # What urlencode() writes for the X link: quote_plus, which differs only for spaces.
+    plus = quote_plus(url, safe="") if " " in url else quoted
+    title_quoted, title_plus = _quoted_title(title)
     return [
-        ("x", "X", "https://x.com/intent/post?" + urlencode({"text": title, "url": url})),
-        (
-            "facebook",
-            "Facebook",
-            "https://www.facebook.com/sharer/sharer.php?u=" + quote(url, safe=""),
-        ),
-        ("line", "LINE", "https://social-plugins.line.me/lineit/share?url=" + quote(url, safe="")),
+        ("x", "X", f"https://x.com/intent/post?text={title_plus}&url={plus}"),
+        ("facebook", "Facebook", "https://www.facebook.com/sharer/sharer.php?u=" + quoted),
+        ("line", "LINE", "https://social-plugins.line.me/lineit/share?url=" + quoted),
         (
             "email",
             loc.gettext("E-mail"),
-            f"mailto:?subject={quote(title, safe='')}&body={quote(body, safe='')}",
+            f"mailto:?subject={title_quoted}&body={quote(body, safe='')}",
         ),
     ]
+
+
+@lru_cache(maxsize=256)  # a calculator's title in a language: the same on each of its pages
+def _quoted_title(title: str) -> tuple[str, str]:
+    return quote(title, safe=""), quote_plus(title, safe="")
 
 
 @cache  # the same for every request; computing it per page cost a fifth of its render time
@@ -295,6 +314,8 @@ def _context(
     title = constants["title"]
     items = state.presentation.items if state.presentation else ()
     headline = items[0].sentence if items else ""
+    # The bar's result: the first primary one, else the first.
+    top = next((item for item in items if item.primary), items[0]) if items else None
     now = datetime.now(UTC)
     fields = _fields(calc, state, loc)
     folded = constants["folded"]
@@ -303,6 +324,7 @@ def _context(
         **constants,
         **links,
         "state": state,
+        "top_result": top,
         "fields": fields,
         "boxes": [field_box(code, calc, f) for f in fields if f.name not in folded],
         # "More options" opens by itself to show an error in it.
