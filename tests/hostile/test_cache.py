@@ -145,3 +145,61 @@ def test_the_app_caches_pages_but_not_fragments_or_posts(app_client: InProcess) 
         not in app_client.get("/embed/en/data-parallel-scaling?devices=64").headers
     )
     assert "x-frame-options" not in embed.headers
+
+
+class _Held(_Counting):
+    """``_Counting`` that answers only once ``release`` is set: requests pile up meanwhile."""
+
+    def __init__(self, headers: list[tuple[bytes, bytes]], status: int = 200) -> None:
+        super().__init__(headers, status)
+        self.release = asyncio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.release.wait()
+        await super().__call__(scope, receive, send)
+
+
+async def _get_at_once(cache: ResponseCache, app: _Held, count: int) -> list[bytes]:
+    def scope() -> dict[str, Any]:
+        return {
+            "type": "http",
+            "method": "GET",
+            "scheme": "http",
+            "path": "/a",
+            "query_string": b"x=1",
+            "headers": [(b"host", b"example.org")],
+        }
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def one() -> bytes:
+        sent: list[Message] = []
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        await cache(scope(), receive, send)
+        return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+    asked = [asyncio.create_task(one()) for _ in range(count)]
+    for _ in range(3):  # every request reaches the cache before the app answers the first
+        await asyncio.sleep(0)
+    app.release.set()
+    return list(await asyncio.gather(*asked))
+
+
+def test_requests_for_an_address_being_answered_wait_for_that_answer() -> None:
+    app = _Held(PUBLIC)
+    cache = ResponseCache(app)
+    assert asyncio.run(_get_at_once(cache, app, 5)) == [b"call 1 /a"] * 5
+    assert app.calls == 1
+
+
+def test_an_answer_that_may_not_be_kept_is_asked_again_by_each_waiting_request() -> None:
+    app = _Held([(b"cache-control", b"no-store")])
+    cache = ResponseCache(app)
+    bodies = asyncio.run(_get_at_once(cache, app, 3))
+    assert sorted(bodies) == [b"call 1 /a", b"call 2 /a", b"call 3 /a"]
+    assert len(cache) == 0
+    assert cache._asked == {}

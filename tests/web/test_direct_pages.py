@@ -1,5 +1,6 @@
 """Calculator pages, embeds and fragments built by ``views.DirectPages`` answer exactly what
-FastAPI's routes for them answer; every other request still goes to the router."""
+FastAPI's routes for them answer, for every calculator in the registry; every other request
+still goes to the router."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from fastapi import FastAPI
 from dpscale.store.db import StoreUnavailableError
 from dpscale.web import views
 from dpscale.web.app import create_app
+from dpscale.web.i18n import LANGUAGES
+from dpscale.web.registry import calculators
 
 PATHS = [
     ("/en/data-parallel-scaling", "devices=64&throughput=2000&efficiency=90"),
@@ -68,7 +71,16 @@ def app() -> FastAPI:
     return create_app()
 
 
-@pytest.mark.parametrize(("path", "query"), PATHS)
+KINDS = {"": "_page", "/embed": "_embed", "/fragment": "_fragment"}
+EVERY = [
+    (f"{kind}/{LANGUAGES[i % len(LANGUAGES)].code}/{slug}", "")
+    for i, (kind, slug) in enumerate((k, s) for k in KINDS for s in calculators())
+]
+"""Each kind of every calculator in the registry, the languages taken in turn: a calculator
+added to the registry is built directly and compared with its route too."""
+
+
+@pytest.mark.parametrize(("path", "query"), PATHS + EVERY)
 def test_a_page_built_directly_is_what_its_route_answers(
     app: FastAPI, path: str, query: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,6 +111,8 @@ def test_a_page_built_directly_is_what_its_route_answers(
         ("GET", "/api/v1/data-parallel-scaling", None),
         ("GET", "/static/style.css", None),
         ("GET", "/en/", None),
+        ("GET", "/embed/en", None),  # "/{code}/{slug}" with no language "embed"
+        ("GET", "/embed/en/data-parallel-scaling/x", None),
     ],
 )
 def test_what_is_built_directly_and_what_goes_to_the_router(
@@ -106,6 +120,27 @@ def test_what_is_built_directly_and_what_goes_to_the_router(
 ) -> None:
     found = views._direct_target({"type": "http", "method": method, "path": path})
     assert (found and found[0].__name__) == target
+
+
+def test_every_calculator_and_kind_is_built_directly_by_its_own_builder() -> None:
+    for path, _ in EVERY:
+        kind, code, slug = path.rsplit("/", 2)
+        found = views._direct_target({"type": "http", "method": "GET", "path": path})
+        assert found is not None, path
+        assert (found[0].__name__, found[1], found[2]) == (KINDS[kind], code, slug)
+
+
+def test_the_routes_built_directly_are_the_routers_own() -> None:
+    """DirectPages matches with the pattern of the route the router was given, declared once."""
+    routes = {route.path: route for route in views.router.routes}
+    assert [(route.path, build.__name__) for route, build in views._DIRECT] == [
+        ("/{code}/{slug}", "_page"),
+        ("/embed/{code}/{slug}", "_embed"),
+        ("/fragment/{code}/{slug}", "_fragment"),
+    ]
+    for route, _ in views._DIRECT:
+        assert routes[route.path] is route
+        assert route.methods == {"GET"}
 
 
 def test_under_a_root_path_the_router_answers() -> None:
@@ -116,11 +151,10 @@ def test_under_a_root_path_the_router_answers() -> None:
 def test_a_store_that_cannot_be_used_gets_the_apps_own_503(
     app: FastAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def unavailable(*args: object) -> None:
+    def unavailable(*args: object, **kwargs: object) -> None:
         raise StoreUnavailableError("the database is locked")
 
-    monkeypatch.setitem(views._DIRECT, "", unavailable)
-    monkeypatch.setattr(views, "_page", unavailable)
+    monkeypatch.setattr(views, "page_html", unavailable)
     direct = _get(app, "/en/scaling-prediction", "measured=run:abc")
     monkeypatch.setattr(views, "_direct_target", lambda scope: None)
     routed = _get(app, "/en/scaling-prediction", "measured=run:abc")

@@ -11,10 +11,10 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from html import escape
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from markupsafe import Markup
 from pydantic_core import PydanticUndefined
@@ -24,7 +24,8 @@ from dpscale.store.feedback import MAX_COMMENT_LENGTH
 from dpscale.web.forms import FormState, query_string, read_form
 from dpscale.web.i18n import LANGUAGES, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
-from dpscale.web.templating import chart_version, mathml, render
+from dpscale.web.skeleton import Skeleton, hole
+from dpscale.web.templating import chart_version, environment, field_box, mathml, render
 
 __all__ = [
     "EMBED_HEIGHTS",
@@ -33,6 +34,7 @@ __all__ = [
     "FieldView",
     "calculator_context",
     "embed_snippet",
+    "page_html",
     "prepare_articles",
     "site_url",
 ]
@@ -89,26 +91,40 @@ def _placeholder(f: InputField) -> str:
     return str(default)
 
 
-def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldView]:
+@cache  # a field's words and settings are the same on every page of a calculator and language
+def _field_constants(calc: Calculator, code: str) -> tuple[tuple[InputField, dict[str, Any]], ...]:
+    loc = localizer(code)
     modes = {"integer": "numeric", "decimal": "decimal", "text": "text"}
+    return tuple(
+        (
+            f,
+            {
+                "name": f.name,
+                "label": loc.gettext(f.label),
+                "help": loc.gettext(f.help) if f.help else "",
+                "default": f.default,
+                "suffix": f.suffix,
+                "inputmode": modes[f.kind],
+                "required": f.required,
+                "suggestions": f.suggestions,
+                "placeholder": _placeholder(f),
+            },
+        )
+        for f in calc.fields
+    )
+
+
+def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldView]:
     return [
         FieldView(
-            name=f.name,
-            label=loc.gettext(f.label),
-            help=loc.gettext(f.help) if f.help else "",
+            **constant,
             value=state.values.get(f.name, ""),
-            default=f.default,
             # An emptied required box is marked too, not only the hint above the results.
             error=state.errors.get(f.name)
             or (loc.gettext("Fill in this field.") if f.name in state.missing else ""),
-            suffix=f.suffix,
-            inputmode=modes[f.kind],
-            required=f.required,
-            suggestions=f.suggestions,
-            shown=_shown(f, state.canonical.get(f.name) or _placeholder(f), loc),
-            placeholder=_placeholder(f),
+            shown=_shown(f, state.canonical.get(f.name) or constant["placeholder"], loc),
         )
-        for f in calc.fields
+        for f, constant in _field_constants(calc, loc.code)
     ]
 
 
@@ -154,20 +170,25 @@ def embed_snippet(embed_url: str, title: str, height: int, origin: str) -> str:
 def _share_links(title: str, text: str, url: str, loc: Localizer) -> list[tuple[str, str, str]]:
     """(key, label, href) for X, Facebook, LINE and e-mail."""
     body = f"{text}\n{url}" if text else url
+    quoted = quote(url, safe="")
+    # What urlencode() writes for the X link: quote_plus, which differs only for spaces.
+    plus = quote_plus(url, safe="") if " " in url else quoted
+    title_quoted, title_plus = _quoted_title(title)
     return [
-        ("x", "X", "https://x.com/intent/post?" + urlencode({"text": title, "url": url})),
-        (
-            "facebook",
-            "Facebook",
-            "https://www.facebook.com/sharer/sharer.php?u=" + quote(url, safe=""),
-        ),
-        ("line", "LINE", "https://social-plugins.line.me/lineit/share?url=" + quote(url, safe="")),
+        ("x", "X", f"https://x.com/intent/post?text={title_plus}&url={plus}"),
+        ("facebook", "Facebook", "https://www.facebook.com/sharer/sharer.php?u=" + quoted),
+        ("line", "LINE", "https://social-plugins.line.me/lineit/share?url=" + quoted),
         (
             "email",
             loc.gettext("E-mail"),
-            f"mailto:?subject={quote(title, safe='')}&body={quote(body, safe='')}",
+            f"mailto:?subject={title_quoted}&body={quote(body, safe='')}",
         ),
     ]
+
+
+@lru_cache(maxsize=256)  # a calculator's title in a language: the same on each of its pages
+def _quoted_title(title: str) -> tuple[str, str]:
+    return quote(title, safe=""), quote_plus(title, safe="")
 
 
 @cache  # the same for every request; computing it per page cost a fifth of its render time
@@ -250,50 +271,113 @@ def _constants(calc: Calculator, code: str) -> dict[str, Any]:
         "feedback_comment": "",
         "feedback_helpful": "",
         "max_comment": MAX_COMMENT_LENGTH,
+        "folded": frozenset(f.name for f in calc.fields if f.advanced),
+        "upload_form": _upload_form(calc, code),
     }
+
+
+def _upload_form(calc: Calculator, code: str) -> str:
+    """The template of the calculator's file upload under its form (the fit's), else ""."""
+    name = f"uploads/{calc.slug}.html"
+    return name if name in environment(code).list_templates(extensions=["html"]) else ""
 
 
 def calculator_context(
     request: Request, calc: Calculator, code: str, state: FormState, **extra: Any
 ) -> dict[str, Any]:
+    return _context(calc, code, state, site_url(request), **extra)
+
+
+def _links(calc: Calculator, code: str, base: str, query: str, suffix: str) -> dict[str, Any]:
+    """The page's addresses: ``base`` the site's, ``suffix`` ``?`` and the query, if any."""
+    page_path = f"/{code}/{calc.slug}"
+    return {
+        "query": query,
+        "page_url": base + page_path + suffix,
+        "embed_path": f"/embed/{code}/{calc.slug}{suffix}",
+        "embed_url": f"{base}/embed/{code}/{calc.slug}{suffix}",
+        "alternates": [
+            (lang.code, lang.name, f"{base}/{lang.code}/{calc.slug}{suffix}") for lang in LANGUAGES
+        ],
+        "x_default": f"{base}/en/{calc.slug}",
+        "canonical": f"{base}{page_path}",
+    }
+
+
+def _context(
+    calc: Calculator, code: str, state: FormState, base: str, **extra: Any
+) -> dict[str, Any]:
     constants = _constants(calc, code)
     loc = localizer(code)
-    base = site_url(request)
     query = query_string(calc, state.canonical)
-    suffix = f"?{query}" if query else ""
-    page_path = constants["page_path"]
-    page_url = base + page_path + suffix
+    links = _links(calc, code, base, query, f"?{query}" if query else "")
     title = constants["title"]
     items = state.presentation.items if state.presentation else ()
     headline = items[0].sentence if items else ""
+    # The bar's result: the first primary one, else the first.
+    top = next((item for item in items if item.primary), items[0]) if items else None
     now = datetime.now(UTC)
+    fields = _fields(calc, state, loc)
+    folded = constants["folded"]
+    more = [f for f in fields if f.name in folded]
     context: dict[str, Any] = {
         **constants,
+        **links,
         "state": state,
-        "fields": _fields(calc, state, loc),
-        "query": query,
-        "page_url": page_url,
-        "embed_path": f"/embed/{code}/{calc.slug}{suffix}",
-        "embed_url": f"{base}/embed/{code}/{calc.slug}{suffix}",
+        "top_result": top,
+        "fields": fields,
+        "boxes": [field_box(code, calc, f) for f in fields if f.name not in folded],
+        # "More options" opens by itself to show an error in it.
+        "more_boxes": [field_box(code, calc, f) for f in more],
+        "more_open": any(f.error for f in more),
         "embed_snippet": embed_snippet(
-            f"{base}/embed/{code}/{calc.slug}{suffix}",
-            title,
-            EMBED_HEIGHTS.get(calc.slug, 760),
-            base,
+            links["embed_url"], title, EMBED_HEIGHTS.get(calc.slug, 760), base
         ),
         "chart_src": (
             f"/chart/{code}/{calc.slug}.svg?{query}{'&' if query else ''}v={chart_version()}"
             if calc.chart and state.valid
             else ""
         ),
-        "share": _share_links(title, headline, page_url, loc),
-        "alternates": [
-            (lang.code, lang.name, f"{base}/{lang.code}/{calc.slug}{suffix}") for lang in LANGUAGES
-        ],
-        "x_default": f"{base}/en/{calc.slug}",
-        "canonical": f"{base}{page_path}",
+        "share": _share_links(title, headline, links["page_url"], loc),
         "today": loc.date(now.date()),
         "today_iso": now.date().isoformat(),
     }
     context.update(extra)
     return context
+
+
+_HOLES = {
+    "calculator.html": ("report", "form", "bar", "results", "chart", "share", "embed_code"),
+    "embed.html": ("form", "results"),
+}
+"""The blocks of a page that read its inputs; the rest is the same for every request of a
+calculator and language (see :mod:`dpscale.web.skeleton`)."""
+_SKELETON_EXTRAS = frozenset({"feedback_sent", "in_embed", "theme"})
+"""Extras a ``GET`` sets, each a few values: a skeleton per value. Any other (a feedback
+post's error and comment) gets a full render."""
+
+
+def page_html(
+    request: Request, calc: Calculator, code: str, state: FormState, name: str, **extra: Any
+) -> str:
+    """Template ``name`` (a page or an embed) for ``state``: what ``render`` gives with
+    :func:`calculator_context`, from the page's skeleton where its extras have one."""
+    base = site_url(request)
+    context = _context(calc, code, state, base, **extra)
+    if name not in _HOLES or not _SKELETON_EXTRAS.issuperset(extra):
+        return render(code, name, **context)
+    query = context["query"]
+    values = {"base": base, "query": query, "suffix": f"?{query}" if query else ""}
+    return _skeleton(name, calc, code, tuple(sorted(extra.items()))).render(context, values)
+
+
+@cache  # a few per calculator and language (the extras' values), built on its first request
+def _skeleton(
+    name: str, calc: Calculator, code: str, extra: tuple[tuple[str, Any], ...]
+) -> Skeleton:
+    # No request value: a template reading one outside its holes fails here (StrictUndefined).
+    links = _links(calc, code, hole("base"), hole("query"), hole("suffix"))
+    context = {**_constants(calc, code), **links, **dict(extra)}
+    for key in ("embed_path", "embed_url"):  # read only in the holes, embed_path not as text
+        del context[key]
+    return Skeleton(environment(code).get_template(name), context, blocks=_HOLES[name])

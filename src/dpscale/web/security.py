@@ -36,8 +36,21 @@ def content_security_policy(*, framable: bool) -> str:
     return "; ".join((*_POLICY, ancestors))
 
 
-_FRAMABLE = content_security_policy(framable=True)
-_NOT_FRAMABLE = content_security_policy(framable=False)
+def _raw(framable: bool) -> tuple[tuple[bytes, bytes], ...]:
+    headers = [
+        ("content-security-policy", content_security_policy(framable=framable)),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "strict-origin-when-cross-origin"),
+        ("cross-origin-opener-policy", "same-origin"),
+        ("permissions-policy", "camera=(), microphone=(), geolocation=()"),
+    ]
+    if not framable:
+        headers.append(("x-frame-options", "DENY"))
+    return tuple((name.encode("latin-1"), value.encode("latin-1")) for name, value in headers)
+
+
+_RAW = {framable: _raw(framable) for framable in (True, False)}
+_NAMES = frozenset(name for name, _ in _RAW[False])
 
 
 class SecurityHeaders:
@@ -50,18 +63,19 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        framable = str(scope.get("path", "")).startswith(EMBED_PREFIX)
+        extra = _RAW[str(scope.get("path", "")).startswith(EMBED_PREFIX)]
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                headers["Content-Security-Policy"] = _FRAMABLE if framable else _NOT_FRAMABLE
-                headers["X-Content-Type-Options"] = "nosniff"
-                headers["Referrer-Policy"] = "strict-origin-when-cross-origin"
-                headers["Cross-Origin-Opener-Policy"] = "same-origin"
-                headers["Permissions-Policy"] = "camera=(), microphone=(), geolocation=()"
-                if not framable:
-                    headers["X-Frame-Options"] = "DENY"
+                raw = list(message.get("headers", ()))
+                if any(name.lower() in _NAMES for name, _ in raw):
+                    headers = MutableHeaders(raw=raw)  # a response's own value is replaced
+                    for name, value in extra:
+                        headers[name.decode("latin-1")] = value.decode("latin-1")
+                    raw = headers.raw
+                else:  # what setting each would do, without a search of the list per header
+                    raw.extend(extra)
+                message["headers"] = raw
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Hashable
-from functools import cache, partial
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ __all__ = [
     "chart_version",
     "compile_templates",
     "environment",
+    "field_box",
     "mathml",
     "render",
     "static_url",
@@ -133,7 +134,6 @@ def environment(code: str) -> Environment:
 
     env.globals.update(_=gettext, gettext=gettext)
     env.globals.update(static=static_url, languages=LANGUAGES, mathml=mathml)
-    env.globals.update(field_box=partial(_field_box, code))
     return env
 
 
@@ -142,7 +142,7 @@ _fields: dict[tuple[str, str, Hashable], Markup] = {}
 _fields_lock = threading.Lock()
 
 
-def _field_box(code: str, calc: Any, field: Hashable) -> Markup:
+def field_box(code: str, calc: Any, field: Hashable) -> Markup:
     """One form field's markup (``_field.html``), kept for the next page that shows the field
     in the same state: of a page with new inputs, most fields are as they were (the defaults,
     or the visitor's earlier values), and the form's fields were a third of its rendering."""

@@ -16,12 +16,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dpscale.store.db import StoreUnavailableError
 from dpscale.validation import FieldIssue, InputError
 from dpscale.web.budget import is_costly
-from dpscale.web.context import REGIONS, calculator_context, site_url
+from dpscale.web.context import REGIONS, calculator_context, page_html, site_url
 from dpscale.web.feedback import feedback_message, store_feedback
 from dpscale.web.forms import query_string, read_form
 from dpscale.web.i18n import LANGUAGES, language, localizer, preferred_language
@@ -155,9 +156,29 @@ async def _built(request: Request, build: Callable[..., Response], *args: str) -
     return await _turns_here().build(partial(build, request, *args))
 
 
-@router.get("/{code}/{slug}", response_class=HTMLResponse)
-async def page(request: Request, code: str, slug: str) -> Response:
-    return await _built(request, _page, code, slug)
+Builder = Callable[[Request, str, str], Response]
+"""``build(request, code, slug)``: a calculator's page, embed or fragment in language ``code``."""
+
+_DIRECT: list[tuple[Route, Builder]] = []
+"""The routes :class:`DirectPages` answers before the router, in the router's order, and what
+builds each: filled by :func:`_built_route`, the one place such a route is declared."""
+
+
+def _built_route(path: str, build: Builder, *, name: str, **options: Any) -> None:
+    """Route ``GET path`` (with ``{code}`` and ``{slug}``) to ``build``, taking its turn (see
+    :func:`_built`); :class:`DirectPages` answers the same route, matched by the route's own
+    pattern, for every language and calculator that exist."""
+
+    async def endpoint(request: Request, code: str, slug: str) -> Response:
+        return await _built(request, build, code, slug)
+
+    endpoint.__name__ = endpoint.__qualname__ = name
+    endpoint.__doc__ = build.__doc__
+    router.add_api_route(path, endpoint, methods=["GET"], name=name, **options)
+    route = router.routes[-1]
+    if not isinstance(route, Route) or route.endpoint is not endpoint:
+        raise RuntimeError(f"the route {path} was not added last")
+    _DIRECT.append((route, build))
 
 
 def _page(request: Request, code: str, slug: str) -> HTMLResponse:
@@ -165,13 +186,11 @@ def _page(request: Request, code: str, slug: str) -> HTMLResponse:
     loc = localizer(_language(code))
     state = read_form(calc, _query(request), loc)
     sent = request.query_params.get("feedback") == "sent"
-    context = calculator_context(request, calc, code, state, feedback_sent=sent)
-    return HTMLResponse(render(code, "calculator.html", **context), headers=_PUBLIC)
+    html = page_html(request, calc, code, state, "calculator.html", feedback_sent=sent)
+    return HTMLResponse(html, headers=_PUBLIC)
 
 
-@router.get("/embed/{code}/{slug}", response_class=HTMLResponse)
-async def embed(request: Request, code: str, slug: str) -> Response:
-    return await _built(request, _embed, code, slug)
+_built_route("/{code}/{slug}", _page, name="page", response_class=HTMLResponse)
 
 
 def _embed(request: Request, code: str, slug: str) -> HTMLResponse:
@@ -179,19 +198,23 @@ def _embed(request: Request, code: str, slug: str) -> HTMLResponse:
     state = read_form(calc, _query(request), localizer(_language(code)))
     # The host site's colours: light or dark, else the reader's system setting.
     theme = request.query_params.get("theme", "")
-    context = calculator_context(
-        request, calc, code, state, in_embed=True, theme=theme if theme in THEMES else ""
+    html = page_html(
+        request,
+        calc,
+        code,
+        state,
+        "embed.html",
+        in_embed=True,
+        theme=theme if theme in THEMES else "",
     )
-    return HTMLResponse(render(code, "embed.html", **context), headers=_PUBLIC)
+    return HTMLResponse(html, headers=_PUBLIC)
 
 
-@router.get("/fragment/{code}/{slug}")
-async def fragment(request: Request, code: str, slug: str) -> Response:
-    """The parts of a page that depend on its inputs, for the script that updates it live."""
-    return await _built(request, _fragment, code, slug)
+_built_route("/embed/{code}/{slug}", _embed, name="embed", response_class=HTMLResponse)
 
 
 def _fragment(request: Request, code: str, slug: str) -> JSONResponse:
+    """The parts of a page that depend on its inputs, for the script that updates it live."""
     calc = _calculator(slug)
     state = read_form(calc, _query(request), localizer(_language(code)))
     context = calculator_context(request, calc, code, state)
@@ -204,6 +227,9 @@ def _fragment(request: Request, code: str, slug: str) -> JSONResponse:
         "regions": regions,
     }
     return JSONResponse(payload, headers={"Cache-Control": "no-store"})
+
+
+_built_route("/fragment/{code}/{slug}", _fragment, name="fragment")
 
 
 @router.get("/chart/{code}/{slug}.svg")
@@ -225,23 +251,17 @@ def chart(request: Request, code: str, slug: str) -> Response:
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": control})
 
 
-_DIRECT: dict[str, Callable[[Request, str, str], Response]] = {
-    "": _page,
-    "embed": _embed,
-    "fragment": _fragment,
-}
-"""What :class:`DirectPages` builds for ``/{code}/{slug}``, ``/embed/...`` and ``/fragment/...``."""
-
-
 class DirectPages:
     """ASGI middleware: a ``GET`` of a calculator page, embed or fragment, built without
     FastAPI's router.
 
     The router tried the app's routes in turn, solved the endpoint's parameters and ran it in
     an exit stack: 0.45 ms of a page's 2.7 ms with new inputs (in process, stub page against
-    real). The page is built by the same function as its route (taking its turn, see
-    :func:`_built`); anything else (other methods and paths, a language or calculator that does
-    not exist, an app under a root path) goes on to the router as before.
+    real). What it answers is declared once, by :func:`_built_route`: the route's own pattern
+    picks the request and the route's function builds it (taking its turn, see :func:`_built`),
+    for the languages and the calculators of the registry; anything else (other methods and
+    paths, a language or calculator that does not exist, an app under a root path) goes on to
+    the router as before.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -263,21 +283,23 @@ class DirectPages:
         await response(scope, receive, send)
 
 
-def _direct_target(scope: Scope) -> tuple[Callable[[Request, str, str], Response], str, str] | None:
-    """The builder, language and calculator of a page ``DirectPages`` answers, else None."""
+def _direct_target(scope: Scope) -> tuple[Builder, str, str] | None:
+    """The builder, language and calculator of a request ``DirectPages`` answers, else None:
+    the first of its routes whose pattern the path matches, as the router would find it (the
+    routes before them in the router match none of these paths: tests/web/test_direct_pages.py
+    asks the router for every calculator)."""
     if scope["type"] != "http" or scope["method"] != "GET" or scope.get("root_path"):
         return None
-    parts = str(scope["path"]).split("/")
-    if len(parts) == 3:
-        kind, code, slug = "", parts[1], parts[2]
-    elif len(parts) == 4:
-        kind, code, slug = parts[1], parts[2], parts[3]
-    else:
-        return None
-    build = _DIRECT.get(kind)
-    if build is None or language(code) is None or slug not in calculators():
-        return None
-    return build, code, slug
+    path = str(scope["path"])
+    for route, build in _DIRECT:
+        found = route.path_regex.match(path)
+        if found is not None:
+            code = route.param_convertors["code"].convert(found["code"])
+            slug = route.param_convertors["slug"].convert(found["slug"])
+            if language(code) is None or slug not in calculators():
+                return None  # the router's 404
+            return build, code, slug
+    return None
 
 
 @router.post("/{code}/{slug}/feedback", response_class=HTMLResponse)
