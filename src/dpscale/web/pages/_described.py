@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dpscale.spec import DESCRIPTIONS, Description, Input, Number, Param, Percentage
+from dpscale.spec import DESCRIPTIONS, Description, Input
 from dpscale.validation import FieldIssue
 from dpscale.web.charts import scaling_chart
 from dpscale.web.i18n import N_, Localizer
+from dpscale.web.pages._said import write
 from dpscale.web.registry import Calculator, InputField, Presentation, ResultItem
 
 __all__ = ["CALCULATORS", "CHARTS", "calculator", "input_fields"]
@@ -32,17 +33,6 @@ CHARTS: dict[str, dict[str, Any]] = {
 }
 """A described calculator's chart, by command: (result, Localizer) to an SVG, and its text for
 screen readers."""
-
-
-def _writer(loc: Localizer) -> Callable[[Param], str]:
-    def write(param: Param) -> str:
-        if isinstance(param, Number):
-            return loc.number(param.value)
-        if isinstance(param, Percentage):
-            return loc.percent(param.value)
-        return param
-
-    return write
 
 
 def _numbers(ctx: Mapping[str, object], loc: Localizer) -> dict[str, str]:
@@ -92,11 +82,10 @@ def _model(item: Input) -> type[BaseModel]:
 
 def presenter(description: Description) -> Callable[[Any, Localizer], Presentation]:
     def present(result: Any, loc: Localizer) -> Presentation:
-        write = _writer(loc)
         params, shown = description.shown(result, {}, page=True)
         # Each parameter written once: every result reads all of them (and its aliases), and
         # writing them again for each was a sixth of building a page.
-        written = {name: write(param) for name, param in params.items()}
+        written = {name: write(param, {}, loc) for name, param in params.items()}
         items = []
         for item in shown:
             values = dict(item.read(written))
