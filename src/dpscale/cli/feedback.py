@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from dpscale.cli._commands import Command, Group
+from dpscale.cli._commands import Group
 from dpscale.cli._common import fail, print_json
 from dpscale.cli._text import csv_cell, terminal_text
 
@@ -19,7 +19,6 @@ feedback_app = Group(
 
 @feedback_app.command(
     "export",
-    cls=Command,
     epilog="Example: dpscale feedback export --csv > feedback.csv",
     params=[
         click.Option(

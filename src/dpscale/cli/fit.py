@@ -109,7 +109,6 @@ def run_fit(
 def command() -> click.Command:
     """``dpscale fit``: a FILE or ``--run``, one option per described input, ``--plot``,
     ``--json``."""
-    from dpscale.cli._commands import Argument, Command
     from dpscale.cli._common import json_parameter, option_parameter
     from dpscale.cli.calculators import option_help
 
@@ -122,11 +121,11 @@ def command() -> click.Command:
             options,
         )
 
-    return Command(
+    return click.Command(
         "fit",
         callback=fit,
         params=[
-            Argument(
+            click.Argument(
                 ["file"],
                 required=False,
                 metavar="[FILE]",

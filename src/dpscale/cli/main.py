@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import click
 
@@ -167,7 +167,9 @@ def _message(exc: click.ClickException) -> str:
         click.echo(exc.ctx.get_help())  # a group without its command: the help, exit 2
         return ""
     message = exc.format_message()
-    return re.sub(r"^Got unexpected extra arguments? \(", "Got unexpected extra argument(s) (", message)
+    return re.sub(
+        r"^Got unexpected extra arguments? \(", "Got unexpected extra argument(s) (", message
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dpscale.cli._commands import Command
 from dpscale.cli._common import (
     epilog,
     fail,
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from dpscale.spec.prediction import Line, LineParam
 
 
-class _HelpFromModel(Command):
+class _HelpFromModel(click.Command):
     """Fills each option's help with the model's default and choices when the help is shown:
     building the options must not import the model (scipy), which ``dpscale --help`` and
     every other command would then pay."""

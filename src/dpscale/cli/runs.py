@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from dpscale.cli._commands import Argument, Command, Group
+from dpscale.cli._commands import Group
 from dpscale.cli._common import JSON_HELP, fail, percent, print_json
 from dpscale.cli._text import terminal_text
 
@@ -25,7 +25,7 @@ runs_app = Group(
     no_args_is_help=True,
 )
 _JSON = click.Option(["as_json", "--json"], is_flag=True, help=JSON_HELP)
-_RUN_ID = Argument(["run_id"], metavar="RUN_ID", help="The run's id (dpscale runs list).")
+_RUN_ID = click.Argument(["run_id"], metavar="RUN_ID", help="The run's id (dpscale runs list).")
 
 
 def _get(run_id: str) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def _shown(value: Any) -> Any:
     return value
 
 
-@runs_app.command("list", cls=Command, params=[_JSON])
+@runs_app.command("list", params=[_JSON])
 def list_command(as_json: bool) -> None:
     """Every stored run, newest first."""
     from rich.console import Console
@@ -86,7 +86,7 @@ def list_command(as_json: bool) -> None:
     Console(soft_wrap=True).print(table)
 
 
-@runs_app.command("show", cls=Command, params=[_RUN_ID, _JSON])
+@runs_app.command("show", params=[_RUN_ID, _JSON])
 def show_command(run_id: str, as_json: bool) -> None:
     """One run: environment, training scaling and collective bandwidth."""
     run = _get(run_id)
@@ -110,7 +110,6 @@ def show_command(run_id: str, as_json: bool) -> None:
 
 @runs_app.command(
     "export",
-    cls=Command,
     params=[
         _RUN_ID,
         click.Option(
@@ -159,9 +158,8 @@ def export_command(run_id: str, output: Path | None, as_json: bool) -> None:
 
 @runs_app.command(
     "import",
-    cls=Command,
     params=[
-        Argument(
+        click.Argument(
             ["path"],
             metavar="RUN_JSON",
             type=click.Path(path_type=Path),
