@@ -18,7 +18,6 @@ class Group(click.Group):
         if name[:1].isalnum() and not ctx.resilient_parsing and not self.get_command(ctx, name):
             matches = get_close_matches(name, self.list_commands(ctx))
             suggestions = ", ".join(repr(match) for match in matches)
-            ctx.fail(
-                f"No such command {name!r}." + (f" Did you mean {suggestions}?" * bool(matches))
-            )
+            meant = f" Did you mean {suggestions}?" if matches else ""
+            ctx.fail(f"No such command {name!r}.{meant}")
         return super().resolve_command(ctx, args)

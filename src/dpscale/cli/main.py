@@ -154,7 +154,7 @@ app = _LazyGroup(
 
 
 def _message(exc: click.ClickException) -> str:
-    """The error's sentence, worded as dpscale has always printed it (click 8.2 changed two):
+    """The error's sentence, worded as dpscale printed it under typer (click words two otherwise):
     ``No such option: --devics (Possible options: --devices)``,
     ``Got unexpected extra argument(s) (b)``."""
     if isinstance(exc, click.NoSuchOption):
