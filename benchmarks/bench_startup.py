@@ -33,11 +33,11 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 CALC = ["calc", "--devices", "64", "--throughput", "2000", "--efficiency", "90"]
-FLOOR = "import typer\nfrom pydantic import BaseModel\nclass M(BaseModel):\n    x: int = 1\nM()"
+FLOOR = "import click\nfrom pydantic import BaseModel\nclass M(BaseModel):\n    x: int = 1\nM()"
 BASELINES = {
     "python -c pass": ["-c", "pass"],
     "python -c 'import numpy, pydantic'": ["-c", "import numpy, pydantic"],
-    "the floor: a pydantic model + typer": ["-c", FLOOR],
+    "the floor: a pydantic model + click": ["-c", FLOOR],
 }
 DPSCALE = {
     "dpscale calc --json": ["-m", "dpscale", *CALC, "--json"],

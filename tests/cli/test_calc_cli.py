@@ -199,6 +199,6 @@ def test_calc_loads_only_what_it_needs() -> None:
     )
     loaded = done.stdout.strip().splitlines()[-1]
     assert loaded == (
-        "['dpscale.cli._common', 'dpscale.cli._plugins', 'dpscale.cli.calculators', "
-        "'dpscale.cli.main']"
+        "['dpscale.cli._commands', 'dpscale.cli._common', 'dpscale.cli._plugins', "
+        "'dpscale.cli.calculators', 'dpscale.cli.main']"
     )

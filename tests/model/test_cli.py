@@ -1,6 +1,5 @@
 """``dpscale predict`` end to end: table, JSON, chart, calibration, target, one-line errors."""
 
-import inspect
 import json
 import os
 import subprocess
@@ -231,12 +230,10 @@ def test_bad_new_inputs_give_one_line(
 
 
 def test_option_defaults_are_the_input_models(capsys: pytest.CaptureFixture[str]) -> None:
-    from dpscale.cli.predict import predict
+    from dpscale.cli.predict import PREDICT
     from dpscale.model.step import BACKWARD_FRACTION, DDP_BUCKET_BYTES, OVERLAP_SLOWDOWN
 
-    options = {
-        name: parameter.default for name, parameter in inspect.signature(predict).parameters.items()
-    }
+    options = {parameter.name: parameter for parameter in PREDICT.params}
     # No option has a default of its own: left out, the model's applies, so a changed default
     # or constant is what the command uses; the help states them, read from the model.
     assert [name for name, option in options.items() if option.default not in (None, False)] == []

@@ -133,7 +133,7 @@ def test_the_spec_layer_imports_no_surface() -> None:
     probe = (
         "import sys, dpscale.spec\n"
         "print(sorted(m for m in sys.modules if m.startswith(('dpscale.web', 'dpscale.cli'))"
-        " or m in ('typer', 'rich', 'fastapi', 'babel')))\n"
+        " or m in ('click', 'rich', 'fastapi', 'babel')))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
@@ -235,11 +235,12 @@ def test_switches_are_options_without_a_value() -> None:
     overlap, listing = PREDICTION.input("overlap"), PREDICTION.input("list_hardware")
     assert overlap is not None
     assert listing is not None
-    both = option_parameter(overlap, "help").default
+    both = option_parameter(overlap, "help")
     # Left out, the option is None and the model's default applies.
-    assert (both.param_decls, both.default) == (("--overlap/--no-overlap",), None)
-    alone = option_parameter(listing, "help").default
-    assert (alone.param_decls, alone.default) == (("--list-hardware",), False)
+    assert (both.opts, both.secondary_opts, both.default) == (["--overlap"], ["--no-overlap"], None)
+    alone = option_parameter(listing, "help")
+    assert (alone.opts, alone.secondary_opts, alone.default) == (["--list-hardware"], [], False)
+    assert alone.is_flag
 
 
 def test_a_preset_input_starts_empty_and_keeps_the_articles_value() -> None:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from dpscale.cli.predict import predict
+from dpscale.cli.predict import PREDICT
 from dpscale.model.query import PercentInputs, PredictQuery
 from dpscale.spec.prediction import (
     PREDICTION,
@@ -57,9 +57,8 @@ def test_every_field_of_the_model_is_described_once() -> None:
 
 def test_the_cli_keeps_every_flag_and_reads_its_help_from_the_model() -> None:
     flags = set()
-    for parameter in __import__("inspect").signature(predict).parameters.values():
-        for name in parameter.default.param_decls:
-            flags.update(name.split("/"))
+    for parameter in PREDICT.params:
+        flags.update(parameter.opts, parameter.secondary_opts)
     assert flags == FLAGS
     for item in PREDICTION.terminal:
         text = terminal_help(item)

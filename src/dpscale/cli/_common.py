@@ -3,14 +3,13 @@ line, printing JSON, and English number formatting for tables and sentences."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import typer
+import click
 from pydantic import BaseModel
 
 from dpscale.said import number as number
@@ -52,22 +51,16 @@ def read_input(
         fail("; ".join(issue.sentence(option_name(issue.field, options)) for issue in err.issues))
 
 
-def option_parameter(item: Input, help: str) -> inspect.Parameter:
-    """The typer option of a described input, with ``help``: a string, validated by its model
+def option_parameter(item: Input, help: str) -> click.Option:
+    """The click option of a described input, with ``help``: a string, validated by its model
     (left out: None, the model's default applies), or a switch."""
-    names: tuple[str, ...]
     if item.switch:
-        off = "--no-" + item.option.removeprefix("--")
-        names = (f"{item.option}/{off}",) if item.negatable else (item.option,)
-        option = typer.Option(None if item.negatable else False, *names, help=help)
-        annotation: Any = bool | None if item.negatable else bool
-    else:
-        names = (item.option, item.short) if item.short else (item.option,)
-        option = typer.Option(None, *names, metavar=item.value_name, help=help)
-        annotation = str | None
-    return inspect.Parameter(
-        item.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation
-    )
+        if item.negatable:
+            off = "--no-" + item.option.removeprefix("--")
+            return click.Option([item.name, f"{item.option}/{off}"], default=None, help=help)
+        return click.Option([item.name, item.option], is_flag=True, default=False, help=help)
+    names = [item.name, item.option, *((item.short,) if item.short else ())]
+    return click.Option(names, default=None, metavar=item.value_name, help=help)
 
 
 def epilog(examples: tuple[str, ...]) -> str:
@@ -79,12 +72,9 @@ def epilog(examples: tuple[str, ...]) -> str:
     return ("Example: " if len(examples) == 1 else "Examples: ") + "; ".join(examples)
 
 
-def json_parameter() -> inspect.Parameter:
+def json_parameter() -> click.Option:
     """Every command's ``--json`` flag."""
-    option = typer.Option(False, "--json", help=JSON_HELP)
-    return inspect.Parameter(
-        "as_json", inspect.Parameter.KEYWORD_ONLY, default=option, annotation=bool
-    )
+    return click.Option(["as_json", "--json"], is_flag=True, default=False, help=JSON_HELP)
 
 
 def _finite(value: Any) -> Any:
@@ -99,7 +89,7 @@ def _finite(value: Any) -> Any:
 
 def print_json(payload: Mapping[str, Any]) -> None:
     """Print ``payload`` as one JSON object; NaN and infinity are refused, never printed."""
-    typer.echo(json.dumps(_finite(payload), ensure_ascii=False, allow_nan=False))
+    click.echo(json.dumps(_finite(payload), ensure_ascii=False, allow_nan=False))
 
 
 def handle_errors(exc: BaseException) -> NoReturn:

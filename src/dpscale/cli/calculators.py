@@ -6,12 +6,10 @@ Each command's options, help, errors, JSON and table come from its
 
 from __future__ import annotations
 
-import inspect
 import sys
-from collections.abc import Callable
 from typing import Any
 
-import typer
+import click
 
 from dpscale.cli._common import (
     epilog,
@@ -83,8 +81,8 @@ def print_table(description: Description, result: Any, given: dict[str, Any]) ->
         sys.stderr.write(f"warning: {notice}\n")
 
 
-def command(description: Description) -> Callable[..., None]:
-    """The typer command of ``description``: one string option per input, and ``--json``."""
+def command(description: Description) -> click.Command:
+    """The click command of ``description``: one string option per input, and ``--json``."""
 
     def run(**options: Any) -> None:
         as_json = bool(options.pop("as_json"))
@@ -98,18 +96,22 @@ def command(description: Description) -> Callable[..., None]:
         else:
             print_table(description, result, given)
 
-    parameters = [option_parameter(item, option_help(item)) for item in description.inputs]
-    parameters.append(json_parameter())
-    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    run.__name__ = description.command
-    run.__doc__ = description.summary
-    return run
+    return click.Command(
+        description.command,
+        callback=run,
+        params=[
+            *(option_parameter(item, option_help(item)) for item in description.inputs),
+            json_parameter(),
+        ],
+        help=description.summary,
+        epilog=epilog(description.examples),
+    )
 
 
-def register(app: typer.Typer, name: str | None = None) -> None:
+def register(group: click.Group, name: str | None = None) -> None:
     """Add the command of each description, or the command ``name`` alone: a description
     imports its calculator's input models, and ``dpscale calc`` needs the scaling one's only."""
     from dpscale import spec
 
     for description in (spec.described(name),) if name else spec.DESCRIPTIONS:
-        app.command(description.command, epilog=epilog(description.examples))(command(description))
+        group.add_command(command(description))

@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
-import typer
+import click
 
+from dpscale.cli._commands import Group
 from dpscale.cli._common import fail, print_json
 from dpscale.cli._text import csv_cell, terminal_text
 
 COLUMNS = ("id", "created_at", "calculator", "lang", "helpful", "comment")
 
-feedback_app = typer.Typer(
-    name="feedback",
+feedback_app = Group(
+    "feedback",
     help="Feedback sent from the web pages (stored in DPSCALE_DATABASE_URL).",
     no_args_is_help=True,
 )
 
 
-@feedback_app.command("export", epilog="Example: dpscale feedback export --csv > feedback.csv")
-def export(
-    as_json: bool = typer.Option(False, "--json", help='One JSON object: {"feedback": [...]}.'),
-    as_csv: bool = typer.Option(False, "--csv", help="CSV with a header row."),
-) -> None:
+@feedback_app.command(
+    "export",
+    epilog="Example: dpscale feedback export --csv > feedback.csv",
+    params=[
+        click.Option(
+            ["as_json", "--json"], is_flag=True, help='One JSON object: {"feedback": [...]}.'
+        ),
+        click.Option(["as_csv", "--csv"], is_flag=True, help="CSV with a header row."),
+    ],
+)
+def export(as_json: bool, as_csv: bool) -> None:
     """Print every stored answer, oldest first (a table unless --json or --csv).
 
     Comments are untrusted text: in the table their control characters are shown as \\xNN,
@@ -55,5 +62,5 @@ def export(
     Console(soft_wrap=True).print(table)
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(feedback_app)
+def register(group: click.Group) -> None:
+    group.add_command(feedback_app)

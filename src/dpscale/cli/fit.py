@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from dpscale.cli._common import fail, number, option_name, percent, print_json
 
@@ -107,7 +106,7 @@ def run_fit(
     _print_report(data, plot)
 
 
-def command() -> Callable[..., None]:
+def command() -> click.Command:
     """``dpscale fit``: a FILE or ``--run``, one option per described input, ``--plot``,
     ``--json``."""
     from dpscale.cli._common import json_parameter, option_parameter
@@ -122,45 +121,34 @@ def command() -> Callable[..., None]:
             options,
         )
 
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    parameters = [
-        inspect.Parameter(
-            "file",
-            keyword,
-            default=typer.Argument(
-                None,
+    return click.Command(
+        "fit",
+        callback=fit,
+        params=[
+            click.Argument(
+                ["file"],
+                required=False,
                 metavar="[FILE]",
                 help="CSV ('devices,throughput' lines) or JSON file of measured points; - "
                 "reads stdin.",
-                show_default=False,
             ),
-            annotation=str,
-        ),
-        inspect.Parameter(
-            "run",
-            keyword,
-            default=typer.Option(None, "--run", metavar="ID", help="Fit a stored measurement run."),
-            annotation=str,
-        ),
-        *(option_parameter(item, option_help(item)) for item in _terminal_inputs()),
-        inspect.Parameter(
-            "plot",
-            keyword,
-            default=typer.Option(
-                None, "--plot", metavar="FILE", help="Write the chart to FILE (.svg, .png or .pdf)."
+            click.Option(["run", "--run"], metavar="ID", help="Fit a stored measurement run."),
+            *(option_parameter(item, option_help(item)) for item in _terminal_inputs()),
+            click.Option(
+                ["plot", "--plot"],
+                metavar="FILE",
+                help="Write the chart to FILE (.svg, .png or .pdf).",
             ),
-            annotation=str,
+            json_parameter(),
+        ],
+        help=(
+            "Fit a scaling model to measured throughput and extrapolate with 95 % intervals.\n\n"
+            "Models: Amdahl, USL or a communication-aware model; 'auto' chooses and says why. "
+            "With the facts dpscale predict takes (--params, --micro-batch, --hardware or the "
+            "bandwidths) the communication term comes from the stated hardware."
         ),
-        json_parameter(),
-    ]
-    fit.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    fit.__doc__ = (
-        "Fit a scaling model to measured throughput and extrapolate with 95 % intervals.\n\n"
-        "Models: Amdahl, USL or a communication-aware model; 'auto' chooses and says why. "
-        "With the facts dpscale predict takes (--params, --micro-batch, --hardware or the "
-        "bandwidths) the communication term comes from the stated hardware."
+        epilog=EXAMPLE,
     )
-    return fit
 
 
 def _table(columns: tuple[str, ...], wide: str = "") -> Any:
@@ -225,5 +213,5 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
         console.print(f"Chart written to {plot}")
 
 
-def register(app: typer.Typer) -> None:
-    app.command("fit", epilog=EXAMPLE)(command())
+def register(group: click.Group) -> None:
+    group.add_command(command())

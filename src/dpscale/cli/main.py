@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import gc
 import importlib
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from difflib import get_close_matches
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import typer
-from typer.core import TyperCommand, TyperGroup
+import click
 
+from dpscale.cli._commands import Group
 from dpscale.cli._plugins import skip_empty_plugin_scan
 from dpscale.spec import DESCRIBED
 
@@ -50,7 +50,7 @@ COMMANDS = {
         "feedback", "Feedback sent from the web pages (stored in DPSCALE_DATABASE_URL)."
     ),
 }
-"""Every command, in the order of ``dpscale --help`` (typer lists commands before groups); a
+"""Every command, in the order of ``dpscale --help``; a
 described calculator's summary is in ``dpscale.spec.DESCRIBED``, added there with it."""
 
 EXTRAS = {
@@ -67,10 +67,10 @@ _LISTING = "dpscale.listing"
 """Set in the context's ``meta`` while the help lists the commands."""
 
 
-def load(name: str) -> dict[str, TyperCommand | TyperGroup]:
+def load(name: str) -> dict[str, click.Command]:
     """The command ``name`` by name, with any other that its module adds along with it."""
     listed = COMMANDS[name]
-    registering = typer.Typer(add_completion=False)
+    registering = click.Group()
     skip_empty_plugin_scan()  # before the module builds a model
     with _collector_paused(first=f"dpscale.cli.{listed.module}" not in sys.modules):
         module = importlib.import_module(f"dpscale.cli.{listed.module}")
@@ -78,7 +78,7 @@ def load(name: str) -> dict[str, TyperCommand | TyperGroup]:
             module.register(registering, name)  # one command per description: built alone
         else:
             module.register(registering)
-        return dict(typer.main.get_group(registering).commands)  # type: ignore[arg-type]
+        return dict(registering.commands)
 
 
 @contextmanager
@@ -86,7 +86,7 @@ def _collector_paused(*, first: bool) -> Iterator[None]:
     """The cyclic garbage collector paused while a command's module is first imported, and
     what the import made frozen (never traversed again) before the command runs.
 
-    The import (pydantic, the input models, typer's options) makes ~30,000 objects that live
+    The import (pydantic, the input models, the options) makes ~30,000 objects that live
     as long as the process, and 5 that are garbage: the collector, run dozens of times
     meanwhile and on every object afterwards, found nothing (4 % of ``dpscale calc``'s
     instructions, benchmarks/README.md). Once per module: a process that calls ``main`` again
@@ -103,84 +103,88 @@ def _collector_paused(*, first: bool) -> Iterator[None]:
         gc.enable()
 
 
-class _LazyGroup(TyperGroup):
+class _LazyGroup(Group):
     """Imports a command's module only when that command runs: each module's options and
     imports would otherwise slow every command's start, and the help's."""
 
-    def list_commands(self, ctx: Any) -> list[str]:
+    def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         listed = COMMANDS.get(cmd_name)
         if listed is None:
             return None
         if ctx.meta.get(_LISTING):
-            return TyperCommand(name=cmd_name, help=listed.help)
+            return click.Command(cmd_name, help=listed.help, short_help=listed.help)
         if cmd_name not in self.commands:
             self.commands.update(load(cmd_name))
         return self.commands[cmd_name]
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         ctx.meta[_LISTING] = True
         try:
             super().format_help(ctx, formatter)
         finally:
             del ctx.meta[_LISTING]
 
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        # typer's own suggestion reads the commands loaded so far, which is none of them
-        try:
-            return super().resolve_command(ctx, args)
-        except typer.TyperException as err:
-            matches = get_close_matches(args[0], list(COMMANDS)) if args else []
-            if matches:
-                suggestions = ", ".join(repr(match) for match in matches)
-                err.message = f"{err.message.rstrip('.')}. Did you mean {suggestions}?"
-            raise
 
-
-app = typer.Typer(
-    name="dpscale",
-    cls=_LazyGroup,
-    help="Data-parallel training scaling: calculated, predicted, fitted and measured.",
-    add_completion=False,
-    suggest_commands=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
-def _print_version(value: bool) -> None:
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        typer.echo(f"dpscale {version('dpscale')}")
-        raise typer.Exit()
+        click.echo(f"dpscale {version('dpscale')}")
+        ctx.exit()
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
-    ),
-) -> None:
-    """Data-parallel training scaling: calculated, predicted, fitted and measured."""
+app = _LazyGroup(
+    "dpscale",
+    help="Data-parallel training scaling: calculated, predicted, fitted and measured.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    params=[
+        click.Option(
+            ["--version"],
+            is_flag=True,
+            expose_value=False,
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version.",
+        )
+    ],
+)
+
+
+def _message(exc: click.ClickException) -> str:
+    """The error's sentence, worded as dpscale printed it under typer (click words two otherwise):
+    ``No such option: --devics (Possible options: --devices)``,
+    ``Got unexpected extra argument(s) (b)``."""
+    if isinstance(exc, click.NoSuchOption):
+        shown = re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda c: f"\\x{ord(c[0]):02x}", exc.option_name)
+        possible = sorted(exc.possibilities or ())
+        return f"No such option: {shown}" + (
+            f" (Possible options: {', '.join(possible)})" if possible else ""
+        )
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        click.echo(exc.ctx.get_help())  # a group without its command: the help, exit 2
+        return ""
+    message = exc.format_message()
+    return re.sub(
+        r"^Got unexpected extra arguments? \(", "Got unexpected extra argument(s) (", message
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line; exit 2 with one line on stderr for any user error."""
     args = list(sys.argv[1:] if argv is None else argv) or ["--help"]
-    command = typer.main.get_command(app)
     try:
-        status = command.main(args=args, prog_name="dpscale", standalone_mode=False)
-    except typer.TyperException as exc:  # usage errors: unknown option, missing value
+        status = app.main(args=args, prog_name="dpscale", standalone_mode=False)
+    except click.ClickException as exc:  # usage errors: unknown option, missing value
         context = getattr(exc, "ctx", None)
         where = context.command_path if context is not None else "dpscale"
-        sys.stderr.write(f"{where}: error: {exc.format_message()}\n")
+        sys.stderr.write(f"{where}: error: {_message(exc)}\n")
         raise SystemExit(2) from None
-    except typer.Exit as exc:
+    except click.exceptions.Exit as exc:
         raise SystemExit(exc.exit_code) from None
-    except (typer.Abort, KeyboardInterrupt):
+    except (click.Abort, KeyboardInterrupt):
         sys.stderr.write("dpscale: interrupted\n")
         raise SystemExit(130) from None
     except ModuleNotFoundError as exc:

@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import Any
 
-import typer
+import click
 
 from dpscale.cli._common import JSON_HELP, fail, print_json
 
@@ -45,9 +45,33 @@ _HELP = {
 }
 
 
-def _option(name: str, metavar: str) -> Any:
+_METAVARS = {
+    **dict.fromkeys(("nproc", "iterations", "warmup", "layers", "micro_batch"), "INT"),
+    **dict.fromkeys(("grad_accum", "steps", "warmup_steps"), "INT"),
+    **dict.fromkeys(("nnodes", "nproc_per_node", "node_rank"), "INT"),
+    **dict.fromkeys(("world_sizes", "ops"), "LIST"),
+    **dict.fromkeys(("backend", "precision"), "NAME"),
+    "sizes": "SIZES",
+    "model_params": "COUNT",
+    "bucket_mb": "FLOAT",
+    "timeout": "DURATION",
+    "rdzv_endpoint": "HOST:PORT",
+    "rdzv_id": "ID",
+}
+
+
+def _option(name: str) -> click.Option:
     flag = "--" + name.replace("_", "-")
-    return typer.Option(None, flag, metavar=metavar, help=_HELP.get(name) or _NODE_HELP[name])
+    return click.Option([name, flag], metavar=_METAVARS[name], help={**_HELP, **_NODE_HELP}[name])
+
+
+def _switch(name: str, default: bool, help: str) -> click.Option:
+    flag = name.replace("_", "-")
+    return click.Option([name, f"--{flag}/--no-{flag}"], default=default, help=help)
+
+
+def _flag(name: str, help: str) -> click.Option:
+    return click.Option([name, "--" + name.replace("_", "-")], is_flag=True, help=help)
 
 
 def _progress_handler(progress: Any, task: Any) -> Any:
@@ -68,40 +92,34 @@ def _on_sigterm(_signum: int, _frame: Any) -> None:
 
 
 def measure(
-    nproc: str = _option("nproc", "INT"),
-    world_sizes: str = _option("world_sizes", "LIST"),
-    backend: str = _option("backend", "NAME"),
-    ops: str = _option("ops", "LIST"),
-    sizes: str = _option("sizes", "SIZES"),
-    iterations: str = _option("iterations", "INT"),
-    warmup: str = _option("warmup", "INT"),
-    model_params: str = _option("model_params", "COUNT"),
-    layers: str = _option("layers", "INT"),
-    micro_batch: str = _option("micro_batch", "INT"),
-    grad_accum: str = _option("grad_accum", "INT"),
-    precision: str = _option("precision", "NAME"),
-    bucket_mb: str = _option("bucket_mb", "FLOAT"),
-    steps: str = _option("steps", "INT"),
-    warmup_steps: str = _option("warmup_steps", "INT"),
-    timeout: str = _option("timeout", "DURATION"),
-    nnodes: str = _option("nnodes", "INT"),
-    nproc_per_node: str = _option("nproc_per_node", "INT"),
-    node_rank: str = _option("node_rank", "INT"),
-    rdzv_endpoint: str = _option("rdzv_endpoint", "HOST:PORT"),
-    rdzv_id: str = _option("rdzv_id", "ID"),
-    collectives: bool = typer.Option(True, help="Measure the collectives."),
-    training: bool = typer.Option(True, help="Measure data-parallel training."),
-    store: bool = typer.Option(True, help="Store the run (DPSCALE_DATABASE_URL)."),
-    keep_logs: bool = typer.Option(
-        False, help="Keep torchrun's logs (in the user log folder) after a run that succeeded."
-    ),
-    launch_line: bool = typer.Option(
-        False, "--launch-line", help="Print the torchrun line to run on every node; run nothing."
-    ),
-    sbatch: bool = typer.Option(
-        False, "--sbatch", help="Print an sbatch script for the cluster shape; run nothing."
-    ),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    nproc: str | None,
+    world_sizes: str | None,
+    backend: str | None,
+    ops: str | None,
+    sizes: str | None,
+    iterations: str | None,
+    warmup: str | None,
+    model_params: str | None,
+    layers: str | None,
+    micro_batch: str | None,
+    grad_accum: str | None,
+    precision: str | None,
+    bucket_mb: str | None,
+    steps: str | None,
+    warmup_steps: str | None,
+    timeout: str | None,
+    nnodes: str | None,
+    nproc_per_node: str | None,
+    node_rank: str | None,
+    rdzv_endpoint: str | None,
+    rdzv_id: str | None,
+    collectives: bool,
+    training: bool,
+    store: bool,
+    keep_logs: bool,
+    launch_line: bool,
+    sbatch: bool,
+    as_json: bool,
 ) -> None:
     """Measure scaling efficiency and collective bandwidth with torch.distributed.
 
@@ -156,7 +174,7 @@ def measure(
         run_id = _store(stop.payload) if store and stop.payload.get("lead") is not False else None
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: {stop.payload['error']}{stored}\n")
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
     if payload.get("lead") is False:
         _print_note(payload, as_json=as_json)
         return
@@ -168,11 +186,11 @@ def measure(
 
         print_summary(payload)
         if run_id:
-            typer.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+            click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
     if payload["partial"]:
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: error: {payload['error']}{stored}\n")
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
 
 
 def _label(field: str, names: dict[str, str]) -> str:
@@ -258,7 +276,7 @@ def _print_launch(
     if as_json:
         print_json({"sbatch" if sbatch else "launch_line": text, "shape": shape.model_dump()})
     else:
-        typer.echo(text.rstrip("\n"))
+        click.echo(text.rstrip("\n"))
 
 
 def _time_limit(timeout_s: float) -> str:
@@ -281,10 +299,10 @@ def _print_note(note: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
         print_json({**note, "note": text})
     elif not note["error"]:
-        typer.echo(text + ".")
+        click.echo(text + ".")
     if note["error"]:
         sys.stderr.write(f"dpscale: error: {note['error']}\n")
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
 
 
 def _run_with_progress(run: Any, config: Any, total: int, *, keep_logs: bool) -> dict[str, Any]:
@@ -317,5 +335,27 @@ def _store(payload: dict[str, Any]) -> str:
     return save_run(payload)
 
 
-def register(app: typer.Typer) -> None:
-    app.command("measure", epilog=EXAMPLE)(measure)
+MEASURE = click.Command(
+    "measure",
+    callback=measure,
+    params=[
+        *(_option(name) for name in (*_HELP, *_NODE_HELP)),
+        _switch("collectives", True, "Measure the collectives."),
+        _switch("training", True, "Measure data-parallel training."),
+        _switch("store", True, "Store the run (DPSCALE_DATABASE_URL)."),
+        _switch(
+            "keep_logs",
+            False,
+            "Keep torchrun's logs (in the user log folder) after a run that succeeded.",
+        ),
+        _flag("launch_line", "Print the torchrun line to run on every node; run nothing."),
+        _flag("sbatch", "Print an sbatch script for the cluster shape; run nothing."),
+        click.Option(["as_json", "--json"], is_flag=True, help=JSON_HELP),
+    ],
+    help=measure.__doc__,
+    epilog=EXAMPLE,
+)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(MEASURE)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
-import typer
-from typer.core import TyperCommand, TyperOption
+import click
 
 from dpscale.cli._common import (
     epilog,
@@ -23,15 +21,15 @@ from dpscale.cli._common import (
 from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, terminal_help
 
 
-class _HelpFromModel(TyperCommand):
+class _HelpFromModel(click.Command):
     """Fills each option's help with the model's default and choices when the help is shown:
     building the options must not import the model (scipy), which ``dpscale --help`` and
     every other command would then pay."""
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         for param in self.params:
             item = PREDICTION.input(param.name or "")
-            if item is not None and isinstance(param, TyperOption):
+            if item is not None and isinstance(param, click.Option):
                 param.help = terminal_help(item)
         super().format_help(ctx, formatter)
 
@@ -74,14 +72,17 @@ def predict(**options: Any) -> None:
     _print_result(result, plot)
 
 
-predict.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [
+PREDICT = _HelpFromModel(
+    "predict",
+    callback=predict,
+    params=[
         # The help as written; the model's values go in when it is shown (_HelpFromModel).
         *(option_parameter(item, item.terminal_help) for item in PREDICTION.terminal),
         json_parameter(),
-    ]
+    ],
+    help=PREDICTION.terminal_summary,
+    epilog=epilog(PREDICTION.examples),
 )
-predict.__doc__ = PREDICTION.terminal_summary
 
 
 def _print_presets(as_json: bool) -> None:
@@ -167,5 +168,5 @@ def _print_result(result: Any, plot: str | None) -> None:
         console.print(f"Chart written to {plot}.")
 
 
-def register(app: typer.Typer) -> None:
-    app.command("predict", epilog=epilog(PREDICTION.examples), cls=_HelpFromModel)(predict)
+def register(group: click.Group) -> None:
+    group.add_command(PREDICT)

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import typer
+import click
 
+from dpscale.cli._commands import Group
 from dpscale.cli._common import JSON_HELP, fail, percent, print_json
 from dpscale.cli._text import terminal_text
 
@@ -18,11 +19,13 @@ MAX_RUN_BYTES = 256 * 1024 * 1024
 
 SHOWN_KEYS = ("unit", "rank_spread", "slowest_rank")
 
-runs_app = typer.Typer(
-    name="runs",
+runs_app = Group(
+    "runs",
     help="Stored measurement runs (from dpscale measure): list, show, export, import.",
     no_args_is_help=True,
 )
+_JSON = click.Option(["as_json", "--json"], is_flag=True, help=JSON_HELP)
+_RUN_ID = click.Argument(["run_id"], metavar="RUN_ID", help="The run's id (dpscale runs list).")
 
 
 def _get(run_id: str) -> dict[str, Any]:
@@ -48,8 +51,8 @@ def _shown(value: Any) -> Any:
     return value
 
 
-@runs_app.command("list")
-def list_command(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+@runs_app.command("list", params=[_JSON])
+def list_command(as_json: bool) -> None:
     """Every stored run, newest first."""
     from rich.console import Console
     from rich.table import Table
@@ -62,7 +65,7 @@ def list_command(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) 
         print_json({"runs": runs})
         return
     if not runs:
-        typer.echo("No runs stored yet: dpscale measure stores one.")
+        click.echo("No runs stored yet: dpscale measure stores one.")
         return
     table = Table(title="Measurement runs", title_justify="left")
     for name in ("Run", "When (UTC)", "Backend", "Devices", "Efficiency", "all-reduce busbw"):
@@ -83,11 +86,8 @@ def list_command(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) 
     Console(soft_wrap=True).print(table)
 
 
-@runs_app.command("show")
-def show_command(
-    run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run's id (dpscale runs list)."),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
-) -> None:
+@runs_app.command("show", params=[_RUN_ID, _JSON])
+def show_command(run_id: str, as_json: bool) -> None:
     """One run: environment, training scaling and collective bandwidth."""
     run = _get(run_id)
     if as_json:
@@ -97,7 +97,7 @@ def show_command(
 
     env = run["environment"]
     hosts = ", ".join(str(host) for host in env.get("hosts") or []) or "?"
-    typer.echo(
+    click.echo(
         terminal_text(
             f"torch {env.get('torch_version', '?')}, {run['backend']}, "
             f"{env.get('device_count', '?')} devices on {hosts}; measured {run['created_at']}"
@@ -105,17 +105,26 @@ def show_command(
     )
     print_summary(_shown(run))
     if run["error"]:
-        typer.echo(terminal_text(f"Partial run: {run['error']}"))
+        click.echo(terminal_text(f"Partial run: {run['error']}"))
 
 
-@runs_app.command("export")
-def export_command(
-    run_id: str = typer.Argument(..., metavar="RUN_ID", help="The run's id (dpscale runs list)."),
-    output: Path = typer.Option(None, "--output", "-o", help="Write to this file, not stdout."),
-    as_json: bool = typer.Option(
-        False, "--json", help="The whole run as JSON (default: raw timings as CSV)."
-    ),
-) -> None:
+@runs_app.command(
+    "export",
+    params=[
+        _RUN_ID,
+        click.Option(
+            ["output", "--output", "-o"],
+            type=click.Path(path_type=Path),
+            help="Write to this file, not stdout.",
+        ),
+        click.Option(
+            ["as_json", "--json"],
+            is_flag=True,
+            help="The whole run as JSON (default: raw timings as CSV).",
+        ),
+    ],
+)
+def export_command(run_id: str, output: Path | None, as_json: bool) -> None:
     """Raw per-rank timings as CSV, or with --json the whole run.
 
     CSV columns: kind, op, devices, bytes, rank, iteration, time_s.
@@ -147,10 +156,18 @@ def export_command(
             stream.close()
 
 
-@runs_app.command("import")
-def import_command(
-    path: Path = typer.Argument(..., metavar="RUN_JSON", help="run.json written by the worker."),
-) -> None:
+@runs_app.command(
+    "import",
+    params=[
+        click.Argument(
+            ["path"],
+            metavar="RUN_JSON",
+            type=click.Path(path_type=Path),
+            help="run.json written by the worker.",
+        )
+    ],
+)
+def import_command(path: Path) -> None:
     """Store a run that rank 0 of a cluster job wrote (python -m dpscale.measure.worker)."""
     from dpscale.safejson import JSONInputError, loads
     from dpscale.store.db import StoreUnavailableError
@@ -176,8 +193,8 @@ def import_command(
         run_id = save_run(payload)
     except (ValueError, TypeError, StoreUnavailableError) as err:
         fail(f"{path}: {err}")
-    typer.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+    click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(runs_app, name="runs")
+def register(group: click.Group) -> None:
+    group.add_command(runs_app)

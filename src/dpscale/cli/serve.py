@@ -8,7 +8,7 @@ past that), idle keep-alive connections close after 5 s, and proxy headers
 
 from __future__ import annotations
 
-import typer
+import click
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.cli._common import fail, read_input
@@ -31,46 +31,22 @@ class ServeInput(BaseModel):
     forwarded_allow_ips: str = Field(default="", max_length=4000, pattern=r"^[0-9A-Za-z.:/,* ]*$")
 
 
+def _option(name: str, metavar: str, help: str, default: str | None = None) -> click.Option:
+    flag = "--" + name.replace("_", "-")
+    return click.Option(
+        [name, flag], default=default, metavar=metavar, help=help, show_default=bool(default)
+    )
+
+
 def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
-    port: str = typer.Option("8000", "--port", metavar="INT", help="Port to listen on."),
-    workers: str = typer.Option(
-        None,
-        "--workers",
-        metavar="INT",
-        help="Worker processes [default: the cores this process may use]. The response cache, "
-        "the feedback rate limit and the costly-request turns are per worker.",
-        show_default=False,
-    ),
-    header_timeout: str = typer.Option(
-        "10",
-        "--header-timeout",
-        metavar="SECONDS",
-        help="Close a connection whose request line and headers take longer than this.",
-    ),
-    max_header_bytes: str = typer.Option(
-        "16384",
-        "--max-header-bytes",
-        metavar="INT",
-        help="Refuse (400) a request line and headers larger than this.",
-    ),
-    max_connections: str = typer.Option(
-        "1000",
-        "--max-connections",
-        metavar="INT",
-        help="Connections and requests per worker; past them, requests get 503.",
-    ),
-    keep_alive: str = typer.Option(
-        "5", "--keep-alive", metavar="SECONDS", help="Close idle keep-alive connections after this."
-    ),
-    forwarded_allow_ips: str = typer.Option(
-        "",
-        "--forwarded-allow-ips",
-        metavar="ADDRESSES",
-        help="Proxies (comma-separated addresses or networks, '*' for any) whose "
-        "X-Forwarded-For and X-Forwarded-Proto are believed; none by default.",
-        show_default=False,
-    ),
+    host: str,
+    port: str,
+    workers: str | None,
+    header_timeout: str,
+    max_header_bytes: str,
+    max_connections: str,
+    keep_alive: str,
+    forwarded_allow_ips: str,
 ) -> None:
     """Serve the web calculators on http://HOST:PORT (database: DPSCALE_DATABASE_URL)."""
     options = read_input(
@@ -100,7 +76,7 @@ def serve(
         fail(str(err))
     count = options.workers or default_workers()
     plural = "s" if count != 1 else ""
-    typer.echo(
+    click.echo(
         f"dpscale: serving http://{options.host}:{options.port}/ with {count} worker{plural} "
         f"({_shown(database_url())})"
     )
@@ -125,5 +101,49 @@ def _shown(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def register(app: typer.Typer) -> None:
-    app.command("serve", epilog=EXAMPLE)(serve)
+SERVE = click.Command(
+    "serve",
+    callback=serve,
+    params=[
+        _option("host", "TEXT", "Address to listen on.", "127.0.0.1"),
+        _option("port", "INT", "Port to listen on.", "8000"),
+        _option(
+            "workers",
+            "INT",
+            "Worker processes [default: the cores this process may use]. The response cache, "
+            "the feedback rate limit and the costly-request turns are per worker.",
+        ),
+        _option(
+            "header_timeout",
+            "SECONDS",
+            "Close a connection whose request line and headers take longer than this.",
+            "10",
+        ),
+        _option(
+            "max_header_bytes",
+            "INT",
+            "Refuse (400) a request line and headers larger than this.",
+            "16384",
+        ),
+        _option(
+            "max_connections",
+            "INT",
+            "Connections and requests per worker; past them, requests get 503.",
+            "1000",
+        ),
+        _option("keep_alive", "SECONDS", "Close idle keep-alive connections after this.", "5"),
+        _option(
+            "forwarded_allow_ips",
+            "ADDRESSES",
+            "Proxies (comma-separated addresses or networks, '*' for any) whose "
+            "X-Forwarded-For and X-Forwarded-Proto are believed; none by default.",
+            "",
+        ),
+    ],
+    help=serve.__doc__,
+    epilog=EXAMPLE,
+)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(SERVE)

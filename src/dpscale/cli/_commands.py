@@ -1,0 +1,23 @@
+"""The group of dpscale's commands: the command meant, suggested from every command listed."""
+
+from __future__ import annotations
+
+from difflib import get_close_matches
+from typing import Any
+
+import click
+
+
+class Group(click.Group):
+    """A group whose unknown command gets "Did you mean ...?" from every command it lists
+    (click's own reads the commands loaded so far: in the lazy group, none of them)."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        # a word that is no command; an option-like one click parses and refuses itself
+        if name[:1].isalnum() and not ctx.resilient_parsing and not self.get_command(ctx, name):
+            matches = get_close_matches(name, self.list_commands(ctx))
+            suggestions = ", ".join(repr(match) for match in matches)
+            meant = f" Did you mean {suggestions}?" if matches else ""
+            ctx.fail(f"No such command {name!r}.{meant}")
+        return super().resolve_command(ctx, args)
