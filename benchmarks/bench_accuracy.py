@@ -417,6 +417,14 @@ def calibrated_series(rows: list[dict[str, str]]) -> list[Calibrated]:
     return scored
 
 
+def by_source(scored: list[Scored]) -> list[tuple[str, list[Scored]]]:
+    """The scored rows grouped by their source, sources in alphabetical order."""
+    groups: dict[str, list[Scored]] = defaultdict(list)
+    for s in scored:
+        groups[s.source].append(s)
+    return sorted(groups.items())
+
+
 def print_central_setup(rows: list[dict[str, str]]) -> None:
     """The experiment not adopted: the point lowered by the setup loss's central value."""
     scored, held_out = cross_validated(rows, central=True)
@@ -427,10 +435,7 @@ def print_central_setup(rows: list[dict[str, str]]) -> None:
         f"%), each source held out:"
     )
     print(summary_line("central", summary(scored), width=28))
-    by_source: dict[str, list[Scored]] = defaultdict(list)
-    for s in scored:
-        by_source[s.source].append(s)
-    for source, members in sorted(by_source.items()):
+    for source, members in by_source(scored):
         others = central_setup_spread([r for r in rows if _source(r) != source])
         line = summary_line(source, summary(members), width=28)
         print(f"{line}  central {100 * others:4.2f} %  lower edge {100 * held_out[source]:5.2f} %")
@@ -444,10 +449,7 @@ def print_gradient_passes(rows: list[dict[str, str]]) -> None:
         f"setup spread {100 * setup_spread(rows, passes=True):.2f} %), each source held out:"
     )
     print(summary_line("passes", summary(scored), width=28))
-    by_source: dict[str, list[Scored]] = defaultdict(list)
-    for s in scored:
-        by_source[s.source].append(s)
-    for source, members in sorted(by_source.items()):
+    for source, members in by_source(scored):
         line = summary_line(source, summary(members), width=28)
         print(f"{line}  setup spread {100 * held_out[source]:5.2f} %")
     for s in scored:
@@ -478,14 +480,11 @@ def main() -> None:
     print(summary_line("before", summary(before)))
     print(summary_line("no setup", summary([score_row(row) for row in rows])))
     print(summary_line("after", summary(after)))
-    by_source: dict[str, list[Scored]] = defaultdict(list)
-    for s in after:
-        by_source[s.source].append(s)
     print(
         f"\nAfter, by source, each held out: scored with the setup spread estimated from the "
         f"others (all rows: {100 * setup_spread(rows):.2f} %):"
     )
-    for source, members in sorted(by_source.items()):
+    for source, members in by_source(after):
         line = summary_line(source, summary(members), width=28)
         print(f"{line}  setup spread {100 * held_out[source]:5.2f} %")
     if args.central_setup:

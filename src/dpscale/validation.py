@@ -44,6 +44,7 @@ __all__ = [
     "TargetFraction",
     "TargetPercent",
     "check_array",
+    "check_lengths",
     "parse",
     "percent_text",
     "rule_of",
@@ -220,31 +221,6 @@ class InputError(ValueError):
         return cls([issue])
 
     @classmethod
-    def too_long(cls, texts: Mapping[str, str], limits: Mapping[str, int]) -> InputError | None:
-        """The texts longer than their field's limit, each named with it (None: none is).
-
-        A surface refuses such a text rather than cut it: a list of device counts cut at
-        its limit would be read as a shorter list, or its last count as a smaller one.
-
-        >>> err = InputError.too_long({"devices": "1,2,4,8"}, {"devices": 5})
-        >>> print(err)
-        devices must be a text of at most 5 characters (got 1,2,4,8)
-        >>> InputError.too_long({"devices": "1,2"}, {"devices": 5}) is None
-        True
-        """
-        issues = [
-            FieldIssue(
-                field=name,
-                rule=Rule(number=False, max_length=limits[name]),
-                value=text,
-                code=TOO_LONG,
-            )
-            for name, text in texts.items()
-            if name in limits and len(text) > limits[name]
-        ]
-        return cls(issues) if issues else None
-
-    @classmethod
     def from_validation_error(cls, exc: ValidationError, model: type[BaseModel]) -> InputError:
         issues: dict[str, FieldIssue] = {}
         for error in exc.errors(include_url=False):
@@ -262,6 +238,32 @@ class InputError(ValueError):
                 field=field, rule=rule, value=error.get("input"), missing=missing, detail=detail
             )
         return cls(issues.values())
+
+
+def check_lengths(texts: Mapping[str, str], limits: Mapping[str, int]) -> None:
+    """Raise :class:`InputError` naming each text longer than its field's limit, with it.
+
+    A surface refuses such a text rather than cut it: a list of device counts cut at
+    its limit would be read as a shorter list, or its last count as a smaller one.
+
+    >>> check_lengths({"devices": "1,2"}, {"devices": 5})
+    >>> check_lengths({"devices": "1,2,4,8"}, {"devices": 5})
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: devices must be a text of at most 5 characters (got 1,2,4,8)
+    """
+    issues = [
+        FieldIssue(
+            field=name,
+            rule=Rule(number=False, max_length=limits[name]),
+            value=text,
+            code=TOO_LONG,
+        )
+        for name, text in texts.items()
+        if name in limits and len(text) > limits[name]
+    ]
+    if issues:
+        raise InputError(issues)
 
 
 def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:

@@ -28,7 +28,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from dpscale.safejson import JSONInputError, loads
-from dpscale.validation import FieldIssue, InputError, Rule, rule_of
+from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, rule_of
 
 __all__ = [
     "BAD_HEADER",
@@ -69,7 +69,6 @@ MISSING_VALUE = "missing_value"
 OUT_OF_RANGE = "out_of_range"
 TOO_FEW_COUNTS = "too_few_counts"
 TOO_MANY_POINTS = "too_many_points"
-TOO_LONG = "too_long"
 BAD_HEADER = "bad_header"
 BAD_SHAPE = "bad_shape"
 BAD_JSON = "bad_json"

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from dpscale.safejson import JSONInputError, loads
 from dpscale.store.db import StoreUnavailableError
 from dpscale.store.feedback import FeedbackInput
-from dpscale.validation import InputError, Rule
+from dpscale.validation import InputError, Rule, check_lengths
 from dpscale.web.feedback import store_feedback
 from dpscale.web.forms import api_errors, max_lengths
 from dpscale.web.i18n import localizer
@@ -104,9 +104,7 @@ def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
             if request.query_params.get(f.name, "").strip()
         }
         try:
-            too_long = InputError.too_long(values, max_lengths(calc))
-            if too_long is not None:
-                raise too_long
+            check_lengths(values, max_lengths(calc))
             result = calc.compute(values)
         except InputError as err:
             return _invalid(err)

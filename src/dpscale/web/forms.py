@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule
+from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, check_lengths
 from dpscale.web.i18n import Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation
 from dpscale.web.typed_numbers import canonical_number, read_number
@@ -154,18 +154,16 @@ def issue_message(
 
 def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> FormState:
     """Compute ``calc`` for the query's inputs; never raises for bad input."""
-    values = _values(calc, query)
+    typed = _values(calc, query)
     limits = max_lengths(calc)
-    too_long = InputError.too_long(values, limits)
-    values = {name: text[: limits[name]] for name, text in values.items()}  # what the box shows
+    values = {name: text[: limits[name]] for name, text in typed.items()}  # what the box shows
     canonical = {
         name: _canonical(calc.field(name), _read_as(text), loc) for name, text in values.items()
     }
     given = {name: text for name, text in canonical.items() if text}
     state = FormState(values=values, canonical=canonical)
     try:
-        if too_long is not None:
-            raise too_long
+        check_lengths(typed, limits)
         state.result = calc.compute(given)
     except InputError as err:
         fields = {f.name for f in calc.fields}
