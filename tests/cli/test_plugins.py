@@ -91,3 +91,40 @@ def test_without_a_plugin_pydantic_does_not_scan(tmp_path: Path) -> None:
     done = _calc(tmp_path)
     assert done.stdout.splitlines()[1] == "[]"
     assert done.stderr == ""
+
+
+def _probe(code: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout.splitlines()
+
+
+def test_without_a_plugin_pydantic_never_imports_its_loader() -> None:
+    # importlib.metadata is ~45 ms of every start; a second command keeps the stand-in
+    out = _probe(
+        "import sys\n"
+        "from dpscale.cli.main import load\n"
+        "load('calc')\n"
+        "load('calc')\n"
+        "from dpscale.spec import described\n"
+        "print(described('calc').compute({'devices': '64', 'throughput': '2000', "
+        "'efficiency': '90'}).actual_throughput)\n"
+        "print('importlib.metadata' in sys.modules)\n"
+        "print(type(sys.modules['pydantic.plugin._loader']).__name__)\n"
+    )
+    assert out == ["115200.0", "False", "NoPlugins"]
+
+
+def test_any_other_name_read_from_the_stand_in_is_the_real_loaders() -> None:
+    out = _probe(
+        "import sys\n"
+        "from dpscale.cli._plugins import skip_empty_plugin_scan\n"
+        "skip_empty_plugin_scan()\n"
+        "from pydantic.plugin import _loader\n"
+        "print(_loader.get_plugins())\n"
+        "print(_loader.entry_points.__module__)\n"
+        "real = sys.modules['pydantic.plugin._loader']\n"
+        "print(type(real).__name__, real._plugins, list(real.get_plugins()))\n"
+    )
+    assert out == ["()", "importlib.metadata", "module {} []"]

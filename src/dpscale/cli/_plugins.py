@@ -1,25 +1,33 @@
 """pydantic's plugin scan, skipped where no installed distribution could declare a plugin.
 
-pydantic looks for plugins the first time it builds a validator: it reads the entry points of
-every installed distribution through ``importlib.metadata`` (about 10-25 ms of each
-``dpscale`` start here, on every command). The same question answered with ``os.scandir``
-takes about 2 ms: when no ``entry_points.txt`` on ``sys.path`` so much as mentions
-``pydantic``, there is no plugin to load, and pydantic is told that its scan found none.
-Otherwise (a plugin, a zipped path entry, a finder of distributions other than the standard
-one) nothing is changed and pydantic scans and loads its plugins as always.
+pydantic looks for plugins the first time it builds a validator: its loader imports
+``importlib.metadata`` (about 45 ms of each ``dpscale`` start here, with the ``email`` and
+``zipfile`` modules it brings) and reads the entry points of every installed distribution
+(10-25 ms more). The same question answered with ``os.scandir`` takes about 2 ms: when no
+``entry_points.txt`` on ``sys.path`` so much as mentions ``pydantic``, there is no plugin to
+load, and pydantic's loader is replaced by one that says so (:class:`NoPlugins`). Otherwise (a
+plugin, a zipped path entry, a finder of distributions other than the standard one) nothing
+is changed and pydantic scans and loads its plugins as always.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Iterable
 from importlib.machinery import PathFinder
+from types import ModuleType
+from typing import Any
 
-__all__ = ["may_declare_plugins", "skip_empty_plugin_scan"]
+__all__ = ["NoPlugins", "may_declare_plugins", "skip_empty_plugin_scan"]
 
 GROUP = "pydantic"
 """pydantic's entry point group (``pydantic.plugin._loader.PYDANTIC_ENTRY_POINT_GROUP``)."""
+
+LOADER = "pydantic.plugin._loader"
+"""pydantic's plugin loader: ``create_schema_validator`` imports ``get_plugins`` from it when
+it builds a validator, and builds a plain one when that returns no plugin."""
 
 
 def may_declare_plugins(paths: Iterable[str]) -> bool:
@@ -52,8 +60,31 @@ def skip_empty_plugin_scan() -> None:
     finders = [finder for finder in sys.meta_path if hasattr(finder, "find_distributions")]
     if finders != [PathFinder] or may_declare_plugins(sys.path):
         return
-    from pydantic.plugin import _loader
+    loader = sys.modules.get(LOADER)
+    if loader is None:
+        sys.modules[LOADER] = NoPlugins(LOADER)
+    elif not isinstance(loader, NoPlugins) and getattr(loader, "_plugins", ()) is None:
+        # pydantic's cache of the plugins it loaded; None until it has scanned
+        loader._plugins = {}  # type: ignore[attr-defined]
 
-    # pydantic's cache of the plugins it loaded; None until it has scanned
-    if getattr(_loader, "_plugins", ()) is None:
-        _loader._plugins = {}
+
+class NoPlugins(ModuleType):
+    """pydantic's plugin loader where no plugin is installed: ``get_plugins()`` finds none,
+    without importing ``importlib.metadata``. Any other name read from it is the real
+    loader's, which takes its place then, told that its scan found nothing."""
+
+    PYDANTIC_ENTRY_POINT_GROUP = GROUP
+
+    @staticmethod
+    def get_plugins() -> tuple[()]:
+        return ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # what the import system asks of every module
+            raise AttributeError(name)
+        if sys.modules.get(LOADER) is self:
+            del sys.modules[LOADER]
+        loader = importlib.import_module(LOADER)
+        if getattr(loader, "_plugins", ()) is None:
+            loader._plugins = {}  # type: ignore[attr-defined]
+        return getattr(loader, name)
