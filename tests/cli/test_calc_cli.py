@@ -181,14 +181,16 @@ def test_bad_input_in_a_real_process_has_no_traceback() -> None:
     assert done.stderr.startswith("dpscale: error: --devices")
 
 
-def test_calc_loads_only_what_it_needs() -> None:
+@pytest.mark.parametrize("output", [["--json"], []], ids=["json", "table"])
+def test_calc_loads_only_what_it_needs(output: list[str]) -> None:
     # Start-up time is measured by benchmarks/bench_startup.py; this keeps its cause in place:
-    # one scalar calculation imports neither numpy nor the other commands' modules.
+    # one scalar calculation imports neither numpy, nor rich (its table is drawn by
+    # cli/_table.py), nor the other commands' modules.
     probe = (
         "import sys\n"
         "from dpscale.cli.main import main\n"
         "try:\n"
-        "    main(['calc', '-d', '64', '-t', '2000', '-e', '90', '--json'])\n"
+        f"    main(['calc', '-d', '64', '-t', '2000', '-e', '90', *{output!r}])\n"
         "except SystemExit:\n"
         "    pass\n"
         "print(sorted(m for m in sys.modules if m in ('numpy', 'rich', 'scipy', 'sqlalchemy')"
@@ -200,5 +202,5 @@ def test_calc_loads_only_what_it_needs() -> None:
     loaded = done.stdout.strip().splitlines()[-1]
     assert loaded == (
         "['dpscale.cli._commands', 'dpscale.cli._common', 'dpscale.cli._plugins', "
-        "'dpscale.cli.calculators', 'dpscale.cli.main']"
+        "'dpscale.cli._table', 'dpscale.cli.calculators', 'dpscale.cli.main']"
     )

@@ -75,6 +75,7 @@ def test_a_command_loads_only_its_own_module(name: str) -> None:
         "dpscale.cli._commands",
         "dpscale.cli._common",
         "dpscale.cli._plugins",
+        "dpscale.cli._table",
         "dpscale.cli._text",
         "dpscale.cli.main",
     }

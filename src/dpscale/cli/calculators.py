@@ -20,8 +20,11 @@ from dpscale.cli._common import (
     percent,
     print_json,
 )
+from dpscale.cli._table import Justify, draw
 from dpscale.spec import Description, Input, Number, Param, Percentage, fill
 from dpscale.validation import InputError
+
+COLUMNS: tuple[tuple[str, Justify], ...] = (("Result", "left"), ("Value", "right"), ("How", "left"))
 
 
 def write(param: Param) -> str:
@@ -61,22 +64,18 @@ def _report(description: Description, err: InputError) -> None:
 
 
 def print_table(description: Description, result: Any, given: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     params, items = description.shown(result, given, page=False)
-    table = Table(title=description.terminal_title, title_justify="left")
-    table.add_column("Result")
-    table.add_column("Value", justify="right")
-    table.add_column("How")
+    rows = []
     for item in items:
         values = item.read(params)
-        table.add_row(
-            item.terminal_label,
-            fill(item.terminal_value, values, write),
-            fill(item.how, values, write),
+        rows.append(
+            [
+                item.terminal_label,
+                fill(item.terminal_value, values, write),
+                fill(item.how, values, write),
+            ]
         )
-    Console(soft_wrap=True).print(table)
+    click.echo(draw(description.terminal_title, COLUMNS, rows))
     for notice in description.notices_of(result):
         sys.stderr.write(f"warning: {notice}\n")
 
