@@ -40,6 +40,7 @@ __all__ = [
     "Value",
     "Wording",
     "english",
+    "english_value",
     "number",
     "percent",
 ]
@@ -269,3 +270,12 @@ def english(said: Said, words: Mapping[str, Wording]) -> str:
     '--micro-batch 1024 or --micro-batch 1024'
     """
     return _English(words).say(said)
+
+
+def english_value(value: Value) -> str:
+    """One value as the terminal writes it where no template states a precision.
+
+    >>> english_value(Number(115200.0)), english_value(Percentage(0.9)), english_value("tok/s")
+    ('115,200', '90 %', 'tok/s')
+    """
+    return _English({}).format_field(value, "")

@@ -11,29 +11,13 @@ from typing import Any
 
 import click
 
-from dpscale.cli._common import (
-    epilog,
-    fail,
-    json_parameter,
-    number,
-    option_parameter,
-    percent,
-    print_json,
-)
+from dpscale.cli._common import epilog, fail, json_parameter, option_parameter, print_json
 from dpscale.cli._table import Justify, draw
-from dpscale.spec import Description, Input, Number, Param, Percentage, fill
+from dpscale.said import english_value
+from dpscale.spec import Description, Input, fill
 from dpscale.validation import InputError
 
 COLUMNS: tuple[tuple[str, Justify], ...] = (("Result", "left"), ("Value", "right"), ("How", "left"))
-
-
-def write(param: Param) -> str:
-    """A parameter as the terminal shows it (English number format)."""
-    if isinstance(param, Number):
-        return number(param.value)
-    if isinstance(param, Percentage):
-        return percent(param.value)
-    return param
 
 
 def option_help(item: Input) -> str:
@@ -71,8 +55,8 @@ def print_table(description: Description, result: Any, given: dict[str, Any]) ->
         rows.append(
             [
                 item.terminal_label,
-                fill(item.terminal_value, values, write),
-                fill(item.how, values, write),
+                fill(item.terminal_value, values, english_value),
+                fill(item.how, values, english_value),
             ]
         )
     click.echo(draw(description.terminal_title, COLUMNS, rows))
