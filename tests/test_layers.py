@@ -16,6 +16,7 @@ LAYERS = (
     "said",
     "validation",
     "plotting",
+    "terminal",
     "calculators",
     "model",
     "fit",

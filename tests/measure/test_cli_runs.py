@@ -111,3 +111,33 @@ def test_import_refuses_what_is_no_run(
     assert status == 2
     assert message in err
     assert err.count("\n") == 1
+
+
+MARKUP = ("[/x]box", "[red]node1", ":smile:")
+
+
+def test_names_from_a_run_file_are_printed_as_given(
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    measured_run: MakeRun,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Read as rich markup, "[/x]" raises an error and "[red]" vanishes; the markup escape
+    # runs show used left ":smile:" an emoji.
+    monkeypatch.setenv("COLUMNS", "200")
+    payload = measured_run("r-markup")
+    payload["environment"] |= {"hosts": list(MARKUP), "device_names": ["[i]A100[/i]"]}
+    for row in payload["results"]:
+        row["unit"] = "[/x]tok"
+    save_run(payload)
+    status, out, err = run(capsys, "runs", "show", "r-markup")
+    assert (status, err) == (0, "")
+    assert out.startswith("torch 2, gloo, 2 devices on [/x]box, [red]node1, :smile:; measured")
+    assert "Run r-markup: gloo, [i]A100[/i] on [/x]box, [red]node1, :smile:\n" in out
+    throughput = f"{payload['results'][1]['throughput']:,.1f} [/x]tok"
+    assert f"│       2 │ {throughput} │" in out
+    status, out, err = run(capsys, "runs", "list")
+    assert (status, err) == (0, "")
+    assert "r-markup" in out
+    assert "[/x]box, [red]node1, :smile:" in out
+    assert "😄" not in out

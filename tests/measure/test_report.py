@@ -123,3 +123,19 @@ def test_the_tables_show_the_step_split_and_what_crosses_nodes() -> None:
     # 0.1 s steps and 0.1 s of compute alone (the helper's times): nothing exposed, no fixed cost
     assert "│       2 │   100 ms │   0.0 % │  100 ms │     100 ms │    0 ns │  0 ns │" in text
     assert "│ all_reduce │       2 │ 1.05 MB │ 2 ms │ 524 MB/s │ 524 MB/s │ 2 nodes │" in text
+
+
+def test_the_summary_prints_names_and_units_as_given(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What `dpscale measure` and the worker print: the names are the machine's own, the
+    # unit the run's, none of them rich markup.
+    monkeypatch.setenv("COLUMNS", "200")
+    payload = _two_node_run()
+    payload["environment"] |= {"hosts": ["[/x]n0", "[red]n1"], "device_names": [":smile:"]}
+    for row in payload["results"]:
+        row["unit"] = "[b]tok"
+    print_summary(payload)
+    out = capsys.readouterr().out
+    assert out.startswith("Run r2: gloo, :smile: on [/x]n0, [red]n1 (2 nodes)\n")
+    assert f"│ {payload['results'][0]['throughput']:,.1f} [b]tok │" in out

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
@@ -292,3 +293,97 @@ def test_changing_a_constant_changes_the_help() -> None:
     assert "(default 0.5)" in flat
     assert "(default 32 MiB," in flat
     assert "default 0.25," in flat
+
+
+A100 = (
+    "predict",
+    "--params",
+    "1e8",
+    "--per-device-throughput",
+    "100",
+    "--micro-batch",
+    "8",
+    "--hardware",
+    "dgx-a100",
+)
+
+
+@pytest.mark.parametrize("unit", ["[/x]tok", "[red]tok", ":smile:", "[bold]a[/bold] b"])
+def test_a_unit_is_printed_as_typed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, unit: str
+) -> None:
+    # As rich markup, [/x] raised MarkupError, [red] vanished and :smile: became an emoji.
+    monkeypatch.setenv("COLUMNS", "100")
+    status, out, err = run(capsys, *A100, "--devices", "1,8", "--unit", unit)
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == f"Predicted data-parallel scaling on dgx-a100 (actual throughput in {unit})"
+    assert f"Compute per micro-step 80 ms (8 / 100 {unit})," in out
+    assert "😄" not in out
+
+
+def _words(table: str) -> list[str]:
+    return [word for line in table.splitlines() for word in line.replace("│", " ").split()]
+
+
+def _cells(out: str) -> list[list[str]]:
+    """The rows of a table that no cell wraps in: its cells, stripped."""
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    return [[cell.strip() for cell in row.strip("│").split("│")] for row in rows]
+
+
+def test_the_table_at_80_columns_cuts_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pipe with no COLUMNS is 80 columns to rich: "750…", "93.…" and "Nod…" were printed.
+    devices = ("--devices", "1,8,16,64,256,1024")
+    _, out, _ = run(capsys, *A100, *devices, "--json")
+    points = json.loads(out)["points"]
+    monkeypatch.setenv("COLUMNS", "250")
+    _, wide, _ = run(capsys, *A100, *devices)
+    cells = _cells(wide)
+    assert [row[0] for row in cells] == [f"{p['devices']:,}" for p in points]
+    assert [row[1] for row in cells] == [str(p["nodes"]) for p in points]
+    for row, point in zip(cells, points, strict=True):
+        assert float(row[2].removesuffix(" %")) == pytest.approx(100 * point["efficiency"], 1e-3)
+        low, high = (float(bound) for bound in row[3].split("-"))
+        assert low == pytest.approx(100 * point["efficiency_low"], abs=0.05)
+        assert high == pytest.approx(100 * point["efficiency_high"], abs=0.05)
+        actual = float(row[4].replace(",", ""))
+        assert actual == pytest.approx(point["actual_throughput"], 1e-3)
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = run(capsys, *A100, *devices)
+    table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+    assert max(len(line) for line in table) <= 80
+    assert "…" not in out
+    # every number whole, on one line of its cell (only a header word may fold)
+    assert Counter(word for row in cells for cell in row for word in cell.split()) <= Counter(
+        _words("\n".join(line for line in table if line.startswith("│")))
+    )
+
+
+@pytest.mark.parametrize("columns", ["80", "60"])
+def test_the_presets_at_80_columns_cut_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    _, out, _ = run(capsys, "predict", "--list-hardware", "--json")
+    presets = json.loads(out)["presets"]
+    monkeypatch.setenv("COLUMNS", columns)
+    status, out, _ = run(capsys, "predict", "--list-hardware")
+    assert status == 0
+    assert "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= int(columns)
+    expected = Counter(
+        word
+        for preset in presets
+        for text in (
+            preset["name"],
+            preset["title"],
+            str(preset["values"]["devices_per_node"]),
+            preset["values"]["intra_node_bandwidth"],
+            preset["values"]["inter_node_bandwidth"],
+            preset["values"]["transport"],
+        )
+        for word in text.split()
+    )
+    assert expected <= Counter(_words("\n".join(out.splitlines()[4:])))

@@ -64,3 +64,17 @@ def test_json_keeps_the_comments_exactly(capsys: pytest.CaptureFixture[str]) -> 
 
     payload = json.loads(_export(capsys, "--json"))
     assert [row["comment"] for row in payload["feedback"]] == COMMENTS
+
+
+def test_the_table_prints_a_comment_as_written(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not rich markup: escaped, ":smile:" still printed an emoji.
+    comment = "[/x] [red]gone[/red] :smile: [link=http://evil.example]here[/link]"
+    add_feedback(
+        FeedbackInput(calculator="data-parallel-scaling", helpful=True, lang="en", comment=comment)
+    )
+    monkeypatch.setenv("COLUMNS", "300")
+    out = _export(capsys)
+    assert f"│ {comment} │" in out
+    assert "😄" not in out

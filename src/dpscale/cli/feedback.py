@@ -50,16 +50,14 @@ def export(as_json: bool, as_csv: bool) -> None:
         writer.writeheader()
         writer.writerows({key: csv_cell(value) for key, value in row.items()} for row in rows)
         return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from dpscale.terminal import Table, console
 
-    table = Table(title=f"Feedback ({len(rows)})", title_justify="left")
+    table = Table(title=f"Feedback ({len(rows)})")
     for column in COLUMNS:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(escape(terminal_text(str(row[column]))) for column in COLUMNS))
-    Console(soft_wrap=True).print(table)
+        table.add_row(*(terminal_text(str(row[column])) for column in COLUMNS))
+    console().print(table)
 
 
 def register(group: click.Group) -> None:

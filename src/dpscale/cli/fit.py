@@ -153,16 +153,11 @@ def command() -> click.Command:
 
 def _table(columns: tuple[str, ...], wide: str = "") -> Any:
     """A table that fits the terminal by wrapping: every cell folds, none is cut short."""
-    from rich.table import Table
+    from dpscale.terminal import Table
 
     table = Table()
     for column in columns:
-        table.add_column(
-            column,
-            justify="left" if column == wide else "right",
-            overflow="fold",
-            ratio=2 if column == wide else None,
-        )
+        table.add_column(column, justify="left" if column == wide else "right")
     return table
 
 
@@ -182,14 +177,16 @@ def _cell(column: Column, row: dict[str, Any]) -> str:
 
 
 def _print_report(data: dict[str, Any], plot: str | None) -> None:
-    from rich.console import Console
+    from rich.text import Text
 
     from dpscale.said import english
     from dpscale.spec.fit import PARAMETERS, PREDICTIONS, STATEMENTS, statements
+    from dpscale.terminal import console as terminal
 
-    console = Console(soft_wrap=True)
-    table_console = Console(soft_wrap=False)
-    console.print(f"[bold]{data['model_title']}[/bold] ({data['model']}): {data['formula']}")
+    console = terminal()
+    console.print(
+        Text.assemble((data["model_title"], "bold"), f" ({data['model']}): {data['formula']}")
+    )
     console.print(f"Why: {data['selection']['reason']}.")
     console.print(PARAMETERS.terminal_caption % {})
     wide = next(column.terminal_header for column in PARAMETERS.columns if column.kind == "text")
@@ -197,12 +194,12 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
     for name, value in data["parameters"].items():
         row = {"name": name, **value}
         parameters.add_row(*(_cell(column, row) for column in PARAMETERS.columns))
-    table_console.print(parameters)
+    console.print(parameters)
     console.print(PREDICTIONS.terminal_caption % {"baseline": data["baseline"]["description"]})
     predictions = _table(tuple(column.terminal_header for column in PREDICTIONS.columns))
     for row in data["predictions"]:
         predictions.add_row(*(_cell(column, row) for column in PREDICTIONS.columns))
-    table_console.print(predictions)
+    console.print(predictions)
     if any(p["extrapolated"] for p in data["predictions"]):
         console.print(PREDICTIONS.terminal_footnote)
     for statement in statements(data).values():

@@ -306,7 +306,6 @@ def _print_note(note: dict[str, Any], *, as_json: bool) -> None:
 
 
 def _run_with_progress(run: Any, config: Any, total: int, *, keep_logs: bool) -> dict[str, Any]:
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -316,11 +315,13 @@ def _run_with_progress(run: Any, config: Any, total: int, *, keep_logs: bool) ->
         TimeElapsedColumn,
     )
 
-    console = Console(stderr=True)
+    from dpscale.terminal import console as terminal
+
+    console = terminal(stderr=True)
     if not console.is_terminal:
         result: dict[str, Any] = run(config, keep_logs=keep_logs)
         return result
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn())
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn())
     with Progress(
         *columns, MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True
     ) as progress:

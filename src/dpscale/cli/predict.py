@@ -92,10 +92,9 @@ def _print_presets(as_json: bool) -> None:
     if as_json:
         print_json({"presets": [preset.to_dict() for preset in presets]})
         return
-    from rich.console import Console
-    from rich.table import Table
+    from dpscale.terminal import Table, console
 
-    table = Table(title="Hardware presets (--hardware NAME)", title_justify="left")
+    table = Table(title="Hardware presets (--hardware NAME)")
     for column in ("Name", "Title", "Per node", "Intra-node", "Network", "Transport"):
         table.add_column(column)
     for preset in presets:
@@ -108,7 +107,7 @@ def _print_presets(as_json: bool) -> None:
             str(v["inter_node_bandwidth"]),
             str(v["transport"]),
         )
-    Console(soft_wrap=True).print(table)
+    console().print(table)
 
 
 def _limit(limited_by: str, algorithm: str, devices: int) -> str:
@@ -129,21 +128,16 @@ _CELLS: dict[Kind, Callable[..., str]] = {
 
 def _points_table(result: Any) -> Any:
     """The table of points as described in the spec, with the terminal's headers and formats."""
-    from rich.table import Table
+    from dpscale.terminal import Table
 
     sc, hw = result.scenario, result.scenario.hardware
     table = Table(
-        title=f"Predicted data-parallel scaling on {hw.name} (actual throughput in {sc.unit})",
-        title_justify="left",
+        title=f"Predicted data-parallel scaling on {hw.name} (actual throughput in {sc.unit})"
     )
     columns = PREDICTION.table("terminal")
     for column in columns:
-        # Words read left-aligned, numbers right; a range or a limit is not broken.
-        table.add_column(
-            column.terminal,
-            justify="left" if column.kind == "limit" else "right",
-            no_wrap=column.kind in ("band", "limit"),
-        )
+        # Words read left-aligned, numbers right.
+        table.add_column(column.terminal, justify="left" if column.kind == "limit" else "right")
     for p in result.points():
         table.add_row(
             *(_CELLS[column.kind](*(p[key] for key in column.keys)) for column in columns)
@@ -152,12 +146,11 @@ def _points_table(result: Any) -> Any:
 
 
 def _print_result(result: Any, plot: str | None) -> None:
-    from rich.console import Console
-
     from dpscale.said import english
     from dpscale.spec.prediction import LINES, TERMINAL_ORDER, lines
+    from dpscale.terminal import console as terminal
 
-    console = Console(soft_wrap=True)
+    console = terminal()
     console.print(_points_table(result))
     said = lines(result)
     for keys in TERMINAL_ORDER:

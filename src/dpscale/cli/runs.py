@@ -39,11 +39,9 @@ def _get(run_id: str) -> dict[str, Any]:
 
 def _shown(value: Any) -> Any:
     """``value`` with every text made safe for a terminal (host names and errors come from
-    run files anyone may hand over); rich markup in them is escaped as well."""
-    from rich.markup import escape
-
+    run files anyone may hand over)."""
     if isinstance(value, str):
-        return escape(terminal_text(value))
+        return terminal_text(value)
     if isinstance(value, dict):
         return {key: _shown(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -54,10 +52,8 @@ def _shown(value: Any) -> Any:
 @runs_app.command("list", params=[_JSON])
 def list_command(as_json: bool) -> None:
     """Every stored run, newest first."""
-    from rich.console import Console
-    from rich.table import Table
-
     from dpscale.store.runs import list_runs
+    from dpscale.terminal import Table, console
     from dpscale.units import format_bandwidth
 
     runs = list_runs()
@@ -67,7 +63,7 @@ def list_command(as_json: bool) -> None:
     if not runs:
         click.echo("No runs stored yet: dpscale measure stores one.")
         return
-    table = Table(title="Measurement runs", title_justify="left")
+    table = Table(title="Measurement runs")
     for name in ("Run", "When (UTC)", "Backend", "Devices", "Efficiency", "all-reduce busbw"):
         table.add_column(name)
     table.add_column("Hosts")
@@ -83,7 +79,7 @@ def list_command(as_json: bool) -> None:
             format_bandwidth(busbw) if busbw is not None else "-",
             ", ".join(run["hosts"]),
         )
-    Console(soft_wrap=True).print(table)
+    console().print(table)
 
 
 @runs_app.command("show", params=[_RUN_ID, _JSON])

@@ -106,12 +106,11 @@ def payload_from_streams(
 
 def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
     """The run as two tables: training scaling, then collective bandwidth."""
-    from rich.console import Console
-    from rich.table import Table
-
+    from dpscale.terminal import Table
+    from dpscale.terminal import console as terminal
     from dpscale.units import format_bandwidth, format_bytes, format_duration
 
-    console = console or Console(soft_wrap=True)
+    console = console or terminal()
     env = payload.get("environment") or {}
     title = f"Run {payload['run_id']}: {payload['backend']}"
     if env.get("device_names") and env.get("hosts"):
@@ -120,7 +119,7 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         title += f" ({env['nodes']} nodes)"
     if payload["partial"]:
         title += " (PARTIAL)"
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title)
     for name in ("Devices", "Throughput", "Per device", "Efficiency", "Step p50", "Step p95"):
         table.add_column(name, justify="right")
     table.add_column("Rank spread", justify="right")
@@ -136,10 +135,7 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         )
     if payload["results"]:
         console.print(table)
-    split = Table(
-        title="The median step: compute + exposed communication + fixed cost",
-        title_justify="left",
-    )
+    split = Table(title="The median step: compute + exposed communication + fixed cost")
     for name in ("Devices", "Step p50", "Step CV", "Compute", "Comm alone", "Exposed", "Fixed"):
         split.add_column(name, justify="right")
     rows = [row for row in payload["results"] if "step_overhead_s" in row]
@@ -155,7 +151,7 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         )
     if rows:
         console.print(split)
-    bandwidth = Table(title="Collectives (busbw as nccl-tests defines it)", title_justify="left")
+    bandwidth = Table(title="Collectives (busbw as nccl-tests defines it)")
     for name in ("Op", "Devices", "Size", "Time", "algbw", "busbw"):
         bandwidth.add_column(name, justify="right" if name != "Op" else "left")
     crossing = any("nodes" in row for row in payload["collectives"])

@@ -1,0 +1,123 @@
+"""How dpscale prints to a terminal with rich: text as it was given, every cell whole.
+
+Units, host and device names, run ids and comments come from users, points files, run files
+and the feedback store. Read as rich markup, ``[/x]tok`` raised an error, ``[red]tok``
+printed ``tok`` and ``:smile:`` an emoji; :func:`console` prints them as they are (a line
+that styles a part builds a ``rich.text.Text``). A table wider than the terminal (80
+columns in a pipe) had its cells cut to ``750…``; :class:`Table` narrows its columns down
+to their longest words, then with less padding, and folds only what still does not fit: no
+cell is ever cut, at any width.
+
+Only the command that prints imports this module (and rich with it): ``dpscale --help``
+does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, JustifyMethod, OverflowMethod, RenderResult
+from rich.measure import Measurement
+from rich.table import Table as RichTable
+
+__all__ = ["Table", "console"]
+
+TIGHT_PADDING = (0, 1, 0, 0)
+"""Cell padding once the usual (one space each side) leaves no room for the longest words."""
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A console that prints text as text (no markup, emoji or highlighting) and never wraps
+    or crops a line of its own: the terminal wraps a long line, a pipe receives it whole."""
+    return Console(stderr=stderr, soft_wrap=True, markup=False, emoji=False, highlight=False)
+
+
+class Table(RichTable):
+    """A rich table whose title is left-aligned, whose columns fold rather than cut, and
+    which narrows to the terminal without cutting or dropping a cell."""
+
+    def __init__(self, *args: Any, title_justify: JustifyMethod = "left", **settings: Any) -> None:
+        super().__init__(*args, title_justify=title_justify, **settings)
+
+    def add_column(self, *args: Any, overflow: OverflowMethod = "fold", **settings: Any) -> None:
+        super().add_column(*args, overflow=overflow, **settings)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        padding, saved = self.padding, [column.width for column in self.columns]
+        try:
+            layout = self._layout(console, options)
+            if layout is not None:
+                self.padding, widths = layout
+                for column, width in zip(self.columns, widths, strict=True):
+                    column.width = width
+                # too narrow even for a character a column: the lines run past the width
+                needed = sum(widths) + self._frame()
+                options = options.update_width(max(options.max_width, needed))
+            yield from super().__rich_console__(console, options)
+        finally:
+            self.padding = padding
+            for column, was in zip(self.columns, saved, strict=True):
+                column.width = was
+
+    def _frame(self) -> int:
+        """The borders' and padding's width (rich's own sums, so that they cannot differ)."""
+        return self._extra_width + sum(map(self._get_padding_width, range(len(self.columns))))
+
+    def _layout(
+        self, console: Console, options: ConsoleOptions
+    ) -> tuple[tuple[int, int, int, int], list[int]] | None:
+        """The padding and content widths that fit ``options.max_width``, or None where the
+        table fits as it is (laid out as rich lays it out)."""
+        if not self.columns or any(column.width is not None for column in self.columns):
+            return None
+        unbounded = options.update_width(max(options.max_width, 1 << 20))
+
+        def measure(cells: Iterable[Any]) -> list[Measurement]:
+            return [Measurement.get(console, unbounded, cell) for cell in cells]
+
+        headers = [measure([column.header]) for column in self.columns]
+        bodies = [measure(column.cells) for column in self.columns]
+        widest = [
+            max([1, *(m.maximum for m in (*header, *body))])
+            for header, body in zip(headers, bodies, strict=True)
+        ]
+        if sum(widest) <= options.max_width - self._frame():
+            return None
+        words = [max([1, *(m.minimum for m in body)]) for body in bodies]
+        with_headers = [
+            max(word, header[0].minimum) for word, header in zip(words, headers, strict=True)
+        ]
+        # Whole words, the headers' too; then the cells' words alone (a header folds); then
+        # a character a column at least: rich alone cuts cells or leaves a column no width.
+        for padding, floors in (
+            (self.padding, with_headers),
+            (TIGHT_PADDING, with_headers),
+            (TIGHT_PADDING, words),
+        ):
+            self.padding = padding
+            if sum(floors) <= options.max_width - self._frame():
+                break
+        else:
+            floors = [1] * len(words)
+        return self.padding, narrowed(widest, floors, options.max_width - self._frame())
+
+
+def narrowed(widths: Sequence[int], floors: Sequence[int], room: int) -> list[int]:
+    """``widths`` narrowed to sum to ``room``, the widest column first, none below its floor
+    (the floors where even they do not fit).
+
+    >>> narrowed([5, 13, 7], [3, 8, 5], 20)
+    [5, 8, 7]
+    >>> narrowed([5, 13, 7], [3, 8, 5], 17)
+    [4, 8, 5]
+    >>> narrowed([5, 13, 7], [3, 8, 5], 2)
+    [3, 8, 5]
+    """
+    result = list(widths)
+    for _ in range(sum(widths) - room):
+        slack = [index for index, width in enumerate(result) if width > floors[index]]
+        if not slack:
+            break
+        result[max(slack, key=lambda index: result[index])] -= 1
+    return result

@@ -1,0 +1,140 @@
+"""``dpscale.terminal``: text printed as it was given, and tables that cut no cell at any
+width (rich's own table printed ``750…`` at 80 columns and left a column no width at 60)."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.table import Table as RichTable
+
+from dpscale.terminal import Table, console, narrowed
+
+BOX = set("┏┳┓┃┡╇┩│└┴┘━─ ")
+HEADERS = ("N", "Nodes", "E(N)", "Band %", "Actual", "Speedup", "Step ms", "Comm", "Exposed")
+ROWS = (
+    ("1", "1", "100 %", "100-100", "40", "1x", "200", "0", "0", "-"),
+    ("8", "1", "90.92 %", "87.2-93.2", "290.9", "7.273x", "220", "24.96", "4.92", "node, ring"),
+    (
+        "1,024",
+        "128",
+        "52.62 %",
+        "40.8-55.2",
+        "21,552",
+        "538.8x",
+        "380.1",
+        "275.8",
+        "161.5",
+        "network, tree",
+    ),
+)
+"""predict's table as it printed 1.3B in bf16 on dgx-a100 to 1,024 devices (README.md)."""
+
+
+def _printed(table: RichTable, width: int) -> str:
+    out = io.StringIO()
+    sink = console()
+    sink.file, sink.width = out, width
+    sink.print(table)
+    return out.getvalue()
+
+
+def _predict_like(cls: type[RichTable] = Table) -> RichTable:
+    table = cls(title="Predicted data-parallel scaling", title_justify="left")
+    for header in HEADERS:
+        table.add_column(header, justify="right")
+    table.add_column("Limit")
+    for row in ROWS:
+        table.add_row(*row)
+    return table
+
+
+def _characters(text: str) -> Counter[str]:
+    return Counter(char for char in text if char not in BOX and not char.isspace())
+
+
+def test_text_is_printed_as_it_was_given(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "[/x]tok [red]tok[/red] :smile: [bold]b[/bold] [link=http://x]y[/link] 1e8 None"
+    console().print(text)
+    table = Table(title=text)
+    table.add_column(text)
+    table.add_row(text)
+    console().print(table)
+    out = capsys.readouterr().out
+    assert out.startswith(text + "\n")
+    assert out.count("[/x]tok [red]tok[/red] :smile:") == 4  # the line, title, header, cell
+    assert "\x1b" not in out
+    assert "😄" not in out
+
+
+def test_a_table_that_fits_is_laid_out_as_rich_lays_it_out() -> None:
+    # At its natural width and wider (README.md prints at 100) not a byte changes.
+    assert _printed(_predict_like(), 102) == _printed(_predict_like(RichTable), 102)
+    assert max(map(len, _printed(_predict_like(), 102).splitlines())) == 102  # at its edge
+
+
+def test_at_80_columns_every_number_is_whole() -> None:
+    out = _printed(_predict_like(), 80)
+    lines = out.splitlines()[1:]
+    assert max(map(len, lines)) <= 80
+    assert "…" not in out
+    words = {word for line in lines for word in line.replace("│", " ").split()}
+    assert {word for row in ROWS for cell in row for word in cell.split()} <= words
+    assert _characters(out) == _characters(_all_text())
+
+
+def _all_text() -> str:
+    return " ".join(
+        (
+            "Predicted data-parallel scaling",
+            *HEADERS,
+            "Limit",
+            *(cell for row in ROWS for cell in row),
+        )
+    )
+
+
+@pytest.mark.parametrize("width", [60, 40, 21, 5])
+def test_narrower_it_folds_and_loses_nothing(width: int) -> None:
+    out = _printed(_predict_like(), width)
+    assert "…" not in out
+    assert _characters(out) == _characters(_all_text())
+    # a character a column at least (21 columns of border and 10 of text at 31): below that
+    # the lines run past the width rather than drop a column
+    assert max(map(len, out.splitlines()[1:])) == max(width, 31)
+
+
+CELL = st.text(st.sampled_from("ab1,.%- "), max_size=24)
+
+
+@given(
+    st.integers(1, 6).flatmap(
+        lambda columns: st.tuples(
+            st.lists(CELL, min_size=columns, max_size=columns),
+            st.lists(st.lists(CELL, min_size=columns, max_size=columns), max_size=4),
+        )
+    ),
+    st.integers(1, 120),
+)
+def test_no_cell_is_ever_cut(cells: tuple[list[str], list[list[str]]], width: int) -> None:
+    headers, rows = cells
+    table = Table()
+    for header in headers:
+        table.add_column(header)
+    for row in rows:
+        table.add_row(*row)
+    out = _printed(table, width)
+    assert _characters(out) == _characters(
+        " ".join([*headers, *(cell for row in rows for cell in row)])
+    )
+    floor = 3 * len(headers) + 1  # a character, its padding and a border, each column
+    assert max(map(len, out.splitlines())) <= max(width, floor)
+
+
+def test_narrowing_takes_from_the_widest_column_first() -> None:
+    assert narrowed([5, 13, 7], [3, 8, 5], 25) == [5, 13, 7]
+    assert narrowed([5, 13, 7], [3, 8, 5], 19) == [5, 8, 6]
+    assert narrowed([4, 4, 4], [1, 1, 1], 9) == [3, 3, 3]
