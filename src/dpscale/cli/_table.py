@@ -11,7 +11,7 @@ and widths. One difference is deliberate: a word wider than its column folds ont
 line, as rich's ``overflow="fold"`` does, instead of being cut short with "…" (rich's
 default), so no number is ever lost. On a terminal the title is italic and the header bold,
 as rich shows them; elsewhere (a pipe, a file) the text is plain. Every other table of the
-CLI is rich's own.
+CLI is rich's, through :mod:`dpscale.terminal`.
 
 >>> print(draw("Sizes", [("Name", "left"), ("Value", "right")], [["a", "1"], ["bb", "22"]],
 ...            width=40, styled=False))
