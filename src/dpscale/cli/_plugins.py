@@ -63,8 +63,14 @@ def skip_empty_plugin_scan() -> None:
     loader = sys.modules.get(LOADER)
     if loader is None:
         sys.modules[LOADER] = NoPlugins(LOADER)
-    elif not isinstance(loader, NoPlugins) and getattr(loader, "_plugins", ()) is None:
-        # pydantic's cache of the plugins it loaded; None until it has scanned
+    elif not isinstance(loader, NoPlugins):
+        _found_none(loader)
+
+
+def _found_none(loader: ModuleType) -> None:
+    """Tell pydantic's real loader that its scan found no plugin, unless it has scanned."""
+    # pydantic's cache of the plugins it loaded; None until it has scanned
+    if getattr(loader, "_plugins", ()) is None:
         loader._plugins = {}  # type: ignore[attr-defined]
 
 
@@ -85,6 +91,5 @@ class NoPlugins(ModuleType):
         if sys.modules.get(LOADER) is self:
             del sys.modules[LOADER]
         loader = importlib.import_module(LOADER)
-        if getattr(loader, "_plugins", ()) is None:
-            loader._plugins = {}  # type: ignore[attr-defined]
+        _found_none(loader)
         return getattr(loader, name)

@@ -104,10 +104,9 @@ def _breaks(text: str, width: int) -> list[int]:
 def _fit(line: str, width: int) -> str:
     """``line`` cut or padded with spaces to exactly ``width`` columns."""
     size = cell_len(line)
-    if size > width:
-        while size > width:
-            size -= _char_len(line[-1])
-            line = line[:-1]
+    while size > width:
+        size -= _char_len(line[-1])
+        line = line[:-1]
     return line + " " * (width - size)
 
 
@@ -129,13 +128,9 @@ def _wrap(text: str, width: int, justify: Justify) -> list[str]:
     return lines
 
 
-def _measure(text: str) -> tuple[int, int]:
-    """The narrowest and the widest a cell can be drawn, padding included."""
-    lines = text.splitlines()
-    widest = max((cell_len(line) for line in lines), default=0)
-    words = text.split()
-    narrowest = max((cell_len(word) for word in words), default=widest)
-    return narrowest + 2 * PADDING, widest + 2 * PADDING
+def _widest(text: str) -> int:
+    """The widest a cell can be drawn, padding included (its longest line)."""
+    return max((cell_len(line) for line in text.splitlines()), default=0) + 2 * PADDING
 
 
 def _ratio_reduce(
@@ -174,21 +169,18 @@ def _collapse(widths: list[int], available: int) -> list[int]:
 
 
 def _widths(columns: Sequence[list[str]], available: int) -> list[int]:
-    """Each column's width, padding included, borders not (rich's ``_calculate_column_widths``)."""
-    ranges = []
-    for cells in columns:
-        measured = [_measure(cell) for cell in cells]
-        if available - 2 * PADDING < 1:
-            measured = [(available, available)] * len(cells)
-        narrowest = min(max(low for low, _ in measured), available)
-        widest = min(max(high for _, high in measured), available)
-        ranges.append((min(narrowest, widest), max(narrowest, widest)))
-    widths = [widest or 1 for _, widest in ranges]
+    """Each column's width, padding included, borders not (rich's ``_calculate_column_widths``:
+    without ``expand``, only the widest each column's cells can be drawn counts)."""
+    if available - 2 * PADDING < 1:  # no room for padding: rich gives every column all of it
+        widest = [available] * len(columns)
+    else:
+        widest = [min(max(_widest(cell) for cell in cells), available) for cells in columns]
+    widths = [width or 1 for width in widest]
     if sum(widths) > available:
         widths = _collapse(widths, available)
         if sum(widths) > available:
             widths = _ratio_reduce(sum(widths) - available, [1] * len(widths), widths, widths)
-        widths = [min(widest, width) for (_, widest), width in zip(ranges, widths, strict=True)]
+        widths = [min(most, width) for most, width in zip(widest, widths, strict=True)]
     return widths
 
 
