@@ -86,6 +86,21 @@ def test_at_80_columns_every_number_is_whole() -> None:
     assert _characters(out) == _characters(_all_text())
 
 
+def test_at_80_columns_every_row_is_one_line_without_border_and_padding() -> None:
+    # With the outer border and padding "Speedup" and "Exposed" folded mid-word and every
+    # row took two lines; the borders between columns alone part them and nothing folds.
+    printed = _printed(_predict_like(), 80)
+    assert printed.splitlines()[1:] == [
+        "    N┃Nodes┃   E(N)┃   Band %┃Actual┃Speedup┃Step ms┃ Comm┃Exposed┃Limit        ",
+        "━━━━━╇━━━━━╇━━━━━━━╇━━━━━━━━━╇━━━━━━╇━━━━━━━╇━━━━━━━╇━━━━━╇━━━━━━━╇━━━━━━━━━━━━━",
+        "    1│    1│  100 %│  100-100│    40│     1x│    200│    0│      0│-            ",
+        "    8│    1│90.92 %│87.2-93.2│ 290.9│ 7.273x│    220│24.96│   4.92│node, ring   ",
+        "1,024│  128│52.62 %│40.8-55.2│21,552│ 538.8x│  380.1│275.8│  161.5│network, tree",
+    ]
+    # with room for its border and padding (and the rows still on one line) it keeps them
+    assert _printed(_predict_like(), 96).splitlines()[1].startswith("┏")
+
+
 def _all_text() -> str:
     return " ".join(
         (
@@ -102,9 +117,9 @@ def test_narrower_it_folds_and_loses_nothing(width: int) -> None:
     out = _printed(_predict_like(), width)
     assert "…" not in out
     assert _characters(out) == _characters(_all_text())
-    # a character a column at least (21 columns of border and 10 of text at 31): below that
-    # the lines run past the width rather than drop a column
-    assert max(map(len, out.splitlines()[1:])) == max(width, 31)
+    # a character a column at least (9 columns of inner borders and 10 of text at 19):
+    # below that the lines run past the width rather than drop a column
+    assert max(map(len, out.splitlines()[1:])) == max(width, 19)
 
 
 CELL = st.text(st.sampled_from("ab1,.%- "), max_size=24)

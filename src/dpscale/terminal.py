@@ -5,8 +5,9 @@ and the feedback store. Read as rich markup, ``[/x]tok`` raised an error, ``[red
 printed ``tok`` and ``:smile:`` an emoji; :func:`console` prints them as they are (a line
 that styles a part builds a ``rich.text.Text``). A table wider than the terminal (80
 columns in a pipe) had its cells cut to ``750…``; :class:`Table` narrows its columns down
-to their longest words, then with less padding, and folds only what still does not fit: no
-cell is ever cut, at any width.
+to their longest words, then with less padding, then without its outer border and padding, and
+folds only what still does not fit (a header before a cell's word): no cell is ever cut, at any
+width.
 
 Only the command that prints imports this module (and rich with it): ``dpscale --help``
 does not.
@@ -20,11 +21,14 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, JustifyMethod, OverflowMethod, RenderResult
 from rich.measure import Measurement
 from rich.table import Table as RichTable
+from rich.text import Text
 
 __all__ = ["Table", "console"]
 
 TIGHT_PADDING = (0, 1, 0, 0)
 """Cell padding once the usual (one space each side) leaves no room for the longest words."""
+NO_PADDING = (0, 0, 0, 0)
+"""The borders alone part the columns: room for every row on one line at 80 columns."""
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -44,11 +48,11 @@ class Table(RichTable):
         super().add_column(*args, overflow=overflow, **settings)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        padding, saved = self.padding, [column.width for column in self.columns]
+        padding, edge = self.padding, self.show_edge
+        saved = [column.width for column in self.columns]
         try:
-            layout = self._layout(console, options)
-            if layout is not None:
-                self.padding, widths = layout
+            widths = self._layout(console, options)
+            if widths is not None:
                 for column, width in zip(self.columns, widths, strict=True):
                     column.width = width
                 # too narrow even for a character a column: the lines run past the width
@@ -56,7 +60,7 @@ class Table(RichTable):
                 options = options.update_width(max(options.max_width, needed))
             yield from super().__rich_console__(console, options)
         finally:
-            self.padding = padding
+            self.padding, self.show_edge = padding, edge
             for column, was in zip(self.columns, saved, strict=True):
                 column.width = was
 
@@ -64,11 +68,9 @@ class Table(RichTable):
         """The borders' and padding's width (rich's own sums, so that they cannot differ)."""
         return self._extra_width + sum(map(self._get_padding_width, range(len(self.columns))))
 
-    def _layout(
-        self, console: Console, options: ConsoleOptions
-    ) -> tuple[tuple[int, int, int, int], list[int]] | None:
-        """The padding and content widths that fit ``options.max_width``, or None where the
-        table fits as it is (laid out as rich lays it out)."""
+    def _layout(self, console: Console, options: ConsoleOptions) -> list[int] | None:
+        """The content widths that fit ``options.max_width`` (with the padding and edge set
+        on the table), or None where the table fits as it is (laid out as rich lays it out)."""
         if not self.columns or any(column.width is not None for column in self.columns):
             return None
         unbounded = options.update_width(max(options.max_width, 1 << 20))
@@ -88,19 +90,59 @@ class Table(RichTable):
         with_headers = [
             max(word, header[0].minimum) for word, header in zip(words, headers, strict=True)
         ]
-        # Whole words, the headers' too; then the cells' words alone (a header folds); then
-        # a character a column at least: rich alone cuts cells or leaves a column no width.
-        for padding, floors in (
-            (self.padding, with_headers),
-            (TIGHT_PADDING, with_headers),
-            (TIGHT_PADDING, words),
+        rows = list(zip(*(column.cells for column in self.columns), strict=True))
+        texts = [
+            [console.render_str(c) if isinstance(c, str) else c for c in row]
+            for row in [[column.header for column in self.columns], *rows]
+        ]
+
+        def folded(widths: Sequence[int]) -> int:
+            """Rows (the header's too) that take more than a line at ``widths``: a row read
+            across one line is what a narrower frame buys; a prose cell folds anyway."""
+            return sum(
+                any(
+                    _height(console, cell, width) > 1
+                    for cell, width in zip(row, widths, strict=True)
+                )
+                for row in texts
+            )
+
+        # Whole words, the headers' too: with less padding, without the outer border, with no
+        # padding, whichever folds the fewest rows, the earlier on a tie (predict's ten
+        # columns at 80 folded "Speedup" as "Speedu/p" with the border; with neither they
+        # hold every row on one line); then the cells' words alone (a header folds); then a
+        # character a column at least: rich alone cuts cells or leaves a column no width.
+        for floors, layouts in (
+            (
+                with_headers,
+                (
+                    (self.padding, self.show_edge),
+                    (TIGHT_PADDING, self.show_edge),
+                    (TIGHT_PADDING, False),
+                    (NO_PADDING, False),
+                ),
+            ),
+            (words, ((TIGHT_PADDING, False), (NO_PADDING, False))),
         ):
-            self.padding = padding
-            if sum(floors) <= options.max_width - self._frame():
-                break
-        else:
-            floors = [1] * len(words)
-        return self.padding, narrowed(widest, floors, options.max_width - self._frame())
+            fitting: list[tuple[int, int, tuple[int, int, int, int], bool, list[int]]] = []
+            for padding, edge in layouts:
+                self.padding, self.show_edge = padding, edge
+                room = options.max_width - self._frame()
+                if sum(floors) <= room:
+                    widths = narrowed(widest, floors, room)
+                    fitting.append((folded(widths), len(fitting), padding, edge, widths))
+            if fitting:
+                _, _, self.padding, self.show_edge, widths = min(fitting)
+                return widths
+        self.padding, self.show_edge = NO_PADDING, False
+        return narrowed(widest, [1] * len(words), options.max_width - self._frame())
+
+
+def _height(console: Console, cell: Any, width: int) -> int:
+    """Lines ``cell`` takes folded to ``width`` (rich's own wrapping for text)."""
+    if isinstance(cell, Text):
+        return len(cell.wrap(console, width, overflow="fold"))
+    return len(console.render_lines(cell, console.options.update_width(width), pad=False))
 
 
 def narrowed(widths: Sequence[int], floors: Sequence[int], room: int) -> list[int]:
