@@ -158,11 +158,14 @@ def score_row(
     spread: float = 0.0,
     central_spread: float = 0.0,
     passes: bool = False,
+    midpoints: bool = False,
 ) -> Scored:
     """The row's prediction; ``spread`` lowers the band's lower edge across nodes.
 
     ``passes`` (the ``--gradient-passes`` experiment) adds the averaging pass over the
     gradients and the fused buffer's copies after backward (``Scenario.gradient_passes``).
+    ``midpoints`` (the ``--midpoints`` experiment) takes every uncertain input's central
+    value at the middle of its stated range.
 
     ``central_spread`` (the ``--central-setup`` experiment) lowers the point and the stated
     band by the setup loss of that spread; the upper edge then also reaches the point without
@@ -181,7 +184,8 @@ def score_row(
         e = np.asarray(step.efficiency)
         ratio = float(e[-1] / e[0])
         return Scored(row["case"], _source(row), devices, _measured(row), ratio, ratio, ratio)
-    stack, _ = band_steps(scenario, counts, grad_accum=accum)
+    centre = middle if midpoints else None
+    stack, _ = band_steps(scenario, counts, grad_accum=accum, centre=centre)
     per_sample = np.asarray(stack.step_time) / accum
     central, low, high = combine(per_sample[:, :1] / per_sample[:, -1:])
     if central_spread:
@@ -198,6 +202,16 @@ def score_row(
         float(min(low[0], central[0])),
         float(max(high[0], central[0])),
     )
+
+
+def middle(name: str, bounds: tuple[float, float]) -> float:
+    """The expected value of a rectangular distribution over ``bounds``: their middle.
+
+    >>> middle("jitter", (0.003, 0.03))
+    0.0165
+    """
+    low, high = bounds
+    return (low + high) / 2
 
 
 def conformal_quantile(values: list[float], level: float = SETUP_LOSS_LEVEL) -> float:
@@ -236,7 +250,10 @@ def setup_score(central: float, low: float, measured: float, nodes: int) -> floa
 
 
 def setup_spread(
-    rows: list[dict[str, str]], central_spread: float = 0.0, passes: bool = False
+    rows: list[dict[str, str]],
+    central_spread: float = 0.0,
+    passes: bool = False,
+    midpoints: bool = False,
 ) -> float:
     """The setup spread estimated from ``rows``: how far their multi-node values fall below.
 
@@ -247,7 +264,9 @@ def setup_spread(
     scores = []
     for row in rows:
         if crosses_nodes(row):
-            s = score_row(row, central_spread=central_spread, passes=passes)
+            s = score_row(
+                row, central_spread=central_spread, passes=passes, midpoints=midpoints
+            )
             scores.append(setup_score(s.predicted, s.low, s.measured, nodes_of(row, "devices")))
     return conformal_quantile(scores)
 
@@ -288,7 +307,11 @@ def central_setup_spread(rows: list[dict[str, str]]) -> float:
 
 
 def cross_validated(
-    rows: list[dict[str, str]], *, central: bool = False, passes: bool = False
+    rows: list[dict[str, str]],
+    *,
+    central: bool = False,
+    passes: bool = False,
+    midpoints: bool = False,
 ) -> tuple[list[Scored], dict[str, float]]:
     """Every row scored with the setup spread estimated without its source (and those spreads).
 
@@ -300,7 +323,8 @@ def cross_validated(
     if central:
         points = {s: central_setup_spread([r for r in rows if _source(r) != s]) for s in sources}
     held_out = {
-        s: setup_spread([r for r in rows if _source(r) != s], points[s], passes) for s in sources
+        s: setup_spread([r for r in rows if _source(r) != s], points[s], passes, midpoints)
+        for s in sources
     }
     scored = [
         score_row(
@@ -308,6 +332,7 @@ def cross_validated(
             spread=held_out[_source(row)],
             central_spread=points[_source(row)],
             passes=passes,
+            midpoints=midpoints,
         )
         for row in rows
     ]
@@ -456,6 +481,22 @@ def print_gradient_passes(rows: list[dict[str, str]]) -> None:
         print(f"  {s.case:<30} {100 * s.predicted:5.1f} %  error {s.error_pp:+5.1f} pp")
 
 
+def print_midpoints(rows: list[dict[str, str]]) -> None:
+    """The experiment not adopted: every uncertain input central at the middle of its range."""
+    scored, held_out = cross_validated(rows, midpoints=True)
+    spread = setup_spread(rows, midpoints=True)
+    print(
+        f"\nEvery uncertain input at the middle of its stated range (not adopted; all rows: "
+        f"setup spread {100 * spread:.2f} %), each source held out:"
+    )
+    print(summary_line("middle", summary(scored), width=28))
+    for source, members in by_source(scored):
+        line = summary_line(source, summary(members), width=28)
+        print(f"{line}  setup spread {100 * held_out[source]:5.2f} %")
+    for s in scored:
+        print(f"  {s.case:<30} {100 * s.predicted:5.1f} %  error {s.error_pp:+5.1f} pp")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print every row (markdown)")
@@ -468,6 +509,11 @@ def main() -> None:
         "--gradient-passes",
         action="store_true",
         help="also score the averaging pass and the after-backward copies (not adopted)",
+    )
+    parser.add_argument(
+        "--midpoints",
+        action="store_true",
+        help="also score every uncertain input at the middle of its range (not adopted)",
     )
     args = parser.parse_args()
     rows = read_rows()
@@ -491,6 +537,8 @@ def main() -> None:
         print_central_setup(rows)
     if args.gradient_passes:
         print_gradient_passes(rows)
+    if args.midpoints:
+        print_midpoints(rows)
     calibrated = calibrated_series(rows)
     print(
         f"\nCalibrated with --measured on a series' smaller counts, at its next count "

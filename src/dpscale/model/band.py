@@ -70,6 +70,7 @@ band is the point: nothing is shared, nothing waits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,12 +175,18 @@ def _ranges(scenario: Scenario) -> dict[str, tuple[Any, Any]]:
 
 
 def band_steps(
-    scenario: Scenario, devices: ArrayLike, **sweep: ArrayLike
+    scenario: Scenario,
+    devices: ArrayLike,
+    *,
+    centre: Callable[[str, tuple[float, float]], float] | None = None,
+    **sweep: ArrayLike,
 ) -> tuple[Step, tuple[str, ...]]:
     """The step model on the stack: row 0 central, rows 2i+1 and 2i+2 input i at its ends.
 
     ``sweep`` is passed to :func:`~dpscale.model.scenario.evaluate` (arrays over ``devices``,
     e.g. an accumulation that shrinks as devices grow under a fixed global batch).
+    ``centre(name, range)`` replaces an uncertain input's central value (an experiment of
+    ``benchmarks/bench_accuracy.py``: the middle of each range).
     """
     ranges = _ranges(scenario)
     names = tuple(ranges)
@@ -187,7 +194,9 @@ def band_steps(
     overrides: dict[str, Any] = {}
     for i, name in enumerate(names):
         low, high = ranges[name]
-        central = evaluate_central(scenario, name)
+        central = (
+            evaluate_central(scenario, name) if centre is None else centre(name, ranges[name])
+        )
         column = np.full((rows, 1), central, dtype=float)
         column[2 * i + 1, 0], column[2 * i + 2, 0] = low, high
         overrides[name] = column
