@@ -320,6 +320,11 @@ def _context(
     fields = _fields(calc, state, loc)
     folded = constants["folded"]
     more = [f for f in fields if f.name in folded]
+    chart_src = (
+        f"/chart/{code}/{calc.slug}.svg?{query}{'&' if query else ''}v={chart_version()}"
+        if calc.chart and state.valid
+        else ""
+    )
     context: dict[str, Any] = {
         **constants,
         **links,
@@ -333,11 +338,10 @@ def _context(
         "embed_snippet": embed_snippet(
             links["embed_url"], title, EMBED_HEIGHTS.get(calc.slug, 760), base
         ),
-        "chart_src": (
-            f"/chart/{code}/{calc.slug}.svg?{query}{'&' if query else ''}v={chart_version()}"
-            if calc.chart and state.valid
-            else ""
-        ),
+        "chart_src": chart_src,
+        # A phone's card is drawn its own chart (text legible at its width, no sideways
+        # scroll); the wide one stays the page's, the print's and the embed's.
+        "narrow_chart_src": f"{chart_src}&layout=narrow" if chart_src else "",
         "share": _share_links(title, headline, links["page_url"], loc),
         "today": loc.date(now.date()),
         "today_iso": now.date().isoformat(),
