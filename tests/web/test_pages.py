@@ -346,9 +346,7 @@ def _svg_width_pt(svg: bytes) -> float:
 
 
 @pytest.mark.parametrize("slug", [s for s, c in calculators().items() if c.chart])
-def test_a_phone_chart_is_drawn_narrow_at_its_own_address(
-    client: httpx.Client, slug: str
-) -> None:
+def test_a_phone_chart_is_drawn_narrow_at_its_own_address(client: httpx.Client, slug: str) -> None:
     address = f"/chart/en/{slug}.svg?{urlencode(calculators()[slug].example())}"
     wide = client.get(address)
     narrow = client.get(f"{address}&layout=narrow")

@@ -1,6 +1,6 @@
 """The calculator pages on a phone (390 x 844 CSS px, as an iPhone 14; 375 px, an iPhone SE or
-mini): the main result in sight while typing, a chart drawn for the phone's width (text large enough to read, nothing
-to scroll sideways) and table captions that wrap in sight."""
+mini): the main result in sight while typing, a chart drawn for the phone's width (text large
+enough to read, nothing to scroll sideways) and table captions that wrap in sight."""
 
 from __future__ import annotations
 
@@ -126,7 +126,8 @@ def test_the_phone_chart_follows_a_live_input_change(small_phone: Any) -> None:
     expect(source).to_have_attribute("srcset", re.compile(r"devices=128&.*layout=narrow"))
     expect(small_phone.locator(".chart img")).to_have_attribute("src", re.compile(r"devices=128"))
     chart = _chart(small_phone)
-    assert "devices=128" in chart["src"] and "layout=narrow" in chart["src"]
+    assert "devices=128" in chart["src"]
+    assert "layout=narrow" in chart["src"]
     assert chart["drawn"] == 346
 
 
@@ -161,7 +162,8 @@ def test_a_table_caption_wraps_in_sight_while_the_table_scrolls(
     boxes = small_phone.evaluate(CAPTIONS)
     assert any(box["scrolls"] for box in boxes)  # the table is wider than the screen...
     for box in boxes:  # ...its caption is not
-        assert box["boxLeft"] <= box["left"] and box["right"] <= box["boxRight"] + 0.5
+        assert box["boxLeft"] <= box["left"]
+        assert box["right"] <= box["boxRight"] + 0.5
         assert box["right"] <= SMALL_PHONE["width"]
     # and it stays in sight while the table scrolls under it
     small_phone.locator(".table-scroll").first.evaluate("box => { box.scrollLeft = 200; }")
