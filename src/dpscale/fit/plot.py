@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from dpscale.plotting import FORMATS, ChartLayout, PlotFormat
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator
 
 __all__ = ["FORMATS", "PlotLabels", "plot_svg", "render", "save_plot"]
 
@@ -115,6 +116,7 @@ def _figure(result: FitResult, labels: PlotLabels, layout: ChartLayout = "wide")
     top.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{labels.number(value)} %"))
     top.set_ylabel(labels.efficiency)
     title = labels.title.format(model=model)
+    # the title's larger text holds fewer characters a line than the legend's
     top.set_title(plotting.wrap(title, 28) if narrow else title, loc="left")
     top.grid(True, which="major", alpha=0.3)
     top.legend(loc="lower left", fontsize="small")
@@ -158,7 +160,7 @@ def _figure(result: FitResult, labels: PlotLabels, layout: ChartLayout = "wide")
     return figure
 
 
-def _fewer_ticks(grid: np.ndarray) -> Any:
+def _fewer_ticks(grid: np.ndarray) -> FixedLocator:
     """At most five powers of two over ``grid``: a narrow chart's axis has room for no more."""
     from matplotlib.ticker import FixedLocator
 
