@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import threading
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,19 +43,37 @@ __all__ = [
     "ACCENT",
     "FORMATS",
     "INK",
+    "LAYOUTS",
     "MUTED",
+    "NARROW_COLUMNS",
+    "NARROW_SIZE",
     "STYLE",
     "TARGET",
+    "ChartLayout",
     "PlotFormat",
     "drawing",
+    "legend_below",
     "new_figure",
     "plot_format",
     "render",
     "save",
+    "wrap",
 ]
 
 PlotFormat = Literal["svg", "png", "pdf"]
 FORMATS: tuple[PlotFormat, ...] = ("svg", "png", "pdf")
+
+ChartLayout = Literal["wide", "narrow"]
+"""A page's chart is drawn for a wide card, or for a phone's (about 290 CSS px): shrunk to
+that, the wide one's text would be 6 px high, so the narrow one is drawn small, taller, with
+its legend under the axes and fewer ticks."""
+LAYOUTS: tuple[ChartLayout, ...] = ("wide", "narrow")
+
+NARROW_SIZE = (3.6, 4.6)
+"""A narrow chart's figure in inches: 346 x 442 CSS px drawn, so 11 pt text shown in a 290 px
+card is 12 px high (11 * 4/3 * 290 / 346)."""
+NARROW_COLUMNS = 34
+"""How many characters of 11 pt text a legend line under a narrow chart holds beside its key."""
 
 INK, ACCENT, MUTED, TARGET = "#1d2733", "#0b6bcb", "#5c6b7a", "#b3261e"
 
@@ -109,6 +128,63 @@ def new_figure(width: float, height: float) -> Figure:
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+def legend_below(figure: Figure, *axes: Any) -> None:
+    """The legend of ``axes``' lines under them, one entry a row, each wrapped to the width: a
+    narrow chart has no room for one over its data."""
+    handles: list[Any] = []
+    labels: list[str] = []
+    for each in axes:
+        more, texts = each.get_legend_handles_labels()
+        handles += more
+        labels += [wrap(text, NARROW_COLUMNS) for text in texts]
+    figure.legend(handles, labels, loc="outside lower center", frameon=False)
+
+
+def wrap(text: str, columns: int) -> str:
+    """``text`` in lines of at most ``columns`` (a CJK character counts two), broken at spaces
+    where there are any, else between characters (Japanese and Chinese have no spaces):
+    matplotlib never wraps a legend entry, and a narrow chart's must fit its width.
+
+    >>> print(wrap("Band: the range of the uncertain inputs", 24))
+    Band: the range of the
+    uncertain inputs
+    >>> print(wrap("不確かな入力の範囲", 10))
+    不確かな入
+    力の範囲
+    """
+    lines: list[str] = []
+    line = ""
+    for word in _words(text):
+        if line and _columns(line + word.rstrip()) > columns:
+            lines.append(line.rstrip())
+            line = word.lstrip()
+        else:
+            line += word
+    return "\n".join([*lines, line.rstrip()])
+
+
+def _words(text: str) -> Iterator[str]:
+    """Each word with the spaces after it, and each wide character alone."""
+    word = ""
+    for char in text:
+        if _columns(char) == 2:
+            if word:
+                yield word
+            yield char
+            word = ""
+        elif char == " " and word.strip():
+            yield word + char
+            word = ""
+        else:
+            word += char
+    if word:
+        yield word
+
+
+def _columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def _metadata(fmt: PlotFormat) -> dict[str, Any]:

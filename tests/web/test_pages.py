@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from html import unescape
+from urllib.parse import urlencode
+from xml.etree import ElementTree
 
 import httpx
 import pytest
@@ -335,3 +337,38 @@ def test_the_api_refuses_a_text_longer_than_it_reads(client: httpx.Client) -> No
             }
         ]
     }
+
+
+def _svg_width_pt(svg: bytes) -> float:
+    root = ElementTree.fromstring(svg)  # a whole, well-formed SVG document
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    return float(root.attrib["width"].removesuffix("pt"))
+
+
+@pytest.mark.parametrize("slug", [s for s, c in calculators().items() if c.chart])
+def test_a_phone_chart_is_drawn_narrow_at_its_own_address(client: httpx.Client, slug: str) -> None:
+    address = f"/chart/en/{slug}.svg?{urlencode(calculators()[slug].example())}"
+    wide = client.get(address)
+    narrow = client.get(f"{address}&layout=narrow")
+    assert narrow.status_code == 200
+    assert narrow.headers["content-type"] == "image/svg+xml"
+    # 3.6 in (72 pt an inch), beside 7.2 in (7.0 for the fit's two axes); drawn after the
+    # wide one with the same inputs, so the layout is part of each chart's cache key
+    assert _svg_width_pt(narrow.content) == 259.2
+    assert _svg_width_pt(wide.content) in (518.4, 504.0)
+    assert "Number of devices" in narrow.text or "Devices" in narrow.text
+    assert client.get(f"{address}&layout=wide").content == wide.content
+    assert client.get(f"{address}&layout=narrow").content == narrow.content
+    for bad in ("Narrow", "phone", "", "narrow%00"):
+        assert client.get(f"{address}&layout={bad}").status_code == 404
+    # bad inputs are still told, whatever the layout
+    bad_input = {**calculators()[slug].example(), _FIRST_NUMBER[slug]: "0"}
+    broken = client.get(f"/chart/en/{slug}.svg?{urlencode(bad_input)}&layout=narrow")
+    assert broken.status_code == 422
+
+
+_FIRST_NUMBER = {
+    "data-parallel-scaling": "devices",
+    "scaling-prediction": "devices",
+    "scaling-fit": "devices_per_node",
+}

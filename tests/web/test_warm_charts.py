@@ -72,7 +72,7 @@ def test_warming_draws_the_worked_examples_chart_which_its_address_then_answers(
 def test_a_chart_that_cannot_be_drawn_is_logged_not_raised(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def broken(result: Any, loc: Any) -> str:
+    def broken(result: Any, loc: Any, layout: str) -> str:
         raise RuntimeError("no fonts")
 
     every = {

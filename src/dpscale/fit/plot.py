@@ -17,10 +17,11 @@ import numpy as np
 
 from dpscale import plotting
 from dpscale.fit.result import FitResult
-from dpscale.plotting import FORMATS, PlotFormat
+from dpscale.plotting import FORMATS, ChartLayout, PlotFormat
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator
 
 __all__ = ["FORMATS", "PlotLabels", "plot_svg", "render", "save_plot"]
 
@@ -63,12 +64,17 @@ def _grid(result: FitResult) -> np.ndarray:
     return np.asarray(merged[(merged >= low) & (merged <= high)])
 
 
-def render(result: FitResult, fmt: PlotFormat = "svg", labels: PlotLabels | None = None) -> bytes:
-    """The chart as SVG, PNG or PDF bytes."""
-    return plotting.render(lambda: _figure(result, labels or PlotLabels()), fmt)
+def render(
+    result: FitResult,
+    fmt: PlotFormat = "svg",
+    labels: PlotLabels | None = None,
+    layout: ChartLayout = "wide",
+) -> bytes:
+    """The chart as SVG, PNG or PDF bytes, for a wide page or a phone's (``layout``)."""
+    return plotting.render(lambda: _figure(result, labels or PlotLabels(), layout), fmt)
 
 
-def _figure(result: FitResult, labels: PlotLabels) -> Figure:
+def _figure(result: FitResult, labels: PlotLabels, layout: ChartLayout = "wide") -> Figure:
     from matplotlib.ticker import FuncFormatter
 
     model = labels.model(result.fitted.model.name)
@@ -81,7 +87,9 @@ def _figure(result: FitResult, labels: PlotLabels) -> Figure:
     )
     ideal = grid / baseline.devices * baseline.throughput
     extrapolated = [p for p in result.predictions if p.extrapolated]
-    figure = plotting.new_figure(7.0, 7.5)
+    narrow = layout == "narrow"
+    width, height = plotting.NARROW_SIZE
+    figure = plotting.new_figure(width, height * 1.75) if narrow else plotting.new_figure(7.0, 7.5)
     top, axes = figure.subplots(2, 1, sharex=True, height_ratios=(1.1, 1.0))
     top.fill_between(grid, efficiency_low * 100, efficiency_high * 100, color="#4c78a8", alpha=0.18)
     top.axhline(100, linestyle="--", color="#888888", label=labels.ideal_efficiency)
@@ -107,7 +115,9 @@ def _figure(result: FitResult, labels: PlotLabels) -> Figure:
     top.set_ylim(max(0.0, float(np.min(efficiency_low)) * 100 - 5), 105)
     top.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{labels.number(value)} %"))
     top.set_ylabel(labels.efficiency)
-    top.set_title(labels.title.format(model=model), loc="left")
+    title = labels.title.format(model=model)
+    # the title's larger text holds fewer characters a line than the legend's
+    top.set_title(plotting.wrap(title, 28) if narrow else title, loc="left")
     top.grid(True, which="major", alpha=0.3)
     top.legend(loc="lower left", fontsize="small")
     axes.fill_between(grid, low, high, color="#4c78a8", alpha=0.18, label=labels.band)
@@ -141,13 +151,29 @@ def _figure(result: FitResult, labels: PlotLabels) -> Figure:
     axes.set_xlabel(labels.devices)
     axes.set_ylabel(labels.throughput)
     axes.grid(True, which="major", alpha=0.3)
-    axes.legend(loc="upper left", fontsize="small")
+    if narrow:
+        top.get_legend().remove()
+        plotting.legend_below(figure, top, axes)
+        axes.xaxis.set_major_locator(_fewer_ticks(grid))
+    else:
+        axes.legend(loc="upper left", fontsize="small")
     return figure
 
 
-def plot_svg(result: FitResult, labels: PlotLabels | None = None) -> str:
+def _fewer_ticks(grid: np.ndarray) -> FixedLocator:
+    """At most five powers of two over ``grid``: a narrow chart's axis has room for no more."""
+    from matplotlib.ticker import FixedLocator
+
+    first, last = (int(np.floor(np.log2(grid[0]))), int(np.ceil(np.log2(grid[-1]))))
+    powers = [2.0**i for i in range(first, last + 1)]
+    return FixedLocator(powers[:: max(1, len(powers) // 5 + 1)])
+
+
+def plot_svg(
+    result: FitResult, labels: PlotLabels | None = None, layout: ChartLayout = "wide"
+) -> str:
     """The chart as SVG text, for a page to inline."""
-    return render(result, "svg", labels).decode("utf-8")
+    return render(result, "svg", labels, layout).decode("utf-8")
 
 
 def save_plot(result: FitResult, path: str | Path, labels: PlotLabels | None = None) -> Path:

@@ -139,7 +139,7 @@ def warm_charts() -> None:
                 continue
             state = read_form(calc, calc.example(), loc)
             if state.valid:
-                calc.chart(state.result, loc)
+                calc.chart(state.result, loc, "wide")
                 break
     except Exception:  # a chart that cannot be drawn fails its own requests, as it would have
         _log.exception("warming the charts failed")

@@ -79,6 +79,8 @@ def is_costly(path: str, query_string: bytes) -> bool:
 
     >>> is_costly("/chart/en/data-parallel-scaling.svg", b"")
     True
+    >>> is_costly("/chart/ja/scaling-fit.svg", b"layout=narrow")  # a phone's chart too
+    True
     >>> is_costly("/en/scaling-prediction", b"devices=1..256")
     False
     >>> is_costly("/api/v1/predict", b"devices=1-100")

@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from dpscale import plotting
-from dpscale.plotting import ACCENT, INK, MUTED
+from dpscale.plotting import ACCENT, INK, MUTED, ChartLayout
 from dpscale.web.i18n import Localizer, localizer
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ def _round(value: float, digits: int = 6) -> float:
     return float(f"{value:.{digits}g}")
 
 
-def scaling_chart(result: Any, loc: Localizer) -> str:
+def scaling_chart(result: Any, loc: Localizer, layout: ChartLayout = "wide") -> str:
     """Throughput against device count for a :class:`ScalingResult`: an SVG document."""
     return _scaling_svg(
         int(result.devices),
@@ -31,18 +31,28 @@ def scaling_chart(result: Any, loc: Localizer) -> str:
         _round(result.efficiency),
         result.unit,
         loc.code,
+        layout,
     )
 
 
 @lru_cache(maxsize=512)
-def _scaling_svg(devices: int, throughput: float, efficiency: float, unit: str, code: str) -> str:
+def _scaling_svg(
+    devices: int, throughput: float, efficiency: float, unit: str, code: str, layout: ChartLayout
+) -> str:
     loc = localizer(code)
-    svg = plotting.render(lambda: _figure(devices, throughput, efficiency, unit, loc), "svg")
+    svg = plotting.render(
+        lambda: _figure(devices, throughput, efficiency, unit, loc, layout), "svg"
+    )
     return svg.decode("utf-8")
 
 
 def _figure(
-    devices: int, throughput: float, efficiency: float, unit: str, loc: Localizer
+    devices: int,
+    throughput: float,
+    efficiency: float,
+    unit: str,
+    loc: Localizer,
+    layout: ChartLayout,
 ) -> Figure:
     import numpy as np
     from matplotlib.ticker import FuncFormatter, MaxNLocator
@@ -54,7 +64,8 @@ def _figure(
     actual = ideal * efficiency
     here = devices * throughput * efficiency
 
-    figure = plotting.new_figure(7.2, 4.2)
+    narrow = layout == "narrow"
+    figure = plotting.new_figure(*plotting.NARROW_SIZE) if narrow else plotting.new_figure(7.2, 4.2)
     axes = figure.add_subplot()
     axes.plot(x, ideal, linestyle="--", linewidth=1.8, color=MUTED, label=_("Ideal (d × v)"))
     axes.plot(
@@ -84,8 +95,11 @@ def _figure(
     axes.set_xlabel(_("Number of devices"))
     axes.set_ylabel(_("Throughput (%(unit)s)", unit=unit))
     number = FuncFormatter(lambda value, _pos: loc.number(value, 4))
-    axes.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=4 if narrow else 8, integer=True))
     axes.xaxis.set_major_formatter(number)
     axes.yaxis.set_major_formatter(number)
-    axes.legend(loc="upper left", frameon=False)
+    if narrow:
+        plotting.legend_below(figure, axes)
+    else:
+        axes.legend(loc="upper left", frameon=False)
     return figure

@@ -20,6 +20,7 @@ from markupsafe import Markup
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 
+from dpscale.plotting import NARROW_SIZE
 from dpscale.store.feedback import MAX_COMMENT_LENGTH
 from dpscale.web.forms import FormState, query_string, read_form
 from dpscale.web.i18n import LANGUAGES, Localizer, localizer
@@ -38,6 +39,9 @@ __all__ = [
     "prepare_articles",
     "site_url",
 ]
+
+_NARROW_CHART_PX = tuple(round(inches * 96) for inches in NARROW_SIZE)
+"""A phone's chart in CSS px (96 an inch), the room kept for it before it loads."""
 
 REGIONS = ("results", "bar", "chart", "share", "report", "embed")
 """The parts of a page that change with its inputs; the fragment endpoint renders each."""
@@ -320,6 +324,11 @@ def _context(
     fields = _fields(calc, state, loc)
     folded = constants["folded"]
     more = [f for f in fields if f.name in folded]
+    chart_src = (
+        f"/chart/{code}/{calc.slug}.svg?{query}{'&' if query else ''}v={chart_version()}"
+        if calc.chart and state.valid
+        else ""
+    )
     context: dict[str, Any] = {
         **constants,
         **links,
@@ -333,11 +342,11 @@ def _context(
         "embed_snippet": embed_snippet(
             links["embed_url"], title, EMBED_HEIGHTS.get(calc.slug, 760), base
         ),
-        "chart_src": (
-            f"/chart/{code}/{calc.slug}.svg?{query}{'&' if query else ''}v={chart_version()}"
-            if calc.chart and state.valid
-            else ""
-        ),
+        "chart_src": chart_src,
+        # A phone's card is drawn its own chart (text legible at its width, no sideways
+        # scroll); the wide one stays the page's, the print's and the embed's.
+        "narrow_chart_src": f"{chart_src}&layout=narrow" if chart_src else "",
+        "narrow_chart_size": _NARROW_CHART_PX,
         "share": _share_links(title, headline, links["page_url"], loc),
         "today": loc.date(now.date()),
         "today_iso": now.date().isoformat(),

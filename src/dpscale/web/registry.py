@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from dpscale.plotting import ChartLayout
 from dpscale.spec.description import Formula
 from dpscale.validation import FieldIssue, Rule, rule_of
 
@@ -134,8 +135,9 @@ class Calculator:
     """When the article was last revised."""
     article: str = ""
     """Article template; default ``articles/<slug>.html``."""
-    chart: Callable[[Any, Any], str] | None = None
-    """(result, Localizer) to an SVG document, or None for no chart."""
+    chart: Callable[[Any, Any, ChartLayout], str] | None = None
+    """(result, Localizer, layout) to an SVG document, or None for no chart: drawn for a wide
+    card or a phone's (:data:`dpscale.plotting.LAYOUTS`)."""
     chart_alt: str = ""
     """Message id describing the chart for screen readers."""
     explain: Callable[[FieldIssue, Mapping[str, str], Any], str | None] | None = None

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from dpscale.plotting import LAYOUTS
 from dpscale.store.db import StoreUnavailableError
 from dpscale.validation import FieldIssue, InputError
 from dpscale.web.budget import is_costly
@@ -236,13 +237,15 @@ _built_route("/fragment/{code}/{slug}", _fragment, name="fragment")
 def chart(request: Request, code: str, slug: str) -> Response:
     calc = _calculator(slug)
     loc = localizer(_language(code))
-    if calc.chart is None:
+    asked = request.query_params.get("layout", "wide")
+    layout = next((known for known in LAYOUTS if known == asked), None)
+    if calc.chart is None or layout is None:  # no such chart
         raise HTTPException(404)
     state = read_form(calc, _query(request), loc)
     if not state.valid:
         message = " ".join(state.errors.values()) or loc.gettext("Fill in every field.")
         return Response(message, status_code=422, media_type="text/plain; charset=utf-8")
-    svg = calc.chart(state.result, loc)
+    svg = calc.chart(state.result, loc, layout)
     # The page's address for a chart carries the version of the code that draws it
     # (chart_version), so those bytes never change; any other address (an old page's
     # version, none) may be drawn differently by the next release.

@@ -24,6 +24,7 @@ from dpscale.fit import data as points_data
 from dpscale.fit.data import MAX_TEXT
 from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
+from dpscale.plotting import ChartLayout
 from dpscale.said import Said
 from dpscale.spec.fit import (
     FIT_INPUTS,
@@ -233,7 +234,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
     return Presentation(items=tuple(items), notes=notes)
 
 
-def chart(page: FitPage, loc: Localizer) -> str:
+def chart(page: FitPage, loc: Localizer, layout: ChartLayout) -> str:
     _ = loc.gettext
     labels = PlotLabels(
         title=_("Scaling fit: {model}"),
@@ -249,7 +250,7 @@ def chart(page: FitPage, loc: Localizer) -> str:
         number=loc.number,
         model=lambda name: _(MODEL_TITLES[name]),
     )
-    return plot_svg(page.result, labels)
+    return plot_svg(page.result, labels, layout)
 
 
 def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:

@@ -26,6 +26,7 @@ from dpscale.model.query import (
     MIN_THROUGHPUT,
     NEEDS_PRESET,
 )
+from dpscale.plotting import ChartLayout
 from dpscale.spec.prediction import PREDICTION, calibration, measured_fit
 from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
@@ -146,8 +147,8 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
     return messages.get(name)
 
 
-def _chart(prediction: Prediction, loc: Localizer) -> str:
-    return efficiency_chart(prediction.result, loc, prediction.key)
+def _chart(prediction: Prediction, loc: Localizer, layout: ChartLayout) -> str:
+    return efficiency_chart(prediction.result, loc, prediction.key, layout)
 
 
 CALCULATOR = Calculator(

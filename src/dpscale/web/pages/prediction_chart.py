@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpscale import plotting
 from dpscale.model import PredictionResult
-from dpscale.plotting import ACCENT, INK, MUTED, TARGET
+from dpscale.plotting import ACCENT, INK, MUTED, TARGET, ChartLayout
 from dpscale.web.i18n import Localizer
 
 if TYPE_CHECKING:
@@ -21,22 +21,25 @@ if TYPE_CHECKING:
 __all__ = ["efficiency_chart"]
 
 CACHE_SIZE = 256
-_CACHE: OrderedDict[tuple[tuple[tuple[str, str], ...], str], str] = OrderedDict()
+_CACHE: OrderedDict[tuple[tuple[tuple[str, str], ...], str, ChartLayout], str] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 
 def efficiency_chart(
-    result: PredictionResult, loc: Localizer, key: tuple[tuple[str, str], ...] | None
+    result: PredictionResult,
+    loc: Localizer,
+    key: tuple[tuple[str, str], ...] | None,
+    layout: ChartLayout = "wide",
 ) -> str:
     """An SVG document of ``result``'s E(N); kept by ``key`` (the inputs) when there is one."""
     if key is None:
-        return _draw(result, loc)
-    wanted = (key, loc.code)
+        return _draw(result, loc, layout)
+    wanted = (key, loc.code, layout)
     with _CACHE_LOCK:
         if wanted in _CACHE:
             _CACHE.move_to_end(wanted)
             return _CACHE[wanted]
-    svg = _draw(result, loc)
+    svg = _draw(result, loc, layout)
     with _CACHE_LOCK:
         _CACHE[wanted] = svg
         while len(_CACHE) > CACHE_SIZE:
@@ -44,11 +47,11 @@ def efficiency_chart(
     return svg
 
 
-def _draw(result: PredictionResult, loc: Localizer) -> str:
-    return plotting.render(lambda: _figure(result, loc), "svg").decode("utf-8")
+def _draw(result: PredictionResult, loc: Localizer, layout: ChartLayout) -> str:
+    return plotting.render(lambda: _figure(result, loc, layout), "svg").decode("utf-8")
 
 
-def _figure(result: PredictionResult, loc: Localizer) -> Figure:
+def _figure(result: PredictionResult, loc: Localizer, layout: ChartLayout) -> Figure:
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     _ = loc.gettext
@@ -58,7 +61,8 @@ def _figure(result: PredictionResult, loc: Localizer) -> Figure:
     per_node = result.scenario.hardware.devices_per_node
     last = points[-1]
 
-    figure = plotting.new_figure(7.2, 4.2)
+    narrow = layout == "narrow"
+    figure = plotting.new_figure(*plotting.NARROW_SIZE) if narrow else plotting.new_figure(7.2, 4.2)
     axes: Any = figure.add_subplot()
     axes.fill_between(
         devices,
@@ -113,12 +117,16 @@ def _figure(result: PredictionResult, loc: Localizer) -> Figure:
     if high >= 4 * low:
         axes.set_xscale("log", base=2)
         ticks = [2**i for i in range(64) if low <= 2**i <= high]
-        axes.xaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // 10 + 1)]))
+        most = 5 if narrow else 10  # labels that fit side by side
+        axes.xaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // most + 1)]))
         axes.xaxis.set_minor_locator(NullLocator())
     axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: loc.number(v, 4)))
     axes.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: loc.percent(v, 3)))
     axes.set_ylim(0, 1.05)
     axes.set_xlabel(_("Number of devices"))
     axes.set_ylabel(_("Scaling efficiency"))
-    axes.legend(loc="lower left", frameon=False)
+    if narrow:
+        plotting.legend_below(figure, axes)
+    else:
+        axes.legend(loc="lower left", frameon=False)
     return figure

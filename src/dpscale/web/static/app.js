@@ -218,7 +218,7 @@
    * layout, the article's included (content-visibility: auto), in the load's longest task.
    * Until a box is measured it counts as wide, so Tab never skips it: one in a part of the
    * page that is not drawn yet is measured when that part is. */
-  var SCROLL_BOXES = '.table-scroll, .formula-list dd, [data-live="chart"]';
+  var SCROLL_BOXES = '.table-scroll, .formula-list dd';
   var SCROLL_ATTRIBUTES = ["tabindex", "data-scroll-box", "role", "aria-label"];
 
   function markScrollBox(box, wide) {
@@ -249,7 +249,7 @@
   });
   var watched = measured ? new WeakSet() : null;
 
-  /* At start and after each live update (new tables, a new chart): observing a box again
+  /* At start and after each live update (new tables): observing a box again
    * measures it again once the browser has laid it out. */
   function markScrollBoxes() {
     each(SCROLL_BOXES, function (box) {
