@@ -1,5 +1,5 @@
 """The group of dpscale's commands: the command meant, suggested from every command listed,
-and an interrupt that leaves it as :class:`Interrupted`."""
+and an interrupt that leaves it as :class:`InterruptError`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 
-class Interrupted(Exception):
+class InterruptError(Exception):
     """Ctrl-C (SIGINT) while a command ran: ``main`` says so in one line, status 130."""
 
 
@@ -23,7 +23,7 @@ class Group(click.Group):
         except KeyboardInterrupt:
             # Past click as another exception: click answers KeyboardInterrupt with a blank
             # line on stderr first, a second line wherever stderr is not the terminal.
-            raise Interrupted from None
+            raise InterruptError from None
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         name = args[0] if args else ""
