@@ -46,6 +46,7 @@ __all__ = [
     "TargetPercent",
     "check_array",
     "check_lengths",
+    "one_line",
     "parse",
     "percent_text",
     "rule_of",
@@ -198,6 +199,17 @@ class FieldIssue:
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+def one_line(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN``: quoted in a message, typed
+    or read text keeps the message on one line and cannot drive the terminal (colours, a
+    cleared screen).
+
+    >>> one_line("dev\\x1b[31mices\\n")
+    'dev\\\\x1b[31mices\\\\x0a'
+    """
+    return _CONTROL.sub(lambda c: f"\\x{ord(c[0]):02x}", text)
+
+
 def _shown(value: object) -> str:
     """The value as the message quotes it: on one line (control characters as \\xNN, as
     typed text may hold a line break or a NUL), and at most 40 characters.
@@ -212,7 +224,7 @@ def _shown(value: object) -> str:
         if isinstance(value, int | float) or (isinstance(value, str) and value.strip())
         else repr(value)
     )
-    text = _CONTROL.sub(lambda c: f"\\x{ord(c[0]):02x}", text)
+    text = one_line(text)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
