@@ -80,7 +80,7 @@ def test_100_percent_is_an_upper_bound_but_not_a_target() -> None:
         assert caught.value.issues[0].sentence("--target") == (
             f"--target must be a number greater than 0 and less than 100 (got {target})"
         )
-    with pytest.raises(InputError, match=r"efficiency must be a number from 0 to 100 \(got abc\)"):
+    with pytest.raises(InputError, match=r"efficiency must be a number from 0 to 100 \(got abc %"):
         parse(Percentages, {"efficiency": "abc %"})
 
 
@@ -110,3 +110,47 @@ def test_full_width_numbers_are_read_as_the_page_reads_them() -> None:
 
 class PercentExample(BaseModel):
     value: Percent
+
+
+class Text(BaseModel):
+    points: str = Field(min_length=1, max_length=100)
+    label: str = Field(default="x", pattern=r"^[^\x00-\x1f]{1,24}$")
+    efficiency: Percent = 50
+
+
+def test_a_text_that_must_not_be_empty_says_so() -> None:
+    assert rule_of(Text, "points") == Rule(number=False, min_length=1, max_length=100)
+    with pytest.raises(InputError) as caught:
+        parse(Text, {"points": ""})
+    assert caught.value.issues[0].sentence("FILE") == (
+        "FILE must be a text of 1 to 100 characters (got '')"
+    )
+
+
+def test_a_text_past_a_long_limit_is_counted_not_quoted() -> None:
+    with pytest.raises(InputError) as caught:
+        parse(Text, {"points": "devices,throughput\n" + "1,100\n" * 50})
+    assert caught.value.issues[0].sentence("FILE") == (
+        "FILE must be a text of 1 to 100 characters (got more than 100)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("typed", "quoted"),
+    [("a\nb", "a\\x0ab"), ("a\x00\x1b[31m", "a\\x00\\x1b[31m"), ("\r\n" * 30, "'\\r\\n")],
+)
+def test_the_value_is_quoted_on_one_line(typed: str, quoted: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse(Text, {"points": "1,1", "label": typed})
+    sentence = caught.value.issues[0].sentence("--label")
+    assert sentence.startswith(f"--label must be a valid value (got {quoted}")
+    assert sentence.isprintable()
+
+
+@pytest.mark.parametrize(("typed", "quoted"), [("90%%", "90%%"), (" 101 %", " 101 %")])
+def test_the_value_is_quoted_as_typed_not_as_a_validator_read_it(typed: str, quoted: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse(Text, {"points": "1,1", "efficiency": typed})
+    assert caught.value.issues[0].sentence("--efficiency") == (
+        f"--efficiency must be a number from 0 to 100 (got {quoted})"
+    )

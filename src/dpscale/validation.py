@@ -22,6 +22,7 @@ import dataclasses
 import enum
 import functools
 import math
+import re
 import types
 import typing
 import unicodedata
@@ -45,6 +46,7 @@ __all__ = [
     "TargetPercent",
     "check_array",
     "check_lengths",
+    "one_line",
     "parse",
     "percent_text",
     "rule_of",
@@ -85,6 +87,7 @@ class Rule:
     high_open: bool = False
     choices: tuple[str, ...] = ()
     max_length: int | None = None
+    min_length: int | None = None
 
     def describe(self) -> str:
         """The rule in English, as the object of "must be".
@@ -95,10 +98,14 @@ class Rule:
         'a number greater than 0'
         >>> Rule(number=False, choices=("tcp", "rdma")).describe()
         'one of: tcp, rdma'
+        >>> Rule(number=False, min_length=1, max_length=24).describe()
+        'a text of 1 to 24 characters'
         """
         if self.choices:
             return "one of: " + ", ".join(self.choices)
         if not self.number:
+            if self.max_length is not None and self.min_length:
+                return f"a text of {self.min_length:,} to {self.max_length:,} characters"
             if self.max_length is not None:
                 return f"a text of at most {self.max_length:,} characters"
             return "a valid value"
@@ -182,10 +189,34 @@ class FieldIssue:
             return f"{name} is required" + (f": {self.rule.describe()}" if self.rule else "")
         if self.rule is None:
             return f"{name}: {self.detail}"
+        longest = self.rule.max_length
+        if longest is not None and isinstance(self.value, str) and len(self.value) > longest > 40:
+            # The limit, not the text cut short: a file is read up to a limit, not to its end.
+            return f"{name} must be {self.rule.describe()} (got more than {longest:,})"
         return f"{name} must be {self.rule.describe()} (got {_shown(self.value)})"
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with its control characters written as ``\\xNN``: quoted in a message, typed
+    or read text keeps the message on one line and cannot drive the terminal (colours, a
+    cleared screen).
+
+    >>> one_line("dev\\x1b[31mices\\n")
+    'dev\\\\x1b[31mices\\\\x0a'
+    """
+    return _CONTROL.sub(lambda c: f"\\x{ord(c[0]):02x}", text)
+
+
 def _shown(value: object) -> str:
+    """The value as the message quotes it: on one line (control characters as \\xNN, as
+    typed text may hold a line break or a NUL), and at most 40 characters.
+
+    >>> _shown("a\\nb"), _shown(""), _shown(64.0)
+    ('a\\\\x0ab', "''", '64')
+    """
     if isinstance(value, float) and not math.isnan(value) and value.is_integer():
         value = int(value)
     text = (
@@ -193,6 +224,7 @@ def _shown(value: object) -> str:
         if isinstance(value, int | float) or (isinstance(value, str) and value.strip())
         else repr(value)
     )
+    text = one_line(text)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -290,7 +322,14 @@ def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        raise InputError.from_validation_error(exc, model) from None
+        err = InputError.from_validation_error(exc, model)
+    # Quoted as typed: pydantic holds what a validator made of it ("90%%" read as "90%").
+    raise InputError(
+        dataclasses.replace(issue, value=data[issue.field])
+        if issue.rule is not None and isinstance(data.get(issue.field), str)
+        else issue
+        for issue in err.issues
+    )
 
 
 @functools.cache
@@ -341,7 +380,7 @@ def rule_of(model: type[BaseModel], field: str) -> Rule:
     number = annotation in (int, float)
     low = high = None
     low_open = high_open = False
-    max_length = None
+    max_length = min_length = None
     for meta in metadata:
         if isinstance(meta, annotated_types.Ge):
             low = float(typing.cast(float, meta.ge))
@@ -353,6 +392,8 @@ def rule_of(model: type[BaseModel], field: str) -> Rule:
             high, high_open = float(typing.cast(float, meta.lt)), True
         elif isinstance(meta, annotated_types.MaxLen):
             max_length = meta.max_length
+        elif isinstance(meta, annotated_types.MinLen):
+            min_length = meta.min_length
         elif hasattr(meta, "max_length") and meta.max_length is not None:
             max_length = int(meta.max_length)
     return Rule(
@@ -364,6 +405,7 @@ def rule_of(model: type[BaseModel], field: str) -> Rule:
         high_open=high_open,
         choices=choices,
         max_length=max_length,
+        min_length=min_length,
     )
 
 

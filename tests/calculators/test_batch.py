@@ -63,3 +63,18 @@ def test_bad_input(data: dict, field: str) -> None:
     with pytest.raises(InputError) as caught:
         parse(BatchInput, data)
     assert caught.value.issues[0].field == field
+
+
+def test_a_target_past_the_most_steps_is_refused_in_its_own_range() -> None:
+    # 4 x 128 x 1,000,000 steps = 512,000,000 is the largest global batch these reach.
+    most = grad_accum_for(
+        GradAccumInput(target_global_batch=512_000_000, micro_batch=4, devices=128)
+    )
+    assert most.grad_accum == 1_000_000
+    with pytest.raises(InputError) as caught:
+        grad_accum_for(GradAccumInput(target_global_batch=512_000_512, micro_batch=4, devices=128))
+    [issue] = caught.value.issues
+    assert issue.field == "target_global_batch"
+    assert issue.sentence() == (
+        "target_global_batch must be a whole number from 1 to 512,000,000 (got 512000512)"
+    )

@@ -61,7 +61,7 @@ def test_efficiency_percent_spellings(capsys: pytest.CaptureFixture[str], effici
         ("--devices", "1e30", "--devices must be a whole number from 1 to 10,000,000"),
         ("--efficiency", "101", "--efficiency must be a number from 0 to 100 (got 101)"),
         ("--efficiency", "-1", "--efficiency must be a number from 0 to 100 (got -1)"),
-        ("--efficiency", "abc%", "--efficiency must be a number from 0 to 100 (got abc)"),
+        ("--efficiency", "abc%", "--efficiency must be a number from 0 to 100 (got abc%)"),
         ("--throughput", "nan", "--throughput must be a number from 0 to 1e+15 (got nan)"),
         ("--throughput", "inf", "--throughput must be a number from 0 to 1e+15 (got inf)"),
         ("--throughput", "-5", "--throughput must be a number from 0 to 1e+15 (got -5)"),
@@ -204,3 +204,49 @@ def test_calc_loads_only_what_it_needs(output: list[str]) -> None:
         "['dpscale.cli._commands', 'dpscale.cli._common', 'dpscale.cli._plugins', "
         "'dpscale.cli._table', 'dpscale.cli.calculators', 'dpscale.cli.main']"
     )
+
+
+def test_batch_names_the_option_of_a_target_that_does_not_divide(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, _, err = run(capsys, "batch", "-b", "4", "-d", "128", "--target-global-batch", "2047")
+    assert status == 2
+    assert err == (
+        "dpscale: error: --target-global-batch: 2,047 is not a multiple of micro-batch x "
+        "devices = 512; the nearest that are: 1,536 (3 steps) and 2,048 (4 steps)\n"
+    )
+
+
+def test_batch_target_past_the_most_steps_names_the_target_not_grad_accum(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Within --target-global-batch's own range (to 1e13), but 19,531,250,000 steps at 4 x 128.
+    status, out, err = run(
+        capsys, "batch", "-b", "4", "-d", "128", "--target-global-batch", "10000000000000"
+    )
+    assert (status, out) == (2, "")
+    assert err == (
+        "dpscale: error: --target-global-batch must be a whole number from 1 to 512,000,000 "
+        "(got 10000000000000)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--unit", "tokens\n/s", "--unit must be a valid value (got tokens\\x0a/s)"),
+        ("--unit", "\x1b[2J", "--unit must be a valid value (got \\x1b[2J)"),
+        ("--efficiency", "90%%", "--efficiency must be a number from 0 to 100 (got 90%%)"),
+        (
+            "--devices",
+            "１２８x",
+            "--devices must be a whole number from 1 to 10,000,000 (got １２８x)",
+        ),
+    ],
+)
+def test_a_bad_value_is_quoted_as_typed_on_one_line(
+    capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    status, out, err = run(capsys, *WORKED, option, value)
+    assert (status, out) == (2, "")
+    assert err == f"dpscale: error: {message}\n"

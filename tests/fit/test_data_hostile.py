@@ -66,5 +66,8 @@ def test_stdin_is_read_up_to_the_limit_only(
     with pytest.raises(SystemExit) as exited:
         main(["fit", "-"])
     assert exited.value.code == 2
-    assert f"at most {MAX_TEXT:,} characters" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"dpscale: error: - must be a text of 1 to {MAX_TEXT:,} characters "
+        f"(got more than {MAX_TEXT:,})\n"
+    )
     assert endless.given == MAX_TEXT + 1

@@ -175,3 +175,32 @@ def test_issue_12_points_fit_without_a_traceback(
     status, out, _ = run(capsys, "fit", str(path), "-g", "4", "--json")
     assert status == 0
     json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "must be a text of 1 to 500,000 characters (got '')"),
+        # More than the limit, each line its own: quoted, it was that many lines on stderr.
+        (b"devices,throughput\n" + b"1,100\n" * 100_000, "(got more than 500,000)"),
+        (b"\x00" * 600_000, "(got more than 500,000)"),
+        (b"devices,throughput\n", "measurements at two or more different device counts"),
+        (b"\xef\xbb\xbf" + POINTS.encode(), None),
+        (POINTS.replace("\n", "\r\n").encode(), None),
+    ],
+)
+def test_odd_files_are_one_line_or_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, message: str | None
+) -> None:
+    path = tmp_path / "points.csv"
+    path.write_bytes(content)
+    status, out, err = run(capsys, "fit", str(path), "--json")
+    if message is None:
+        assert status == 0, err
+        assert [p["devices"] for p in json.loads(out)["predictions"]][:4] == [1, 2, 8, 16]
+        return
+    assert (status, out) == (2, "")
+    assert err.startswith(f"dpscale: error: {path}")
+    assert message in err
+    assert err.count("\n") == 1
+    assert err[:-1].isprintable()

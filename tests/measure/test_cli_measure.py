@@ -97,6 +97,10 @@ def test_measure_json_is_stored_and_shown(
         (("--model-params", "10"), "--model-params must be a whole number from 1,000"),
         (("--ops", "gossip"), "--ops: must be one or more of: all_reduce, all_gather"),
         (("--micro-batch", "-1"), "--micro-batch must be a whole number from 1"),
+        (
+            ("--no-collectives", "--no-training"),
+            "--training: off with --no-collectives leaves nothing to measure (keep one on)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_naming_the_option(

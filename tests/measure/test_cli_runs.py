@@ -141,3 +141,45 @@ def test_names_from_a_run_file_are_printed_as_given(
     assert "r-markup" in out
     assert "[/x]box, [red]node1, :smile:" in out
     assert "😄" not in out
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        ("folder", "Is a directory"),
+        ("missing/run.csv", "No such file or directory"),
+        ("/dev/full", "No space left on device"),
+    ],
+)
+@pytest.mark.parametrize("as_json", [(), ("--json",)])
+def test_export_to_a_place_it_cannot_write_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    measured_run: MakeRun,
+    tmp_path: Path,
+    target: str,
+    reason: str,
+    as_json: tuple[str, ...],
+) -> None:
+    (tmp_path / "folder").mkdir()
+    output = tmp_path / target
+    if target.startswith("/dev/") and not output.exists():
+        pytest.skip(f"no {target} here")
+    run_id = save_run(measured_run("r-export"))
+    # It was a traceback for a folder (IsADirectoryError), and for a full disk.
+    status, out, err = run(capsys, "runs", "export", run_id, *as_json, "--output", str(output))
+    assert (status, out) == (2, "")
+    assert err == f"dpscale: error: --output: cannot write {output}: {reason}\n"
+
+
+def test_import_reads_a_source_without_a_size_only_up_to_the_limit(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /dev/zero has size 0 to stat: read to its end, it took all the memory and was killed.
+    zero = Path("/dev/zero")
+    if not zero.exists():
+        pytest.skip("no /dev/zero here")
+    monkeypatch.setattr("dpscale.cli.runs.MAX_RUN_BYTES", 2 * 2**20)
+    status, out, err = run(capsys, "runs", "import", str(zero))
+    assert (status, out) == (2, "")
+    assert err == "dpscale: error: /dev/zero is larger than 2 MiB\n"

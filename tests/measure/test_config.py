@@ -82,6 +82,17 @@ def test_bad_options_name_the_field(options: dict[str, str], field: str, sentenc
     assert issue.sentence().startswith(sentence)
 
 
+def test_measuring_nothing_is_refused_before_any_rank_starts() -> None:
+    with pytest.raises(InputError) as caught:
+        read_config({"collectives": False, "training": False})
+    [issue] = caught.value.issues
+    assert issue.field == "training"
+    assert issue.sentence("--training") == (
+        "--training: off with --no-collectives leaves nothing to measure (keep one on)"
+    )
+    assert read_config({"collectives": False}).training
+
+
 def test_default_world_sizes() -> None:
     assert default_world_sizes(1) == (1,)
     assert default_world_sizes(2) == (1, 2)

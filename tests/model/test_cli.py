@@ -133,7 +133,7 @@ def test_calibrate_from_file(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         ),
         (
             ("--target-efficiency", "abc %"),
-            "--target-efficiency must be a number greater than 0 and less than 100 (got abc)",
+            "--target-efficiency must be a number greater than 0 and less than 100 (got abc %)",
         ),
         # 100 % is refused as a target, as dpscale fit refuses it (validation.TargetPercent).
         (
@@ -228,6 +228,42 @@ def test_bad_new_inputs_give_one_line(
     assert out == ""
     assert len(err.strip().splitlines()) == 1
     assert words in err
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        # Read with errors="replace", the bytes were quoted back: "found G$\ufffdC\ufffdV]".
+        (bytes(range(256)) * 8, "not a text file (expected CSV or JSON in UTF-8)"),
+        ("devices,throughput\n1,329\n".encode("utf-16"), "not a text file"),
+        # Quoted as read, ESC [ 31 m turned the terminal red.
+        (b"dev\x1b[31mices,x\x07\n1,100\n", "found dev\\x1b[31mices, x\\x07)"),
+        (
+            b"devices,throughput\n" + b"1,100\n" * 100_000,
+            "--measured must be a text of at most 500,000 characters (got more than 500,000)",
+        ),
+    ],
+)
+def test_a_measured_file_that_is_no_table_gives_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, words: str
+) -> None:
+    points = tmp_path / "points.csv"
+    points.write_bytes(content)
+    status, out, err = run(capsys, *DESIGN_EXAMPLE, "--measured", str(points))
+    assert (status, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err[:-1].isprintable()
+    assert words in err
+
+
+def test_a_measured_folder_is_named_a_folder_not_missing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, _, err = run(capsys, *DESIGN_EXAMPLE, "--measured", str(tmp_path))
+    assert status == 2
+    assert err == (
+        f"dpscale: error: --measured: {tmp_path}: is a directory, not a file of points\n"
+    )
 
 
 def test_option_defaults_are_the_input_models(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.calculators._result import Result
 from dpscale.calculators.scaling import MAX_DEVICES
-from dpscale.validation import InputError
+from dpscale.validation import FieldIssue, InputError, Rule
 
 __all__ = [
     "NOT_A_MULTIPLE",
@@ -133,6 +133,13 @@ def grad_accum_for(inputs: GradAccumInput) -> GradAccumResult:
     dpscale.validation.InputError: target_global_batch: 1,000 is not a multiple of micro-batch x ...
     """
     per_step = inputs.micro_batch * inputs.devices
+    reachable = per_step * MAX_GRAD_ACCUM
+    if inputs.target_global_batch > reachable:
+        # The target's own range, as these micro-batch and devices reach it: blaming the
+        # steps it asks for would name an input nobody typed.
+        rule = Rule(integer=True, low=1, high=reachable)
+        issue = FieldIssue("target_global_batch", rule, inputs.target_global_batch)
+        raise InputError([issue])
     steps, remainder = divmod(inputs.target_global_batch, per_step)
     if remainder:
         below = max(steps, 1)

@@ -92,9 +92,20 @@ def print_json(payload: Mapping[str, Any]) -> None:
     click.echo(json.dumps(_finite(payload), ensure_ascii=False, allow_nan=False))
 
 
+def _store_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` is the store's one-line failure (a database that cannot be used).
+
+    Read from ``sys.modules``: a command that never opened the store has not imported it, and
+    importing it here would load SQLAlchemy to learn that the error is something else.
+    """
+    db = sys.modules.get("dpscale.store.db")
+    return db is not None and isinstance(exc, db.StoreUnavailableError)
+
+
 def handle_errors(exc: BaseException) -> NoReturn:
-    """Exit with one line for a user error (status 2); re-raise anything else."""
-    if isinstance(exc, CommandError | InputError | UnitError):
+    """Exit with one line for a user error or a database that cannot be used (status 2, as
+    ``dpscale serve`` refuses such a database); re-raise anything else."""
+    if isinstance(exc, CommandError | InputError | UnitError) or _store_unavailable(exc):
         sys.stderr.write(f"dpscale: error: {exc}\n")
         raise SystemExit(2)
     raise exc

@@ -38,12 +38,11 @@ def option_help(item: Input) -> str:
 
 
 def _report(description: Description, err: InputError) -> None:
-    """Fail naming each option; a check that no field rule expresses keeps its own sentence."""
+    """Fail naming each option, also in the sentence of a check that no field rule expresses."""
     sentences = []
     for issue in err.issues:
         item = description.input(issue.field)
-        named = item is not None and (issue.rule is not None or issue.missing)
-        sentences.append(issue.sentence(item.option if named and item else None))
+        sentences.append(issue.sentence(item.option if item else None))
     fail("; ".join(sentences))
 
 

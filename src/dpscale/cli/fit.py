@@ -21,9 +21,9 @@ EXAMPLE = (
 
 
 def _read_text(path: str) -> str:
-    if path == "-":
-        from dpscale.fit.data import MAX_TEXT
+    from dpscale.fit.data import MAX_TEXT, PointsFileError, read_points_file
 
+    if path == "-":
         try:
             # One character past the limit is enough for parse_points to refuse it: an
             # endless pipe is never read to its end (4 GB took 6 s and all that memory).
@@ -31,16 +31,9 @@ def _read_text(path: str) -> str:
         except UnicodeDecodeError:
             fail("stdin: not text (expected CSV or JSON in UTF-8)")
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            return handle.read(10_000_000)
-    except FileNotFoundError:
-        fail(f"{path}: no such file")
-    except IsADirectoryError:
-        fail(f"{path}: is a directory, not a file of points")
-    except UnicodeDecodeError:
-        fail(f"{path}: not a text file (expected CSV or JSON in UTF-8)")
-    except OSError as err:
-        fail(f"{path}: {err.strerror}")
+        return read_points_file(path)
+    except PointsFileError as err:
+        fail(str(err))
 
 
 def _run_points(run_id: str) -> tuple[str, Any]:

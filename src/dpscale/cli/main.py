@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import click
 
-from dpscale.cli._commands import Group
+from dpscale.cli._commands import Group, InterruptError
 from dpscale.cli._plugins import skip_empty_plugin_scan
 from dpscale.spec import DESCRIBED
 
@@ -184,8 +184,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2) from None
     except click.exceptions.Exit as exc:
         raise SystemExit(exc.exit_code) from None
-    except (click.Abort, KeyboardInterrupt):
-        sys.stderr.write("dpscale: interrupted\n")
+    except (click.Abort, KeyboardInterrupt, InterruptError):
+        # On a terminal the line break ends the "^C" it echoed; anywhere else, one line.
+        sys.stderr.write(("\n" if sys.stderr.isatty() else "") + "dpscale: interrupted\n")
         raise SystemExit(130) from None
     except ModuleNotFoundError as exc:
         extra = EXTRAS.get((exc.name or "").partition(".")[0])

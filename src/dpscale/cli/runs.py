@@ -126,30 +126,36 @@ def export_command(run_id: str, output: Path | None, as_json: bool) -> None:
     CSV columns: kind, op, devices, bytes, rank, iteration, time_s.
     """
     run = _get(run_id)
-    stream = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
+    if output is None:
+        _write_run(sys.stdout, run, as_json=as_json)  # a closed pipe is click's to quiet
+        return
     try:
-        if as_json:
-            stream.write(json.dumps(run, ensure_ascii=False, allow_nan=False) + "\n")
-            return
-        writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(("kind", "op", "devices", "bytes", "rank", "iteration", "time_s"))
-        for timing in run["timings"]:
-            for rank, times in enumerate(timing["rank_times_s"]):
-                for iteration, seconds in enumerate(times):
-                    writer.writerow(
-                        (
-                            timing["kind"],
-                            timing["op"] or "",
-                            timing["devices"],
-                            "" if timing["bytes"] is None else timing["bytes"],
-                            rank,
-                            iteration,
-                            repr(seconds),
-                        )
+        with output.open("w", encoding="utf-8", newline="") as stream:
+            _write_run(stream, run, as_json=as_json)
+    except OSError as err:
+        fail(f"--output: cannot write {output}: {err.strerror}")
+
+
+def _write_run(stream: Any, run: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        stream.write(json.dumps(run, ensure_ascii=False, allow_nan=False) + "\n")
+        return
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(("kind", "op", "devices", "bytes", "rank", "iteration", "time_s"))
+    for timing in run["timings"]:
+        for rank, times in enumerate(timing["rank_times_s"]):
+            for iteration, seconds in enumerate(times):
+                writer.writerow(
+                    (
+                        timing["kind"],
+                        timing["op"] or "",
+                        timing["devices"],
+                        "" if timing["bytes"] is None else timing["bytes"],
+                        rank,
+                        iteration,
+                        repr(seconds),
                     )
-    finally:
-        if output:
-            stream.close()
+                )
 
 
 @runs_app.command(
@@ -170,9 +176,13 @@ def import_command(path: Path) -> None:
     from dpscale.store.runs import save_run
 
     try:
-        if path.stat().st_size > MAX_RUN_BYTES:
+        # Read up to the limit, not to the end: /dev/zero or a FIFO has no size to check
+        # first, and read whole it took every byte of memory.
+        with path.open("rb") as handle:
+            data = handle.read(MAX_RUN_BYTES + 1)
+        if len(data) > MAX_RUN_BYTES:
             fail(f"{path} is larger than {MAX_RUN_BYTES // 2**20} MiB")
-        payload = loads(path.read_bytes())
+        payload = loads(data)
     except OSError as err:
         fail(f"cannot read {path}: {err.strerror}")
     except JSONInputError as err:

@@ -28,7 +28,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from dpscale.safejson import JSONInputError, loads
-from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, rule_of
+from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, one_line, rule_of
 
 __all__ = [
     "BAD_HEADER",
@@ -47,9 +47,11 @@ __all__ = [
     "TOO_MANY_POINTS",
     "Point",
     "Points",
+    "PointsFileError",
     "parse_device_counts",
     "parse_points",
     "points_from_run",
+    "read_points_file",
 ]
 
 MAX_DEVICES = 10_000_000
@@ -147,6 +149,7 @@ def _number(text: object, where: str, column: str) -> float:
 
 
 def _clipped(text: str) -> str:
+    text = one_line(text)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -349,6 +352,31 @@ def parse_points(text: str) -> Points:
             raise _issue(f"line {line}", f", column {column}: {message}", BAD_JSON) from None
         return _checked(_json_rows(data))
     return _checked(_table_rows(text))
+
+
+class PointsFileError(ValueError):
+    """A file of points that cannot be read as text; the message names it and why."""
+
+
+def read_points_file(path: str) -> str:
+    """The text of a file of points (UTF-8, a byte-order mark dropped), up to one character
+    past :data:`MAX_TEXT`: enough for a reader to refuse it as too long, never a device such
+    as /dev/zero read to an end it does not have.
+
+    Raises :class:`PointsFileError` for a file that is missing, a folder, not UTF-8 text or
+    unreadable.
+    """
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read(MAX_TEXT + 1)
+    except FileNotFoundError:
+        raise PointsFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PointsFileError(f"{path}: is a directory, not a file of points") from None
+    except UnicodeDecodeError:
+        raise PointsFileError(f"{path}: not a text file (expected CSV or JSON in UTF-8)") from None
+    except OSError as err:
+        raise PointsFileError(f"{path}: {err.strerror}") from None
 
 
 def points_from_run(run: Mapping[str, Any]) -> Points:

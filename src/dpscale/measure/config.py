@@ -168,7 +168,13 @@ def read_config(options: Mapping[str, object]) -> MeasureConfig:
                 data[field] = value
         except UnitError as err:
             raise InputError.single(field, str(err), value) from None
-    return parse(MeasureConfig, data)
+    config = parse(MeasureConfig, data)
+    if not (config.collectives or config.training):
+        # Refused before any rank starts: the run would take its seconds and store nothing.
+        raise InputError.single(
+            "training", "off with --no-collectives leaves nothing to measure (keep one on)"
+        )
+    return config
 
 
 def default_world_sizes(nproc: int) -> tuple[int, ...]:

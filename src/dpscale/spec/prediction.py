@@ -38,7 +38,7 @@ from dpscale.said import (
     Wording,
 )
 from dpscale.spec.description import N_, Input
-from dpscale.validation import InputError
+from dpscale.validation import FieldIssue, InputError, Rule
 
 if TYPE_CHECKING:
     from dpscale.model.calibrate import Calibration
@@ -199,7 +199,13 @@ def calibration(reference: str, *, files: bool) -> Calibration:
 def measured_fit(scenario: Scenario, reference: str, *, files: bool) -> MeasuredFit:
     """``--measured`` given as a stored run (``run:ID``) or, on the CLI, a CSV file as
     ``dpscale fit`` reads: the points it holds, fitted as the typed pairs are."""
-    from dpscale.fit.data import parse_points, points_from_run
+    from dpscale.fit.data import (
+        MAX_TEXT,
+        PointsFileError,
+        parse_points,
+        points_from_run,
+        read_points_file,
+    )
     from dpscale.model.measured import calibrate_measured, measured_from_run, parse_measured
 
     def pairs(points: Any) -> list[tuple[int, float]]:
@@ -221,16 +227,20 @@ def measured_fit(scenario: Scenario, reference: str, *, files: bool) -> Measured
             raise renamed(err) from None
         return calibrate_measured(scenario, **measured_from_run(run, run_id, points))
     path = Path(reference)
-    if not files or not path.is_file():
+    if not files or not path.exists():
         raise InputError.single(
             "measured",
             f"no file {reference!r}; give device:throughput pairs such as 1:362.4,8:2722, "
             "a CSV file, or run:ID",
         )
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        raise InputError.single("measured", f"cannot read {reference}: {err.strerror}") from None
+        # As dpscale fit reads its FILE: strict UTF-8 (a binary file's bytes were quoted back
+        # in the header's message) and no further than one character past the limit.
+        text = read_points_file(reference)
+    except PointsFileError as err:
+        raise InputError.single("measured", str(err)) from None
+    if len(text) > MAX_TEXT:
+        raise InputError([FieldIssue("measured", Rule(number=False, max_length=MAX_TEXT), text)])
     try:
         points = pairs(parse_points(text))
     except InputError as err:

@@ -20,7 +20,13 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    DBAPIError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 __all__ = [
@@ -45,8 +51,19 @@ class StoreUnavailableError(RuntimeError):
 
 
 def _unavailable(url: str, exc: BaseException) -> StoreUnavailableError:
-    shown = make_url(url).render_as_string(hide_password=True)
+    try:
+        shown = make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        # Not shown: text that is no URL may still hold a password where none can find it.
+        return StoreUnavailableError(
+            f"{ENV_VAR} is not a database URL (for example sqlite:////srv/dpscale.sqlite3 "
+            "or postgresql+psycopg://user@host/dpscale)"
+        )
     reason = getattr(exc, "orig", None) or exc
+    if isinstance(reason, ModuleNotFoundError):
+        return StoreUnavailableError(
+            f"the database {shown} cannot be used: its driver {reason.name} is not installed"
+        )
     first = str(reason).strip().splitlines()[0] if str(reason).strip() else type(reason).__name__
     return StoreUnavailableError(f"the database {shown} cannot be used: {first[:200]}")
 
@@ -91,7 +108,7 @@ def _entry(url: str) -> tuple[Engine, sessionmaker[Session]]:
         if url not in _engines:
             try:
                 created = _create_engine(url)
-            except (SQLAlchemyError, OSError) as exc:
+            except (SQLAlchemyError, OSError, ModuleNotFoundError) as exc:
                 raise _unavailable(url, exc) from None
             _engines[url] = (created, sessionmaker(created, expire_on_commit=False))
         return _engines[url]
