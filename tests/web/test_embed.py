@@ -193,3 +193,73 @@ def test_own_preview_is_sized_and_out_of_the_tab_order(tab: Any, live_server: Li
     tab.keyboard.press("Tab")
     assert tab.evaluate("document.activeElement.tagName") != "IFRAME"
     assert tab.evaluate("document.activeElement.hasAttribute('data-copy-embed')")
+
+
+def _content_height(frame: Any) -> int:
+    return int(frame.evaluate("Math.ceil(document.body.getBoundingClientRect().height)"))
+
+
+@pytest.mark.browser
+def test_two_embeds_each_follow_their_own_height_after_an_input(
+    client: httpx.Client, tab: Any, host_pages: tuple[str, dict[str, bytes]]
+) -> None:
+    # Two pasted snippets on one page: two listeners, each must size only the frame that
+    # posted, and a frame must shrink when its content does (no blank box under the hint).
+    origin, pages = host_pages
+    both = published_snippet(client, "pipeline-bubble") + published_snippet(
+        client, "effective-batch-size"
+    )
+    pages["/two.html"] = _host_page(both)
+    tab.goto(f"{origin}/two.html")
+    frames = tab.locator("iframe[data-dpscale-embed]")
+    for i in range(2):
+        frames.nth(i).scroll_into_view_if_needed()
+        expect(
+            tab.frame_locator("iframe[data-dpscale-embed]").nth(i).locator("[data-result]").first
+        ).to_be_visible()
+    tab.wait_for_function(
+        "() => [...document.querySelectorAll('iframe[data-dpscale-embed]')]"
+        ".every(f => f.style.height !== '')"
+    )
+    bubble, batch = (
+        next(f for f in tab.frames if f"/embed/en/{slug}" in f.url)
+        for slug in (
+            "pipeline-bubble",
+            "effective-batch-size",
+        )
+    )
+    before = frames.nth(0).evaluate("f => f.style.height")
+    batch_height = frames.nth(1).evaluate("f => f.style.height")
+    assert before == f"{_content_height(bubble)}px"
+    assert batch_height == f"{_content_height(batch)}px"
+    assert before != batch_height
+    # Emptying a required box replaces the results with one hint line: the frame shrinks to it.
+    bubble.locator("form.calc-form [name='stages']").fill("")
+    expect(bubble.locator("[data-hint]")).to_be_visible()
+    tab.wait_for_function(
+        "before => document.querySelector('iframe[data-dpscale-embed]').style.height !== before",
+        arg=before,
+    )
+    shrunk = frames.nth(0).bounding_box()["height"]
+    assert abs(shrunk - _content_height(bubble)) <= 1
+    assert shrunk < 0.7 * int(before.removesuffix("px"))
+    assert frames.nth(1).evaluate("f => f.style.height") == batch_height
+
+
+@pytest.mark.browser
+def test_another_site_may_frame_the_embed_but_not_the_page(
+    tab: Any, live_server: LiveServer, host_pages: tuple[str, dict[str, bytes]]
+) -> None:
+    origin, pages = host_pages
+    pages["/framing.html"] = _host_page(
+        f'<iframe id="page" src="{live_server.url}/en/pipeline-bubble"></iframe>'
+        f'<iframe id="embed" src="{live_server.url}/embed/de/pipeline-bubble"></iframe>'
+    )
+    tab.goto(f"{origin}/framing.html")
+    embed = tab.frame_locator("#embed")
+    expect(embed.locator("[data-result]").first).to_be_visible()
+    expect(embed.locator("html")).to_have_attribute("lang", "de")
+    # The calculator page refuses (frame-ancestors 'none', X-Frame-Options DENY): Chromium
+    # shows its error page in the frame, never the page's own form.
+    expect(tab.frame_locator("#page").locator("form.calc-form")).to_have_count(0)
+    assert not any("/en/pipeline-bubble" in f.url for f in tab.frames)
