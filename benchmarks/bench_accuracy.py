@@ -264,9 +264,7 @@ def setup_spread(
     scores = []
     for row in rows:
         if crosses_nodes(row):
-            s = score_row(
-                row, central_spread=central_spread, passes=passes, midpoints=midpoints
-            )
+            s = score_row(row, central_spread=central_spread, passes=passes, midpoints=midpoints)
             scores.append(setup_score(s.predicted, s.low, s.measured, nodes_of(row, "devices")))
     return conformal_quantile(scores)
 

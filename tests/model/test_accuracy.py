@@ -151,9 +151,7 @@ def test_the_middles_of_the_ranges_cancel_the_bias_and_worsen_the_median() -> No
     assert figures["inside_band"] == pytest.approx(0.84)
     sources = {name: bench.summary(members) for name, members in bench.by_source(scored)}
     assert sources["horovod/horovod"]["mean_signed_pp"] == pytest.approx(-3.7, abs=0.05)
-    assert sources["NVIDIA/DeepLearningExamples"]["mean_signed_pp"] == pytest.approx(
-        6.0, abs=0.05
-    )
+    assert sources["NVIDIA/DeepLearningExamples"]["mean_signed_pp"] == pytest.approx(6.0, abs=0.05)
     assert sources["DLPerf"]["mean_signed_pp"] == pytest.approx(4.8, abs=0.05)
 
 

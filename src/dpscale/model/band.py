@@ -194,9 +194,7 @@ def band_steps(
     overrides: dict[str, Any] = {}
     for i, name in enumerate(names):
         low, high = ranges[name]
-        central = (
-            evaluate_central(scenario, name) if centre is None else centre(name, ranges[name])
-        )
+        central = evaluate_central(scenario, name) if centre is None else centre(name, ranges[name])
         column = np.full((rows, 1), central, dtype=float)
         column[2 * i + 1, 0], column[2 * i + 2, 0] = low, high
         overrides[name] = column

@@ -136,8 +136,8 @@ EMBED_HEIGHTS = {
     "data-parallel-scaling": 740,  # measured 713 px (Chromium, worked example, 640 px wide)
     "effective-batch-size": 720,  # 691
     "pipeline-bubble": 740,  # 705
-    "scaling-prediction": 2610,  # 2,533: the table of every device count and the notes
-    "scaling-fit": 2340,  # 2,267 with the efficiency chart, the unit and every fit note
+    "scaling-prediction": 2610,  # 2,557: the table of every device count and the notes
+    "scaling-fit": 2340,  # 2,314: the tables, the unit and every fit note (no chart)
 }
 """Default iframe height (px) of each embed: its content at 640 px wide, with the worked
 example's inputs; tests/web/test_embed.py checks that the content fits. The snippet's script
