@@ -464,30 +464,16 @@ def print_central_setup(rows: list[dict[str, str]]) -> None:
         print(f"{line}  central {100 * others:4.2f} %  lower edge {100 * held_out[source]:5.2f} %")
 
 
-def print_gradient_passes(rows: list[dict[str, str]]) -> None:
-    """The experiment not adopted: the averaging pass and the after-backward copies."""
-    scored, held_out = cross_validated(rows, passes=True)
+def print_held_out(title: str, name: str, rows: list[dict[str, str]], **experiment: bool) -> None:
+    """An experiment not adopted, scored held out by source: its setup spread from all rows,
+    the figures overall and per source (each with the spread from the others), every row."""
+    scored, held_out = cross_validated(rows, **experiment)
+    spread = setup_spread(rows, **experiment)
     print(
-        f"\nWith the averaging pass and the after-backward copies (not adopted; all rows: "
-        f"setup spread {100 * setup_spread(rows, passes=True):.2f} %), each source held out:"
+        f"\n{title} (not adopted; all rows: setup spread {100 * spread:.2f} %), "
+        "each source held out:"
     )
-    print(summary_line("passes", summary(scored), width=28))
-    for source, members in by_source(scored):
-        line = summary_line(source, summary(members), width=28)
-        print(f"{line}  setup spread {100 * held_out[source]:5.2f} %")
-    for s in scored:
-        print(f"  {s.case:<30} {100 * s.predicted:5.1f} %  error {s.error_pp:+5.1f} pp")
-
-
-def print_midpoints(rows: list[dict[str, str]]) -> None:
-    """The experiment not adopted: every uncertain input central at the middle of its range."""
-    scored, held_out = cross_validated(rows, midpoints=True)
-    spread = setup_spread(rows, midpoints=True)
-    print(
-        f"\nEvery uncertain input at the middle of its stated range (not adopted; all rows: "
-        f"setup spread {100 * spread:.2f} %), each source held out:"
-    )
-    print(summary_line("middle", summary(scored), width=28))
+    print(summary_line(name, summary(scored), width=28))
     for source, members in by_source(scored):
         line = summary_line(source, summary(members), width=28)
         print(f"{line}  setup spread {100 * held_out[source]:5.2f} %")
@@ -534,9 +520,11 @@ def main() -> None:
     if args.central_setup:
         print_central_setup(rows)
     if args.gradient_passes:
-        print_gradient_passes(rows)
+        title = "With the averaging pass and the after-backward copies"
+        print_held_out(title, "passes", rows, passes=True)
     if args.midpoints:
-        print_midpoints(rows)
+        title = "Every uncertain input at the middle of its stated range"
+        print_held_out(title, "middle", rows, midpoints=True)
     calibrated = calibrated_series(rows)
     print(
         f"\nCalibrated with --measured on a series' smaller counts, at its next count "
