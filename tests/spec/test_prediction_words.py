@@ -266,6 +266,17 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     assert aimed.answers is not None
     none = replace(aimed, answers=replace(aimed.answers, max_devices=None))
     made.append(lines(none)["max_devices"])
+    # Sharded, from a one-node baseline, and more than the device holds.
+    sharded = compute(
+        {
+            **README,
+            "strategy": "fsdp",
+            "seq_len": "4096",
+            "baseline_devices": "8",
+            "device_memory": "1 GB",
+        }
+    ).result
+    made += [lines(sharded)[key] for key in ("gradients", "baseline", "memory", "memory_over")]
     codes = set()
     for line in made:
         for nested in (line, *_nested(line)):
@@ -274,12 +285,16 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
             assert set(FIELD.findall(words.terminal)) <= set(nested.ctx), nested.code
             codes.add(nested.code)
     assert codes == set(LINES)
-    assert say_terminal(made[-4]) == (
+    assert say_terminal(made[-8]) == (
         "Calibrated from run r1: residual fixed cost 0 ms per step, jitter 4 %; the band is the "
         "fit's (two standard deviations)."
     )
-    assert say_terminal(made[-1]) == "No device count keeps 90 % (not even 2)."
-    assert say_page(made[-1], localizer("en")) == "Even 2 devices fall below 90%."
+    assert say_terminal(made[-5]) == "No device count keeps 90 % (not even 2)."
+    assert say_page(made[-5], localizer("en")) == "Even 2 devices fall below 90%."
+    assert say_terminal(made[-4]) == (
+        "Sharded: 1,300,000,000 parameters, fsdp over groups of 256 devices; each of 19 layers "
+        "moves 137 MB per all-gather and 137 MB per reduction, one layer ahead of the compute."
+    )
     # Every uncertain input the band may vary has a name on the page.
     custom = {**README, "hardware": "", "devices_per_node": "4", "intra_node_bandwidth": "130 GB/s"}
     names = said(custom)["band"].ctx["inputs"]

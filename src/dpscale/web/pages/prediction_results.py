@@ -155,7 +155,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
                 "%(devices)s devices × %(throughput)s %(unit)s × %(efficiency)s = %(actual)s "
                 "%(unit)s, %(speedup)s times one device.",
                 devices=devices,
-                throughput=num(sc.per_device_throughput),
+                throughput=num(sc.baseline_throughput or sc.per_device_throughput),
                 unit=unit,
                 efficiency=efficiency,
                 actual=num(last["actual_throughput"]),
@@ -187,7 +187,9 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
         )
     )
     notes.extend(
-        say(said[key], LINES, loc) for key in ("wait", "calibration", "band") if key in said
+        say(said[key], LINES, loc)
+        for key in ("baseline", "wait", "memory", "memory_over", "calibration", "band")
+        if key in said
     )
     return Presentation(items=tuple(items), notes=tuple(notes))
 
