@@ -20,7 +20,7 @@ or, with ``measured`` points, from the calibration's fit (:mod:`dpscale.model.me
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -269,38 +269,39 @@ def predict_scenario(
         else None
     )
     used = memory(scenario, counts)
-    comparison = (
-        tuple(predict_scenario(_as_strategy(scenario, name), devices) for name in COMPARED)
-        if compare
-        else ()
-    )
     if measured is not None:
         fitted = measured.predict(counts)
         efficiency = np.asarray(step.efficiency)
         low = np.minimum(fitted.efficiency_low, efficiency)
         high = np.maximum(fitted.efficiency_high, efficiency)
-        return PredictionResult(
-            scenario, step, answers, low, high, ("measured",), memory=used, comparison=comparison
+        result = PredictionResult(scenario, step, answers, low, high, ("measured",), memory=used)
+    else:
+        spread = band(scenario, counts)
+        result = PredictionResult(
+            scenario,
+            step,
+            answers,
+            spread.low,
+            spread.high,
+            spread.inputs,
+            reference=reference,
+            memory=used,
         )
-    spread = band(scenario, counts)
-    return PredictionResult(
-        scenario,
-        step,
-        answers,
-        spread.low,
-        spread.high,
-        spread.inputs,
-        reference=reference,
-        memory=used,
-        comparison=comparison,
+    if not compare:
+        return result
+    same = measured is None
+    comparison = tuple(
+        replace(result, answers=None)
+        if same and name == scenario.strategy
+        else predict_scenario(_as_strategy(scenario, name), devices)
+        for name in COMPARED
     )
+    return replace(result, comparison=comparison)
 
 
 def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
     """The same job under strategy ``name``, its one-device throughput solved again from the
     measured baseline (the strategy was part of that measurement)."""
-    from dataclasses import replace
-
     group = scenario.shard_group_size if row(name).group != "one" else 0
     if scenario.baseline_throughput is not None:
         scenario = replace(
