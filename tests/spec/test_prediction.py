@@ -78,7 +78,6 @@ def test_the_page_fields_are_the_described_ones() -> None:
     assert {item.name for item in PREDICTION.inputs if not item.on_page} == {
         "plot",
         "list_hardware",
-        "compare_strategies",
     }
     fresh = {field.name: field.default for field in FIELDS if field.default}
     assert fresh["hardware"] == "dgx-a100"

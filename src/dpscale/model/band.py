@@ -267,7 +267,9 @@ def band(scenario: Scenario, devices: ArrayLike) -> Band:
     base = float(scenario.baseline_devices)
     step, names = band_steps(scenario, np.append(counts, base))
     stack = np.asarray(step.efficiency)
-    central, low, high = combine(stack[..., :-1] / stack[..., -1:])
+    # At one device the model's efficiency is its own reference (it may be below 1).
+    reference = stack[..., -1:] if base > 1 else 1.0
+    central, low, high = combine(stack[..., :-1] / reference)
     if setup_loss_applies(scenario):
         per_node = scenario.hardware.devices_per_node
         nodes = np.ceil(counts / per_node)

@@ -261,7 +261,13 @@ def predict_scenario(
         scenario = measured.scenario
     else:
         scenario = from_baseline(scenario)
-    reference = float(evaluate(scenario, devices=scenario.baseline_devices).efficiency)
+    # One device is the model's own reference: its efficiency there may be below 1 (the
+    # optimizer step spread over less accumulation than the throughput was measured with).
+    reference = (
+        float(evaluate(scenario, devices=scenario.baseline_devices).efficiency)
+        if scenario.baseline_devices > 1
+        else 1.0
+    )
     step = evaluate(scenario, devices=counts)
     answers = (
         _answers(scenario, target_efficiency, max(devices), reference)

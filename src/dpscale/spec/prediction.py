@@ -659,6 +659,10 @@ PREDICTION = Prediction(
             model=QUERY,
             terminal_help="Also predict ddp, zero1, zero2, fsdp and hsdp side by side.",
             switch=True,
+            label=N_("Compare strategies"),
+            help=N_("Also predicts DDP, ZeRO-1, ZeRO-2, FSDP and HSDP for the same job."),
+            kind="text",
+            choices=(("false", N_("No")), ("true", N_("Yes: side by side"))),
         ),
         Input(
             name="overlap",
