@@ -16,7 +16,9 @@ from dpscale.cli._common import JSON_HELP, fail, print_json
 EXAMPLE = (
     "Example: dpscale measure --nproc 2 --model-params 4M --sizes 4KiB..64MiB. "
     "Across nodes, on each: dpscale measure --nnodes 2 --nproc-per-node 8 --node-rank R "
-    "--rdzv-endpoint node0:29500; --launch-line or --sbatch prints the job for a cluster."
+    "--rdzv-endpoint node0:29500; --launch-line or --sbatch prints the job for a cluster. "
+    "Your own script (with a StepTimer): dpscale measure --script train.py --world-sizes 1,2 "
+    "-- --steps 30."
 )
 _NODE_HELP = {
     "nnodes": "Nodes of a run across nodes (start this command on each).",
@@ -120,11 +122,14 @@ def measure(
     launch_line: bool,
     sbatch: bool,
     as_json: bool,
+    script: str | None = None,
+    script_args: tuple[str, ...] = (),
 ) -> None:
     """Measure scaling efficiency and collective bandwidth with torch.distributed.
 
     Real DistributedDataParallel training, and all-reduce, all-gather, reduce-scatter and
-    broadcast bus bandwidth, at each world size.
+    broadcast bus bandwidth, at each world size; or, with --script, your own training script
+    (timed by dpscale.measure.StepTimer) under torchrun at each world size.
     """
     from dpscale.measure import INSTALL_HINT
     from dpscale.measure.config import (
@@ -139,6 +144,15 @@ def measure(
     fields = {key: options[key] for key in _HELP}
     fields.update(collectives=collectives, training=training)
     node_fields = {key: options[key] for key in _NODE_HELP}
+    if script is None and script_args:
+        fail(f"extra arguments {' '.join(script_args)!r} are for --script only")
+    if script is not None:
+        named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
+        given = [key for key, value in named.items() if value is not None]
+        given += [name for name, on in (("launch_line", launch_line), ("sbatch", sbatch)) if on]
+        given += [name for name in ("collectives", "training") if not options[name]]
+        _measure_script(script, script_args, options, given, store=store, as_json=as_json)
+        return
     if launch_line or sbatch:
         _print_launch(fields, node_fields, sbatch=sbatch, as_json=as_json)
         return
@@ -191,6 +205,75 @@ def measure(
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: error: {payload['error']}{stored}\n")
         raise click.exceptions.Exit(1)
+
+
+_SCRIPT_OPTIONS = ("nproc", "world_sizes", "backend", "timeout")
+"""What --script takes of the measurement options; the rest describe the built-in model."""
+
+
+def _measure_script(
+    script: str,
+    script_args: tuple[str, ...],
+    options: dict[str, Any],
+    given: list[str],
+    *,
+    store: bool,
+    as_json: bool,
+) -> None:
+    """``dpscale measure --script``: the user's script at each world size, stored as a run."""
+    from pathlib import Path
+
+    from dpscale.measure import INSTALL_HINT
+    from dpscale.measure.config import OPTION_NAMES, read_config
+    from dpscale.validation import InputError
+
+    other = [name for name in given if name not in _SCRIPT_OPTIONS]
+    if other:
+        fail(f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script")
+    if not Path(script).is_file():
+        fail(f"--script: no such file: {script}")
+    try:
+        import torch  # noqa: F401  (only to say how to install it when it is missing)
+    except ImportError:
+        fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
+    from dpscale.measure.launch import world_sizes_for
+    from dpscale.measure.script import ScriptError, measure_script
+    from dpscale.measure.worker import resolve_backend
+
+    try:
+        wanted = {key: options[key] for key in _SCRIPT_OPTIONS}
+        config = read_config(wanted | {"collectives": False})
+        if options["world_sizes"] is not None and options["nproc"] is None:
+            config = config.model_copy(update={"nproc": max(config.world_sizes or (1,))})
+        sizes = world_sizes_for(config, resolve_backend(config.backend))
+    except InputError as err:
+        fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        payload = measure_script(
+            script,
+            script_args,
+            sizes,
+            backend=config.backend,
+            timeout_s=config.timeout_s,
+            nproc=config.nproc,
+        )
+    except ScriptError as err:
+        fail(str(err))
+    except KeyboardInterrupt:
+        sys.stderr.write("dpscale: interrupted; every rank was stopped; nothing stored\n")
+        raise click.exceptions.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    run_id = _store(payload) if store else None
+    if as_json:
+        print_json(payload)
+    else:
+        from dpscale.measure.report import print_summary
+
+        print_summary(payload)
+        if run_id:
+            click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
 
 
 def _label(field: str, names: dict[str, str]) -> str:
@@ -352,6 +435,13 @@ MEASURE = click.Command(
         _flag("launch_line", "Print the torchrun line to run on every node; run nothing."),
         _flag("sbatch", "Print an sbatch script for the cluster shape; run nothing."),
         click.Option(["as_json", "--json"], is_flag=True, help=JSON_HELP),
+        click.Option(
+            ["script", "--script"],
+            metavar="FILE",
+            help="Your training script (timing its steps with dpscale.measure.StepTimer), "
+            "run under torchrun at each world size; its arguments follow --.",
+        ),
+        click.Argument(["script_args"], nargs=-1, metavar="[-- SCRIPT ARGS]"),
     ],
     help=measure.__doc__,
     epilog=EXAMPLE,
