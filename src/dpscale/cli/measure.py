@@ -44,6 +44,10 @@ _HELP = {
     "steps": "Timed training steps.",
     "warmup_steps": "Untimed training steps before them.",
     "timeout": "A rank without progress this long is taken as hung, e.g. 120s.",
+    "strategy": "ddp (default), fsdp, fsdp-shard-grad-op or hsdp (FSDP2 on transformer-like "
+    "blocks).",
+    "shard_group_size": "hsdp: ranks per shard group (default: processes per node).",
+    "optimizer": "sgd or adam (default: sgd for ddp, adam for the sharded strategies).",
 }
 
 
@@ -52,7 +56,8 @@ _METAVARS = {
     **dict.fromkeys(("grad_accum", "steps", "warmup_steps"), "INT"),
     **dict.fromkeys(("nnodes", "nproc_per_node", "node_rank"), "INT"),
     **dict.fromkeys(("world_sizes", "ops"), "LIST"),
-    **dict.fromkeys(("backend", "precision"), "NAME"),
+    **dict.fromkeys(("backend", "precision", "strategy", "optimizer"), "NAME"),
+    "shard_group_size": "INT",
     "sizes": "SIZES",
     "model_params": "COUNT",
     "bucket_mb": "FLOAT",
@@ -110,6 +115,9 @@ def measure(
     steps: str | None,
     warmup_steps: str | None,
     timeout: str | None,
+    strategy: str | None,
+    shard_group_size: str | None,
+    optimizer: str | None,
     nnodes: str | None,
     nproc_per_node: str | None,
     node_rank: str | None,

@@ -165,11 +165,14 @@ def _nothing() -> None:
 
 
 class TrainingTimes(TypedDict):
-    """One rank's timed steps, in seconds: synchronised, compute alone, gradients alone."""
+    """One rank's timed steps, in seconds: synchronised, compute alone, gradients alone; and
+    the bytes of parameters, gradients and optimizer state it holds
+    (:func:`dpscale.measure.sharded.state_bytes`)."""
 
     step: list[float]
     compute: list[float]
     comm: list[float]
+    memory: dict[str, int]
 
 
 def _bucket_sizes(params: int, bucket_bytes: float) -> list[int]:
@@ -215,7 +218,10 @@ def time_training(
         process_group=group,
         bucket_cap_mb=config.bucket_mb,
     )
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-4)
+    if config.optimizer == "adam":
+        optimizer: Any = torch.optim.Adam(ddp.parameters(), lr=1e-4)
+    else:
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-4)
     width = hidden_width(config.model_params, config.layers)
     inputs = torch.randn(config.micro_batch, width, device=device)
     targets = torch.randn(config.micro_batch, width, device=device)
@@ -261,6 +267,16 @@ def time_training(
         step(True)
         on_iteration()
     synchronised = timed(lambda: step(True))
+    from dpscale.measure.sharded import state_bytes
+
+    memory = state_bytes(model, optimizer)  # after a synchronised step: gradients are held
+    if cuda:
+        memory["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(device))
     compute = timed(lambda: step(False))
     all_reduce_gradients()  # the first call on fresh buffers sets up the transport
-    return {"step": synchronised, "compute": compute, "comm": timed(all_reduce_gradients)}
+    return {
+        "step": synchronised,
+        "compute": compute,
+        "comm": timed(all_reduce_gradients),
+        "memory": memory,
+    }
