@@ -115,3 +115,13 @@ def test_no_step_timed_says_how_to_time_one() -> None:
 def test_bad_settings_are_refused(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         StepTimer(**kwargs)  # type: ignore[arg-type]
+
+
+def test_start_and_stop_time_a_step_for_callbacks() -> None:
+    timer = StepTimer(samples_per_step=1, warmup=1, report=False)
+    for _ in range(3):
+        timer.start()
+        sum(range(100))
+        timer.stop()
+    assert len(timer.times_s) == 2
+    assert all(t > 0 for t in timer.times_s)

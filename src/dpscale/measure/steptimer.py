@@ -151,6 +151,15 @@ class StepTimer:
             self._write()
             self._written = time.perf_counter()
 
+    def start(self) -> None:
+        """Begin a step, for frameworks whose hooks cannot hold a ``with`` block (a
+        callback's batch-start hook); :meth:`stop` ends it."""
+        self.__enter__()
+
+    def stop(self) -> None:
+        """End the step :meth:`start` began (after the optimizer step)."""
+        self.__exit__(None, None, None)
+
     @property
     def unit(self) -> str:
         return "tokens/s" if self.tokens_per_step is not None else "samples/s"
