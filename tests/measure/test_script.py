@@ -109,6 +109,38 @@ def test_a_failing_script_gives_one_line_and_stores_nothing(
     assert list_runs() == []
 
 
+@pytest.mark.distributed
+def test_a_script_that_stops_timing_is_stopped_after_the_timeout(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, quiet_tmp: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "hangs.py"
+    script.write_text(
+        "import time\nfrom dpscale.measure import StepTimer\n"
+        "timer = StepTimer(samples_per_step=1, warmup=0)\n"
+        "with timer.step():\n    pass\n"
+        "time.sleep(600)\n",
+        encoding="utf-8",
+    )
+    status, _out, err = run(
+        capsys, "measure", "--script", str(script), "--world-sizes", "1", "--timeout", "2s"
+    )
+    assert status == 2
+    line = err.strip()
+    assert len(line.splitlines()) == 1, err
+    assert line.startswith(
+        "dpscale: error: the script timed no further step for 2 s at world size 1 (see "
+        "--timeout); stopped"
+    )
+    kept = next((tmp_path / "state").rglob("steps-rank-0.json"))
+    pid = json.loads(kept.read_text(encoding="utf-8"))["pid"]
+    assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)  # the rank is gone
+    assert list_runs() == []
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -120,6 +152,7 @@ def test_a_failing_script_gives_one_line_and_stores_nothing(
             "--world-sizes: must not exceed --nproc 2",
         ),
         (("--", "--steps", "3"), "extra arguments '--steps 3' are for --script only"),
+        (("--script", EXAMPLE, "--nnodes", "2"), "--nnodes: --script runs on one machine"),
     ],
 )
 def test_bad_script_options_give_one_line(

@@ -235,6 +235,12 @@ def _measure_script(
     from dpscale.measure.config import OPTION_NAMES, read_config
     from dpscale.validation import InputError
 
+    across = [name for name in given if name in _NODE_HELP]
+    if across:
+        fail(
+            f"{_label(across[0], OPTION_NAMES)}: --script runs on one machine for now; across "
+            "nodes, start the script with torchrun on each node (StepTimer prints rank 0's line)"
+        )
     other = [name for name in given if name not in _SCRIPT_OPTIONS]
     if other:
         fail(f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script")
@@ -258,13 +264,17 @@ def _measure_script(
         fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        payload = measure_script(
-            script,
-            script_args,
-            sizes,
-            backend=config.backend,
-            timeout_s=config.timeout_s,
-            nproc=config.nproc,
+        payload = _script_with_progress(
+            lambda on_event: measure_script(
+                script,
+                script_args,
+                sizes,
+                backend=config.backend,
+                timeout_s=config.timeout_s,
+                nproc=config.nproc,
+                on_event=on_event,
+            ),
+            len(sizes),
         )
     except ScriptError as err:
         fail(str(err))
@@ -282,6 +292,42 @@ def _measure_script(
         print_summary(payload)
         if run_id:
             click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+
+
+def _script_with_progress(run: Any, total: int) -> dict[str, Any]:
+    """The script's run, with a progress bar on a terminal (world size and steps seen)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from dpscale.terminal import console as terminal
+
+    console = terminal(stderr=True)
+    if not console.is_terminal:
+        result: dict[str, Any] = run(None)
+        return result
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn())
+    with Progress(
+        *columns, MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True
+    ) as progress:
+        task = progress.add_task("starting", total=total)
+
+        def handle(event: dict[str, Any]) -> None:
+            size = event["world_size"]
+            if event["type"] == "launch":
+                progress.update(task, description=f"starting world size {size}")
+            elif event["type"] == "status":
+                progress.update(task, description=f"world size {size}: step {event['steps']}")
+            elif event["type"] == "measurement":
+                progress.advance(task)
+
+        result = run(handle)
+    return result
 
 
 def _label(field: str, names: dict[str, str]) -> str:
