@@ -210,8 +210,10 @@ def time_training(
     from torch.nn.parallel import DistributedDataParallel
 
     torch.manual_seed(1234 + rank)
-    model = build_model(config.model_params, config.layers).to(device)
     cuda = device.type == "cuda"
+    if cuda:  # the peak of this measurement, not of the world size measured before
+        torch.cuda.reset_peak_memory_stats(device)
+    model = build_model(config.model_params, config.layers).to(device)
     ddp = DistributedDataParallel(
         model,
         device_ids=[device] if cuda else None,
