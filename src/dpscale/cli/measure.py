@@ -159,7 +159,9 @@ def measure(
         given = [key for key, value in named.items() if value is not None]
         given += [name for name, on in (("launch_line", launch_line), ("sbatch", sbatch)) if on]
         given += [name for name in ("collectives", "training") if not options[name]]
-        _measure_script(script, script_args, options, given, store=store, as_json=as_json)
+        _measure_script(
+            script, script_args, options, given, store=store, as_json=as_json, keep=keep_logs
+        )
         return
     if launch_line or sbatch:
         _print_launch(fields, node_fields, sbatch=sbatch, as_json=as_json)
@@ -227,6 +229,7 @@ def _measure_script(
     *,
     store: bool,
     as_json: bool,
+    keep: bool = False,
 ) -> None:
     """``dpscale measure --script``: the user's script at each world size, stored as a run."""
     from pathlib import Path
@@ -273,6 +276,7 @@ def _measure_script(
                 timeout_s=config.timeout_s,
                 nproc=config.nproc,
                 on_event=on_event,
+                keep_logs=keep,
             ),
             len(sizes),
         )

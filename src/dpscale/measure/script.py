@@ -251,7 +251,7 @@ def _environment(backend: str, world_size: int, cuda: bool) -> dict[str, Any]:
     from dpscale.measure.worker import _cpu_name
 
     names = (
-        sorted({torch.cuda.get_device_name(i) for i in range(min(world_size, 64))})
+        sorted({torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())})
         if cuda and torch.cuda.is_available()
         else [_cpu_name()]
     )
