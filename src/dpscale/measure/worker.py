@@ -300,11 +300,14 @@ def shard_group_size(config: MeasureConfig, env: Mapping[str, str], world: int) 
 
     >>> shard_group_size(MeasureConfig(strategy="hsdp"), {"LOCAL_WORLD_SIZE": "8"}, 16)
     8
+    >>> shard_group_size(MeasureConfig(strategy="hsdp"), {"SLURM_NTASKS_PER_NODE": "4(x2)"}, 8)
+    4
     """
     if config.shard_group_size is not None:
         return config.shard_group_size
     per_node = env.get("LOCAL_WORLD_SIZE") or env.get("SLURM_NTASKS_PER_NODE", "")
-    return int(per_node) if per_node.isdigit() else world
+    digits = per_node.split("(")[0]  # srun writes "8(x2)" for 8 tasks on each of 2 nodes
+    return int(digits) if digits.isdigit() else world
 
 
 def _summary(
