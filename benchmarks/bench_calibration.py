@@ -177,7 +177,9 @@ def llm_series(path: Path) -> list[Series]:
             continue
         column = "tokens_per_s_per_device" if tokens else "mfu"
         seq = float(first["seq_len"] or 1) if tokens else 1.0
-        points = tuple((int(r["devices"]), int(r["devices"]) * float(r[column]) / seq) for r in members)
+        points = tuple(
+            (int(r["devices"]), int(r["devices"]) * float(r[column]) / seq) for r in members
+        )
         query = _llm_query(first, points[0][1] / points[0][0]) if tokens else None
         per_node = first["devices_per_node"]
         found.append(Series(name, points, int(per_node) if per_node.isdigit() else None, query))
@@ -280,11 +282,15 @@ def main() -> None:
                 by_series[r.series][name] = r
         for s in series:
             counts = ",".join(str(n) for n, _ in s.points[:-1])
-            print(f"{s.name:36} {counts:>24} -> {s.points[-1][0]:<5} measured {s.points[-1][1]:10.4g}")
+            print(
+                f"{s.name:36} {counts:>24} -> {s.points[-1][0]:<5} measured {s.points[-1][1]:10.4g}"
+            )
             for name, r in by_series[s.name].items():
                 band = "" if math.isnan(r.low) else f" band {r.low:10.4g}-{r.high:<10.4g}"
                 where = "" if math.isnan(r.low) else ("  inside" if r.inside else "  OUTSIDE")
-                print(f"    {name:9} {r.predicted:10.4g} error {100 * r.error:+6.1f} %{band}{where}")
+                print(
+                    f"    {name:9} {r.predicted:10.4g} error {100 * r.error:+6.1f} %{band}{where}"
+                )
     print(f"{len(series)} series with three or more counts, the largest held out:\n")
     print(table(scored))
     shared = {r.series for r in scored["measured"]}
