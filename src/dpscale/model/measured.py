@@ -388,13 +388,17 @@ def calibrate_measured(
     estimates, covariance, noise, hat, residual = fitted
     dof = len(n) - len(free)
     if dof >= 2:
-        t = residual / (noise * np.sqrt(np.maximum(1 - hat, 1e-12)))
+        # Externally studentized (Cook & Weisberg 1982, 2.2): each point against the noise
+        # of the others, never below the floor.
+        kept_share = np.maximum(1 - hat, 1e-12)
+        others = (float(np.sum(residual**2)) - residual**2 / kept_share) / (dof - 1)
+        t = residual / (np.sqrt(np.maximum(others, floor**2)) * np.sqrt(kept_share))
         worst = int(np.argmax(np.abs(t)))
         edge = float(stats.t.ppf(1 - OUTLIER_LEVEL / (2 * len(n)), dof - 1))
         if abs(t[worst]) > edge and hat[worst] < 1 - 1e-9:
             weight[worst] = (edge / t[worst]) ** 2
             expected = float(x[worst] * (1 + residual[worst]))
-            flagged.append(Flagged(int(n[worst]), float(x[worst]), expected, weight[worst]))
+            flagged.append(Flagged(int(n[worst]), float(x[worst]), expected, float(weight[worst])))
             fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
             estimates, covariance, noise, hat, residual = fitted
     values = {**kept, **estimates}
