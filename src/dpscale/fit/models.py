@@ -170,7 +170,7 @@ def comm_model(
     ``X(N) = λ'N / (1 + b'·2(n − 1)/n)``. The physics is kept (a node step, then a plateau);
     only what the points cannot measure is left out.
 
-    >>> [p.name for p in comm_model(None).losses]
+    >>> [p.name for p in comm_model(None, latency=True).losses]
     ['inter_node_cost']
     >>> node = comm_model(8, full_nodes=True, latency=True)
     >>> [p.name for p in node.losses], node.terms(np.array([8, 16, 32])).round(2).tolist()
@@ -179,7 +179,7 @@ def comm_model(
     g = devices_per_node or 1
     folded = full_nodes and g > 1
     flat = g == 1 or folded
-    latency = latency and flat
+    latency = latency and folded
 
     def terms(n: np.ndarray) -> np.ndarray:
         inside = np.minimum(n, g)

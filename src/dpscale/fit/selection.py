@@ -53,9 +53,10 @@ ModelChoice = Literal["auto", "amdahl", "usl", "comm"]
 Method = Literal["given", "AICc", "fewest parameters", "physics", "F test"]
 
 LATENCY_COUNTS = 4
-"""Device counts from which the flat comm model also fits the ring's latency: with three
-parameters, one residual degree of freedom is left (as a calibration estimates at most k - 1
-parameters from k counts, :mod:`dpscale.model.measured`)."""
+"""Device counts from which the comm model fitted at node level (no point below a full node)
+also fits the ring's latency: with three parameters, one residual degree of freedom is left
+(as a calibration estimates at most k - 1 parameters from k counts,
+:mod:`dpscale.model.measured`)."""
 CONTENTION_LEVEL = 0.01
 """Level of the F test that must reject the comm model before another replaces it."""
 
@@ -125,12 +126,12 @@ def _models(
     latency = len(points.distinct_devices) >= LATENCY_COUNTS
     if g is not None and g > 1 and int(points.devices.max()) <= g:
         note = Said("one_node", {"devices": Count(g)})
-        return {**MODELS, "comm": comm_model(None, latency=latency)}, note, ()
+        return {**MODELS, "comm": comm_model(None)}, note, ()
     if g is not None and g > 1 and int(points.devices.min()) >= g:
         # No point below a full node: the cost inside one is the same at every point, so the
         # comm model keeps the ring across nodes and folds that cost into its rate.
         return {**MODELS, "comm": comm_model(g, full_nodes=True, latency=latency)}, None, ()
-    return {**MODELS, "comm": comm_model(g, latency=latency)}, None, ()
+    return {**MODELS, "comm": comm_model(g)}, None, ()
 
 
 def _fit_all(
