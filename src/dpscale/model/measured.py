@@ -268,7 +268,7 @@ class MeasuredFit:
             throughput_high=high,
             efficiency=throughput / ideal,
             efficiency_low=low / ideal,
-            efficiency_high=high / ideal,
+            efficiency_high=np.minimum(high / ideal, 1.0),
         )
 
     def notes(self) -> list[str]:
@@ -360,6 +360,8 @@ def calibrate_measured(
     if scenario.hardware.inter_efficiency is not None or scenario.calibration is not None:
         stated.add("network_share")
     multi = [(n, x) for n, x in points if n > 1]
+    if not multi:
+        raise _fail("give at least one point on more than one device", points)
     n = np.array([p[0] for p in multi], dtype=float)
     x = np.array([p[1] for p in multi], dtype=float)
     measured = n * sc.micro_batch * sc.grad_accum / x
