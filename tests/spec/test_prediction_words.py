@@ -204,16 +204,16 @@ def test_a_measured_prediction(capsys: pytest.CaptureFixture[str]) -> None:
     # Three counts, 16 across nodes: the fixed cost and the network share are estimated; the
     # jitter keeps its central 1 % (and its range in the band).
     line = (
-        "Calibrated from measured points: residual fixed cost 11.97 ms per step, jitter 1 %; "
+        "Calibrated from measured points: residual fixed cost 2.021 ms per step, jitter 1 %; "
         "the band is the fit's (two standard deviations)."
     )
     assert line in terminal(capsys, values)
     assert (
-        "Calibrated from the measured points: residual fixed cost 11.97 ms per step, jitter 1%; "
+        "Calibrated from the measured points: residual fixed cost 2.021 ms per step, jitter 1%; "
         "the band is the fit's (two standard deviations)." in page_sentences(values, "en")
     )
     assert (
-        "Kalibriert mit den gemessenen Punkten: verbleibende feste Kosten 11,97 ms pro Schritt, "
+        "Kalibriert mit den gemessenen Punkten: verbleibende feste Kosten 2,021 ms pro Schritt, "
         "Schwankung 1\u00a0%; das Band ist das der Anpassung (zwei Standardabweichungen)."
         in page_sentences(values, "de")
     )
@@ -277,7 +277,7 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
             codes.add(nested.code)
     assert codes == set(LINES)
     assert say_terminal(made[-4]) == (
-        "Calibrated from run r1: residual fixed cost 11.97 ms per step, jitter 1 %; the band is "
+        "Calibrated from run r1: residual fixed cost 2.021 ms per step, jitter 1 %; the band is "
         "the fit's (two standard deviations)."
     )
     assert say_terminal(made[-1]) == "No device count keeps 90 % (not even 2)."

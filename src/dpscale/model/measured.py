@@ -6,12 +6,14 @@ point is a step time, ``T(N) = N b m / X(N)``. The step model (without the terms
 measurement can tell) gives ``T0(N)``, its single-device step ``T0(1)`` and its communication
 time ``C(N)``. The calibrated step is linear in what is estimated:
 
-    T(N) = T0(1) + l + o [N > 1] + (T0(N) - T0(1)  or  s C(N)) + c t sqrt(m) z(N)
+    T(N) = T0(1) + l + o [N > 1] + s (T0(N) - T0(1)  or  C(N)) + c t sqrt(m) z(N)
 
-``l`` the level (the single-device step beyond the stated one), ``o`` the fixed cost per step
-on more than one device, ``s`` the network share (the share of the modelled communication
-time that shows in the step, once the points can tell it: it replaces the model's own exposed
-communication), ``c`` the jitter (coefficient of variation of one device's micro-step,
+(``s = 1`` on the first form where the share is not estimated) ``l`` the level (the single-device step beyond the stated one), ``o`` the fixed cost per step
+on more than one device, ``s`` the network share, once the points can tell it: with DDP the
+share of the step model's own exposed communication ``T0(N) - T0(1)`` (1: as modelled, so
+points the model made give its values back), with a sharded strategy the share of the
+modelled communication time ``C(N)`` that shows in the step (the model's exposure of
+all-gathers and reduce-scatters is not checked against published runs yet), ``c`` the jitter (coefficient of variation of one device's micro-step,
 :mod:`dpscale.model.costs`), ``t = b / v`` one micro-step and ``z(N)`` the expected maximum of
 N standard normals.
 
@@ -184,8 +186,9 @@ class MeasuredFit:
     points: tuple[tuple[int, float], ...]
     source: str
     network_share: float = 0.0
-    """Where estimated: the share of the modelled communication time (at the stated network)
-    that shows in the step; otherwise 0 and the step model's own exposed communication."""
+    """Where estimated, the network share (module docstring: of the exposed communication with
+    DDP, of the communication time with a sharded strategy); otherwise 0, and the step
+    model's own exposed communication is taken as it is."""
     level_s: float = 0.0
     """Seconds added to the single-device step (the level, without a one-device point)."""
     unfittable: tuple[str, ...] = ()
@@ -315,11 +318,18 @@ def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
     one = sc.micro_batch / sc.per_device_throughput * math.sqrt(sc.grad_accum)
     multi = np.where(n > 1, 1.0, 0.0)
     step = evaluate(base, devices=n)
+    physics = np.asarray(step.step_time) - single
+    # DDP: the share scales what the step model exposes (its overlap of bucketed all-reduces
+    # is checked on the published rows), so points the model made give its own values back.
+    # Sharded strategies: the share scales the communication time itself, and the points say
+    # how much of it shows (the model's exposure of all-gathers and reduce-scatters is not
+    # yet checked against published runs: docs/predict.md, "Held-out calibration").
+    share = physics if sc.strategy == "ddp" else np.asarray(step.comm_time) * multi
     columns = {
         "level": np.ones_like(n),
         "step_overhead": multi,
-        "physics": np.asarray(step.step_time) - single,
-        "network_share": np.asarray(step.comm_time) * multi,
+        "physics": physics,
+        "network_share": share,
         "jitter": one * np.asarray(expected_max_normal(n)),
     }
     return single, columns
@@ -488,11 +498,11 @@ def _fit(
         return {}, np.zeros((0, 0)), floor, np.zeros_like(measured), residual
     design = np.column_stack([columns[name] * root for name in free])
     lower = np.array([_LOWER[name] for name in free])
-    if design.shape[0] >= 1:
-        solved = optimize.lsq_linear(design, target, bounds=(lower, np.inf)).x
+    solved = optimize.lsq_linear(design, target, bounds=(lower, np.inf)).x
+    at_bound = np.isclose(solved, lower) & np.isfinite(lower)
+    solved = np.where(at_bound, lower, solved)  # held at its bound: exactly there
     estimates = dict(zip(free, (float(v) for v in solved), strict=True))
     fitted = design @ solved
-    at_bound = np.isclose(solved, lower) & np.isfinite(lower)
     dof = len(measured) - int(np.sum(~at_bound))
     ssr = float(np.sum((target - fitted) ** 2))
     noise = max(floor, math.sqrt(ssr / dof) if dof > 0 else 0.0)
