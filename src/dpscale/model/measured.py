@@ -8,14 +8,15 @@ time ``C(N)``. The calibrated step is linear in what is estimated:
 
     T(N) = T0(1) + l + o [N > 1] + s (T0(N) - T0(1)  or  C(N)) + c t sqrt(m) z(N)
 
-(``s = 1`` on the first form where the share is not estimated) ``l`` the level (the single-device step beyond the stated one), ``o`` the fixed cost per step
-on more than one device, ``s`` the network share, once the points can tell it: with DDP the
-share of the step model's own exposed communication ``T0(N) - T0(1)`` (1: as modelled, so
-points the model made give its values back), with a sharded strategy the share of the
-modelled communication time ``C(N)`` that shows in the step (the model's exposure of
-all-gathers and reduce-scatters is not checked against published runs yet), ``c`` the jitter (coefficient of variation of one device's micro-step,
-:mod:`dpscale.model.costs`), ``t = b / v`` one micro-step and ``z(N)`` the expected maximum of
-N standard normals.
+``l`` the level (the single-device step beyond the stated one), ``o`` the fixed cost per
+step on more than one device, ``s`` the network share, once the points can tell it (``s = 1``
+on the first form otherwise): with DDP the share of the step model's own exposed
+communication ``T0(N) - T0(1)`` (1: as modelled, so points the model made give its values
+back), with a sharded strategy the share of the modelled communication time ``C(N)`` that
+shows in the step (the model's exposure of all-gathers and reduce-scatters is not checked
+against published runs yet), ``c`` the jitter (coefficient of variation of one device's
+micro-step, :mod:`dpscale.model.costs`), ``t = b / v`` one micro-step and ``z(N)`` the
+expected maximum of N standard normals.
 
 What is estimated, with ``k`` measured device counts (a one-device point counts):
 
