@@ -201,18 +201,20 @@ def test_a_target_reached_or_out_of_reach(capsys: pytest.CaptureFixture[str]) ->
 
 def test_a_measured_prediction(capsys: pytest.CaptureFixture[str]) -> None:
     values = {**README, "measured": "1:40,8:290,16:520"}
+    # Three counts, 16 across nodes: the fixed cost and the network share are estimated; the
+    # jitter keeps its central 1 % (and its range in the band).
     line = (
-        "Calibrated from measured points: residual fixed cost 0 ms per step, jitter 4 %; the "
-        "band is the fit's (two standard deviations)."
+        "Calibrated from measured points: residual fixed cost 2.021 ms per step, jitter 1 %; "
+        "the band is the fit's (two standard deviations)."
     )
     assert line in terminal(capsys, values)
     assert (
-        "Calibrated from the measured points: residual fixed cost 0 ms per step, jitter 4%; the "
-        "band is the fit's (two standard deviations)." in page_sentences(values, "en")
+        "Calibrated from the measured points: residual fixed cost 2.021 ms per step, jitter 1%; "
+        "the band is the fit's (two standard deviations)." in page_sentences(values, "en")
     )
     assert (
-        "Kalibriert mit den gemessenen Punkten: verbleibende feste Kosten 0 ms pro Schritt, "
-        "Schwankung 4\u00a0%; das Band ist das der Anpassung (zwei Standardabweichungen)."
+        "Kalibriert mit den gemessenen Punkten: verbleibende feste Kosten 2,021 ms pro Schritt, "
+        "Schwankung 1\u00a0%; das Band ist das der Anpassung (zwei Standardabweichungen)."
         in page_sentences(values, "de")
     )
 
@@ -286,8 +288,8 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
             codes.add(nested.code)
     assert codes == set(LINES)
     assert say_terminal(made[-8]) == (
-        "Calibrated from run r1: residual fixed cost 0 ms per step, jitter 4 %; the band is the "
-        "fit's (two standard deviations)."
+        "Calibrated from run r1: residual fixed cost 2.021 ms per step, jitter 1 %; the band is "
+        "the fit's (two standard deviations)."
     )
     assert say_terminal(made[-5]) == "No device count keeps 90 % (not even 2)."
     assert say_page(made[-5], localizer("en")) == "Even 2 devices fall below 90%."
