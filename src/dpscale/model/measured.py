@@ -244,7 +244,7 @@ class MeasuredFit:
             slow = evaluate(base, devices=n, uncertain={"inter_efficiency": low_share})
             variance = variance + ((np.asarray(slow.step_time) - central) / 2) ** 2
         sd = np.sqrt(variance)
-        samples = n * sc.micro_batch * sc.grad_accum
+        samples = n * sc.micro_batch * sc.tokens_per_sample * sc.grad_accum
         best = max(y / m for m, y in self.points)
         ideal = n * sc.per_device_throughput
         ceiling = n * max(sc.per_device_throughput, best)
@@ -253,7 +253,7 @@ class MeasuredFit:
         if not self.rising:
             # Efficiency may not rise beyond the measured counts unless the points rise.
             at_largest = float(self._step(np.array([largest]))[0])
-            cap = n * sc.micro_batch * sc.grad_accum / at_largest
+            cap = samples / at_largest
             throughput = np.where(n > largest, np.minimum(throughput, cap), throughput)
         step = samples / throughput
         low = samples / (step + 2 * sd)
@@ -316,7 +316,7 @@ def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
     communication and waits the step model adds beyond one device) and the jitter."""
     base = _base(sc)
     single = float(np.asarray(evaluate(base, devices=[1.0]).step_time)[0])
-    one = sc.micro_batch / sc.per_device_throughput * math.sqrt(sc.grad_accum)
+    one = sc.micro_step_time * math.sqrt(sc.grad_accum)
     multi = np.where(n > 1, 1.0, 0.0)
     step = evaluate(base, devices=n)
     physics = np.asarray(step.step_time) - single
@@ -375,7 +375,7 @@ def calibrate_measured(
         raise _fail("give at least one point on more than one device", points)
     n = np.array([p[0] for p in multi], dtype=float)
     x = np.array([p[1] for p in multi], dtype=float)
-    measured = n * sc.micro_batch * sc.grad_accum / x
+    measured = n * sc.micro_batch * sc.tokens_per_sample * sc.grad_accum / x
     one_step, columns = _design(sc, n)
     level = [] if single else ["level"]
     candidates = [name for name in ORDER if name not in stated]
@@ -418,9 +418,13 @@ def calibrate_measured(
     basis = sc
     if values["level"]:
         # The level is the single-device step: a per-device throughput of its own.
-        compute = sc.micro_batch * sc.grad_accum / sc.per_device_throughput
+        compute = sc.grad_accum * sc.micro_step_time
         sc = replace(
-            sc, per_device_throughput=sc.micro_batch * sc.grad_accum / (compute + values["level"])
+            sc,
+            per_device_throughput=sc.micro_batch
+            * sc.tokens_per_sample
+            * sc.grad_accum
+            / (compute + values["level"]),
         )
     calibrated = replace(
         sc,

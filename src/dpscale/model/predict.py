@@ -82,6 +82,9 @@ class PredictionResult:
     memory: Memory | None = None
     comparison: tuple[PredictionResult, ...] = ()
     """The same job under each of :data:`COMPARED` (``--compare-strategies``)."""
+    point: Any = None
+    """The efficiency at each count where it is not the step model's (a calibration's fit:
+    its estimates, the network share among them, act on the step the model breaks down)."""
 
     def points(self) -> list[dict[str, Any]]:
         return self._rows(slice(None))
@@ -95,7 +98,8 @@ class PredictionResult:
         s, sc = self.step, self.scenario
         count = np.asarray(s.devices)[rows]
         ideal = count * sc.per_device_throughput * self.reference
-        efficiency = np.asarray(s.efficiency)[rows] / self.reference
+        modelled = s.efficiency if self.point is None else self.point
+        efficiency = np.asarray(modelled)[rows] / self.reference
         low = efficiency if self.efficiency_low is None else np.asarray(self.efficiency_low)[rows]
         high = (
             efficiency if self.efficiency_high is None else np.asarray(self.efficiency_high)[rows]
@@ -277,10 +281,12 @@ def predict_scenario(
     used = memory(scenario, counts)
     if measured is not None:
         fitted = measured.predict(counts)
-        efficiency = np.asarray(step.efficiency)
+        efficiency = np.asarray(fitted.efficiency)
         low = np.minimum(fitted.efficiency_low, efficiency)
         high = np.maximum(fitted.efficiency_high, efficiency)
-        result = PredictionResult(scenario, step, answers, low, high, ("measured",), memory=used)
+        result = PredictionResult(
+            scenario, step, answers, low, high, ("measured",), memory=used, point=efficiency
+        )
     else:
         spread = band(scenario, counts)
         result = PredictionResult(
