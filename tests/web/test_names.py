@@ -37,7 +37,7 @@ def test_an_empty_required_box_is_marked_without_javascript(client: httpx.Client
 
 def test_required_boxes_say_so_in_their_label(client: httpx.Client) -> None:
     html = client.get("/en/scaling-prediction").text
-    label = re.search(r'<label for="in-params">(.*?)</label>', html, re.S)
+    label = re.search(r'<label for="in-micro_batch">(.*?)</label>', html, re.S)
     assert label
     assert '<span class="required" aria-hidden="true">required</span>' in label.group(1)
     optional = re.search(r'<label for="in-grad_accum">(.*?)</label>', html, re.S)

@@ -76,3 +76,27 @@ def test_without_javascript_the_get_form_predicts(browser: object, live_server: 
         expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"grad_accum=8"))
     finally:
         context.close()
+
+
+def test_the_bucket_size_is_offered_only_where_buckets_exist(
+    browser: object, live_server: LiveServer
+) -> None:
+    context = browser.new_context(base_url=live_server.url)  # type: ignore[attr-defined]
+    page = context.new_page()
+    try:
+        page.goto(f"/en/scaling-prediction?{EXAMPLE}")
+        page.click("details.more-options > summary")
+        expect(page.locator("#in-bucket_size")).to_be_visible()
+        for strategy, shown in (("fsdp", False), ("hsdp", False), ("zero2", True), ("ddp", True)):
+            page.select_option("#in-strategy", strategy)
+            if shown:
+                expect(page.locator("#in-bucket_size")).to_be_visible()
+            else:
+                expect(page.locator("#in-bucket_size")).to_be_hidden()
+        page.select_option("#in-strategy", "fsdp")
+        page.select_option("#in-compare_strategies", "true")
+        expect(page.locator("[data-strategy-table] tbody tr")).to_have_count(
+            5 * page.locator(".breakdown:not(.strategies) tbody tr").count()
+        )
+    finally:
+        context.close()

@@ -405,28 +405,6 @@ PREDICTION = Prediction(
             choices=(("", N_("As the gradients")), *_choices("fp32", "bf16", "fp16", "fp8")),
         ),
         Input(
-            name="seq_len",
-            model=QUERY,
-            terminal_help="Tokens per sample (sequence length); needed for --unit tokens.",
-            metavar="INT",
-            label=N_("Sequence length"),
-            help=N_("Tokens per sample. Empty: the model preset's, or none (not a transformer)."),
-            kind="integer",
-        ),
-        Input(
-            name="baseline_devices",
-            model=QUERY,
-            terminal_help="Devices the throughput was measured on (one node: 8); efficiency is "
-            "relative to it. Default: %(default)s.",
-            metavar="INT",
-            label=N_("Throughput measured on"),
-            help=N_(
-                "Devices the throughput above was measured on (one node is common); "
-                "efficiency is relative to it. Empty: one device."
-            ),
-            kind="integer",
-        ),
-        Input(
             name="micro_batch",
             model=QUERY,
             terminal_help="Samples per device per micro-step.",
@@ -456,6 +434,28 @@ PREDICTION = Prediction(
                 "Samples per second one device trains alone (v), in the unit of the micro-batch."
             ),
             example="40",
+        ),
+        Input(
+            name="seq_len",
+            model=QUERY,
+            terminal_help="Tokens per sample (sequence length); needed for --unit tokens.",
+            metavar="INT",
+            label=N_("Sequence length"),
+            help=N_("Tokens per sample. Empty: the model preset's, or none (not a transformer)."),
+            kind="integer",
+        ),
+        Input(
+            name="baseline_devices",
+            model=QUERY,
+            terminal_help="Devices the throughput was measured on (one node: 8); efficiency is "
+            "relative to it. Default: %(default)s.",
+            metavar="INT",
+            label=N_("Throughput measured on"),
+            help=N_(
+                "Devices the throughput above was measured on (one node is common); "
+                "efficiency is relative to it. Empty: one device."
+            ),
+            kind="integer",
         ),
         Input(
             name="devices",
