@@ -25,6 +25,20 @@ BYTES_PER_PARAM = 4 + 4 + 8
 """fp32 parameters, fp32 gradients, Adam's two fp32 moments: the predictor's memory model."""
 
 
+def predicted_states(strategy: str, params: int, devices: int) -> float:
+    """What ``dpscale predict`` holds per device for the same job (fp32, Adam, 1 per node)."""
+    from dpscale.model.hardware import Hardware
+    from dpscale.model.memory import memory
+    from dpscale.model.scenario import Scenario
+
+    job = Scenario(
+        params=float(params), grad_dtype="fp32", micro_batch=1, grad_accum=1,
+        per_device_throughput=1.0, hardware=Hardware(devices, 1e9, 1e9), strategy=strategy,
+        optimizer="adam",
+    )  # type: ignore[arg-type]  # fmt: skip
+    return float(memory(job, [devices]).model_states[0])
+
+
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as exited:
         main(list(args))
@@ -109,6 +123,10 @@ def test_fsdp_shards_memory_and_times_its_collectives(capsys: pytest.CaptureFixt
     assert two["memory_per_device_bytes"] == pytest.approx(BYTES_PER_PARAM * params / 2, rel=0.05)
     assert two["memory_per_device_bytes"] <= 0.6 * one["memory_per_device_bytes"]
     assert "max_memory_allocated_bytes" not in two  # CUDA only
+    # The predictor's own memory model for the same job, within 5 % (issue 25).
+    for row in (one, two):
+        expected = predicted_states("fsdp", params, row["devices"])
+        assert row["memory_per_device_bytes"] == pytest.approx(expected, rel=0.05)
 
 
 @pytest.mark.distributed
@@ -123,6 +141,8 @@ def test_ddp_with_adam_holds_16_bytes_per_parameter(capsys: pytest.CaptureFixtur
     params = sum(p.numel() for p in build_model(400_000, 2).parameters())
     assert row["strategy"] == "ddp"
     assert row["memory_per_device_bytes"] == pytest.approx(BYTES_PER_PARAM * params, rel=0.05)
+    expected = predicted_states("ddp", params, 1)
+    assert row["memory_per_device_bytes"] == pytest.approx(expected, rel=0.05)
     assert "all_gather_time_s" not in row
 
 
