@@ -63,8 +63,9 @@ from dpscale.model.band import (
     setup_loss,
     with_setup_loss,
 )
-from dpscale.model.costs import expected_max_normal
+from dpscale.model.costs import OPTIMIZERS, expected_max_normal
 from dpscale.model.measured import calibrate_measured, parse_measured
+from dpscale.model.predict import predict
 from dpscale.model.query import PredictQuery
 from dpscale.model.scenario import evaluate
 
@@ -481,6 +482,118 @@ def print_held_out(title: str, name: str, rows: list[dict[str, str]], **experime
         print(f"  {s.case:<30} {100 * s.predicted:5.1f} %  error {s.error_pp:+5.1f} pp")
 
 
+LLM_DATA = DATA.with_name("published_llm_scaling.csv")
+"""Sharded data-parallel LLM series (a copy of shared/validation's; LLM_SOURCES.md beside it)."""
+LLM_STRATEGIES: dict[str, tuple[str, int | None]] = {
+    "fsdp": ("fsdp", None),
+    "fsdp-shard-grad-op": ("fsdp-shard-grad-op", None),
+    "yafsdp": ("fsdp", None),
+    "zero1": ("zero1", None),
+    "zero1-within-node": ("zero1", 8),
+    "hsdp": ("hsdp", None),
+}
+"""The rows' strategies as ``--strategy`` (and ``--shard-group-size``) state them; YaFSDP
+moves what FSDP moves (its gains are in memory and overlap). Tensor parallelism (``tp2+...``,
+``tp+fsdp``) is not modelled: those rows are left out and counted."""
+
+
+def llm_series(
+    rows: list[dict[str, str]],
+) -> tuple[dict[tuple[str, ...], list[dict[str, str]]], dict[str, int]]:
+    """Clean rows with a throughput, by series (case, micro-batch, accumulation), and the
+    rows left out by reason."""
+    series: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
+    skipped: dict[str, int] = defaultdict(int)
+    for row in rows:
+        if row["clean"] != "yes":
+            skipped["not clean (another input changes)"] += 1
+        elif not row["tokens_per_s_per_device"]:
+            skipped["no tokens/s (efficiency or TFLOP/s only)"] += 1
+        elif row["strategy"] not in LLM_STRATEGIES:
+            skipped["tensor parallel besides"] += 1
+        elif not row["hardware"] and "A100" not in row["gpu"]:
+            skipped["hardware not stated"] += 1
+        else:
+            series[(row["case"], row["micro_batch"], row["grad_accum"])].append(row)
+    return series, skipped
+
+
+def llm_query(first: dict[str, str], devices: str) -> PredictQuery:
+    """The job as its user would state it, from its smallest count (the baseline)."""
+    strategy, group = LLM_STRATEGIES[first["strategy"]]
+    values: dict[str, Any] = {
+        "params": float(first["params"]),
+        "layers": int(first["layers"]) if first["layers"] else None,
+        "strategy": strategy,
+        "shard_group_size": group,
+        "param_dtype": "bf16",
+        # Where the source does not state the reduction's dtype it is the parameters'.
+        "grad_dtype": "fp32" if first["reduce_dtype"] == "fp32" else "bf16",
+        "seq_len": int(first["seq_len"]),
+        "micro_batch": int(first["micro_batch"]),
+        "grad_accum": int(first["grad_accum"]),
+        "activation_checkpointing": first["activation_checkpointing"] in {"true", "yes", "full"},
+        # A100 rows that name no machine: the DGX A100 preset, its network as the band's.
+        "hardware": first["hardware"] or "dgx-a100",
+        "unit": "tokens",
+        "per_device_throughput": float(first["tokens_per_s_per_device"]),
+        "baseline_devices": int(first["devices"]),
+        "devices": devices,
+        "optimizer": first["optimizer"] if first["optimizer"] in OPTIMIZERS else None,
+    }
+    if first["inter_node_bandwidth"] not in {"", "not stated"}:
+        values["inter_node_bandwidth"] = first["inter_node_bandwidth"]
+    return PredictQuery(**values)
+
+
+def score_llm(rows: list[dict[str, str]]) -> tuple[list[Scored], dict[str, int]]:
+    """Every count above a series' smallest, predicted from the smallest's throughput."""
+    series, skipped = llm_series(rows)
+    scored: list[Scored] = []
+    for members in series.values():
+        members.sort(key=lambda row: int(row["devices"]))
+        first = members[0]
+        if len(members) < 2:
+            skipped["one count only"] += 1
+            continue
+        points = predict(llm_query(first, ",".join(row["devices"] for row in members))).to_dict()[
+            "points"
+        ]
+        base = float(first["tokens_per_s_per_device"])
+        for row, point in zip(members[1:], points[1:], strict=True):
+            scored.append(
+                Scored(
+                    case=row["case"],
+                    source=row["case"].split("-")[0],
+                    devices=int(row["devices"]),
+                    measured=float(row["tokens_per_s_per_device"]) / base,
+                    predicted=point["efficiency"],
+                    low=point["efficiency_low"],
+                    high=point["efficiency_high"],
+                )
+            )
+    return scored, dict(skipped)
+
+
+def print_llm(show_rows: bool) -> None:
+    """The sharded LLM series: no value of the model was estimated from them (the setup
+    spread comes from the DDP rows), so every row is held out."""
+    rows = read_rows(LLM_DATA)
+    scored, skipped = score_llm(rows)
+    if show_rows:
+        print(table(scored))
+        print()
+    print(
+        f"\nSharded LLM series ({LLM_DATA.name}), each count from its series' smallest, "
+        f"all held out:"
+    )
+    print(summary_line("all", summary(scored), width=28))
+    for source, members in by_source(scored):
+        print(summary_line(source, summary(members), width=28))
+    left_out = ", ".join(f"{count} {why}" for why, count in sorted(skipped.items()))
+    print(f"  left out: {left_out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print every row (markdown)")
@@ -494,12 +607,16 @@ def main() -> None:
         action="store_true",
         help="also score the averaging pass and the after-backward copies (not adopted)",
     )
+    parser.add_argument("--llm-only", action="store_true", help="only the sharded LLM series")
     parser.add_argument(
         "--midpoints",
         action="store_true",
         help="also score every uncertain input at the middle of its range (not adopted)",
     )
     args = parser.parse_args()
+    print_llm(args.rows)
+    if args.llm_only:
+        return
     rows = read_rows()
     before = [score_row(row, before=True) for row in rows]
     after, held_out = cross_validated(rows)

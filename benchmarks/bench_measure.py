@@ -1,7 +1,7 @@
 """Does the harness distort what it measures, and how long does the quick run take?
 
     .venv/bin/python benchmarks/bench_measure.py [--nproc 2] [--rounds 5]
-        [--skip-bandwidth] [--skip-quick-run] [--skip-nodes]
+        [--skip-bandwidth] [--skip-quick-run] [--skip-nodes] [--skip-steptimer]
 
 1. All-reduce bus bandwidth from the harness (``dpscale.measure.collectives``: per-call
    timing, median over iterations, mean over ranks) against a bare ``torch.distributed``
@@ -16,6 +16,9 @@
    alternating ``--rounds`` times: on one machine both move data over the same loopback, so
    busbw should agree (the multi-node path adds no cost to what it measures); and the wall
    time each takes (the rendezvous' share).
+4. The cost of ``StepTimer`` alone (no dpscale launcher): an empty loop body with and
+   without ``with timer.step():`` around it, alternating ``--rounds`` times, per step; and
+   how long ``from dpscale.measure import StepTimer`` takes in a fresh interpreter.
 
 On a GPU machine the same script compares NCCL (``--backend nccl``); the harness then times
 with CUDA events and the bare loop synchronises once at the end.
@@ -210,6 +213,36 @@ def across_nodes(rounds: int) -> None:
     )
 
 
+def steptimer_cost(rounds: int, steps: int = 200_000) -> None:
+    from dpscale.measure import StepTimer
+
+    print("4. StepTimer alone: cost per step of `with timer.step():` around an empty body")
+    timer = StepTimer(samples_per_step=1, warmup=0, report=False)
+    bare, timed = [], []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        for _ in range(steps):
+            pass
+        bare.append((time.perf_counter() - began) / steps)
+        timer.times_s.clear()
+        began = time.perf_counter()
+        for _ in range(steps):
+            with timer.step():
+                pass
+        timed.append((time.perf_counter() - began) / steps)
+    cost = statistics.median(timed) - statistics.median(bare)
+    print(f"   {cost * 1e9:,.0f} ns per step (median of {rounds} rounds of {steps:,} steps)")
+    code = "import time; t = time.perf_counter(); from dpscale.measure import StepTimer; "
+    code += "print(time.perf_counter() - t)"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    imports = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, check=True).stdout)
+        for _ in range(rounds)
+    ]  # fmt: skip
+    print(f"   import: {statistics.median(imports) * 1e3:.1f} ms (median of {rounds})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nproc", type=int, default=2)
@@ -219,6 +252,7 @@ def main() -> None:
     parser.add_argument("--skip-bandwidth", action="store_true")
     parser.add_argument("--skip-quick-run", action="store_true")
     parser.add_argument("--skip-nodes", action="store_true")
+    parser.add_argument("--skip-steptimer", action="store_true")
     args = parser.parse_args()
     if args.rank:
         _rank_main(args.rounds, args.backend)
@@ -229,6 +263,8 @@ def main() -> None:
         quick_run(args.nproc)
     if not args.skip_nodes:
         across_nodes(args.rounds)
+    if not args.skip_steptimer:
+        steptimer_cost(args.rounds)
 
 
 if __name__ == "__main__":

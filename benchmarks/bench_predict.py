@@ -11,6 +11,11 @@ tcp or rdma, DDP or ZeRO-3) x 1,000 device counts = 1,000,000 (configuration, N)
   subsample (``--loop`` points) and scaled to all points; the answers are checked equal.
 
 Both run on this machine, one after the other, and the ratio is printed.
+
+``--compare`` times what ``dpscale predict --compare-strategies`` computes for the LLM
+question of docs/predict.md (Llama 3 8B, FSDP on DGX H100 from a one-node baseline): the main
+prediction and five strategies (ddp, zero1, zero2, fsdp, hsdp), each with its band and memory,
+over ``--compare-counts`` device counts (10,000 by default); best of ``--repeat`` runs.
 """
 
 from __future__ import annotations
@@ -22,6 +27,31 @@ import numpy as np
 
 from dpscale.model.hardware import TRANSPORT_EFFICIENCY
 from dpscale.model.step import data_parallel_step
+
+
+def time_comparison(counts: int, repeat: int) -> tuple[float, int]:
+    """Best seconds of ``predict(...).to_dict()`` with --compare-strategies, and its points."""
+    from dpscale.model import PredictQuery, predict
+
+    query = PredictQuery(
+        model="llama3-8b",
+        hardware="dgx-h100",
+        strategy="fsdp",
+        micro_batch=1,
+        unit="tokens",
+        per_device_throughput=9000,
+        baseline_devices=8,
+        devices=f"1-{counts}",
+        compare_strategies=True,
+    )
+    best = float("inf")
+    points = 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        payload = predict(query).to_dict()
+        best = min(best, time.perf_counter() - start)
+        points = len(payload["points"]) + sum(len(s["points"]) for s in payload["strategies"])
+    return best, points
 
 
 def configurations(count: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -47,7 +77,17 @@ def main() -> None:
     parser.add_argument("--configs", type=int, default=1000)
     parser.add_argument("--counts", type=int, default=1000)
     parser.add_argument("--loop", type=int, default=5000, help="points timed in the loop")
+    parser.add_argument("--compare", action="store_true", help="time --compare-strategies")
+    parser.add_argument("--compare-counts", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.compare:
+        seconds, points = time_comparison(args.compare_counts, args.repeat)
+        print(
+            f"--compare-strategies over {args.compare_counts:,} device counts: {seconds:.3f} s "
+            f"(best of {args.repeat}; {points:,} points with band and memory, JSON-ready)"
+        )
+        return
     rng = np.random.default_rng(20240501)
     config = configurations(args.configs, rng)
     devices = np.unique(np.geomspace(1, 65536, 4 * args.counts).round())[: args.counts]

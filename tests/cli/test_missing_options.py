@@ -21,13 +21,13 @@ def test_predict_with_no_options_names_every_required_one(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert _error(capsys, "predict") == (
-        "dpscale: error: --params is required: a number greater than 0 and <= 1e+15; "
-        "--micro-batch is required: a whole number from 1 to 10,000,000; "
-        "--per-device-throughput: is required (or give both flops_per_sample and "
-        "achieved_tflops); "
+        "dpscale: error: --micro-batch is required: a whole number from 1 to 10,000,000; "
+        "--params: is required unless a model preset is given; "
         "--devices-per-node: is required unless a hardware preset is given; "
         "--intra-node-bandwidth: is required unless a hardware preset is given; "
-        "--inter-node-bandwidth: is required unless a hardware preset is given\n"
+        "--inter-node-bandwidth: is required unless a hardware preset is given; "
+        "--per-device-throughput: is required (or give mfu, or both flops_per_sample "
+        "and achieved_tflops)\n"
     )
 
 
@@ -35,8 +35,8 @@ def test_a_preset_fills_the_hardware_options(capsys: pytest.CaptureFixture[str])
     err = _error(capsys, "predict", "--hardware", "dgx-a100", "--params", "1e9")
     assert err == (
         "dpscale: error: --micro-batch is required: a whole number from 1 to 10,000,000; "
-        "--per-device-throughput: is required (or give both flops_per_sample and "
-        "achieved_tflops)\n"
+        "--per-device-throughput: is required (or give mfu, or both flops_per_sample "
+        "and achieved_tflops)\n"
     )
 
 

@@ -127,7 +127,36 @@ def test_missing_file_and_missing_input(capsys: pytest.CaptureFixture[str]) -> N
     assert (status, err) == (2, "dpscale: error: /nonexistent/points.csv: no such file\n")
     status, _, err = run(capsys, "fit")
     assert status == 2
-    assert "give either a FILE of points or --run ID" in err
+    assert err == "dpscale: error: give a FILE of points, --points or --run ID (one of them)\n"
+
+
+def test_inline_points_as_predict_measured_takes_them(capsys: pytest.CaptureFixture[str]) -> None:
+    # The example: one answer with and without --devices-per-node.
+    answers = []
+    for extra in ((), ("--devices-per-node", "8")):
+        status, out, _ = run(
+            capsys, "fit", "--points", "8:7900,16:15500,32:30200", "--at", "512", "--json", *extra
+        )
+        assert status == 0
+        answers.append(json.loads(out)["predictions"][0])
+    assert [round(a["throughput"]) for a in answers] == [479_290, 479_290]
+    status, _, err = run(capsys, "fit", "--points", "8:7900,16:x")
+    assert (status, err) == (
+        2,
+        "dpscale: error: --points: line 1, throughput: 'x' is not a number\n",
+    )
+
+
+def test_parameters_in_scientific_notation_where_tiny(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text("1,100\n2,199.99\n4,399.9\n8,799.5\n16,1598\n32,3190\n", encoding="utf-8")
+    status, out, _ = run(capsys, "fit", str(path), "--model", "usl")
+    assert status == 0
+    kappa = next(line for line in out.splitlines() if "kappa" in line)
+    assert "e-" in kappa
+    assert "0.0000000" not in out
 
 
 def test_tables_fit_80_columns_and_cut_nothing(

@@ -263,7 +263,23 @@ def test_a_model_the_points_cannot_identify_is_a_clear_error() -> None:
         "--model: usl cannot be fitted: USL needs measurements at three or more device counts"
     )
     with pytest.raises(InputError, match="at least one below a full node"):
-        fit(FitQuery(points="8,700\n16,1300\n32,2500", model="comm", devices_per_node=8))
+        fit(FitQuery(points="1,100\n16,1300", model="comm", devices_per_node=8))
+
+
+def test_no_point_below_a_full_node_keeps_the_physics_at_node_level() -> None:
+    # 8, 16 and 32 devices at 8 a node: the cost inside a node is the same at every point, so
+    # the comm model folds it into its rate instead of giving way to Amdahl; the answer is the
+    # one without --devices-per-node (the same family of curves on these counts).
+    points = "8,7900\n16,15500\n32,30200"
+    with_node = fit(FitQuery(points=points, at="512", devices_per_node=8))
+    without = fit(FitQuery(points=points, at="512"))
+    assert (with_node.model, without.model) == ("comm", "comm")
+    assert "full node of 8" in with_node.fitted.model.rate.description
+    a, b = with_node.predictions[0], without.predictions[0]
+    assert a.throughput == pytest.approx(479_290, rel=1e-3)
+    assert a.throughput == pytest.approx(b.throughput, rel=1e-6)
+    assert b.throughput_low <= a.throughput <= b.throughput_high
+    assert a.throughput_low <= b.throughput <= a.throughput_high
 
 
 def test_library_options_checked_with_their_ranges() -> None:
@@ -322,6 +338,16 @@ def test_models_that_disagree_far_out_are_named() -> None:
     assert terminal(note).startswith("At 512 devices amdahl predicts 8,186")
     assert "outside this interval" in terminal(note)
     assert "comm_flat" in [note.code for note in result.notes]
+
+
+def test_beyond_full_nodes_four_counts_also_fit_the_ring_latency() -> None:
+    # 8-128 devices at 8 a node: the comm model at node level, with the ring's latency (one
+    # residual degree of freedom left), so the fall past the plateau carries on.
+    points = "8,800\n16,1500\n32,2700\n64,4800\n128,8000"
+    result = fit(FitQuery(points=points, at="256", devices_per_node=8))
+    assert result.model == "comm"
+    assert [p.name for p in result.fitted.model.losses] == ["inter_node_cost", "ring_latency"]
+    assert result.predictions[0].efficiency < 8000 / 128 / 100
 
 
 @pytest.mark.parametrize(

@@ -347,3 +347,28 @@ def test_ctrl_c_on_rank_0s_node_gives_the_log_and_stops_both_nodes(
         and error.endswith("; a rank on another node stopped first (that node's output says why)")
     )
     _assert_clean(nodes)
+
+
+def test_hsdp_across_nodes_shards_within_a_node_and_replicates_across(tmp_path: Path) -> None:
+    options = ("--strategy", "hsdp", "--no-collectives", "--backend", "gloo", "--json")
+    options += ("--model-params", "400k", "--layers", "2", "--steps", "3", "--no-store")
+    nodes = _start_nodes(tmp_path, options, nproc_per_node=1, node_ranks=True)
+    try:
+        for node in nodes:
+            node.finish()
+    finally:
+        _stop(nodes)
+    lead = nodes[0]
+    assert lead.process.returncode == 0, lead.err
+    payload = json.loads(lead.out)
+    assert payload["config"]["strategy"] == "hsdp"
+    one, two = payload["results"]
+    # One process per node: the shard group is the node (LOCAL_WORLD_SIZE 1), the replicas
+    # are the nodes, so nothing is gathered and the gradients are all-reduced across them.
+    assert two["shard_groups"] == [[0], [1]]
+    assert two["replicate_groups"] == [[0, 1]]
+    assert two["crosses_nodes"] is True
+    assert two["all_gather_time_s"] == 0.0
+    assert two["replicate_all_reduce_time_s"] > 0
+    assert two["memory_per_device_bytes"] == one["memory_per_device_bytes"]
+    _assert_clean(nodes)

@@ -139,3 +139,30 @@ def test_the_summary_prints_names_and_units_as_given(
     out = capsys.readouterr().out
     assert out.startswith("Run r2: gloo, :smile: on [/x]n0, [red]n1 (2 nodes)\n")
     assert f"│ {payload['results'][0]['throughput']:,.1f} [b]tok │" in out
+
+
+def test_a_sharded_run_shows_its_groups_collectives_and_memory() -> None:
+    from rich.console import Console
+
+    base = {"per_device_throughput": 10.0, "throughput": 10.0, "unit": "samples/s"}
+    base |= {"step_time_p50_s": 0.1, "step_time_p95_s": 0.1, "rank_spread": 0.0}
+    base |= {"slowest_rank": 0, "strategy": "hsdp"}
+    rows = [
+        base | {"devices": 1, "shard_group_size": 1, "replicate_group_size": 1}
+        | {"all_gather_time_s": 0.0, "reduce_scatter_time_s": 0.0}
+        | {"memory_per_device_bytes": 64_000_000},
+        base | {"devices": 4, "shard_group_size": 2, "replicate_group_size": 2}
+        | {"all_gather_time_s": 0.0125, "reduce_scatter_time_s": 0.025}
+        | {"memory_per_device_bytes": 32_000_000},
+    ]  # fmt: skip
+    payload = {"run_id": "r", "backend": "gloo", "partial": False, "collectives": []}
+    payload["results"] = add_efficiency(rows)
+    console = Console(record=True, width=120)
+    print_summary(payload, console)
+    text = console.export_text()
+    assert "hsdp: collectives alone and memory per device" in text
+    assert "2 x 2" in text
+    assert "12.5 ms" in text
+    assert "25 ms" in text
+    assert "32 MB" in text
+    assert "64 MB" in text

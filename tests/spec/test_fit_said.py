@@ -23,7 +23,8 @@ STEP = "1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
 RETROGRADE = "1,100\n2,190\n4,341\n8,547\n16,717\n32,706\n64,524"
 """Throughput that peaks at 16-32 devices and falls: contention (fit/selection.py's example)."""
 BEYOND_A_NODE = "8,800\n16,1500\n32,2700\n64,4800\n128,8000"
-"""No point below a full node of 8: the comm model cannot be fitted."""
+"""No point below a full node of 8: the comm model is fitted at node level (the cost inside a
+node folded into its rate) with the ring's latency, not dropped for Amdahl."""
 OUTLIER = "1,102\n2,191\n4,390\n8,769\n16,1101\n32,2877\n64,5588"
 """A node step and plateau (comm g=8, a=0.02, b=0.05, 1 % noise) with the 16-device run 25 %
 low."""
@@ -46,11 +47,15 @@ CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
         "f_test",
         ["falls_usl", "extrapolated", "disagree", "node_hint"],
     ),
-    "AICc": ({"points": BEYOND_A_NODE, "devices_per_node": "8"}, "aicc", ["extrapolated"]),
+    "beyond a node": (
+        {"points": BEYOND_A_NODE, "devices_per_node": "8"},
+        "physics",
+        ["few_dof", "extrapolated"],
+    ),
     "fewest parameters": (
-        {"points": "8,800\n16,1500\n32,2700", "devices_per_node": "8"},
+        {"points": "1,100\n16,1300", "devices_per_node": "8"},
         "fewest_parameters",
-        ["few_dof_one", "extrapolated"],
+        ["interpolating", "extrapolated"],
     ),
     "outlier": (
         {"points": OUTLIER, "at": "128", "devices_per_node": "8"},
@@ -99,11 +104,17 @@ def test_the_codes_carry_the_figures() -> None:
     contention = fitted(CASES["F test"][0]).selection.reason.to_dict()["ctx"]
     assert contention["model"] == "usl"
     assert contention["f"] > contention["threshold"]
-    aicc = fitted(CASES["AICc"][0]).selection
-    assert aicc.reason.to_dict()["ctx"]["model"] == "amdahl"
-    assert aicc.reason.to_dict()["ctx"]["weight"] == pytest.approx(1.0)
-    skipped = {c.model: c.skipped.code for c in aicc.candidates if c.skipped is not None}
-    assert skipped == {"usl": "too_few_for_aicc", "comm": "not_identifiable"}
+    beyond = fitted(CASES["beyond a node"][0])
+    assert [p.name for p in beyond.fitted.model.losses] == ["inter_node_cost", "ring_latency"]
+    skipped = {c.model: c.skipped.code for c in beyond.selection.candidates if c.skipped}
+    assert skipped == {"usl": "too_few_for_aicc", "comm": "too_few_for_aicc"}
+    fewest = fitted(CASES["fewest parameters"][0]).selection
+    skipped = {c.model: c.skipped.code for c in fewest.candidates if c.skipped is not None}
+    assert skipped == {
+        "amdahl": "too_few_for_aicc",
+        "usl": "not_identifiable",
+        "comm": "not_identifiable",
+    }
     outlier = fitted(CASES["outlier"][0]).notes[0].to_dict()["ctx"]
     assert (outlier["devices"], outlier["throughput"]) == (16, 1101.0)
     assert outlier["off"] == pytest.approx(1 - 1101 / 1439.5, abs=1e-3)
@@ -124,7 +135,9 @@ def cli_lines(capsys: pytest.CaptureFixture[str], query: dict[str, str], path: P
     return out.splitlines()
 
 
-@pytest.mark.parametrize("case", ["physics kept", "F test", "AICc", "outlier", "stated hardware"])
+@pytest.mark.parametrize(
+    "case", ["physics kept", "F test", "beyond a node", "outlier", "stated hardware"]
+)
 def test_page_and_terminal_word_the_same_codes(
     case: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -171,9 +184,10 @@ def test_page_sentences_in_the_locale() -> None:
         "Der Punkt bei 16 Geräten liegt 24\u00a0% neben der Anpassung an die übrigen: Ein "
         "Ausreißertest hat ihn markiert, er zählt als 0,18 eines Punktes."
     )
-    aicc = compute(CASES["AICc"][0])
-    assert present(aicc, localizer("fr")).items[0].sentence == (
-        "L’AICc le plus bas des modèles comparés (poids d’Akaike\u00a0: 100\u00a0%)."
+    fewest = compute(CASES["fewest parameters"][0])
+    assert present(fewest, localizer("fr")).items[0].sentence == (
+        "Trop peu de points pour comparer les modèles par l’AICc\u00a0: le modèle qui a le "
+        "moins de paramètres."
     )
 
 
@@ -219,25 +233,25 @@ def test_the_page_states_the_reasons_details() -> None:
         "Amdahl's law -25.1, Communication-aware model (ring all-reduce) -15.4, and Universal "
         "Scalability Law 4.9."
     )
-    aicc = compute(CASES["AICc"][0])
-    assert aicc.comparison(localizer("ja")) == (
-        "比較対象外：通信モデル"
-        "（リング all-reduce）（この点にはフィットできません）、ユニバーサル・スケーラビリティ則"
-        "（USL）（パラメータ 3 個の AICc には 5 点では足りません（6 点必要））。"
+    beyond = compute(CASES["beyond a node"][0])
+    assert beyond.comparison(localizer("ja")) == (
+        "これより点によく合うモデルは他にありません。AICc：アムダールの法則 -8.12。"
+        "比較対象外：ユニバーサル・スケーラビリティ則（USL）（パラメータ 3 個の AICc には 5 点"
+        "では足りません（6 点必要））、通信モデル（リング all-reduce）（パラメータ 3 個の AICc "
+        "には 5 点では足りません（6 点必要））。"
     )
 
 
 def test_json_gives_the_words_beside_the_codes() -> None:
-    result = fitted(CASES["AICc"][0])
+    result = fitted(CASES["beyond a node"][0])
     data = fit_json(result)
     selection = data["selection"]
     assert selection["reason"] == terminal(result.selection.reason)
-    assert selection["reason"].startswith("amdahl has the lowest AICc (amdahl ")
-    assert selection["reason_code"]["code"] == "aicc"
-    assert selection["reason_code"]["ctx"]["model"] == "amdahl"
+    assert selection["reason"].startswith("comm models a data-parallel step (compute, then ")
+    assert selection["reason_code"]["code"] == "physics"
     assert data["notes"] == [terminal(note) for note in result.notes]
-    assert [note["code"] for note in data["note_codes"]] == ["extrapolated"]
-    assert data["note_codes"][0]["ctx"] == {"low": 8, "high": 128}
+    assert [note["code"] for note in data["note_codes"]] == ["few_dof", "extrapolated"]
+    assert data["note_codes"][1]["ctx"] == {"low": 8, "high": 128}
     usl = next(row for row in selection["candidates"] if row["model"] == "usl")
     assert usl["skipped"] == "5 points are too few for AICc with 3 parameters (needs 6)"
     assert usl["skipped_code"] == {

@@ -201,18 +201,20 @@ def test_a_target_reached_or_out_of_reach(capsys: pytest.CaptureFixture[str]) ->
 
 def test_a_measured_prediction(capsys: pytest.CaptureFixture[str]) -> None:
     values = {**README, "measured": "1:40,8:290,16:520"}
+    # Three counts, 16 across nodes: the fixed cost and the network share are estimated; the
+    # jitter keeps its central 1 % (and its range in the band).
     line = (
-        "Calibrated from measured points: residual fixed cost 0 ms per step, jitter 4 %; the "
-        "band is the fit's (two standard deviations)."
+        "Calibrated from measured points: residual fixed cost 2.021 ms per step, jitter 1 %; "
+        "the band is the fit's (two standard deviations)."
     )
     assert line in terminal(capsys, values)
     assert (
-        "Calibrated from the measured points: residual fixed cost 0 ms per step, jitter 4%; the "
-        "band is the fit's (two standard deviations)." in page_sentences(values, "en")
+        "Calibrated from the measured points: residual fixed cost 2.021 ms per step, jitter 1%; "
+        "the band is the fit's (two standard deviations)." in page_sentences(values, "en")
     )
     assert (
-        "Kalibriert mit den gemessenen Punkten: verbleibende feste Kosten 0 ms pro Schritt, "
-        "Schwankung 4\u00a0%; das Band ist das der Anpassung (zwei Standardabweichungen)."
+        "Kalibriert mit den gemessenen Punkten: verbleibende feste Kosten 2,021 ms pro Schritt, "
+        "Schwankung 1\u00a0%; das Band ist das der Anpassung (zwei Standardabweichungen)."
         in page_sentences(values, "de")
     )
 
@@ -266,6 +268,17 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     assert aimed.answers is not None
     none = replace(aimed, answers=replace(aimed.answers, max_devices=None))
     made.append(lines(none)["max_devices"])
+    # Sharded, from a one-node baseline, and more than the device holds.
+    sharded = compute(
+        {
+            **README,
+            "strategy": "fsdp",
+            "seq_len": "4096",
+            "baseline_devices": "8",
+            "device_memory": "1 GB",
+        }
+    ).result
+    made += [lines(sharded)[key] for key in ("gradients", "baseline", "memory", "memory_over")]
     codes = set()
     for line in made:
         for nested in (line, *_nested(line)):
@@ -274,12 +287,16 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
             assert set(FIELD.findall(words.terminal)) <= set(nested.ctx), nested.code
             codes.add(nested.code)
     assert codes == set(LINES)
-    assert say_terminal(made[-4]) == (
-        "Calibrated from run r1: residual fixed cost 0 ms per step, jitter 4 %; the band is the "
-        "fit's (two standard deviations)."
+    assert say_terminal(made[-8]) == (
+        "Calibrated from run r1: residual fixed cost 2.021 ms per step, jitter 1 %; the band is "
+        "the fit's (two standard deviations)."
     )
-    assert say_terminal(made[-1]) == "No device count keeps 90 % (not even 2)."
-    assert say_page(made[-1], localizer("en")) == "Even 2 devices fall below 90%."
+    assert say_terminal(made[-5]) == "No device count keeps 90 % (not even 2)."
+    assert say_page(made[-5], localizer("en")) == "Even 2 devices fall below 90%."
+    assert say_terminal(made[-4]) == (
+        "Sharded: 1,300,000,000 parameters, fsdp over groups of 256 devices; each of 19 layers "
+        "moves 137 MB per all-gather and 137 MB per reduction, one layer ahead of the compute."
+    )
     # Every uncertain input the band may vary has a name on the page.
     custom = {**README, "hardware": "", "devices_per_node": "4", "intra_node_bandwidth": "130 GB/s"}
     names = said(custom)["band"].ctx["inputs"]

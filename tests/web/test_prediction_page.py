@@ -515,7 +515,7 @@ def test_algorithms_and_strategies_read_in_the_page_language(client: httpx.Clien
         "hierarchical": "階層型",
     }
     assert _options(html, "strategy")["fsdp"] == "FSDP（フルシャード）"
-    assert sentence(html, "gradients").endswith("（FSDP（フルシャード））。")
+    assert "FSDP（フルシャード）" in sentence(html, "gradients")  # the sharded schedule's line
     rows = table(client.get(f"/de/scaling-prediction?{DEFAULTS}&algorithm=hierarchical").text)
     assert rows[4][-1] == "Netzwerk · Hierarchisch"
     html = client.get(f"/en/scaling-prediction?{DEFAULTS}").text
@@ -625,3 +625,36 @@ def test_the_lowest_device_count_and_bucket_in_messages_are_the_constants(
     loc = localizer(code)
     assert devices in (explain(FieldIssue("devices", None), {}, loc) or "")
     assert bucket in (explain(FieldIssue("bucket_size", None), {}, loc) or "")
+
+
+LLM = (
+    "model=llama3-8b&hardware=dgx-h100&strategy=fsdp&micro_batch=1&unit=tokens"
+    "&per_device_throughput=9000&baseline_devices=8&devices=8,64,1024&activation_checkpointing=true"
+)
+
+
+def test_strategies_side_by_side_on_the_page_and_the_api(client: httpx.Client) -> None:
+    got = client.get(f"{API}?{LLM}&compare_strategies=true").json()
+    assert [s["strategy"] for s in got["strategies"]] == ["ddp", "zero1", "zero2", "fsdp", "hsdp"]
+    assert got["inputs"]["baseline_devices"] == 8
+    assert got["points"][0]["efficiency"] == 1.0
+    html = client.get(f"/en/scaling-prediction?{LLM}&compare_strategies=true").text
+    rows = re.search(r"data-strategy-table>.*?<tbody>(.*?)</tbody>", html, re.S)
+    assert rows, "no strategy table"
+    cells = [
+        [unescape(c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r)]
+        for r in re.findall(r"<tr[^>]*>(.*?)</tr>", rows.group(1), re.S)
+    ]
+    assert len(cells) == 15  # five strategies at three counts, each named over its rows
+    named = [row for row in cells if len(row) == 7]
+    assert [row[0] for row in named] == [
+        "DDP", "ZeRO-1", "ZeRO-2", "FSDP (full shard)", "HSDP (shard in a node, replicate across)"
+    ]  # fmt: skip
+    last = {name[0]: cells[cells.index(name) + 2] for name in named}
+    assert last["DDP"][0] == "1,024"
+    assert last["DDP"][-1] == "No: too little memory"  # 8B x 16 bytes in 80 GB
+    assert last["FSDP (full shard)"][-1] == "Yes"
+    fsdp = next(s["points"][-1] for s in got["strategies"] if s["strategy"] == "fsdp")
+    assert last["FSDP (full shard)"][1] == localizer("en").percent(fsdp["efficiency"])
+    without = client.get(f"/en/scaling-prediction?{LLM}").text
+    assert "data-strategy-table" not in without

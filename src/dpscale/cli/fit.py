@@ -16,8 +16,21 @@ if TYPE_CHECKING:
 
 EXAMPLE = (
     "Example: dpscale fit points.csv --at 128,256 --devices-per-node 8 --plot fit.svg  "
-    "(points.csv: a header line 'devices,throughput', then one measurement a line)"
+    "(points.csv: a header line 'devices,throughput', then one measurement a line); or "
+    'dpscale fit --points "8:7900,16:15500,32:30200" --at 512'
 )
+
+
+def parameter_number(value: float) -> str:
+    """A fitted parameter: in scientific notation where it is very small or very large
+    (``kappa 3.76e-20``, not 22 digits), as people write it otherwise.
+
+    >>> parameter_number(3.7612e-20), parameter_number(0.02914), parameter_number(5.3e10)
+    ('3.76e-20', '0.02914', '5.3e+10')
+    """
+    if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e7):
+        return f"{value:.3g}"
+    return number(value)
 
 
 def _read_text(path: str) -> str:
@@ -61,7 +74,12 @@ def _terminal_inputs() -> tuple[Input, ...]:
 
 
 def run_fit(
-    file: str | None, run: str | None, plot: str | None, as_json: bool, options: dict[str, Any]
+    file: str | None,
+    run: str | None,
+    plot: str | None,
+    as_json: bool,
+    options: dict[str, Any],
+    points: str | None = None,
 ) -> None:
     """The command's body; ``options`` are the described inputs as typed (None: not given)."""
     from dpscale.cli._common import read_input
@@ -69,12 +87,15 @@ def run_fit(
     from dpscale.fit import fit as fit_query
     from dpscale.validation import InputError
 
-    if (file is None) == (run is None):
-        fail("give either a FILE of points or --run ID (one of them)")
+    if sum(given is not None for given in (file, run, points)) != 1:
+        fail("give a FILE of points, --points or --run ID (one of them)")
     labels = {item.name: item.option for item in _terminal_inputs()} | {"plot": "--plot"}
-    if file is not None:
+    stored: Any = None
+    if points is not None:
+        # devices:throughput pairs, read as the page and the API read them (fit/data.py).
+        text, labels["points"] = points, "--points"
+    elif file is not None:
         text, labels["points"] = _read_text(file), file
-        stored: Any = None
     else:
         text, stored = _run_points(str(run))
         labels["points"] = f"--run {run}"
@@ -112,6 +133,7 @@ def command() -> click.Command:
             options.pop("plot"),
             bool(options.pop("as_json")),
             options,
+            options.pop("points"),
         )
 
     return click.Command(
@@ -126,6 +148,12 @@ def command() -> click.Command:
                 "reads stdin.",
             ),
             click.Option(["run", "--run"], metavar="ID", help="Fit a stored measurement run."),
+            click.Option(
+                ["points", "--points"],
+                metavar="LIST",
+                help="Measured points typed inline as devices:throughput pairs: "
+                "8:7900,16:15500,32:30200.",
+            ),
             *(option_parameter(item, option_help(item)) for item in _terminal_inputs()),
             click.Option(
                 ["plot", "--plot"],
@@ -159,7 +187,7 @@ def _cell(column: Column, row: dict[str, Any]) -> str:
     writers: dict[str, Callable[[Any], str]] = {
         "count": lambda value: f"{value:,}",
         "throughput": number,
-        "number": number,
+        "number": parameter_number,
         "percent": lambda value: percent(value, 3),
         "name": str,
         "text": str,

@@ -16,7 +16,9 @@ from dpscale.cli._common import JSON_HELP, fail, print_json
 EXAMPLE = (
     "Example: dpscale measure --nproc 2 --model-params 4M --sizes 4KiB..64MiB. "
     "Across nodes, on each: dpscale measure --nnodes 2 --nproc-per-node 8 --node-rank R "
-    "--rdzv-endpoint node0:29500; --launch-line or --sbatch prints the job for a cluster."
+    "--rdzv-endpoint node0:29500; --launch-line or --sbatch prints the job for a cluster. "
+    "Your own script (with a StepTimer): dpscale measure --script train.py --world-sizes 1,2 "
+    "-- --steps 30."
 )
 _NODE_HELP = {
     "nnodes": "Nodes of a run across nodes (start this command on each).",
@@ -42,6 +44,10 @@ _HELP = {
     "steps": "Timed training steps.",
     "warmup_steps": "Untimed training steps before them.",
     "timeout": "A rank without progress this long is taken as hung, e.g. 120s.",
+    "strategy": "ddp (default), fsdp, fsdp-shard-grad-op or hsdp (FSDP2 on transformer-like "
+    "blocks).",
+    "shard_group_size": "hsdp: ranks per shard group (default: processes per node).",
+    "optimizer": "sgd or adam (default: sgd for ddp, adam for the sharded strategies).",
 }
 
 
@@ -50,7 +56,8 @@ _METAVARS = {
     **dict.fromkeys(("grad_accum", "steps", "warmup_steps"), "INT"),
     **dict.fromkeys(("nnodes", "nproc_per_node", "node_rank"), "INT"),
     **dict.fromkeys(("world_sizes", "ops"), "LIST"),
-    **dict.fromkeys(("backend", "precision"), "NAME"),
+    **dict.fromkeys(("backend", "precision", "strategy", "optimizer"), "NAME"),
+    "shard_group_size": "INT",
     "sizes": "SIZES",
     "model_params": "COUNT",
     "bucket_mb": "FLOAT",
@@ -108,6 +115,9 @@ def measure(
     steps: str | None,
     warmup_steps: str | None,
     timeout: str | None,
+    strategy: str | None,
+    shard_group_size: str | None,
+    optimizer: str | None,
     nnodes: str | None,
     nproc_per_node: str | None,
     node_rank: str | None,
@@ -120,11 +130,14 @@ def measure(
     launch_line: bool,
     sbatch: bool,
     as_json: bool,
+    script: str | None = None,
+    script_args: tuple[str, ...] = (),
 ) -> None:
     """Measure scaling efficiency and collective bandwidth with torch.distributed.
 
     Real DistributedDataParallel training, and all-reduce, all-gather, reduce-scatter and
-    broadcast bus bandwidth, at each world size.
+    broadcast bus bandwidth, at each world size; or, with --script, your own training script
+    (timed by dpscale.measure.StepTimer) under torchrun at each world size.
     """
     from dpscale.measure import INSTALL_HINT
     from dpscale.measure.config import (
@@ -139,6 +152,17 @@ def measure(
     fields = {key: options[key] for key in _HELP}
     fields.update(collectives=collectives, training=training)
     node_fields = {key: options[key] for key in _NODE_HELP}
+    if script is None and script_args:
+        fail(f"extra arguments {' '.join(script_args)!r} are for --script only")
+    if script is not None:
+        named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
+        given = [key for key, value in named.items() if value is not None]
+        given += [name for name, on in (("launch_line", launch_line), ("sbatch", sbatch)) if on]
+        given += [name for name in ("collectives", "training") if not options[name]]
+        _measure_script(
+            script, script_args, options, given, store=store, as_json=as_json, keep=keep_logs
+        )
+        return
     if launch_line or sbatch:
         _print_launch(fields, node_fields, sbatch=sbatch, as_json=as_json)
         return
@@ -211,6 +235,123 @@ def _has_cuda() -> bool:
     import torch
 
     return bool(torch.cuda.is_available())
+
+
+_SCRIPT_OPTIONS = ("nproc", "world_sizes", "backend", "timeout")
+"""What --script takes of the measurement options; the rest describe the built-in model."""
+
+
+def _measure_script(
+    script: str,
+    script_args: tuple[str, ...],
+    options: dict[str, Any],
+    given: list[str],
+    *,
+    store: bool,
+    as_json: bool,
+    keep: bool = False,
+) -> None:
+    """``dpscale measure --script``: the user's script at each world size, stored as a run."""
+    from pathlib import Path
+
+    from dpscale.measure import INSTALL_HINT
+    from dpscale.measure.config import OPTION_NAMES, read_config
+    from dpscale.validation import InputError
+
+    across = [name for name in given if name in _NODE_HELP]
+    if across:
+        fail(
+            f"{_label(across[0], OPTION_NAMES)}: --script runs on one machine for now; across "
+            "nodes, start the script with torchrun on each node (StepTimer prints rank 0's line)"
+        )
+    other = [name for name in given if name not in _SCRIPT_OPTIONS]
+    if other:
+        fail(f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script")
+    if not Path(script).is_file():
+        fail(f"--script: no such file: {script}")
+    try:
+        import torch  # noqa: F401  (only to say how to install it when it is missing)
+    except ImportError:
+        fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
+    from dpscale.measure.launch import world_sizes_for
+    from dpscale.measure.script import ScriptError, measure_script
+    from dpscale.measure.worker import resolve_backend
+
+    try:
+        wanted = {key: options[key] for key in _SCRIPT_OPTIONS}
+        config = read_config(wanted | {"collectives": False})
+        if options["world_sizes"] is not None and options["nproc"] is None:
+            config = config.model_copy(update={"nproc": max(config.world_sizes or (1,))})
+        sizes = world_sizes_for(config, resolve_backend(config.backend))
+    except InputError as err:
+        fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        payload = _script_with_progress(
+            lambda on_event: measure_script(
+                script,
+                script_args,
+                sizes,
+                backend=config.backend,
+                timeout_s=config.timeout_s,
+                nproc=config.nproc,
+                on_event=on_event,
+                keep_logs=keep,
+            ),
+            len(sizes),
+        )
+    except ScriptError as err:
+        fail(str(err))
+    except KeyboardInterrupt:
+        sys.stderr.write("dpscale: interrupted; every rank was stopped; nothing stored\n")
+        raise click.exceptions.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    run_id = _store(payload) if store else None
+    if as_json:
+        print_json(payload)
+    else:
+        from dpscale.measure.report import print_summary
+
+        print_summary(payload)
+        if run_id:
+            click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+
+
+def _script_with_progress(run: Any, total: int) -> dict[str, Any]:
+    """The script's run, with a progress bar on a terminal (world size and steps seen)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from dpscale.terminal import console as terminal
+
+    console = terminal(stderr=True)
+    if not console.is_terminal:
+        result: dict[str, Any] = run(None)
+        return result
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn())
+    with Progress(
+        *columns, MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True
+    ) as progress:
+        task = progress.add_task("starting", total=total)
+
+        def handle(event: dict[str, Any]) -> None:
+            size = event["world_size"]
+            if event["type"] == "launch":
+                progress.update(task, description=f"starting world size {size}")
+            elif event["type"] == "status":
+                progress.update(task, description=f"world size {size}: step {event['steps']}")
+            elif event["type"] == "measurement":
+                progress.advance(task)
+
+        result = run(handle)
+    return result
 
 
 def _label(field: str, names: dict[str, str]) -> str:
@@ -372,6 +513,13 @@ MEASURE = click.Command(
         _flag("launch_line", "Print the torchrun line to run on every node; run nothing."),
         _flag("sbatch", "Print an sbatch script for the cluster shape; run nothing."),
         click.Option(["as_json", "--json"], is_flag=True, help=JSON_HELP),
+        click.Option(
+            ["script", "--script"],
+            metavar="FILE",
+            help="Your training script (timing its steps with dpscale.measure.StepTimer), "
+            "run under torchrun at each world size; its arguments follow --.",
+        ),
+        click.Argument(["script_args"], nargs=-1, metavar="[-- SCRIPT ARGS]"),
     ],
     help=measure.__doc__,
     epilog=EXAMPLE,

@@ -147,6 +147,29 @@ def _points_table(result: Any) -> Any:
     return table
 
 
+def _comparison_table(result: Any) -> Any:
+    """``--compare-strategies``: each strategy's efficiency, exposed time and memory per count."""
+    from dpscale.terminal import Table
+    from dpscale.units import format_bytes
+
+    table = Table(title="Strategies side by side (memory per device; band %)")
+    for column in ("Strategy", "N", "E(N)", "Band %", "Exposed ms", "Memory", "Fits"):
+        table.add_column(column, justify="left" if column in ("Strategy", "Fits") else "right")
+    for other in result.comparison:
+        for p in other.points():
+            fits = p.get("fits")
+            table.add_row(
+                other.scenario.strategy,
+                number(p["devices"]),
+                percent(p["efficiency"]),
+                _CELLS["band"](p["efficiency_low"], p["efficiency_high"]),
+                number(p["exposed_comm_time_s"] * 1e3),
+                format_bytes(p["memory_per_device_bytes"]),
+                "?" if fits is None else ("yes" if fits else "NO"),
+            )
+    return table
+
+
 def _print_result(result: Any, plot: str | None) -> None:
     from dpscale.said import english
     from dpscale.spec.prediction import LINES, TERMINAL_ORDER, lines
@@ -154,6 +177,8 @@ def _print_result(result: Any, plot: str | None) -> None:
 
     console = terminal()
     console.print(_points_table(result))
+    if result.comparison:
+        console.print(_comparison_table(result))
     said = lines(result)
     for keys in TERMINAL_ORDER:
         words = [english(said[key], LINES) for key in keys if key in said]

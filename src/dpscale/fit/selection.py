@@ -52,6 +52,11 @@ __all__ = ["CONTENTION_LEVEL", "Candidate", "Selection", "choose", "contention_t
 ModelChoice = Literal["auto", "amdahl", "usl", "comm"]
 Method = Literal["given", "AICc", "fewest parameters", "physics", "F test"]
 
+LATENCY_COUNTS = 4
+"""Device counts from which the comm model fitted at node level (no point below a full node)
+also fits the ring's latency: with three parameters, one residual degree of freedom is left
+(as a calibration estimates at most k - 1 parameters from k counts,
+:mod:`dpscale.model.measured`)."""
 CONTENTION_LEVEL = 0.01
 """Level of the F test that must reject the comm model before another replaces it."""
 
@@ -107,6 +112,9 @@ def _models(
     Inside one node the hierarchical ring is a flat ring over the node's devices. When every
     point lies inside one node, the inter-node cost is not measured, so the comm model is
     fitted as that flat ring and said to be so; the stated hardware, where given, knows it.
+    When no point lies below a full node, the cost inside the node is the same at every
+    point: the comm model is fitted at node level (:func:`comm_model` ``full_nodes``) rather
+    than dropped for Amdahl, and its rate's meaning says so.
     """
     if physics is not None:
         try:
@@ -115,9 +123,14 @@ def _models(
             comm, variants = physics_model(physics, 1.0), ()
         return {**MODELS, "comm": comm}, None, variants
     g = devices_per_node
+    latency = len(points.distinct_devices) >= LATENCY_COUNTS
     if g is not None and g > 1 and int(points.devices.max()) <= g:
         note = Said("one_node", {"devices": Count(g)})
         return {**MODELS, "comm": comm_model(None)}, note, ()
+    if g is not None and g > 1 and int(points.devices.min()) >= g:
+        # No point below a full node: the cost inside one is the same at every point, so the
+        # comm model keeps the ring across nodes and folds that cost into its rate.
+        return {**MODELS, "comm": comm_model(g, full_nodes=True, latency=latency)}, None, ()
     return {**MODELS, "comm": comm_model(g)}, None, ()
 
 

@@ -8,8 +8,26 @@ Modules: ``config`` (settings and the plan), ``collectives`` and ``training`` (w
 times, and the summaries), ``worker`` (one rank, under torchrun or srun), ``launch`` (every
 world size on one machine, or this node's part of a run across nodes, with timeouts and
 clean-up), ``nodes`` (the cluster's shape, torchrun's command per node, launch line and
-sbatch script), ``report`` (the run as JSON and tables).
+sbatch script), ``report`` (the run as JSON and tables), ``steptimer`` (:class:`StepTimer`,
+the three lines that time a user's own training loop) and ``script`` (``dpscale measure
+--script``: that loop under torchrun at each world size).
 """
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpscale.measure.steptimer import StepTimer
 
 INSTALL_HINT = "pip install 'dpscale[measure]'"
 """How to get torch for ``dpscale measure``."""
+
+__all__ = ["INSTALL_HINT", "StepTimer"]
+
+
+def __getattr__(name: str) -> object:
+    """``StepTimer`` on first use: ``import dpscale.measure`` stays as cheap as before."""
+    if name == "StepTimer":
+        from dpscale.measure.steptimer import StepTimer
+
+        return StepTimer
+    raise AttributeError(f"module 'dpscale.measure' has no attribute {name!r}")

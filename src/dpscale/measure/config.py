@@ -26,6 +26,7 @@ from dpscale.validation import InputError, parse
 __all__ = [
     "OPS",
     "OPTION_NAMES",
+    "STRATEGIES",
     "MeasureConfig",
     "PlanItem",
     "default_world_sizes",
@@ -35,6 +36,8 @@ __all__ = [
 ]
 
 Op = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+Strategy = Literal["ddp", "fsdp", "fsdp-shard-grad-op", "hsdp"]
+STRATEGIES: tuple[Strategy, ...] = ("ddp", "fsdp", "fsdp-shard-grad-op", "hsdp")
 OPS: tuple[Op, ...] = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 MAX_DEVICES = 1_000_000
 """Far beyond any torch.distributed job run so far."""
@@ -83,6 +86,20 @@ class MeasureConfig(BaseModel):
     )
     steps: int = Field(default=10, ge=1, le=1_000_000, description="Timed training steps.")
     warmup_steps: int = Field(default=3, ge=0, le=1_000_000, description="Untimed steps first.")
+    strategy: Strategy = Field(
+        default="ddp",
+        description="ddp (the linear-layer model in DDP) or fsdp, fsdp-shard-grad-op, hsdp "
+        "(transformer-like blocks with FSDP2 fully_shard).",
+    )
+    shard_group_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_DEVICES,
+        description="hsdp: ranks per shard group (default: the processes per node).",
+    )
+    optimizer: Literal["sgd", "adam"] | None = Field(
+        default=None, description="sgd or adam; default sgd for ddp, adam for the sharded."
+    )
     timeout_s: float = Field(
         default=120.0,
         ge=1,
@@ -169,6 +186,11 @@ def read_config(options: Mapping[str, object]) -> MeasureConfig:
         except UnitError as err:
             raise InputError.single(field, str(err), value) from None
     config = parse(MeasureConfig, data)
+    if config.optimizer is None:
+        optimizer = "sgd" if config.strategy == "ddp" else "adam"
+        config = config.model_copy(update={"optimizer": optimizer})
+    if config.shard_group_size is not None and config.strategy != "hsdp":
+        raise InputError.single("shard_group_size", "is for --strategy hsdp only")
     if not (config.collectives or config.training):
         # Refused before any rank starts: the run would take its seconds and store nothing.
         raise InputError.single(

@@ -124,6 +124,16 @@ def world_sizes_for(config: MeasureConfig, backend: str) -> tuple[int, ...]:
         raise InputError.single(
             "world_sizes", f"must not exceed --nproc {config.nproc}", ",".join(map(str, sizes))
         )
+    if config.strategy == "hsdp" and config.shard_group_size is not None:
+        from dpscale.measure.sharded import shard_layout
+
+        for size in sizes:
+            try:
+                shard_layout(size, config.shard_group_size)
+            except ValueError as err:
+                raise InputError.single(
+                    "shard_group_size", f"must divide every world size ({err})"
+                ) from None
     if backend == "nccl":
         import torch
 

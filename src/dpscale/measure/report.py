@@ -151,6 +151,7 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         )
     if rows:
         console.print(split)
+    _print_sharded(payload, console)
     bandwidth = Table(title="Collectives (busbw as nccl-tests defines it)")
     for name in ("Op", "Devices", "Size", "Time", "algbw", "busbw"):
         bandwidth.add_column(name, justify="right" if name != "Op" else "left")
@@ -170,6 +171,36 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         )
     if payload["collectives"]:
         console.print(bandwidth)
+
+
+def _print_sharded(payload: Mapping[str, Any], console: Any) -> None:
+    """Sharded runs: each world size's groups, collectives alone and memory per device."""
+    from dpscale.terminal import Table
+    from dpscale.units import format_bytes, format_duration
+
+    rows = [row for row in payload["results"] if "all_gather_time_s" in row]
+    if not rows:
+        return
+    table = Table(title=f"{rows[0]['strategy']}: collectives alone and memory per device")
+    names = ("Devices", "Shard x replicate", "All-gather", "Reduce-scatter", "Memory/device")
+    for name in names:
+        table.add_column(name, justify="right")
+    peak = any("max_memory_allocated_bytes" in row for row in rows)
+    if peak:
+        table.add_column("CUDA peak", justify="right")
+    for row in rows:
+        extra = [format_bytes(row.get("max_memory_allocated_bytes", 0))] if peak else []
+        table.add_row(
+            f"{row['devices']:,}",
+            f"{row['shard_group_size']} x {row['replicate_group_size']}",
+            *(
+                format_duration(row[key]) if row[key] > 0 else "-"  # nothing moves at 1 rank
+                for key in ("all_gather_time_s", "reduce_scatter_time_s")
+            ),
+            format_bytes(row["memory_per_device_bytes"]),
+            *extra,
+        )
+    console.print(table)
 
 
 def _across(row: Mapping[str, Any]) -> str:

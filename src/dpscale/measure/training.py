@@ -47,6 +47,7 @@ __all__ = [
     "build_model",
     "coefficient_of_variation",
     "hidden_width",
+    "summarise_steps",
     "summarise_training",
     "time_training",
 ]
@@ -87,6 +88,52 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
     return float(data.std(ddof=1) / data.mean())
 
 
+def summarise_steps(
+    devices: int,
+    per_step: float,
+    rank_step_times_s: Sequence[Sequence[float]],
+    *,
+    unit: str = "samples/s",
+) -> dict[str, Any]:
+    """Throughput and step-time figures from every rank's step times
+    (``rank_step_times_s[rank][step]``), ``per_step`` samples (or tokens) over all ranks in
+    one step.
+
+    A step ends when its slowest rank ends, so a step's time is the maximum over ranks;
+    throughput is the samples of all timed steps over their total time. ``rank_spread`` is
+    how far the ranks' median step times lie apart relative to the median step
+    (stragglers), ``slowest_rank`` the rank with the largest median. ``step_time_cv`` is the
+    coefficient of variation of every rank's every step time (jitter across steps and
+    ranks, what a synchronous step's maximum over ranks grows with). Ranks that timed
+    different numbers of steps are compared over the steps all of them timed.
+
+    >>> s = summarise_steps(2, 64, [[0.1, 0.2], [0.1, 0.1, 0.4]])
+    >>> s["steps"], round(s["step_time_mean_s"], 6), round(s["throughput"], 3)
+    (2, 0.15, 426.667)
+    """
+    steps = min(len(row) for row in rank_step_times_s)
+    times = np.asarray([list(row)[:steps] for row in rank_step_times_s], dtype=float)
+    per_step_s = times.max(axis=0)
+    p50 = max(float(np.median(per_step_s)), 1e-9)  # finite even below the timer's resolution
+    rank_medians = [statistics.median(row) for row in times.tolist()]
+    throughput = per_step * len(per_step_s) / max(float(per_step_s.sum()), 1e-9)
+    amount = "tokens_per_step" if unit == "tokens/s" else "samples_per_step"
+    return {
+        "devices": devices,
+        "throughput": throughput,
+        "per_device_throughput": throughput / devices,
+        "unit": unit,
+        amount: per_step,
+        "steps": len(per_step_s),
+        "step_time_p50_s": p50,
+        "step_time_p95_s": float(np.percentile(per_step_s, 95)),
+        "step_time_mean_s": float(per_step_s.mean()),
+        "rank_spread": (max(rank_medians) - min(rank_medians)) / p50,
+        "slowest_rank": int(np.argmax(rank_medians)),
+        "step_time_cv": coefficient_of_variation(times.ravel().tolist()),
+    }
+
+
 def summarise_training(
     devices: int,
     samples_per_step: int,
@@ -96,38 +143,16 @@ def summarise_training(
     comm: Sequence[Sequence[float]],
 ) -> dict[str, Any]:
     """The measurement from every rank's step times (``rank_step_times_s[rank][step]``), and
-    their compute-only (``compute[rank][step]``) and communication-only times (``comm``).
-
-    A step ends when its slowest rank ends, so a step's time is the maximum over ranks;
-    throughput is the samples of all timed steps over their total time. ``rank_spread`` is
-    how far the ranks' median step times lie apart relative to the median step
-    (stragglers), ``slowest_rank`` the rank with the largest median. ``step_time_cv`` is the
-    coefficient of variation of every rank's every step time (jitter across steps and
-    ranks, what a synchronous step's maximum over ranks grows with). ``compute_time_s``,
-    ``comm_time_s``, ``exposed_comm_time_s`` and ``step_overhead_s`` split the median step
-    as the module's docstring says.
+    their compute-only (``compute[rank][step]``) and communication-only times (``comm``):
+    :func:`summarise_steps`, and ``compute_time_s``, ``comm_time_s``, ``exposed_comm_time_s``
+    and ``step_overhead_s``, which split the median step as the module's docstring says.
     """
-    times = np.asarray(rank_step_times_s, dtype=float)
-    per_step = times.max(axis=0)
-    p50 = max(float(np.median(per_step)), 1e-9)  # finite even below the timer's resolution
-    rank_medians = [statistics.median(row) for row in rank_step_times_s]
-    throughput = samples_per_step * len(per_step) / max(float(per_step.sum()), 1e-9)
+    summary = summarise_steps(devices, samples_per_step, rank_step_times_s)
+    p50 = summary["step_time_p50_s"]
     compute_s = _slowest_median(compute)
     comm_s = _slowest_median(comm)
     exposed_s = min(comm_s, max(0.0, p50 - compute_s))
-    return {
-        "devices": devices,
-        "throughput": throughput,
-        "per_device_throughput": throughput / devices,
-        "unit": "samples/s",
-        "samples_per_step": samples_per_step,
-        "steps": len(per_step),
-        "step_time_p50_s": p50,
-        "step_time_p95_s": float(np.percentile(per_step, 95)),
-        "step_time_mean_s": float(per_step.mean()),
-        "rank_spread": (max(rank_medians) - min(rank_medians)) / p50,
-        "slowest_rank": int(np.argmax(rank_medians)),
-        "step_time_cv": coefficient_of_variation(times.ravel().tolist()),
+    return summary | {
         "compute_time_s": compute_s,
         "comm_time_s": comm_s,
         "exposed_comm_time_s": exposed_s,
@@ -140,11 +165,14 @@ def _nothing() -> None:
 
 
 class TrainingTimes(TypedDict):
-    """One rank's timed steps, in seconds: synchronised, compute alone, gradients alone."""
+    """One rank's timed steps, in seconds: synchronised, compute alone, gradients alone; and
+    the bytes of parameters, gradients and optimizer state it holds
+    (:func:`dpscale.measure.sharded.state_bytes`)."""
 
     step: list[float]
     compute: list[float]
     comm: list[float]
+    memory: dict[str, int]
 
 
 def _bucket_sizes(params: int, bucket_bytes: float) -> list[int]:
@@ -182,15 +210,20 @@ def time_training(
     from torch.nn.parallel import DistributedDataParallel
 
     torch.manual_seed(1234 + rank)
-    model = build_model(config.model_params, config.layers).to(device)
     cuda = device.type == "cuda"
+    if cuda:  # the peak of this measurement, not of the world size measured before
+        torch.cuda.reset_peak_memory_stats(device)
+    model = build_model(config.model_params, config.layers).to(device)
     ddp = DistributedDataParallel(
         model,
         device_ids=[device] if cuda else None,
         process_group=group,
         bucket_cap_mb=config.bucket_mb,
     )
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-4)
+    if config.optimizer == "adam":
+        optimizer: Any = torch.optim.Adam(ddp.parameters(), lr=1e-4)
+    else:
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-4)
     width = hidden_width(config.model_params, config.layers)
     inputs = torch.randn(config.micro_batch, width, device=device)
     targets = torch.randn(config.micro_batch, width, device=device)
@@ -236,6 +269,16 @@ def time_training(
         step(True)
         on_iteration()
     synchronised = timed(lambda: step(True))
+    from dpscale.measure.sharded import state_bytes
+
+    memory = state_bytes(model, optimizer)  # after a synchronised step: gradients are held
+    if cuda:
+        memory["max_memory_allocated_bytes"] = int(torch.cuda.max_memory_allocated(device))
     compute = timed(lambda: step(False))
     all_reduce_gradients()  # the first call on fresh buffers sets up the transport
-    return {"step": synchronised, "compute": compute, "comm": timed(all_reduce_gradients)}
+    return {
+        "step": synchronised,
+        "compute": compute,
+        "comm": timed(all_reduce_gradients),
+        "memory": memory,
+    }

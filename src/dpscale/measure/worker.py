@@ -264,9 +264,17 @@ def _measure(
     device: Any,
     rank: int,
     tick: Callable[[], None],
+    mesh: Any = None,
 ) -> tuple[int, Any]:
     """Bytes moved and this rank's times: a list of seconds, or for training the
-    synchronised, compute-only and communication-only step times."""
+    synchronised, compute-only and communication-only step times (and, sharded, the
+    all-gather and reduce-scatter times) and the rank's memory."""
+    if item.kind == "training" and config.strategy != "ddp":
+        from dpscale.measure.sharded import time_sharded_training
+
+        return 0, time_sharded_training(
+            config, mesh=mesh, device=device, rank=rank, on_iteration=tick
+        )
     if item.kind == "training":
         from dpscale.measure.training import time_training
 
@@ -286,18 +294,47 @@ def _measure(
     )
 
 
-def _summary(item: PlanItem, config: MeasureConfig, moved: int, times: list[Any]) -> Any:
+def shard_group_size(config: MeasureConfig, env: Mapping[str, str], world: int) -> int:
+    """hsdp's shard group: as given, else the processes per node (torchrun's
+    ``LOCAL_WORLD_SIZE``, srun's ``SLURM_NTASKS_PER_NODE``), else the whole job.
+
+    >>> shard_group_size(MeasureConfig(strategy="hsdp"), {"LOCAL_WORLD_SIZE": "8"}, 16)
+    8
+    >>> shard_group_size(MeasureConfig(strategy="hsdp"), {"SLURM_NTASKS_PER_NODE": "4(x2)"}, 8)
+    4
+    """
+    if config.shard_group_size is not None:
+        return config.shard_group_size
+    per_node = env.get("LOCAL_WORLD_SIZE") or env.get("SLURM_NTASKS_PER_NODE", "")
+    digits = per_node.split("(")[0]  # srun writes "8(x2)" for 8 tasks on each of 2 nodes
+    return int(digits) if digits.isdigit() else world
+
+
+def _summary(
+    item: PlanItem, config: MeasureConfig, moved: int, times: list[Any], shard_size: int = 1
+) -> Any:
     if item.kind == "training":
-        from dpscale.measure.training import summarise_training
+        from dpscale.measure.sharded import layout, summarise_memory
+        from dpscale.measure.training import _slowest_median, summarise_training
 
         samples = item.devices * config.micro_batch * config.grad_accum
-        return summarise_training(
+        summary = summarise_training(
             item.devices,
             samples,
             [rank["step"] for rank in times],
             compute=[rank["compute"] for rank in times],
             comm=[rank["comm"] for rank in times],
         )
+        summary |= {"strategy": config.strategy, "optimizer": config.optimizer}
+        summary |= summarise_memory([rank["memory"] for rank in times])
+        if config.strategy != "ddp":
+            summary |= layout(item.devices, config.strategy, shard_size)
+            for op in ("all_gather", "reduce_scatter"):
+                summary[f"{op}_time_s"] = _slowest_median([rank[op] for rank in times])
+            if config.strategy == "hsdp":
+                all_reduce = _slowest_median([rank["all_reduce"] for rank in times])
+                summary["replicate_all_reduce_time_s"] = all_reduce
+        return summary
     from dpscale.measure.collectives import summarise_collective
 
     return summarise_collective(item.op, item.devices, moved, times)
@@ -345,6 +382,17 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
                 "world_sizes", f"must not exceed the job's world size {world}", world_sizes
             )
         groups = {k: None if k == world else dist.new_group(list(range(k))) for k in world_sizes}
+        shard_size = shard_group_size(config, os.environ, world)
+        meshes: dict[int, Any] = {}
+        if config.training and config.strategy != "ddp":
+            from dpscale.measure.sharded import make_mesh
+
+            try:  # every rank makes every mesh: a mesh's process groups need all of them
+                meshes = {
+                    k: make_mesh(device.type, k, config.strategy, shard_size) for k in world_sizes
+                }
+            except ValueError as err:
+                raise InputError.single("shard_group_size", str(err), shard_size) from None
         barrier_devices = [identity.local_rank] if device.type == "cuda" else None
         info = {
             "rank": identity.rank,
@@ -377,7 +425,13 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
             if identity.rank < item.devices:
                 group = groups[item.devices]
                 moved, times = _measure(
-                    item, config, group=group, device=device, rank=identity.rank, tick=status.tick
+                    item,
+                    config,
+                    group=group,
+                    device=device,
+                    rank=identity.rank,
+                    tick=status.tick,
+                    mesh=meshes.get(item.devices),
                 )
                 gathered: list[Any] | None = [None] * item.devices if lead else None
                 dist.gather_object(times, gathered, dst=0, group=group)
@@ -390,7 +444,7 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
                             "index": index,
                             "label": item.label,
                             "kind": item.kind,
-                            "summary": _summary(item, config, moved, gathered)
+                            "summary": _summary(item, config, moved, gathered, shard_size)
                             | _placement(node_of[: item.devices]),
                             "rank_times_s": [
                                 rank["step"] if item.kind == "training" else rank

@@ -257,17 +257,28 @@ def setup_loss_applies(scenario: Scenario) -> bool:
 
 
 def band(scenario: Scenario, devices: ArrayLike) -> Band:
-    """The efficiency band at ``devices`` for ``scenario``."""
+    """The efficiency band at ``devices`` for ``scenario``.
+
+    With ``baseline_devices`` B > 1 every row of the stack is taken relative to its own
+    efficiency at B (what was measured there is known), and the setup loss counts only the
+    nodes beyond the baseline's: ``(1 + s z(n_B)) / (1 + s z(n))``.
+    """
     counts = np.asarray(devices, dtype=float)
-    step, names = band_steps(scenario, counts)
-    central, low, high = combine(np.asarray(step.efficiency))
+    base = float(scenario.baseline_devices)
+    step, names = band_steps(scenario, np.append(counts, base))
+    stack = np.asarray(step.efficiency)
+    # At one device the model's efficiency is its own reference (it may be below 1).
+    reference = stack[..., -1:] if base > 1 else 1.0
+    central, low, high = combine(stack[..., :-1] / reference)
     if setup_loss_applies(scenario):
-        nodes = np.ceil(counts / scenario.hardware.devices_per_node)
-        low = with_setup_loss(central, low, setup_loss(nodes))
+        per_node = scenario.hardware.devices_per_node
+        nodes = np.ceil(counts / per_node)
+        kept = (1 - setup_loss(nodes)) / (1 - setup_loss(np.ceil(base / per_node)))
+        low = with_setup_loss(central, low, np.maximum(1 - kept, 0.0))
         names = (*names, "framework_setup")
     return Band(
         efficiency=central,
         low=np.clip(low, 0.0, central),
-        high=np.clip(high, central, 1.0),
+        high=np.clip(high, central, np.maximum(central, 1.0)),
         inputs=tuple(PUBLIC_NAMES.get(name, name) for name in names),
     )

@@ -75,6 +75,10 @@ class Hardware:
     inter_efficiency: float | None = None
     memory_bandwidth: float | None = None
     name: str = "custom"
+    memory_capacity: float | None = None
+    """One device's memory in bytes (what a strategy must fit in), None if unknown."""
+    peak_flops: float | None = None
+    """One device's dense 16-bit peak FLOP/s (what an MFU is a share of), None if unknown."""
 
     @property
     def transport_efficiency(self) -> float:

@@ -1,33 +1,53 @@
-"""Calibration from a few measured points: what the physics cannot know, from the user's runs.
+"""Calibration from a few measured points: the physics kept, only what the points pin down fitted.
 
 ``--measured "1:362.4,8:2722,16:5099"`` gives the total throughput at each device count, with
 the query's micro-batch and accumulation, in the unit of ``--per-device-throughput``. Each
-point is a step time, ``T(N) = N b m / X(N)``. The step model without the two terms only a
-measurement can tell, ``T0(N)``, leaves a residual that those two terms explain linearly:
+point is a step time, ``T(N) = N b m / X(N)``. The step model (without the terms only a
+measurement can tell) gives ``T0(N)``, its single-device step ``T0(1)`` and its communication
+time ``C(N)``. The calibrated step is linear in what is estimated:
 
-    T(N) - T0(N) = o + c t sqrt(m) z(N)        for N > 1
+    T(N) = T0(1) + l + o [N > 1] + s (T0(N) - T0(1)  or  C(N)) + c t sqrt(m) z(N)
 
-``o`` the residual fixed cost per step (seconds), ``c`` the coefficient of variation of one
-device's micro-step (stragglers, :mod:`dpscale.model.costs`), ``t = b / v`` one micro-step
-and ``z(N)`` the expected maximum of N standard normals. A weighted least-squares fit
-(relative residuals, both terms kept >= 0) estimates them. A point at one device replaces the
-per-device throughput. With one multi-device point only ``o`` is fitted and ``c`` keeps its
-default (and its range stays in the band). A jitter or a fixed cost the user states is kept
-as stated. A stored run's ``step_time_cv`` (measured directly by ``dpscale measure``) is used
-as the jitter (the CV of a step of ``m`` micro-steps is ``c / sqrt(m)``); its fixed cost is
-still fitted to its throughputs: the run's own ``step_overhead_s`` is measured against its own
-compute and communication times, not against this model's, and taking it as it is would let the
-prediction miss the very points it was calibrated on.
+``l`` the level (the single-device step beyond the stated one), ``o`` the fixed cost per
+step on more than one device, ``s`` the network share, once the points can tell it (``s = 1``
+on the first form otherwise): with DDP the share of the step model's own exposed
+communication ``T0(N) - T0(1)`` (1: as modelled, so points the model made give its values
+back), with a sharded strategy the share of the modelled communication time ``C(N)`` that
+shows in the step (the model's exposure of all-gathers and reduce-scatters is not checked
+against published runs yet), ``c`` the jitter (coefficient of variation of one device's
+micro-step, :mod:`dpscale.model.costs`), ``t = b / v`` one micro-step and ``z(N)`` the
+expected maximum of N standard normals.
 
-The band is the fit's: the parameters' covariance from the residuals (a floor of 1 % relative
+What is estimated, with ``k`` measured device counts (a one-device point counts):
+
+1. the level: a one-device point measures it (it replaces the per-device throughput);
+   without one, the smallest counts set it, so ``o`` is not told apart from it;
+2. then at most ``k - 1`` of, in this order: the fixed per-step cost, the network share, the
+   jitter; each only when its effect on the points is not (within :data:`IDENTIFIABLE`) a
+   combination of those already taken (two points on 128 and 256 devices cannot tell a
+   fixed cost from the level), and the network share only when a measured point crossed
+   nodes. The setup loss per node is never estimated (the step model has
+   no term for it): its range widens the lower edge beyond the measured nodes (below).
+
+A value the user states (``--jitter``, ``--step-overhead``, a run's measured ``step_time_cv``,
+a ``--calibrate``d network) is kept as stated; one not estimated keeps its stated range in the
+band. Estimates are bounded: no cost below zero. The fit is weighted least squares on relative
+residuals (``scipy.optimize.lsq_linear``). With two or more points beyond the parameters, the
+worst externally studentized residual is tested at the Bonferroni 1 % level (as ``dpscale
+fit`` does): a point beyond it is flagged, down-weighted to the edge of what the noise
+explains, and named in :meth:`MeasuredFit.notes`.
+
+The band is the fit's: the estimates' covariance from the residuals (a floor of 1 % relative
 noise per measured point, the spread a throughput measurement has from run to run, or a stored
 run's own standard error of its mean step when larger, and the points' misfit when there are
-more points than estimated terms) propagated to each count, plus the noise of one new
-measurement, at two standard deviations; and, when no measured point crossed a node while the
-prediction does, the network share's stated range (nothing measured says what it is). On more
-nodes than any measured point ran on, the lower edge also takes the band's setup loss
-(:mod:`dpscale.model.band`) beyond the measured nodes' own, in quadrature: the wait for the
-slowest node grows with their count, and the measured nodes only show its start.
+more points than estimates) propagated to each count, plus the noise of one new measurement,
+at two standard deviations; the stated range of the jitter where it was not estimated, and of
+the network share when no measured point crossed a node; on more nodes than any measured
+point ran on, the lower edge also takes the band's setup loss (:mod:`dpscale.model.band`)
+beyond the measured nodes' own, in quadrature. The band never goes below 0 nor above the
+ideal (the per-device throughput, or the best measured per device, times N). Unless the
+measured per-device throughput rises at the largest counts, no count beyond them is predicted
+more efficient than the largest measured one.
 
 >>> from dpscale.model.hardware import Hardware
 >>> from dpscale.model.scenario import Scenario
@@ -35,6 +55,8 @@ slowest node grows with their count, and the measured nodes only show its start.
 >>> sc = Scenario(params=25.6e6, grad_dtype="fp32", micro_batch=32, grad_accum=1,
 ...               per_device_throughput=329.0, hardware=hw, optimizer="momentum")
 >>> fit = calibrate_measured(sc, parse_measured("1:329,2:620,8:2456"), source="example")
+>>> fit.free, fit.unfittable  # no point crossed a node: the network share keeps its range
+(('step_overhead', 'jitter'), ('network_share',))
 >>> round(fit.step_overhead_s * 1e3, 2), round(fit.jitter, 4)
 (4.72, 0.0087)
 >>> p = fit.predict([16])
@@ -52,6 +74,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import optimize, stats
 
 from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
@@ -62,7 +85,9 @@ from dpscale.validation import InputError
 __all__ = [
     "MAX_MEASURED_POINTS",
     "MEASUREMENT_NOISE",
+    "ORDER",
     "POINTS_SOURCE",
+    "Flagged",
     "MeasuredFit",
     "MeasuredPrediction",
     "calibrate_measured",
@@ -139,6 +164,16 @@ class MeasuredPrediction:
 
 
 @dataclass(frozen=True)
+class Flagged:
+    """A measured point farther from the others' fit than its noise allows, down-weighted."""
+
+    devices: int
+    throughput: float
+    expected: float
+    weight: float
+
+
+@dataclass(frozen=True)
 class MeasuredFit:
     """The calibrated scenario, the estimates and what their uncertainty rests on."""
 
@@ -151,46 +186,85 @@ class MeasuredFit:
     largest_measured: int
     points: tuple[tuple[int, float], ...]
     source: str
+    network_share: float = 0.0
+    """Where estimated, the network share (module docstring: of the exposed communication with
+    DDP, of the communication time with a sharded strategy); otherwise 0, and the step
+    model's own exposed communication is taken as it is."""
+    level_s: float = 0.0
+    """Seconds added to the single-device step (the level, without a one-device point)."""
+    unfittable: tuple[str, ...] = ()
+    """Parameters of :data:`ORDER` the points could not pin down: they keep their range."""
+    flagged: tuple[Flagged, ...] = ()
+    rising: bool = False
+    """Whether the measured per-device throughput rises at the largest counts: only then may
+    a count beyond them be predicted more efficient than the largest measured one."""
+    basis: Scenario | None = None
+    """The scenario the parameters' effects were computed on (before the level was folded
+    into the calibrated scenario's per-device throughput)."""
 
-    def _base(self) -> Scenario:
-        return replace(self.scenario, step_overhead=0.0, jitter=0.0, framework_overhead=0.0)
+    def _design(self, n: Any) -> tuple[Any, dict[str, Any]]:
+        return _design(self.basis or self.scenario, n)
+
+    def _step(self, n: Any) -> Any:
+        single, columns = self._design(n)
+        values = self.values()
+        return single + sum(columns[name] * values[name] for name in columns)
+
+    def values(self) -> dict[str, float]:
+        """Every parameter's value (estimated or kept), in seconds or as a share."""
+        return {
+            "level": self.level_s,
+            "step_overhead": self.step_overhead_s,
+            "network_share": self.network_share,
+            "physics": 0.0 if "network_share" in self.free else 1.0,
+            "jitter": self.jitter,
+        }
 
     def predict(self, devices: ArrayLike) -> MeasuredPrediction:
         sc = self.scenario
-        n = np.asarray(devices, dtype=float)
-        one = sc.micro_batch / sc.per_device_throughput * math.sqrt(sc.grad_accum)
-        base = self._base()
-        t0 = np.asarray(evaluate(base, devices=n).step_time)
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
         multi = n > 1
-        z = np.asarray(expected_max_normal(n))
-        step = t0 + np.where(multi, self.step_overhead_s + self.jitter * one * z, 0.0)
-        grads = {"step_overhead": np.where(multi, 1.0, 0.0), "jitter": one * z}
-        a = np.stack([grads[name] for name in self.free]) if self.free else np.zeros((0, n.size))
-        variance = np.einsum("in,ij,jn->n", a, np.asarray(self.covariance), a) if self.free else 0.0
+        _, columns = self._design(n)
+        step = self._step(n)
+        if self.free:
+            a = np.stack([columns[name] for name in self.free])
+            variance = np.einsum("in,ij,jn->n", a, np.asarray(self.covariance), a)
+        else:
+            variance = np.zeros_like(step)
         variance = variance + np.where(multi, (self.noise * step) ** 2, 0.0)
-        if "jitter" not in self.free and sc.jitter is None:
+        if "jitter" in self.unfittable:
             low, high = JITTER_RANGE
-            spread = np.where(multi, one * z * max(high - self.jitter, self.jitter - low) / 2, 0.0)
-            variance = variance + spread**2
+            reach = max(high - self.jitter, self.jitter - low) / 2
+            variance = variance + (columns["jitter"] * reach) ** 2
         per_node = sc.hardware.devices_per_node
-        if self.largest_measured <= per_node and sc.hardware.inter_efficiency is None:
+        if self.largest_measured <= per_node and "network_share" in self.unfittable:
             low_share, _ = NETWORK_SHARE_RANGE[sc.hardware.transport]
+            base = _base(sc)
+            central = np.asarray(evaluate(base, devices=n).step_time)
             slow = evaluate(base, devices=n, uncertain={"inter_efficiency": low_share})
-            variance = variance + ((np.asarray(slow.step_time) - t0) / 2) ** 2
+            variance = variance + ((np.asarray(slow.step_time) - central) / 2) ** 2
         sd = np.sqrt(variance)
-        samples = n * sc.micro_batch * sc.grad_accum
-        shortest = np.maximum(
-            step - 2 * sd, sc.grad_accum * sc.micro_batch / sc.per_device_throughput
-        )
-        throughput = samples / step
+        samples = n * sc.micro_batch * sc.tokens_per_sample * sc.grad_accum
+        best = max(y / m for m, y in self.points)
         ideal = n * sc.per_device_throughput
-        low, high = samples / (step + 2 * sd), samples / shortest
+        ceiling = n * max(sc.per_device_throughput, best)
+        throughput = samples / step
+        largest = float(self.largest_measured)
+        if not self.rising:
+            # Efficiency may not rise beyond the measured counts unless the points rise.
+            at_largest = float(self._step(np.array([largest]))[0])
+            cap = samples / at_largest
+            throughput = np.where(n > largest, np.minimum(throughput, cap), throughput)
+        step = samples / throughput
+        low = samples / (step + 2 * sd)
+        high = np.minimum(samples / np.maximum(step - 2 * sd, 1e-300), ceiling)
         # Beyond the nodes measured, the setup loss across nodes is as unknown as without a
         # measurement; the fit holds what the measured nodes already lost.
         nodes = np.ceil(n / per_node)
-        measured_nodes = math.ceil(self.largest_measured / per_node)
+        measured_nodes = math.ceil(largest / per_node)
         unmeasured = 1 - (1 - setup_loss(nodes)) / (1 - setup_loss(measured_nodes))
         low = with_setup_loss(throughput, low, np.where(nodes > measured_nodes, unmeasured, 0.0))
+        low = np.maximum(low, 0.0)
         return MeasuredPrediction(
             devices=n,
             throughput=throughput,
@@ -200,6 +274,66 @@ class MeasuredFit:
             efficiency_low=low / ideal,
             efficiency_high=np.minimum(high / ideal, 1.0),
         )
+
+    def notes(self) -> list[str]:
+        """What the calibration estimated, what it could not, and any point it doubted."""
+        estimated = [LABELS[name] for name in self.free]
+        said = ["estimated from the points: " + (", ".join(estimated) or "nothing")]
+        if self.unfittable:
+            kept = ", ".join(LABELS[name] for name in self.unfittable)
+            said.append(f"not pinned down by these counts, kept within the stated range: {kept}")
+        for flag in self.flagged:
+            said.append(
+                f"the point at {flag.devices:,} devices ({flag.throughput:.4g}) lies off the "
+                f"others' fit ({flag.expected:.4g}) beyond its noise: down-weighted to "
+                f"{flag.weight:.2g}"
+            )
+        return said
+
+
+ORDER = ("step_overhead", "network_share", "jitter")
+"""What a calibration may estimate beyond the level, in the order it takes them."""
+LABELS = {
+    "level": "the single-device step",
+    "step_overhead": "the fixed per-step cost",
+    "network_share": "the network share",
+    "jitter": "the jitter",
+}
+IDENTIFIABLE = 0.02
+"""A parameter is estimated only when its effect on the points is not, within 2 %, a
+combination of the effects already taken: otherwise the points cannot tell them apart."""
+OUTLIER_LEVEL = 0.01
+"""Chance that clean points get a flag (Bonferroni over the points), as ``dpscale fit``."""
+
+
+def _base(sc: Scenario) -> Scenario:
+    return replace(sc, step_overhead=0.0, jitter=0.0, framework_overhead=0.0)
+
+
+def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
+    """The single-device step and each parameter's effect on the step at ``n`` (seconds per
+    unit): the level, the fixed cost (every count above one), the network share (the
+    communication and waits the step model adds beyond one device) and the jitter."""
+    base = _base(sc)
+    single = float(np.asarray(evaluate(base, devices=[1.0]).step_time)[0])
+    one = sc.micro_step_time * math.sqrt(sc.grad_accum)
+    multi = np.where(n > 1, 1.0, 0.0)
+    step = evaluate(base, devices=n)
+    physics = np.asarray(step.step_time) - single
+    # DDP: the share scales what the step model exposes (its overlap of bucketed all-reduces
+    # is checked on the published rows), so points the model made give its own values back.
+    # Sharded strategies: the share scales the communication time itself, and the points say
+    # how much of it shows (the model's exposure of all-gathers and reduce-scatters is not
+    # yet checked against published runs: docs/predict.md, "Held-out calibration").
+    share = physics if sc.strategy == "ddp" else np.asarray(step.comm_time) * multi
+    columns = {
+        "level": np.ones_like(n),
+        "step_overhead": multi,
+        "physics": physics,
+        "network_share": share,
+        "jitter": one * np.asarray(expected_max_normal(n)),
+    }
+    return single, columns
 
 
 def calibrate_measured(
@@ -211,43 +345,87 @@ def calibrate_measured(
     step_overhead_s: float | None = None,
     measurement_noise: float | None = None,
 ) -> MeasuredFit:
-    """Estimate the residual fixed cost and the jitter from measured ``(devices, X)`` points.
+    """Estimate what the points can pin down (module docstring) from ``(devices, X)`` points.
 
     ``measurement_noise`` is the relative spread of one measured throughput when the points'
     own source knows it (a stored run's standard error); below :data:`MEASUREMENT_NOISE` it
     is not taken.
     """
-    sc = scenario
+    sc = replace(scenario, framework_overhead=0.0)
     single = [x for n, x in points if n == 1]
     if single:
         # Measured with the query's own accumulation, like every other point.
         sc = replace(sc, per_device_throughput=single[0], throughput_grad_accum=None)
-    sc = replace(sc, step_overhead=0.0, jitter=0.0, framework_overhead=0.0)
+    kept: dict[str, float] = {"level": 0.0, "step_overhead": 0.0, "network_share": 0.0}
+    if step_overhead_s is not None:
+        kept["step_overhead"] = step_overhead_s
+    elif "step_overhead" in scenario.known:
+        kept["step_overhead"] = scenario.step_overhead
+    if step_time_cv is not None:
+        kept["jitter"] = step_time_cv * math.sqrt(sc.grad_accum)
+    elif scenario.jitter is not None:
+        kept["jitter"] = scenario.jitter
+    stated = set(kept) - {"level", "network_share", "physics"}
+    if step_overhead_s is None and "step_overhead" not in scenario.known:
+        stated.discard("step_overhead")
+    if scenario.hardware.inter_efficiency is not None or scenario.calibration is not None:
+        stated.add("network_share")
     multi = [(n, x) for n, x in points if n > 1]
+    if not multi:
+        raise _fail("give at least one point on more than one device", points)
     n = np.array([p[0] for p in multi], dtype=float)
     x = np.array([p[1] for p in multi], dtype=float)
-    one = sc.micro_batch / sc.per_device_throughput * math.sqrt(sc.grad_accum)
-    measured = n * sc.micro_batch * sc.grad_accum / x
-    modelled = np.asarray(evaluate(sc, devices=n).step_time)
-    residual = measured - modelled
-    columns = {"step_overhead": np.ones_like(n), "jitter": one * expected_max_normal(n)}
-    fixed: dict[str, float] = {}
-    if step_overhead_s is not None:
-        fixed["step_overhead"] = step_overhead_s
-    elif "step_overhead" in scenario.known:
-        fixed["step_overhead"] = scenario.step_overhead
-    if step_time_cv is not None:
-        fixed["jitter"] = step_time_cv * math.sqrt(sc.grad_accum)
-    elif scenario.jitter is not None:
-        fixed["jitter"] = scenario.jitter
-    free = [name for name in columns if name not in fixed]
-    if len(free) == 2 and len(np.unique(n)) < 2:
-        fixed["jitter"] = sc.jitter if sc.jitter else (scenario.jitter or DEFAULT_JITTER)
-        free = ["step_overhead"]
-    target = residual - sum(columns[name] * value for name, value in fixed.items())
+    measured = n * sc.micro_batch * sc.tokens_per_sample * sc.grad_accum / x
+    one_step, columns = _design(sc, n)
+    level = [] if single else ["level"]
+    candidates = [name for name in ORDER if name not in stated]
+    if not single and "step_overhead" in candidates:
+        candidates.remove("step_overhead")  # the level holds it: no point runs without it
+    if "network_share" in candidates and not np.any(n > sc.hardware.devices_per_node):
+        # Points inside one node say nothing of the network between nodes.
+        candidates.remove("network_share")
+        unreached = ["network_share"]
+    else:
+        unreached = []
+    counts = len(np.unique(n)) + (1 if single else 0)
+    free, unfittable = _choose(columns, measured, level, candidates, counts - 1)
+    unfittable = unreached + unfittable
+    kept.setdefault("jitter", 0.0 if "jitter" in free else DEFAULT_JITTER)
+    # Estimated, the network share replaces the step model's exposed communication: the
+    # points say how much of the modelled communication time shows in the step.
+    kept["physics"] = 0.0 if "network_share" in free else 1.0
     floor = max(MEASUREMENT_NOISE, measurement_noise or 0.0)
-    estimates, covariance, noise = _fit(columns, free, target, measured, floor)
-    values = {**fixed, **estimates}
+    weight = np.ones_like(n)
+    fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
+    flagged: list[Flagged] = []
+    estimates, covariance, noise, hat, residual = fitted
+    dof = len(n) - len(free)
+    if dof >= 2:
+        # Externally studentized (Cook & Weisberg 1982, 2.2): each point against the noise
+        # of the others, never below the floor.
+        kept_share = np.maximum(1 - hat, 1e-12)
+        others = (float(np.sum(residual**2)) - residual**2 / kept_share) / (dof - 1)
+        t = residual / (np.sqrt(np.maximum(others, floor**2)) * np.sqrt(kept_share))
+        worst = int(np.argmax(np.abs(t)))
+        edge = float(stats.t.ppf(1 - OUTLIER_LEVEL / (2 * len(n)), dof - 1))
+        if abs(t[worst]) > edge and hat[worst] < 1 - 1e-9:
+            weight[worst] = (edge / t[worst]) ** 2
+            expected = float(x[worst] * (1 + residual[worst]))
+            flagged.append(Flagged(int(n[worst]), float(x[worst]), expected, float(weight[worst])))
+            fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
+            estimates, covariance, noise, hat, residual = fitted
+    values = {**kept, **estimates}
+    basis = sc
+    if values["level"]:
+        # The level is the single-device step: a per-device throughput of its own.
+        compute = sc.grad_accum * sc.micro_step_time
+        sc = replace(
+            sc,
+            per_device_throughput=sc.micro_batch
+            * sc.tokens_per_sample
+            * sc.grad_accum
+            / (compute + values["level"]),
+        )
     calibrated = replace(
         sc,
         step_overhead=values["step_overhead"],
@@ -255,6 +433,8 @@ def calibrate_measured(
         known=sc.known | {"step_overhead", "jitter"},
         measured=source,
     )
+    per_device = [y / m for m, y in sorted(points)]
+    rising = len(per_device) >= 2 and per_device[-1] > per_device[-2] * (1 + floor)
     return MeasuredFit(
         scenario=calibrated,
         step_overhead_s=values["step_overhead"],
@@ -265,37 +445,80 @@ def calibrate_measured(
         largest_measured=int(n.max()),
         points=tuple(points),
         source=source,
+        network_share=values["network_share"],
+        level_s=values["level"],
+        unfittable=tuple(unfittable),
+        flagged=tuple(flagged),
+        rising=rising,
+        basis=basis,
     )
 
 
+def _choose(
+    columns: dict[str, Any], measured: Any, level: list[str], candidates: list[str], budget: int
+) -> tuple[list[str], list[str]]:
+    """The parameters to estimate: the level, then each candidate in order that the points
+    tell apart from those already taken, at most ``budget`` of them; and those left."""
+    chosen = list(level)
+    left = []
+    weighted = {name: column / measured for name, column in columns.items()}
+    for name in candidates:
+        column = weighted[name]
+        taken = len(chosen) - len(level)
+        size = float(np.linalg.norm(column))
+        if taken >= budget or size == 0:
+            left.append(name)
+            continue
+        if chosen:
+            basis = np.column_stack([weighted[c] for c in chosen])
+            coef, *_ = np.linalg.lstsq(basis, column, rcond=None)
+            column = column - basis @ coef
+        if float(np.linalg.norm(column)) < IDENTIFIABLE * size:
+            left.append(name)
+            continue
+        chosen.append(name)
+    return chosen, left
+
+
+_LOWER = {"level": -np.inf, "step_overhead": 0.0, "network_share": 0.0, "jitter": 0.0}
+"""No cost below zero; the level (the single-device step) may fall below the stated one."""
+
+
 def _fit(
-    columns: dict[str, Any], free: list[str], target: Any, measured: Any, floor: float
-) -> tuple[dict[str, float], Any, float]:
-    """Non-negative weighted least squares over at most two terms, with the covariance."""
+    columns: dict[str, Any],
+    free: list[str],
+    kept: dict[str, float],
+    single: float,
+    measured: Any,
+    weight: Any,
+    floor: float,
+) -> tuple[dict[str, float], Any, float, Any, Any]:
+    """Bounded weighted least squares on relative step-time residuals: the estimates, their
+    covariance (noise at least ``floor``), the leverages and the relative residuals."""
+    fixed = single + sum(columns[name] * kept[name] for name in columns if name not in free)
+    root = np.sqrt(weight) / measured
+    target = (measured - fixed) * root
     if not free:
-        return {}, np.zeros((0, 0)), floor
-    weight = 1.0 / measured
-    active = list(free)
-    while True:
-        design = np.column_stack([columns[name] * weight for name in active])
-        solution, *_ = np.linalg.lstsq(design, target * weight, rcond=None)
-        negative = [name for name, value in zip(active, solution, strict=True) if value < 0]
-        if not negative or len(active) == 1:
-            break
-        active.remove(negative[0])
-    estimates = dict.fromkeys(free, 0.0)
-    for name, value in zip(active, solution, strict=True):
-        estimates[name] = max(0.0, float(value))
-    full = np.column_stack([columns[name] * weight for name in free])
-    fitted = full @ np.array([estimates[name] for name in free])
-    # A term held at its bound is not estimated: it spends no degree of freedom, and what the
-    # points then miss by is noise the band must carry (a point faster than the model allows).
-    dof = len(target) - sum(1 for name in active if estimates[name] > 0)
-    ssr = float(np.sum((target * weight - fitted) ** 2))
+        residual = fixed / measured - 1
+        return {}, np.zeros((0, 0)), floor, np.zeros_like(measured), residual
+    design = np.column_stack([columns[name] * root for name in free])
+    lower = np.array([_LOWER[name] for name in free])
+    solved = optimize.lsq_linear(design, target, bounds=(lower, np.inf)).x
+    at_bound = np.isclose(solved, lower) & np.isfinite(lower)
+    solved = np.where(at_bound, lower, solved)  # held at its bound: exactly there
+    estimates = dict(zip(free, (float(v) for v in solved), strict=True))
+    fitted = design @ solved
+    dof = len(measured) - int(np.sum(~at_bound))
+    ssr = float(np.sum((target - fitted) ** 2))
     noise = max(floor, math.sqrt(ssr / dof) if dof > 0 else 0.0)
-    gram = full.T @ full
-    covariance = noise**2 * np.linalg.pinv(gram)
-    return estimates, covariance, noise
+    active = design[:, ~at_bound]
+    inverse = np.linalg.pinv(active.T @ active) if active.size else np.zeros((0, 0))
+    covariance = np.zeros((len(free), len(free)))
+    index = np.flatnonzero(~at_bound)
+    covariance[np.ix_(index, index)] = noise**2 * inverse
+    hat = np.einsum("ij,jk,ik->i", active, inverse, active) if active.size else 0 * measured
+    step = fixed + sum(columns[name] * estimates[name] for name in free)
+    return estimates, covariance, noise, hat, measured / step - 1
 
 
 def measured_from_run(

@@ -20,7 +20,7 @@ or, with ``measured`` points, from the calibration's fit (:mod:`dpscale.model.me
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -34,13 +34,18 @@ from dpscale.model.measured import (
     calibrate_measured,
     parse_measured,
 )
+from dpscale.model.memory import Memory, memory
 from dpscale.model.query import PredictQuery
 from dpscale.model.questions import best_bucket, grad_accum_for, max_devices, micro_batch_for
-from dpscale.model.scenario import Scenario, evaluate
+from dpscale.model.scenario import Scenario, evaluate, from_baseline
 from dpscale.model.step import Step
+from dpscale.model.strategies import Strategy, row
 from dpscale.validation import InputError
 
-__all__ = ["Answers", "PredictionResult", "predict", "predict_scenario"]
+__all__ = ["COMPARED", "Answers", "PredictionResult", "predict", "predict_scenario"]
+
+COMPARED: tuple[Strategy, ...] = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
+"""The strategies ``--compare-strategies`` predicts side by side."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,14 @@ class PredictionResult:
     efficiency_high: Any = None
     band_inputs: tuple[str, ...] = ()
     """What the band varies: the uncertain inputs left out, or ``("measured",)``."""
+    reference: float = 1.0
+    """The efficiency at ``baseline_devices`` (against one device): 1 without a baseline."""
+    memory: Memory | None = None
+    comparison: tuple[PredictionResult, ...] = ()
+    """The same job under each of :data:`COMPARED` (``--compare-strategies``)."""
+    point: Any = None
+    """The efficiency at each count where it is not the step model's (a calibration's fit:
+    its estimates, the network share among them, act on the step the model breaks down)."""
 
     def points(self) -> list[dict[str, Any]]:
         return self._rows(slice(None))
@@ -84,8 +97,9 @@ class PredictionResult:
     def _rows(self, rows: slice) -> list[dict[str, Any]]:
         s, sc = self.step, self.scenario
         count = np.asarray(s.devices)[rows]
-        ideal = count * sc.per_device_throughput
-        efficiency = np.asarray(s.efficiency)[rows]
+        ideal = count * sc.per_device_throughput * self.reference
+        modelled = s.efficiency if self.point is None else self.point
+        efficiency = np.asarray(modelled)[rows] / self.reference
         low = efficiency if self.efficiency_low is None else np.asarray(self.efficiency_low)[rows]
         high = (
             efficiency if self.efficiency_high is None else np.asarray(self.efficiency_high)[rows]
@@ -112,6 +126,13 @@ class PredictionResult:
             "actual_throughput_high": ideal * high,
             "bus_bandwidth_bytes_per_s": np.asarray(s.bus_bandwidth)[rows],
         }
+        mem = self.memory
+        if mem is not None:
+            floats["memory_per_device_bytes"] = np.asarray(mem.total)[rows]
+            floats["model_state_bytes"] = np.asarray(mem.model_states)[rows]
+            floats["gathered_bytes"] = np.asarray(mem.gathered)[rows]
+            if mem.activations is not None:
+                floats["activation_bytes"] = np.asarray(mem.activations)[rows]
         # One rounding pass over every number: per column, its fixed cost made a single point
         # (the sentences' last one) cost as much as 256.
         n = len(count)
@@ -125,6 +146,9 @@ class PredictionResult:
             if sc.strategy == "ddp"
             else ["ring"] * len(count)
         )
+        fits = None if mem is None else mem.fits
+        if fits is not None:
+            lists["fits"] = np.asarray(fits)[rows].astype(bool).tolist()
         keys = tuple(lists)
         # Rows built from columns already converted in bulk: no numpy scalar is touched here.
         return [dict(zip(keys, row, strict=True)) for row in zip(*lists.values(), strict=True)]
@@ -156,6 +180,19 @@ class PredictionResult:
                     "measured": sc.measured,
                     "fusion_cycle_s": sc.fusion_cycle,
                     "band_varies": list(self.band_inputs),
+                    "model": sc.model,
+                    "param_dtype": sc.param_dtype or sc.grad_dtype,
+                    "layers": sc.units,
+                    "layers_stated": sc.layers is not None,
+                    "hidden_size": sc.hidden,
+                    "shard_group_size": sc.shard_group_size or None,
+                    "no_sync": sc.no_sync,
+                    "seq_len": sc.seq_len,
+                    "tokens_per_sample": sc.tokens_per_sample,
+                    "activation_checkpointing": sc.activation_checkpointing,
+                    "baseline_devices": sc.baseline_devices,
+                    "baseline_throughput": sc.baseline_throughput,
+                    "one_device_throughput": sc.per_device_throughput,
                 }
             ),
             "hardware": tidy_dict(
@@ -170,12 +207,19 @@ class PredictionResult:
                     "transport_efficiency": hw.transport_efficiency,
                     "inter_node_effective_bandwidth_bytes_per_s": hw.inter_effective_bandwidth,
                     "device_memory_bandwidth_bytes_per_s": hw.memory_bandwidth,
+                    "device_memory_bytes": hw.memory_capacity,
+                    "device_peak_flops": hw.peak_flops,
                     "calibration": None if sc.calibration is None else sc.calibration.describe(),
                 }
             ),
         }
         if self.answers is not None:
             payload["questions"] = self.answers.to_dict()
+        if self.comparison:
+            payload["strategies"] = [
+                {"strategy": other.scenario.strategy, "points": other.points()}
+                for other in self.comparison
+            ]
         return payload
 
 
@@ -183,19 +227,21 @@ def tidy_dict(values: dict[str, Any]) -> dict[str, Any]:
     return {key: tidy(value) for key, value in values.items()}
 
 
-def _answers(scenario: Scenario, target: float, at_devices: int) -> Answers:
+def _answers(scenario: Scenario, target: float, at_devices: int, reference: float) -> Answers:
+    """The answers for a target relative to the baseline: ``target x E(B)`` against one."""
     bucket = best_bucket(scenario, devices=at_devices)
     here = evaluate(scenario, devices=at_devices)
+    absolute = target * reference
     return Answers(
         target_efficiency=target,
-        max_devices=max_devices(scenario, target),
+        max_devices=max_devices(scenario, absolute),
         at_devices=at_devices,
-        efficiency_at_devices=float(here.efficiency),
-        grad_accum_needed=grad_accum_for(scenario, target, devices=at_devices),
-        micro_batch_needed=micro_batch_for(scenario, target, devices=at_devices),
+        efficiency_at_devices=float(here.efficiency) / reference,
+        grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
+        micro_batch_needed=micro_batch_for(scenario, absolute, devices=at_devices),
         best_bucket_bytes=bucket.bucket_bytes,
         best_bucket_exposed_comm_time_s=bucket.exposed_comm_time_s,
-        best_bucket_efficiency=bucket.efficiency,
+        best_bucket_efficiency=bucket.efficiency / reference,
     )
 
 
@@ -204,25 +250,76 @@ def predict_scenario(
     devices: list[int],
     target_efficiency: float | None = None,
     measured: MeasuredFit | None = None,
+    *,
+    compare: bool = False,
 ) -> PredictionResult:
     """The prediction for a resolved scenario (for callers that calibrated it)."""
     counts = np.asarray(devices, dtype=float)
     if measured is not None:
+        if scenario.baseline_devices > 1:
+            raise InputError.single(
+                "baseline_devices",
+                "cannot be combined with measured points: the points state their own baseline",
+                scenario.baseline_devices,
+            )
         scenario = measured.scenario
+    else:
+        scenario = from_baseline(scenario)
+    # One device is the model's own reference: its efficiency there may be below 1 (the
+    # optimizer step spread over less accumulation than the throughput was measured with).
+    reference = (
+        float(evaluate(scenario, devices=scenario.baseline_devices).efficiency)
+        if scenario.baseline_devices > 1
+        else 1.0
+    )
     step = evaluate(scenario, devices=counts)
     answers = (
-        _answers(scenario, target_efficiency, max(devices))
+        _answers(scenario, target_efficiency, max(devices), reference)
         if target_efficiency is not None
         else None
     )
+    used = memory(scenario, counts)
     if measured is not None:
         fitted = measured.predict(counts)
-        efficiency = np.asarray(step.efficiency)
+        efficiency = np.asarray(fitted.efficiency)
         low = np.minimum(fitted.efficiency_low, efficiency)
         high = np.maximum(fitted.efficiency_high, efficiency)
-        return PredictionResult(scenario, step, answers, low, high, ("measured",))
-    spread = band(scenario, counts)
-    return PredictionResult(scenario, step, answers, spread.low, spread.high, spread.inputs)
+        result = PredictionResult(
+            scenario, step, answers, low, high, ("measured",), memory=used, point=efficiency
+        )
+    else:
+        spread = band(scenario, counts)
+        result = PredictionResult(
+            scenario,
+            step,
+            answers,
+            spread.low,
+            spread.high,
+            spread.inputs,
+            reference=reference,
+            memory=used,
+        )
+    if not compare:
+        return result
+    same = measured is None
+    comparison = tuple(
+        replace(result, answers=None)
+        if same and name == scenario.strategy
+        else predict_scenario(_as_strategy(scenario, name), devices)
+        for name in COMPARED
+    )
+    return replace(result, comparison=comparison)
+
+
+def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
+    """The same job under strategy ``name``, its one-device throughput solved again from the
+    measured baseline (the strategy was part of that measurement)."""
+    group = scenario.shard_group_size if row(name).group != "one" else 0
+    if scenario.baseline_throughput is not None:
+        scenario = replace(
+            scenario, per_device_throughput=scenario.baseline_throughput, baseline_throughput=None
+        )
+    return replace(scenario, strategy=name, shard_group_size=group)
 
 
 def predict(
@@ -245,5 +342,9 @@ def predict(
         points = parse_measured(query.measured)
         measured = calibrate_measured(resolved, points, source=POINTS_SOURCE)
     return predict_scenario(
-        resolved, query.device_counts(), query.target_efficiency, measured=measured
+        resolved,
+        query.device_counts(),
+        query.target_efficiency,
+        measured=measured,
+        compare=query.compare_strategies,
     )

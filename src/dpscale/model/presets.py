@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from dpscale.model.hardware import Hardware
-from dpscale.units import parse_bandwidth, parse_duration
+from dpscale.units import parse_bandwidth, parse_bytes, parse_duration
 from dpscale.validation import InputError
 
 __all__ = ["Preset", "load_preset", "preset_names"]
@@ -33,6 +33,8 @@ _FIELDS = (
     "transport",
     "device_memory_bandwidth",
 )
+_OPTIONAL = ("device_memory", "device_peak_flops")
+"""Values a preset may leave out (a node whose devices' capacity or peak is not stated)."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,9 @@ def load_preset(name: str) -> Preset:
             name,
         )
     data = tomllib.loads(_files().joinpath(f"{name}.toml").read_text(encoding="utf-8"))
-    values = {field: data[field]["value"] for field in _FIELDS}
-    sources = {field: str(data[field]["source"]) for field in _FIELDS}
+    present = (*_FIELDS, *(field for field in _OPTIONAL if field in data))
+    values = {field: data[field]["value"] for field in present}
+    sources = {field: str(data[field]["source"]) for field in present}
     hardware = Hardware(
         devices_per_node=int(values["devices_per_node"]),
         intra_bandwidth=parse_bandwidth(values["intra_node_bandwidth"]),
@@ -91,6 +94,10 @@ def load_preset(name: str) -> Preset:
         inter_latency=parse_duration(values["inter_node_latency"]),
         memory_bandwidth=parse_bandwidth(values["device_memory_bandwidth"]),
         name=name,
+        memory_capacity=(
+            parse_bytes(values["device_memory"]) if "device_memory" in values else None
+        ),
+        peak_flops=(float(values["device_peak_flops"]) if "device_peak_flops" in values else None),
     )
     return Preset(
         name=name, title=str(data["title"]), values=values, sources=sources, hardware=hardware

@@ -33,6 +33,11 @@ from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.collectives import Algorithm
 from dpscale.model.costs import Optimizer
 from dpscale.model.hardware import Hardware, Transport
+from dpscale.model.llm import (
+    CHECKPOINTED_BACKWARD_FRACTION,
+    flops_per_token,
+    load_model,
+)
 from dpscale.model.presets import load_preset
 from dpscale.model.scenario import Scenario
 from dpscale.model.step import (
@@ -40,8 +45,8 @@ from dpscale.model.step import (
     DDP_BUCKET_BYTES,
     OVERLAP_SLOWDOWN,
     GradDtype,
-    Strategy,
 )
+from dpscale.model.strategies import Strategy, row
 from dpscale.units import (
     UnitError,
     format_bandwidth,
@@ -79,6 +84,8 @@ MIN_BUCKET_BYTES = 1.0
 """A bucket holds at least one byte (one fp8 gradient value)."""
 MAX_BUCKET = 1e13
 MAX_OVERHEAD = 3600.0
+MAX_MEMORY = 1e15
+"""Bytes: a petabyte per device is far beyond any device built."""
 MAX_JITTER = 0.5
 """A standard deviation of half the step: beyond it the normal model of step times fails."""
 MAX_MEASURED_TEXT = 4000
@@ -91,6 +98,13 @@ DEFAULT_BUCKET_SIZE = f"{DDP_BUCKET_BYTES / 2**20:g} MiB"
 
 JitterPercent = Annotated[Percent, Field(le=MAX_JITTER * 100)]
 """``jitter`` as the CLI and the page take it: a percentage from 0 to 50."""
+
+MfuPercent = Annotated[Percent, Field(gt=0)]
+"""``mfu`` as the CLI and the page take it: a percentage above 0, at most 100."""
+MAX_LAYERS = 100_000
+MAX_SEQ_LEN = 100_000_000
+TOKEN_UNITS = ("tokens", "tokens/s", "token/s", "tok/s")
+"""Units that state the throughput in tokens: ``seq_len`` tokens make one sample."""
 
 _ITEM = re.compile(r"^\s*(\d+)\s*(?:(-|\.\.)\s*(\d+)\s*)?$")
 
@@ -150,10 +164,17 @@ class PercentInputs(BaseModel):
     jitter: JitterPercent | None = Field(
         default=None, description="Coefficient of variation of one device's micro-step, in percent."
     )
+    mfu: MfuPercent | None = Field(
+        default=None, description="Model FLOPs utilisation of one device, in percent."
+    )
 
     def fractions(self) -> dict[str, float]:
         """The percentages given, as :class:`PredictQuery`'s fractions."""
-        given = {"target_efficiency": self.target_efficiency, "jitter": self.jitter}
+        given = {
+            "target_efficiency": self.target_efficiency,
+            "jitter": self.jitter,
+            "mfu": self.mfu,
+        }
         return {name: value / 100 for name, value in given.items() if value is not None}
 
 
@@ -162,8 +183,17 @@ class PredictQuery(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    params: float = Field(
-        gt=0, le=MAX_PARAMS, allow_inf_nan=False, description="Parameters (138e6, 138M, 1.2B)."
+    params: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_PARAMS,
+        allow_inf_nan=False,
+        description="Parameters (138e6, 138M, 1.2B); a model preset fills it.",
+    )
+    model: str | None = Field(
+        default=None,
+        max_length=40,
+        description="Model preset (llama3-8b, mpt-70b, ...): params, layers, shapes.",
     )
     grad_dtype: GradDtype = Field(default="fp32", description="Gradient precision.")
     micro_batch: int = Field(ge=1, le=10_000_000, description="Samples per device per micro-step.")
@@ -206,6 +236,53 @@ class PredictQuery(BaseModel):
     )
     algorithm: Algorithm = Field(default="auto", description="All-reduce algorithm.")
     strategy: Strategy = Field(default="ddp", description="Data-parallel strategy.")
+    compare_strategies: bool = Field(
+        default=False, description="Also predict ddp, zero1, zero2, fsdp and hsdp side by side."
+    )
+    param_dtype: GradDtype | None = Field(
+        default=None, description="What an all-gather moves per parameter (none: grad_dtype)."
+    )
+    layers: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_LAYERS,
+        description="Wrapped units (transformer blocks); none: the model's, or from params.",
+    )
+    hidden_size: int | None = Field(
+        default=None, ge=1, le=10_000_000, description="Hidden size (none: from params, layers)."
+    )
+    shard_group_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_DEVICES,
+        description="Devices one shard group holds (hsdp, zero1; none: one node for hsdp).",
+    )
+    no_sync: bool = Field(
+        default=False,
+        description="Accumulate unsharded gradients, reduce in the last micro-step only.",
+    )
+    seq_len: int | None = Field(
+        default=None, ge=1, le=MAX_SEQ_LEN, description="Tokens per sample (sequence length)."
+    )
+    activation_checkpointing: bool = Field(
+        default=False, description="Full activation checkpointing (recompute in backward)."
+    )
+    baseline_devices: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_DEVICES,
+        description="Devices per_device_throughput was measured on (efficiency relative to it).",
+    )
+    mfu: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Model FLOPs utilisation, a fraction (instead of per_device_throughput).",
+    )
+    device_memory: str | None = Field(
+        default=None, max_length=40, description="One device's memory: 80 GB (none: preset's)."
+    )
     backward_fraction: float = Field(
         default=BACKWARD_FRACTION, gt=0, lt=1, allow_inf_nan=False, description="Backward share."
     )
@@ -265,9 +342,30 @@ class PredictQuery(BaseModel):
     def device_counts(self) -> list[int]:
         return parse_devices(self.devices)
 
-    def _throughput(self) -> float:
+    def tokens(self) -> bool:
+        """Whether the throughput is in tokens (``--unit tokens``)."""
+        return self.unit.strip().lower() in TOKEN_UNITS
+
+    def _model(self) -> Any:
+        return load_model(self.model) if self.model else None
+
+    def _params(self) -> float:
+        if self.params is not None:
+            return self.params
+        preset = self._model()
+        if preset is None:
+            raise InputError.single("params", "is required unless a model preset is given")
+        return float(preset.params)
+
+    def _seq_len(self) -> int | None:
+        preset = self._model()
+        return self.seq_len or (preset.seq_len if preset is not None else None)
+
+    def _throughput(self, hardware: Hardware, layers: int, hidden: float) -> float:
         if self.per_device_throughput is not None:
             return self.per_device_throughput
+        if self.mfu is not None:
+            return self._from_mfu(hardware, layers, hidden)
         if self.flops_per_sample is not None and self.achieved_tflops is not None:
             throughput = self.achieved_tflops * 1e12 / self.flops_per_sample
             if throughput < MIN_THROUGHPUT:
@@ -279,8 +377,26 @@ class PredictQuery(BaseModel):
             return throughput
         raise InputError.single(
             "per_device_throughput",
-            "is required (or give both flops_per_sample and achieved_tflops)",
+            "is required (or give mfu, or both flops_per_sample and achieved_tflops)",
         )
+
+    def _from_mfu(self, hardware: Hardware, layers: int, hidden: float) -> float:
+        """Tokens/s (or samples/s) per device: ``MFU peak / (6 P + 12 L h s)`` per token."""
+        seq_len = self._seq_len()
+        if seq_len is None:
+            raise InputError.single("seq_len", "is required with mfu (FLOPs per token need it)")
+        if hardware.peak_flops is None:
+            raise InputError.single(
+                "mfu", "needs the device's peak FLOP/s: choose a hardware preset that states it"
+            )
+        per_token = flops_per_token(
+            self._params(), layers=layers, hidden_size=hidden, seq_len=seq_len
+        )
+        tokens_per_s = float(self.mfu or 0.0) * hardware.peak_flops / float(per_token)
+        rate = tokens_per_s if self.tokens() else tokens_per_s / seq_len
+        if rate < MIN_THROUGHPUT:
+            raise InputError.single("mfu", f"gives {rate:.3g} per second; too small", self.mfu)
+        return rate
 
     def _hardware(self) -> Hardware:
         preset = load_preset(self.hardware).hardware if self.hardware else None
@@ -294,6 +410,10 @@ class PredictQuery(BaseModel):
             text = getattr(self, field)
             if text is not None:
                 values[field] = _quantity(field, text, parser, high, "bandwidth" in field)
+        if self.device_memory is not None:
+            values["memory_capacity"] = _quantity(
+                "device_memory", self.device_memory, parse_bytes, MAX_MEMORY, True
+            )
         if self.device_memory_bandwidth is not None:
             values["memory_bandwidth"] = _quantity(
                 "device_memory_bandwidth",
@@ -310,6 +430,7 @@ class PredictQuery(BaseModel):
             "intra_latency": values.get("intra_node_latency"),
             "inter_latency": values.get("inter_node_latency"),
             "memory_bandwidth": values.get("memory_bandwidth"),
+            "memory_capacity": values.get("memory_capacity"),
         }
         given: dict[str, Any] = {k: v for k, v in chosen.items() if v is not None}
         if preset is not None:
@@ -336,18 +457,33 @@ class PredictQuery(BaseModel):
         return frozenset(name for name, value in stated.items() if value is not None)
 
     def scenario(self) -> Scenario:
-        """Units parsed, preset applied, cross-field rules checked; :class:`InputError` if not."""
+        """Units parsed, presets applied, cross-field rules checked; :class:`InputError` if not."""
         overhead = "0 s" if self.step_overhead is None else self.step_overhead
+        preset = self._model()
+        params = self._params()
+        layers = self.layers or (preset.layers if preset is not None else None)
+        seq_len = self._seq_len()
+        # Tokens without a sequence length keep the older meaning: the micro-batch is counted
+        # in the throughput's unit (tokens), as any other unit's label.
+        tokens = self.tokens() and seq_len is not None
+        hardware = self._hardware()
+        fraction = self.backward_fraction
+        if self.activation_checkpointing and "backward_fraction" not in self.model_fields_set:
+            fraction = CHECKPOINTED_BACKWARD_FRACTION
+        if self.shard_group_size is not None and row(self.strategy).group == "one":
+            raise InputError.single(
+                "shard_group_size", f"does not apply to {self.strategy}: it shards nothing"
+            )
         scenario = Scenario(
-            params=self.params,
+            params=params,
             grad_dtype=self.grad_dtype,
             micro_batch=self.micro_batch,
             grad_accum=self.grad_accum,
             throughput_grad_accum=self.throughput_grad_accum,
-            per_device_throughput=self._throughput(),
-            hardware=self._hardware(),
+            per_device_throughput=1.0,
+            hardware=hardware,
             bucket_bytes=_quantity("bucket_size", self.bucket_size, parse_bytes, MAX_BUCKET, True),
-            backward_fraction=self.backward_fraction,
+            backward_fraction=fraction,
             overlap=self.overlap,
             overlap_slowdown=(
                 OVERLAP_SLOWDOWN if self.overlap_slowdown is None else self.overlap_slowdown
@@ -355,7 +491,7 @@ class PredictQuery(BaseModel):
             step_overhead=_quantity("step_overhead", overhead, parse_duration, MAX_OVERHEAD, False),
             strategy=self.strategy,
             algorithm=self.algorithm,
-            unit=self.unit,
+            unit="tokens/s" if tokens and self.unit.strip() == "tokens" else self.unit,
             optimizer=self.optimizer,
             jitter=self.jitter,
             known=self.known(),
@@ -364,6 +500,21 @@ class PredictQuery(BaseModel):
                 if self.fusion_cycle is None
                 else _quantity("fusion_cycle", self.fusion_cycle, parse_duration, 1.0, False)
             ),
+            param_dtype=self.param_dtype,
+            layers=layers,
+            shard_group_size=self.shard_group_size or 0,
+            no_sync=self.no_sync,
+            tokens_per_sample=seq_len if tokens and seq_len else 1,
+            seq_len=seq_len,
+            hidden_size=self.hidden_size or (preset.hidden_size if preset is not None else None),
+            vocab_size=preset.vocab_size if preset is not None else None,
+            activation_checkpointing=self.activation_checkpointing,
+            model=self.model,
+            baseline_devices=self.baseline_devices,
+        )
+        scenario = replace(
+            scenario,
+            per_device_throughput=self._throughput(hardware, scenario.units, scenario.hidden),
         )
         _check_optimizer_fits(scenario)
         return scenario
@@ -375,7 +526,7 @@ def _check_optimizer_fits(scenario: Scenario) -> None:
         return
     # The throughput was measured with the optimizer step spread over its own accumulation.
     accum = scenario.throughput_grad_accum or scenario.grad_accum
-    step = accum * scenario.micro_batch / scenario.per_device_throughput
+    step = accum * scenario.micro_step_time
     optimizer = scenario.params * scenario.optimizer_bytes / scenario.memory_bandwidth
     if optimizer >= step:
         raise InputError.single(

@@ -35,6 +35,7 @@ from dpscale.model.costs import (
     optimizer_step_time,
 )
 from dpscale.model.hardware import Hardware
+from dpscale.model.llm import default_hidden_size, default_layers
 from dpscale.model.step import (
     BACKWARD_FRACTION,
     BYTES_PER_VALUE,
@@ -42,9 +43,9 @@ from dpscale.model.step import (
     OVERLAP_SLOWDOWN,
     GradDtype,
     Step,
-    Strategy,
     data_parallel_step,
 )
+from dpscale.model.strategies import Strategy, row
 
 if TYPE_CHECKING:
     from dpscale.model.calibrate import Calibration
@@ -92,6 +93,57 @@ class Scenario:
     gradient_passes: bool = False
     """Also the pass that averages the gradients and, after backward, the fused buffer's
     copies (sourced in :mod:`dpscale.model.costs`; scored, not adopted: docs/predict.md)."""
+    param_dtype: GradDtype | None = None
+    """What an all-gather moves per parameter (None: ``grad_dtype``)."""
+    layers: int | None = None
+    """Wrapped units (transformer blocks); None: estimated from ``params`` (:mod:`llm`)."""
+    shard_group_size: int = 0
+    """Devices one shard group holds (0: the strategy's own: all devices, or one node)."""
+    no_sync: bool = False
+    """Gradients accumulate unsharded and are reduced in the last micro-step only (FSDP's
+    ``no_sync`` / ``set_requires_gradient_sync(False)``)."""
+    tokens_per_sample: int = 1
+    """Tokens in one sample when the throughput is in tokens/s (the sequence length), else 1."""
+    seq_len: int | None = None
+    hidden_size: int | None = None
+    vocab_size: int | None = None
+    activation_checkpointing: bool = False
+    model: str | None = None
+    """The model preset that filled params, layers and shapes, if any."""
+    baseline_devices: int = 1
+    """The device count ``per_device_throughput`` was measured at (efficiency is relative to
+    it); :func:`dpscale.model.baseline.from_baseline` resolves it."""
+    baseline_throughput: float | None = None
+    """The throughput per device measured at ``baseline_devices`` (None: at one device)."""
+
+    @property
+    def units(self) -> int:
+        """Wrapped units: the stated layers, else the estimate from the parameters."""
+        if self.layers is not None:
+            return self.layers
+        return max(1, round(float(default_layers(self.params))))
+
+    @property
+    def hidden(self) -> float:
+        """The hidden size: stated, else ``sqrt(P / (12 L))``."""
+        if self.hidden_size is not None:
+            return float(self.hidden_size)
+        return float(default_hidden_size(self.params, self.units))
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes per parameter an all-gather moves."""
+        return BYTES_PER_VALUE[self.param_dtype or self.grad_dtype]
+
+    @property
+    def sample_rate(self) -> float:
+        """Samples (sequences) per second of one device: the throughput in samples."""
+        return self.per_device_throughput / self.tokens_per_sample
+
+    @property
+    def micro_step_time(self) -> float:
+        """Seconds of one device's micro-step: micro-batch / sample rate."""
+        return self.micro_batch / self.sample_rate
 
     @property
     def gradient_bytes(self) -> float:
@@ -103,8 +155,8 @@ class Scenario:
 
     @property
     def mixed_precision(self) -> bool:
-        """16-bit (or 8-bit) gradients: the optimizer keeps fp32 master weights."""
-        return self.grad_dtype != "fp32"
+        """16-bit (or 8-bit) gradients or parameters: the optimizer keeps fp32 master weights."""
+        return self.grad_dtype != "fp32" or self.param_bytes < 4
 
     @property
     def memory_bandwidth(self) -> float:
@@ -134,14 +186,14 @@ def step_inputs(
     network = hw.transport_efficiency if inter_efficiency is None else inter_efficiency
     bandwidth = scenario.memory_bandwidth if memory_bandwidth is None else memory_bandwidth
     per_param = scenario.optimizer_bytes if optimizer_bytes is None else optimizer_bytes
-    ddp = scenario.strategy == "ddp"
+    ddp = row(scenario.strategy).group == "one"
     copied = ddp and (scenario.overlap or scenario.gradient_passes)
     copy = bucket_copy_time(scenario.gradient_bytes, bandwidth) if copied else 0.0
     if ddp and scenario.gradient_passes:
         copy = copy + average_pass_time(scenario.gradient_bytes, bandwidth)
     default_overhead = 0.0 if "step_overhead" in scenario.known else DEFAULT_FRAMEWORK_OVERHEAD
     share = _first(framework_overhead, scenario.framework_overhead, default_overhead)
-    micro = scenario.micro_batch / scenario.per_device_throughput
+    micro = scenario.micro_step_time
     return {
         "step_overhead": scenario.step_overhead + fixed_cost_time(micro, share),
         "inter_bandwidth": np.asarray(hw.inter_bandwidth * np.asarray(network, dtype=float)),
@@ -182,6 +234,9 @@ def evaluate(
     if unknown:
         raise TypeError(f"cannot sweep {sorted(unknown)}")
     fields.update(sweep)
+    fields["per_device_throughput"] = (
+        np.asarray(fields["per_device_throughput"], dtype=float) / scenario.tokens_per_sample
+    )
     return data_parallel_step(
         devices=np.asarray(devices, dtype=float),
         params=scenario.params,
@@ -195,5 +250,41 @@ def evaluate(
         strategy=scenario.strategy,
         algorithm=scenario.algorithm,
         throughput_grad_accum=scenario.throughput_grad_accum,
+        param_bytes_per_value=scenario.param_bytes,
+        units=scenario.units if row(scenario.strategy).per_unit else 0,
+        shard_group=scenario.shard_group_size,
+        reduce_every_micro_step=False if scenario.no_sync else None,
         **fields,
     )
+
+
+def from_baseline(scenario: Scenario) -> Scenario:
+    """``scenario`` with the one-device throughput that gives the measured one at baseline.
+
+    ``per_device_throughput`` was measured on ``baseline_devices`` devices (one node, where an
+    8B FSDP job cannot run on one device): it is ``v1 E(B)`` for the model's one-device
+    throughput ``v1``. Solved by fixed-point iteration ``v1 <- vB / E(B; v1)``, which
+    converges at once because E barely moves with v1.
+
+    >>> hw = Hardware(devices_per_node=8, intra_bandwidth=350e9, inter_bandwidth=400e9)
+    >>> sc = Scenario(params=8.03e9, grad_dtype="fp32", micro_batch=1, grad_accum=1,
+    ...     per_device_throughput=1.0, hardware=hw, strategy="fsdp", baseline_devices=8)
+    >>> one = from_baseline(sc)
+    >>> e8 = float(evaluate(one, devices=8).efficiency)
+    >>> round(one.per_device_throughput * e8, 9), one.baseline_throughput
+    (1.0, 1.0)
+    """
+    if scenario.baseline_devices <= 1 or scenario.baseline_throughput is not None:
+        return scenario
+    measured = scenario.per_device_throughput
+    one = measured
+    for _ in range(50):
+        efficiency = float(
+            evaluate(
+                replace(scenario, per_device_throughput=one), devices=scenario.baseline_devices
+            ).efficiency
+        )
+        previous, one = one, measured / efficiency
+        if abs(one - previous) <= 1e-12 * one:
+            break
+    return replace(scenario, per_device_throughput=one, baseline_throughput=measured)

@@ -20,14 +20,26 @@ kernels, which slows them. Lee et al. (2025, arXiv 2507.03114) measured an avera
 slowdown of 18.9 % for compute overlapped with communication (A100, H100, MI250, MI210); the
 backward is stretched by that share of the time the two overlap.
 
-ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054, sec. 7) and FSDP move other volumes:
+Sharded strategies (ZeRO, FSDP, HSDP) move other volumes over other groups; each is a row
+of :data:`~dpscale.model.strategies.STRATEGY_TABLE`, which this model reads with no branch per
+strategy. Their collectives go one wrapped unit at a time (``units``, a transformer block:
+FSDP's one all-gather and one reduce-scatter per unit), or in buckets for the rows that keep
+DDP's bucketed gradients (ZeRO-1/2):
 
-    ddp     all-reduce gradients, once per step, overlapped with the last backward
-    zero1   reduce-scatter gradients once per step (overlapped), all-gather updated
-            parameters after the optimizer step (exposed): 2x the parameter bytes, as DDP
-    zero2   as zero1, but the reduce-scatter runs in every micro-step (gradients are sharded)
-    zero3   every micro-step all-gathers parameters for the forward and again for the
-    / fsdp  backward, and reduce-scatters gradients: 3x the parameter bytes per micro-step
+    forward      each unit's all-gather over the shard group, prefetched one unit ahead: the
+                 first is exposed, and the others where they outlast a unit's forward
+    backward     each unit's all-gather again (FULL_SHARD) and its gradients' reduction (a
+                 reduce-scatter over the group, then an all-reduce of the shard across the
+                 replicas for HSDP; an all-reduce for DDP), overlapped with the next unit's
+                 backward: the last reduction is exposed, and what outlasts the backward
+    accumulation the reduction in every micro-step where gradients are sharded, else (and
+                 with FSDP's ``no_sync`` / ``set_requires_gradient_sync(False)``) only in the
+                 last micro-step; the all-gathers in every micro-step
+    after step   ZeRO-1/2 all-gather the updated parameters over the group: exposed
+
+Both passes use :func:`exposed_after_overlap`: with a unit's collective ``a`` and its compute
+``c``, ``k`` units expose ``a + (k - 1) max(0, a - c)``, the same whether the compute waits
+for the collective (forward prefetch) or the collective for the compute (backward).
 
 Beside communication a step pays (``costs``): the optimizer step, once per optimizer step and
 memory-bound, inside the one-device step ``T1 = m b / v`` (so forward and backward take
@@ -69,6 +81,7 @@ from dpscale.model.collectives import (
 )
 from dpscale.model.costs import straggler_time
 from dpscale.model.hardware import NET_HOP_LATENCY_S, NVLINK_HOP_LATENCY_S
+from dpscale.model.strategies import STRATEGIES, Strategy, column, group_size
 
 __all__ = [
     "BACKWARD_FRACTION",
@@ -85,9 +98,6 @@ __all__ = [
 
 GradDtype = Literal["fp32", "bf16", "fp16", "fp8"]
 BYTES_PER_VALUE: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
-STRATEGIES: tuple[str, ...] = ("ddp", "zero1", "zero2", "zero3", "fsdp")
-"""Codes 0-4 in strategy arrays; fsdp (FULL_SHARD) moves what zero3 moves."""
 
 BACKWARD_FRACTION = 2 / 3
 """Share of a micro-step's compute spent in backward (6N = 2N forward + 4N backward)."""
@@ -159,6 +169,10 @@ def data_parallel_step(
     ring_plateau: ArrayLike = RING_PLATEAU,
     fusion_cycle: ArrayLike = 0.0,
     throughput_grad_accum: ArrayLike | None = None,
+    param_bytes_per_value: ArrayLike | None = None,
+    units: ArrayLike = 0,
+    shard_group: ArrayLike = 0,
+    reduce_every_micro_step: ArrayLike | None = None,
 ) -> Step:
     """The step time and efficiency at each point (``inter_bandwidth`` as achieved).
 
@@ -172,6 +186,12 @@ def data_parallel_step(
     ``per_device_throughput`` was measured: its optimizer step is spread over that many
     micro-steps, so a smaller ``grad_accum`` (a fixed global batch on more devices) pays the
     optimizer step over fewer samples.
+
+    Sharded strategies: ``param_bytes_per_value`` (default ``bytes_per_value``) is what an
+    all-gather moves per parameter, ``bytes_per_value`` what a reduction moves; ``units`` the
+    wrapped units (layers) their collectives go by; ``shard_group`` the devices one shard
+    group holds (0: the strategy's own, all devices or one node); ``reduce_every_micro_step``
+    (default: the strategy's) False is FSDP's ``no_sync``.
     """
     topo = Topology.build(
         devices=devices,
@@ -182,7 +202,11 @@ def data_parallel_step(
         inter_latency=inter_latency,
         ring_plateau=ring_plateau,
     )
-    size = np.asarray(params, dtype=float) * np.asarray(bytes_per_value, dtype=float)
+    params_f = np.asarray(params, dtype=float)
+    size = params_f * np.asarray(bytes_per_value, dtype=float)
+    gathered = params_f * np.asarray(
+        bytes_per_value if param_bytes_per_value is None else param_bytes_per_value, dtype=float
+    )
     m = np.asarray(grad_accum, dtype=float)
     micro = np.asarray(micro_batch, dtype=float) / np.asarray(per_device_throughput, dtype=float)
     t_opt = np.asarray(optimizer_time, dtype=float)
@@ -190,52 +214,73 @@ def data_parallel_step(
     passes = np.maximum(micro - t_opt / m_ref, 0.0)
     f = np.asarray(backward_fraction, dtype=float)
     backward, forward = passes * f, passes * (1 - f)
+    code = (
+        np.asarray(STRATEGIES.index(strategy))
+        if isinstance(strategy, str)
+        else np.asarray(strategy, dtype=int)
+    )
     cap = np.asarray(bucket_bytes, dtype=float)
     cycle = np.asarray(fusion_cycle, dtype=float)
     per_cycle = size * cycle / np.maximum(backward, 1e-300)
     cap = np.where(cycle > 0, np.minimum(cap, np.maximum(per_cycle, 1.0)), cap)
-    buckets = np.maximum(1.0, np.ceil(size / cap))
-    bucket = size / buckets
+    per_unit = column("per_unit", code) & (np.asarray(units, dtype=float) >= 1)
+    buckets = np.where(per_unit, np.maximum(np.asarray(units, float), 1.0), 1.0)
+    buckets = np.where(per_unit, buckets, np.maximum(1.0, np.ceil(size / cap)))
     s = np.where(np.asarray(overlap, dtype=bool), np.asarray(overlap_slowdown, dtype=float), 0.0)
     hide = np.asarray(overlap, dtype=bool)
-    code = (
-        np.asarray(STRATEGIES.index(strategy))
-        if isinstance(strategy, str)
-        else np.asarray(strategy)
-    )
 
-    ar = all_reduce(bucket, topo, algorithm)
-    rs = reduce_scatter(bucket, topo)
-    ag = all_gather(bucket, topo)
+    # The shard group and the replicas of it: g ranks per node, q of them in one replica
+    # group, so each replica group has q / g of the node's network.
+    group = group_size(code, topo.devices, topo.devices_per_node, shard_group)
+    replicas = topo.devices / group
+    together = np.maximum(1.0, np.floor(topo.devices_per_node / group))
+    links = {
+        "intra_bandwidth": intra_bandwidth,
+        "intra_latency": intra_latency,
+        "inter_latency": inter_latency,
+        "ring_plateau": ring_plateau,
+    }
+    group_topo = Topology.build(
+        devices=group,
+        devices_per_node=devices_per_node,
+        inter_bandwidth=inter_bandwidth,
+        **links,
+    )
+    replica_topo = Topology.build(
+        devices=replicas,
+        devices_per_node=together,
+        inter_bandwidth=np.asarray(inter_bandwidth, dtype=float) * together / topo.devices_per_node,
+        **links,
+    )
+    ar = all_reduce(
+        np.where(group > 1, size / buckets / group, size / buckets), replica_topo, algorithm
+    )
+    rs = reduce_scatter(size / buckets, group_topo)
+    ag = all_gather(gathered / buckets, group_topo)
+    reduction = ar.time + rs.time
 
     def exposed(per_bucket: Any, window: Any) -> Any:
         return np.where(
             hide, exposed_after_overlap(per_bucket, buckets, window, s), per_bucket * buckets
         )
 
-    gather_after = buckets * ag.time
-
-    def ddp() -> tuple[Any, Any]:
-        return exposed(ar.time, backward), buckets * ar.time
-
-    def zero1() -> tuple[Any, Any]:
-        return exposed(rs.time, backward) + gather_after, buckets * (rs.time + ag.time)
-
-    def zero2() -> tuple[Any, Any]:
-        return m * exposed(rs.time, backward) + gather_after, buckets * (m * rs.time + ag.time)
-
-    def zero3() -> tuple[Any, Any]:
-        shown = m * (exposed(ag.time, forward) + exposed(ag.time + rs.time, backward))
-        return shown, m * buckets * (2 * ag.time + rs.time)
-
-    table = (ddp, zero1, zero2, zero3, zero3)
-    if isinstance(strategy, str):
-        # One strategy for every point: the others would be computed only to be discarded.
-        exposed_time, comm_time = table[int(code)]()
-    else:
-        rows = [row() for row in table]
-        exposed_time = np.choose(code, [row[0] for row in rows])
-        comm_time = np.choose(code, [row[1] for row in rows])
+    gathers = column("gathers", code)
+    regathers = column("regathers", code)
+    every = column("reduces_every_micro_step", code)
+    if reduce_every_micro_step is not None:
+        every = every & np.asarray(reduce_every_micro_step, dtype=bool)
+    gather_fwd = np.where(gathers, ag.time, 0.0)
+    gather_bwd = np.where(regathers, ag.time, 0.0)
+    after = np.where(column("gathers_after_step", code), buckets * ag.time, 0.0)
+    synced = exposed(gather_bwd + reduction, backward)
+    unsynced = np.where(regathers, exposed(gather_bwd, backward), 0.0)
+    forward_exposed = np.where(gathers, exposed(gather_fwd, forward), 0.0)
+    exposed_time = (
+        m * forward_exposed + np.where(every, m * synced, (m - 1) * unsynced + synced) + after
+    )
+    comm_time = (
+        buckets * (m * (gather_fwd + gather_bwd) + np.where(every, m, 1.0) * reduction) + after
+    )
 
     multi = topo.devices > 1
     # m (b / v - t_opt / m_ref) + t_opt: exactly m b / v when v was measured at m.
@@ -244,7 +289,8 @@ def data_parallel_step(
     overhead = np.where(multi, fixed, 0.0)
     wait = straggler_time(micro * np.sqrt(m), jitter, topo.devices)
     step_time = compute + exposed_time + overhead + wait
-    sharded = code > 0
+    sharded = group > 1
+    replica_bound = (replicas > 1) & (ar.time > rs.time)
     shape = np.shape(step_time)
     return Step(
         devices=topo.devices,
@@ -257,7 +303,7 @@ def data_parallel_step(
         step_time=step_time,
         efficiency=m * micro / step_time,
         algorithm=np.where(sharded, 0, ar.algorithm),
-        limited_by=np.where(sharded, rs.limited_by, ar.limited_by),
+        limited_by=np.where(sharded & ~replica_bound, rs.limited_by, ar.limited_by),
         bus_bandwidth=np.broadcast_to(np.where(multi, topo.bandwidth, 0.0), shape),
         buckets=np.broadcast_to(buckets, shape),
     )

@@ -273,7 +273,17 @@ STRATEGY_NAMES = {
     "zero2": "ZeRO-2",
     "zero3": "ZeRO-3",
     "fsdp": N_("FSDP (full shard)"),
+    "fsdp-shard-grad-op": N_("FSDP (shard gradients and optimizer)"),
+    "hsdp": N_("HSDP (shard in a node, replicate across)"),
 }
+
+
+def model_choices() -> tuple[tuple[str, str], ...]:
+    """The model presets offered on the page, read from their files when it is shown."""
+    from dpscale.model.llm import load_model, model_names
+
+    none = ("", N_("None: enter the parameters"))
+    return (none, *((name, load_model(name).title) for name in model_names()))
 
 
 TRANSPORT_NAMES = {"rdma": "RDMA", "tcp": "TCP"}
@@ -335,6 +345,19 @@ PREDICTION = Prediction(
             choices_of=preset_choices,
         ),
         Input(
+            name="model",
+            model=QUERY,
+            terminal_help="Model preset: %(choices)s (fills params, layers, shapes, seq-len).",
+            metavar="NAME",
+            label=N_("Model preset"),
+            help=N_(
+                "Fills in parameters, layers, hidden size and sequence length from the "
+                "published config; a value entered here replaces the preset's."
+            ),
+            kind="text",
+            choices_of=model_choices,
+        ),
+        Input(
             name="params",
             model=QUERY,
             terminal_help="Model parameters: 138e6, 138M, 1.2B.",
@@ -354,6 +377,54 @@ PREDICTION = Prediction(
             example="bf16",
             kind="text",
             choices=_choices("fp32", "bf16", "fp16", "fp8"),
+        ),
+        Input(
+            name="strategy",
+            model=QUERY,
+            terminal_help="%(choices)s. Default: %(default)s.",
+            metavar="NAME",
+            label=N_("Data-parallel strategy"),
+            help=N_(
+                "DDP replicates everything; ZeRO and FSDP shard optimizer state, gradients "
+                "and parameters and move them one layer at a time; HSDP shards within a node."
+            ),
+            kind="text",
+            choices=tuple(STRATEGY_NAMES.items()),
+        ),
+        Input(
+            name="param_dtype",
+            model=QUERY,
+            terminal_help="What an all-gather moves per parameter: %(choices)s "
+            "(default: --grad-dtype).",
+            metavar="DTYPE",
+            label=N_("Parameter precision"),
+            help=N_(
+                "Bytes per parameter the all-gathers move (bf16 2, fp8 1). Empty: as gradients."
+            ),
+            kind="text",
+            choices=(("", N_("As the gradients")), *_choices("fp32", "bf16", "fp16", "fp8")),
+        ),
+        Input(
+            name="seq_len",
+            model=QUERY,
+            terminal_help="Tokens per sample (sequence length); needed for --unit tokens.",
+            metavar="INT",
+            label=N_("Sequence length"),
+            help=N_("Tokens per sample. Empty: the model preset's, or none (not a transformer)."),
+            kind="integer",
+        ),
+        Input(
+            name="baseline_devices",
+            model=QUERY,
+            terminal_help="Devices the throughput was measured on (one node: 8); efficiency is "
+            "relative to it. Default: %(default)s.",
+            metavar="INT",
+            label=N_("Throughput measured on"),
+            help=N_(
+                "Devices the throughput above was measured on (one node is common); "
+                "efficiency is relative to it. Empty: one device."
+            ),
+            kind="integer",
         ),
         Input(
             name="micro_batch",
@@ -503,15 +574,95 @@ PREDICTION = Prediction(
             advanced=True,
         ),
         Input(
-            name="strategy",
+            name="layers",
             model=QUERY,
-            terminal_help="%(choices)s (fsdp: full shard). Default: %(default)s.",
-            metavar="NAME",
-            label=N_("Data-parallel strategy"),
-            help=N_("ZeRO and FSDP move other volumes than DDP's one all-reduce per step."),
-            kind="text",
-            choices=tuple(STRATEGY_NAMES.items()),
+            terminal_help="Wrapped units (transformer blocks) FSDP moves one at a time "
+            "(default: the model's, or estimated from --params).",
+            metavar="INT",
+            label=N_("Layers (wrapped units)"),
+            help=N_(
+                "Transformer blocks, each one all-gather and reduce-scatter. Empty: estimated."
+            ),
+            kind="integer",
             advanced=True,
+        ),
+        Input(
+            name="hidden_size",
+            model=QUERY,
+            terminal_help="Hidden size, for activation memory (default: the model's, or from "
+            "--params and --layers).",
+            metavar="INT",
+            label=N_("Hidden size"),
+            help=N_("For the activations' memory. Empty: the model preset's, or estimated."),
+            kind="integer",
+            advanced=True,
+        ),
+        Input(
+            name="shard_group_size",
+            model=QUERY,
+            terminal_help="Devices one shard group holds (hsdp: one node by default; zero1: "
+            "all devices).",
+            metavar="INT",
+            label=N_("Shard group size"),
+            help=N_("HSDP and ZeRO shard within groups of this many devices. Empty: one node."),
+            kind="integer",
+            advanced=True,
+        ),
+        Input(
+            name="no_sync",
+            model=QUERY,
+            terminal_help="Accumulate unsharded gradients and reduce them in the last micro-step "
+            "only (FSDP no_sync).",
+            switch=True,
+            label=N_("Reduce in the last micro-step only"),
+            help=N_("FSDP's no_sync: more memory, fewer reduce-scatters."),
+            kind="text",
+            choices=(("false", N_("No: every micro-step")), ("true", N_("Yes: no_sync"))),
+            advanced=True,
+        ),
+        Input(
+            name="activation_checkpointing",
+            model=QUERY,
+            terminal_help="Full activation checkpointing: backward recomputes the forward "
+            "(3/4 of compute) and keeps less memory.",
+            switch=True,
+            label=N_("Activation checkpointing"),
+            help=N_("Backward recomputes each layer's forward: less memory, more compute."),
+            kind="text",
+            choices=(("false", N_("No")), ("true", N_("Yes: full"))),
+            advanced=True,
+        ),
+        Input(
+            name="mfu",
+            model=PERCENT,
+            terminal_help="Model FLOPs utilisation in percent, instead of "
+            "--per-device-throughput: MFU x peak / (6 P + 12 L h s) per token.",
+            metavar="PERCENT",
+            label=N_("Model FLOPs utilisation (MFU)"),
+            help=N_("Instead of the throughput: a share of the preset's peak FLOP/s."),
+            kind="percent",
+            advanced=True,
+        ),
+        Input(
+            name="device_memory",
+            model=QUERY,
+            terminal_help="One device's memory, e.g. \"80 GB\" (default: the preset's).",
+            metavar="SIZE",
+            label=N_("Device memory"),
+            help=N_("With its unit: 80 GB. Empty: the preset's. Says which strategies fit."),
+            kind="text",
+            advanced=True,
+            preset=True,
+        ),
+        Input(
+            name="compare_strategies",
+            model=QUERY,
+            terminal_help="Also predict ddp, zero1, zero2, fsdp and hsdp side by side.",
+            switch=True,
+            label=N_("Compare strategies"),
+            help=N_("Also predicts DDP, ZeRO-1, ZeRO-2, FSDP and HSDP for the same job."),
+            kind="text",
+            choices=(("false", N_("No")), ("true", N_("Yes: side by side"))),
         ),
         Input(
             name="overlap",
@@ -769,6 +920,36 @@ LINES: Mapping[str, Wording] = {
         ),
         "Gradients: {gradients} ({params} x {dtype}), {strategy} in buckets of {bucket}.",
     ),
+    "sharded": Wording(
+        N_(
+            "%(params)s parameters, %(strategy)s over groups of %(group)s devices: each of "
+            "%(units)s layers moves %(gathered)s per all-gather and %(reduced)s per "
+            "reduction, one layer ahead of the compute."
+        ),
+        "Sharded: {params} parameters, {strategy} over groups of {group} devices; each of "
+        "{units} layers moves {gathered} per all-gather and {reduced} per reduction, one "
+        "layer ahead of the compute.",
+    ),
+    "baseline": Wording(
+        N_(
+            "Efficiency is relative to %(devices)s devices, where %(throughput)s %(unit)s per "
+            "device was measured (%(one)s on one device by the model)."
+        ),
+        "Efficiency relative to {devices} devices, where {throughput} {unit} per device was "
+        "measured ({one} on one device by the model).",
+    ),
+    "memory": Wording(
+        N_(
+            "Memory per device at %(devices)s devices: %(total)s (model states %(states)s, "
+            "gathered layers %(gathered)s, activations %(activations)s) of %(capacity)s."
+        ),
+        "Memory per device at {devices} devices: {total} (model states {states}, gathered "
+        "layers {gathered}, activations {activations}) of {capacity}.",
+    ),
+    "memory_over": Wording(
+        N_("It does not fit at %(devices)s devices: %(total)s needed, %(capacity)s there."),
+        "DOES NOT FIT at {devices} devices: {total} needed, {capacity} there.",
+    ),
     "compute": Wording(
         "",
         "Compute per micro-step {micro} ms ({micro_batch} / {throughput} {unit}), "
@@ -884,7 +1065,9 @@ statement that surface does not make: the terminal says in one line what to chan
 
 TERMINAL_ORDER = (
     ("gradients", "compute", "network"),
+    ("baseline",),
     ("wait",),
+    ("memory", "memory_over"),
     ("calibration",),
     ("band",),
     ("max_devices",),
@@ -915,7 +1098,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     """
     sc, hw = result.scenario, result.scenario.hardware
     last = result.last_point()
-    said = {
+    said: dict[str, Said] = {
         "gradients": Said(
             "gradients",
             {
@@ -930,8 +1113,8 @@ def lines(result: PredictionResult) -> dict[str, Said]:
         "compute": Said(
             "compute",
             {
-                "micro": _ms(sc.micro_batch / sc.per_device_throughput),
-                "micro_batch": Number(sc.micro_batch),
+                "micro": _ms(sc.micro_step_time),
+                "micro_batch": Number(sc.micro_batch * sc.tokens_per_sample),
                 "throughput": Number(sc.per_device_throughput),
                 "unit": sc.unit,
                 "backward": Percentage(sc.backward_fraction, 3),
@@ -949,6 +1132,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             },
         ),
     }
+    said.update(_sharded(result, last))
     if last["devices"] > 1:
         from dpscale.model.scenario import DEFAULT_OPTIMIZER
 
@@ -984,6 +1168,63 @@ def lines(result: PredictionResult) -> dict[str, Said]:
         said["band"] = Said("band_ranges", {"inputs": Names(result.band_inputs, "band_input")})
     if result.answers is not None:
         said.update(_answers(result))
+    return said
+
+
+def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
+    """The lines of a sharded strategy, a measured baseline and the memory per device."""
+    from dpscale.model.step import BYTES_PER_VALUE
+    from dpscale.model.strategies import STRATEGIES, group_size, row
+
+    sc = result.scenario
+    said: dict[str, Said] = {}
+    if row(sc.strategy).per_unit:
+        code = row(sc.strategy)
+        group = group_size(
+            STRATEGIES.index(code.name),
+            last["devices"],
+            sc.hardware.devices_per_node,
+            sc.shard_group_size,
+        )
+        said["gradients"] = Said(
+            "sharded",
+            {
+                "params": Number(sc.params),
+                "strategy": Name(sc.strategy, "strategy"),
+                "group": Count(int(group)),
+                "units": Count(sc.units),
+                "gathered": Quantity(sc.params * sc.param_bytes / sc.units, "bytes"),
+                "reduced": Quantity(sc.params * BYTES_PER_VALUE[sc.grad_dtype] / sc.units, "bytes"),
+            },
+        )
+    if sc.baseline_devices > 1 and sc.baseline_throughput is not None:
+        said["baseline"] = Said(
+            "baseline",
+            {
+                "devices": Count(sc.baseline_devices),
+                "throughput": Number(sc.baseline_throughput),
+                "unit": sc.unit,
+                "one": Number(sc.per_device_throughput),
+            },
+        )
+    transformer = sc.seq_len is not None or row(sc.strategy).group != "one"
+    if transformer and "memory_per_device_bytes" in last:
+        capacity = sc.hardware.memory_capacity
+        activations = last.get("activation_bytes")
+        words: dict[str, Value] = {
+            "devices": Count(last["devices"]),
+            "total": Quantity(last["memory_per_device_bytes"], "bytes"),
+            "states": Quantity(last["model_state_bytes"], "bytes"),
+            "gathered": Quantity(last["gathered_bytes"], "bytes"),
+            "activations": "-" if activations is None else Quantity(activations, "bytes"),
+            "capacity": "?" if capacity is None else Quantity(capacity, "bytes"),
+        }
+        said["memory"] = Said("memory", words)
+        if last.get("fits") is False:
+            said["memory_over"] = Said(
+                "memory_over",
+                {key: words[key] for key in ("devices", "total", "capacity")},
+            )
     return said
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from dpscale import plotting
 from dpscale.model import PredictionResult
 from dpscale.plotting import ACCENT, INK, MUTED, TARGET, ChartLayout
+from dpscale.spec.prediction import STRATEGY_NAMES
 from dpscale.web.i18n import Localizer
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ def _figure(result: PredictionResult, loc: Localizer, layout: ChartLayout) -> Fi
         markersize=4,
         label=_("Predicted efficiency E(N)"),
     )
+    _strategies(axes, result, loc)
     if max(devices) > per_node:
         axes.axvline(
             per_node,
@@ -130,3 +132,23 @@ def _figure(result: PredictionResult, loc: Localizer, layout: ChartLayout) -> Fi
     else:
         axes.legend(loc="lower left", frameon=False)
     return figure
+
+
+_STRATEGY_STYLES = ("--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
+"""A line style for each compared strategy: told apart without colour."""
+
+
+def _strategies(axes: Any, result: PredictionResult, loc: Localizer) -> None:
+    """The other strategies of ``--compare-strategies`` as thin lines, each named."""
+    main = result.scenario.strategy
+    others = [other for other in result.comparison if other.scenario.strategy != main]
+    for style, other in zip(_STRATEGY_STYLES, others, strict=False):
+        points = other.points()
+        axes.plot(
+            [p["devices"] for p in points],
+            [p["efficiency"] for p in points],
+            linewidth=1.4,
+            linestyle=style,
+            color=MUTED,
+            label=loc.gettext(STRATEGY_NAMES[other.scenario.strategy]),
+        )

@@ -15,6 +15,7 @@ from dpscale.spec.prediction import (
     LIMITS,
     LINES,
     PREDICTION,
+    STRATEGY_NAMES,
     Column,
     Kind,
     lines,
@@ -24,7 +25,7 @@ from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages._said import say, write
 from dpscale.web.registry import Presentation, ResultItem
 
-__all__ = ["MAX_ROWS", "Prediction", "Row", "Table", "present"]
+__all__ = ["MAX_ROWS", "Prediction", "Row", "StrategyRow", "Table", "present"]
 
 MAX_ROWS = 64
 """Rows in the page's table; longer device lists show their powers of two and the largest."""
@@ -47,6 +48,22 @@ class Table:
     rows: list[Row]
     total: int
     """The number of device counts (the rows show at most :data:`MAX_ROWS`)."""
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    """One line of the strategies side by side: a strategy at a device count, for the page."""
+
+    strategy: str
+    devices: str
+    efficiency: str
+    band: str
+    exposed_ms: str
+    memory: str
+    fits: str
+    first: bool
+    """The first row of its strategy (where the page names it, over ``span`` rows)."""
+    span: int
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,42 @@ class Prediction:
             for p in shown
         ]
         return Table(columns, rows, len(points))
+
+    def comparison(self, loc: Localizer) -> list[StrategyRow]:
+        """``--compare-strategies`` as the page shows it: each strategy at the counts the table
+        of points shows (its first, powers of two and largest when there are many)."""
+        rows: list[StrategyRow] = []
+        for other in self.result.comparison:
+            points = other.points()
+            last = points[-1]["devices"]
+            shown = (
+                points
+                if len(points) <= MAX_ROWS
+                else [
+                    p
+                    for p in points
+                    if p is points[0] or p["devices"] == last or _power_of_two(p["devices"])
+                ]
+            )
+            name = loc.gettext(STRATEGY_NAMES[other.scenario.strategy])
+            for i, p in enumerate(shown):
+                fits = p.get("fits")
+                rows.append(
+                    StrategyRow(
+                        strategy=name,
+                        devices=loc.number(p["devices"]),
+                        efficiency=loc.percent(p["efficiency"]),
+                        band=_band(loc, p["efficiency_low"], p["efficiency_high"]),
+                        exposed_ms=_ms(loc, p["exposed_comm_time_s"]),
+                        memory=loc.quantity(format_bytes(p["memory_per_device_bytes"])),
+                        fits="–"
+                        if fits is None
+                        else loc.gettext(N_("Yes") if fits else N_("No: too little memory")),
+                        first=i == 0,
+                        span=len(shown),
+                    )
+                )
+        return rows
 
 
 def _ms(loc: Localizer, seconds: float) -> str:
@@ -155,7 +208,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
                 "%(devices)s devices × %(throughput)s %(unit)s × %(efficiency)s = %(actual)s "
                 "%(unit)s, %(speedup)s times one device.",
                 devices=devices,
-                throughput=num(sc.per_device_throughput),
+                throughput=num(sc.baseline_throughput or sc.per_device_throughput),
                 unit=unit,
                 efficiency=efficiency,
                 actual=num(last["actual_throughput"]),
@@ -187,7 +240,9 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
         )
     )
     notes.extend(
-        say(said[key], LINES, loc) for key in ("wait", "calibration", "band") if key in said
+        say(said[key], LINES, loc)
+        for key in ("baseline", "wait", "memory", "memory_over", "calibration", "band")
+        if key in said
     )
     return Presentation(items=tuple(items), notes=tuple(notes))
 

@@ -1,0 +1,355 @@
+"""``dpscale measure --script train.py``: the user's own training script, measured.
+
+For each world size ``n`` this runs ``python -m torch.distributed.run --standalone
+--nproc-per-node n train.py ARGS`` (torchrun, as the built-in worker is run) with
+``DPSCALE_STEPTIMER_DIR`` naming a fresh folder, where every rank's
+:class:`~dpscale.measure.steptimer.StepTimer` keeps its step times. The step times are
+summarised as the built-in training is (:func:`~dpscale.measure.training.summarise_steps`):
+a step ends with its slowest rank, throughput is every rank's samples (or tokens) of the
+timed steps over their time, and efficiency is relative to the smallest world size.
+
+A script that fails, that times no step (never calls ``with timer.step():``, or only warm-up
+steps) or that makes no progress for ``timeout_s`` ends the sweep with :class:`ScriptError`,
+one line naming the world size and the last lines of the failing rank's output; nothing is
+stored. Every rank and torchrun are stopped at every ending.
+
+``--backend`` is passed to the script as ``DPSCALE_BACKEND`` (``auto`` passes nothing): the
+script chooses its process group's backend; ``examples/train_ddp.py`` reads it.
+
+>>> script_command(2, "train.py", ["--steps", "30"], Path("/tmp/w"))[-3:]
+['train.py', '--steps', '30']
+>>> last_lines("a\\n\\nTraceback:\\n  File x\\nValueError: bad\\n", 2)
+'File x | ValueError: bad'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dpscale.measure.report import add_efficiency, new_run_id
+from dpscale.measure.rundir import RunFolder
+from dpscale.measure.steptimer import ENV_DIR, timer_file
+
+__all__ = ["ScriptError", "last_lines", "measure_script", "script_command"]
+
+POLL_S = 0.1
+STARTUP_S = 60.0
+"""Before its first timed step a script may take this long even with a shorter timeout
+(torch import, rendezvous, data loading)."""
+TERM_GRACE_S = 10.0
+"""After SIGTERM, how long torchrun may take to stop its ranks before SIGKILL."""
+LAST_LINES = 3
+
+EventHandler = Callable[[dict[str, Any]], None]
+
+
+class ScriptError(RuntimeError):
+    """The script failed, timed nothing, or hung at one world size (one line)."""
+
+
+def script_command(world_size: int, script: str, args: Sequence[str], log_dir: Path) -> list[str]:
+    """torchrun on this machine, one process per rank, no restarts, each rank's output in
+    ``log_dir`` (``.../attempt_0/<rank>/stderr.log``)."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={world_size}",
+        "--max-restarts=0",
+        "--monitor-interval=0.1",
+        f"--log-dir={log_dir}",
+        "--redirects=3",
+        script,
+        *args,
+    ]
+
+
+def last_lines(text: str, count: int = LAST_LINES) -> str:
+    """The last ``count`` non-empty lines, stripped, joined with `` | ``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-count:])[-600:]
+
+
+def _rank_output(log_dir: Path, rank: int) -> str:
+    """Rank ``rank``'s stderr (else stdout) as torchrun redirected it."""
+    for name in ("stderr.log", "stdout.log"):
+        for path in sorted(log_dir.glob(f"*/attempt_*/{rank}/{name}")):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if text.strip():
+                return text
+    return ""
+
+
+def _failed_output(log_dir: Path, torchrun_log: str, world_size: int) -> str:
+    """The last lines of the rank that failed first (torchrun's root cause), else of any
+    rank, else of torchrun itself."""
+    from dpscale.measure.launch import _torchrun_failures
+
+    codes, root = _torchrun_failures(torchrun_log)
+    order = ([root] if root is not None else []) + sorted(codes) + list(range(world_size))
+    for rank in order:
+        text = _rank_output(log_dir, rank)
+        if text:
+            return last_lines(text)
+    return last_lines(torchrun_log) or "no output"
+
+
+def _read_timers(folder: Path, world_size: int) -> dict[int, dict[str, Any]]:
+    records = {}
+    for rank in range(world_size):
+        path = timer_file(folder, rank)
+        try:
+            records[rank] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+    return records
+
+
+def _stop(proc: subprocess.Popen[bytes], pids: set[int]) -> None:
+    """torchrun stops its ranks on SIGTERM; anything left after the grace is killed."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=TERM_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    for pid in pids:  # ranks run in sessions of their own (torchrun starts them so)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getsid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+
+
+def run_script_at(
+    world_size: int,
+    script: str,
+    args: Sequence[str],
+    work: Path,
+    *,
+    backend: str,
+    timeout_s: float,
+    on_event: EventHandler | None = None,
+) -> dict[int, dict[str, Any]]:
+    """Every rank's StepTimer record at ``world_size``; raises :class:`ScriptError`."""
+    from dpscale.measure.launch import _die_with_launcher
+
+    notify = on_event or (lambda event: None)
+    timers = work / "steps"
+    timers.mkdir(parents=True, exist_ok=True)
+    log_dir = work / "torchelastic"
+    log = work / "torchrun.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env[ENV_DIR] = str(timers)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "inductor"))
+    if backend != "auto":
+        env["DPSCALE_BACKEND"] = backend
+    where = f"at world size {world_size}"
+    with log.open("wb") as stream:
+        proc = subprocess.Popen(
+            script_command(world_size, script, args, log_dir),
+            stdout=stream,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_launcher,
+        )
+    notify({"type": "launch", "world_size": world_size, "pid": proc.pid})
+    pids: set[int] = set()
+    progress: dict[int, int] = {}
+    last_progress = time.monotonic()
+    try:
+        while True:
+            try:
+                code: int | None = proc.wait(timeout=POLL_S)
+            except subprocess.TimeoutExpired:
+                code = None
+            records = _read_timers(timers, world_size)
+            pids.update(int(record["pid"]) for record in records.values())
+            seen = {rank: int(record["seen"]) for rank, record in records.items()}
+            now = time.monotonic()
+            if seen != progress:
+                progress, last_progress = seen, now
+                notify({"type": "status", "world_size": world_size, "steps": min(seen.values())})
+            if code is not None:
+                break
+            allowed = timeout_s if any(seen.values()) else max(timeout_s, STARTUP_S)
+            if now - last_progress > allowed:
+                what = "timed no step" if not any(seen.values()) else "timed no further step"
+                torchrun_log = log.read_text(encoding="utf-8", errors="replace")
+                raise ScriptError(
+                    f"the script {what} for {allowed:g} s {where} (see --timeout); stopped; "
+                    f"its last lines: {_failed_output(log_dir, torchrun_log, world_size)}"
+                )
+    finally:
+        _stop(proc, pids)
+    torchrun_log = log.read_text(encoding="utf-8", errors="replace")
+    if code != 0:
+        raise ScriptError(
+            f"the script failed {where} (exit status {code}); its last lines: "
+            f"{_failed_output(log_dir, torchrun_log, world_size)}"
+        )
+    records = _read_timers(timers, world_size)
+    missing = [rank for rank in range(world_size) if not records.get(rank, {}).get("step_times_s")]
+    if missing:
+        record = records.get(missing[0])
+        why = (
+            "never created a StepTimer (add: from dpscale.measure import StepTimer; "
+            "timer = StepTimer(samples_per_step=...); with timer.step(): ...)"
+            if record is None
+            else f"timed no step after its {record['warmup']} warm-up steps "
+            f"({record['seen']} seen; run more steps)"
+        )
+        tail = last_lines(_rank_output(log_dir, missing[0])) or last_lines(torchrun_log)
+        raise ScriptError(
+            f"rank {missing[0]} of the script {why} {where}; its last lines: {tail or 'no output'}"
+        )
+    return records
+
+
+def summarise_script(world_size: int, records: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """One result row from every rank's StepTimer record.
+
+    >>> rec = {"samples_per_step": 8.0, "tokens_per_step": None, "step_times_s": [0.1, 0.1]}
+    >>> row = summarise_script(2, {0: rec, 1: rec})
+    >>> row["throughput"], row["unit"], row["samples_per_step"]
+    (160.0, 'samples/s', 16.0)
+    """
+    from dpscale.measure.training import summarise_steps
+
+    ranks = [records[rank] for rank in sorted(records)]
+    tokens = all(record.get("tokens_per_step") for record in ranks)
+    key = "tokens_per_step" if tokens else "samples_per_step"
+    per_step = sum(float(record[key] or 0.0) for record in ranks)
+    return summarise_steps(
+        world_size,
+        per_step,
+        [record["step_times_s"] for record in ranks],
+        unit="tokens/s" if tokens else "samples/s",
+    )
+
+
+def _environment(backend: str, world_size: int, cuda: bool) -> dict[str, Any]:
+    import torch
+
+    from dpscale.measure.worker import _cpu_name
+
+    names = (
+        sorted({torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())})
+        if cuda and torch.cuda.is_available()
+        else [_cpu_name()]
+    )
+    host = socket.gethostname()
+    return {
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "backend": backend,
+        "cuda_version": torch.version.cuda,
+        "device_count": world_size,
+        "device_names": names,
+        "hosts": [host],
+        "nodes": 1,
+        "node_hosts": [{"node_rank": 0, "host": host, "ranks": list(range(world_size))}],
+    }
+
+
+def measure_script(
+    script: str,
+    args: Sequence[str],
+    world_sizes: Sequence[int],
+    *,
+    backend: str = "auto",
+    timeout_s: float = 120.0,
+    nproc: int | None = None,
+    on_event: EventHandler | None = None,
+    keep_logs: bool = False,
+) -> dict[str, Any]:
+    """The script at each world size; the run in the shape of the built-in run's JSON.
+
+    Raises :class:`ScriptError` (nothing measured is kept) when a world size fails.
+    """
+    from dpscale.measure.report import _tidy
+
+    run_id = new_run_id()
+    folder = RunFolder(None, run_id)
+    folder.name(f"measure-{run_id}")
+    results = []
+    timings = []
+    cuda = False
+    keep = keep_logs
+    try:
+        for size in sorted(set(world_sizes)):
+            try:
+                records = run_script_at(
+                    size,
+                    script,
+                    args,
+                    folder.root / f"world-{size}",
+                    backend=backend,
+                    timeout_s=timeout_s,
+                    on_event=on_event,
+                )
+            except ScriptError as err:
+                keep = True
+                log = folder.where(folder.root / f"world-{size}")
+                raise ScriptError(f"{err}; log: {log}") from None
+            except KeyboardInterrupt:
+                keep = True
+                raise
+            cuda = cuda or any(record.get("cuda") for record in records.values())
+            row = summarise_script(size, records)
+            results.append(row)
+            timings.append(
+                {
+                    "kind": "training",
+                    "op": None,
+                    "devices": size,
+                    "bytes": None,
+                    "rank_times_s": [records[r]["step_times_s"] for r in sorted(records)],
+                }
+            )
+            if on_event is not None:
+                on_event({"type": "measurement", "world_size": size, "summary": row})
+    finally:
+        folder.close(keep=keep)
+    resolved = backend if backend != "auto" else ("nccl" if cuda else "gloo")
+    payload: dict[str, Any] = {
+        "run_id": run_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "backend": resolved,
+        "partial": False,
+        "error": None,
+        "environment": _environment(resolved, max(world_sizes), cuda),
+        "config": {
+            "strategy": "script",
+            "script": script,
+            "script_args": list(args),
+            "world_sizes": sorted(set(world_sizes)),
+            "nproc": nproc or max(world_sizes),
+            "backend": backend,
+            "timeout_s": timeout_s,
+        },
+        "results": _tidy(add_efficiency(results)),
+        "collectives": [],
+        "timings": timings,
+    }
+    if keep_logs:
+        payload["logs"] = str(folder.kept)
+    return payload

@@ -1,0 +1,234 @@
+"""Timing the steps of your own training loop: three lines in the script.
+
+    from dpscale.measure import StepTimer
+    timer = StepTimer(samples_per_step=32)       # this rank's samples per optimizer step
+    for batch in loader:
+        with timer.step():
+            ...                                   # forward, backward, optimizer.step()
+
+Each ``with timer.step():`` records this rank's wall time of one optimizer step (with
+``torch.cuda.synchronize()`` before and after when CUDA is in use, so that queued kernels are
+counted in the step that launched them); the first ``warmup`` steps are not recorded.
+
+Under ``dpscale measure --script`` the launcher names a folder in ``DPSCALE_STEPTIMER_DIR``;
+each rank keeps ``steps-rank-<RANK>.json`` there current (written atomically, outside the
+timed region, at most once a second and at exit), and dpscale summarises them as it does
+its own training. Alone (plain ``python`` or ``torchrun``) the timer writes nothing and, at
+exit, rank 0 prints one line to stderr, e.g.::
+
+    dpscale StepTimer: 30 steps, median step 12.4 ms, 2,580.6 samples/s (rank 0, x2 ranks)
+
+The samples (or tokens) per second alone are rank 0's median step over ``world_size`` ranks
+doing the same; under ``dpscale measure`` every rank's steps count. This module imports
+only the standard library; torch is looked up in ``sys.modules`` (a script that uses CUDA
+has imported it), never imported.
+
+>>> timer = StepTimer(samples_per_step=8, warmup=1, report=False)
+>>> for _ in range(3):
+...     with timer.step():
+...         pass
+>>> len(timer.times_s), timer.summary()["steps"]
+(2, 2)
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = ["ENV_DIR", "StepTimer", "timer_file"]
+
+ENV_DIR = "DPSCALE_STEPTIMER_DIR"
+"""The variable ``dpscale measure --script`` sets: the folder the ranks write to."""
+WRITE_EVERY_S = 1.0
+"""How often, at most, a rank rewrites its file under dpscale (also the launcher's sign of
+progress)."""
+
+
+def timer_file(folder: Path, rank: int) -> Path:
+    """Where rank ``rank`` writes its steps.
+
+    >>> timer_file(Path("/tmp/run"), 3).name
+    'steps-rank-3.json'
+    """
+    return folder / f"steps-rank-{rank}.json"
+
+
+def _positive_or_none(name: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"StepTimer: {name} must be a number above 0 (got {value!r})")
+    if value == float("inf"):
+        raise ValueError(f"StepTimer: {name} must be finite (got {value!r})")
+    return float(value)
+
+
+def _cuda() -> Any:
+    """torch.cuda when the script has imported torch and started CUDA, else None."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        return torch.cuda if torch.cuda.is_initialized() else None
+    except AttributeError:  # a partly imported torch
+        return None
+
+
+class StepTimer:
+    """Times each optimizer step of this rank (see the module's docstring).
+
+    ``samples_per_step`` and ``tokens_per_step`` are this rank's per optimizer step (micro
+    batch x gradient accumulation, times the sequence length for tokens); give at least one.
+    Throughput is reported in tokens/s when ``tokens_per_step`` is given, else samples/s.
+    ``warmup`` steps are run untimed first. ``report``: print the summary line at exit when
+    not under dpscale (rank 0 only).
+    """
+
+    def __init__(
+        self,
+        samples_per_step: float | None = None,
+        tokens_per_step: float | None = None,
+        warmup: int = 3,
+        *,
+        report: bool = True,
+    ) -> None:
+        self.samples_per_step = _positive_or_none("samples_per_step", samples_per_step)
+        self.tokens_per_step = _positive_or_none("tokens_per_step", tokens_per_step)
+        if self.samples_per_step is None and self.tokens_per_step is None:
+            raise ValueError("StepTimer: give samples_per_step or tokens_per_step (above 0)")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"StepTimer: warmup must be a whole number >= 0 (got {warmup!r})")
+        self.warmup = warmup
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.times_s: list[float] = []
+        self._seen = 0
+        self._began = 0.0
+        self._cuda: Any = None
+        folder = os.environ.get(ENV_DIR)
+        self._file = timer_file(Path(folder), self.rank) if folder else None
+        self._written = 0.0
+        self._closed = False
+        self._report = report
+        atexit.register(self.close)
+
+    # The timer is its own context manager: no generator, no allocation per step.
+    def step(self) -> StepTimer:
+        """``with timer.step():`` around one optimizer step."""
+        return self
+
+    def __enter__(self) -> StepTimer:
+        cuda = self._cuda = _cuda()
+        if cuda is not None:
+            cuda.synchronize()
+        self._began = time.perf_counter()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._cuda is not None:
+            self._cuda.synchronize()
+        ended = time.perf_counter()
+        if kind is not None:
+            return  # a failed step is no measurement
+        self._seen += 1
+        if self._seen > self.warmup:
+            self.times_s.append(ended - self._began)
+        if self._file is not None and ended - self._written >= WRITE_EVERY_S:
+            self._write()
+            self._written = time.perf_counter()
+
+    def start(self) -> None:
+        """Begin a step, for frameworks whose hooks cannot hold a ``with`` block (a
+        callback's batch-start hook); :meth:`stop` ends it."""
+        self.__enter__()
+
+    def stop(self) -> None:
+        """End the step :meth:`start` began (after the optimizer step)."""
+        self.__exit__(None, None, None)
+
+    @property
+    def unit(self) -> str:
+        return "tokens/s" if self.tokens_per_step is not None else "samples/s"
+
+    def summary(self) -> dict[str, Any]:
+        """This rank's steps: count, median step, and throughput over ``world_size`` ranks
+        each as fast as this one (``None`` before the first timed step)."""
+        per_step = self.tokens_per_step or self.samples_per_step or 0.0
+        median = statistics.median(self.times_s) if self.times_s else None
+        return {
+            "steps": len(self.times_s),
+            "step_time_p50_s": median,
+            "throughput": per_step * self.world_size / median if median else None,
+            "unit": self.unit,
+        }
+
+    def record(self) -> dict[str, Any]:
+        """What this rank writes for dpscale."""
+        return {
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "samples_per_step": self.samples_per_step,
+            "tokens_per_step": self.tokens_per_step,
+            "warmup": self.warmup,
+            "cuda": self._cuda is not None,
+            "seen": self._seen,
+            "step_times_s": self.times_s,
+        }
+
+    def _write(self) -> None:
+        assert self._file is not None
+        temporary = self._file.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(self.record()), encoding="utf-8")
+        os.replace(temporary, self._file)
+
+    def close(self) -> None:
+        """Write the file (under dpscale) or print the summary line (rank 0); once. Called
+        at exit; call it yourself to report earlier."""
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
+        if self._file is not None:
+            self._write()
+        elif self._report and self.rank == 0:
+            sys.stderr.write(self.summary_line() + "\n")
+            sys.stderr.flush()
+
+    def summary_line(self) -> str:
+        """The one line printed at exit.
+
+        >>> timer = StepTimer(samples_per_step=4, warmup=0, report=False)
+        >>> timer.times_s = [0.5, 0.25, 0.25]
+        >>> timer.summary_line()
+        'dpscale StepTimer: 3 steps, median step 250 ms, 16.0 samples/s (rank 0)'
+        """
+        summary = self.summary()
+        if not summary["steps"]:
+            return (
+                f"dpscale StepTimer: no step timed ({self._seen} seen, warmup {self.warmup}): "
+                "wrap each optimizer step in `with timer.step():`"
+            )
+        from dpscale.units import format_duration
+
+        ranks = f", x{self.world_size} ranks" if self.world_size > 1 else ""
+        return (
+            f"dpscale StepTimer: {summary['steps']:,} steps, median step "
+            f"{format_duration(summary['step_time_p50_s'])}, "
+            f"{summary['throughput']:,.1f} {self.unit} (rank {self.rank}{ranks})"
+        )

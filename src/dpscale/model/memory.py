@@ -1,0 +1,129 @@
+"""Memory per device for a scenario's strategy: model states, gathered units, activations.
+
+    model states   parameters, gradients and optimizer state as the strategy shards them
+                   (:func:`~dpscale.model.strategies.model_state_bytes`, the ZeRO paper's
+                   count); the optimizer's moments from ``--optimizer`` (Adam's two when none
+                   is given), plus the fp32 master copy under mixed precision
+    gathered       what an FSDP unit holds while it computes: two units' gathered parameters
+                   (the current one and the one prefetched) and one unit's unsharded
+                   gradients before they are reduce-scattered; SHARD_GRAD_OP keeps every
+                   unit's gathered parameters from forward to backward (all of them)
+    activations    :func:`~dpscale.model.llm.activation_bytes` where the sequence length is
+                   known (a transformer), else not counted (the result says so)
+
+Not counted: the framework's workspace and the allocator's fragmentation (commonly a few GB on
+a GPU), communication buffers, and any CPU offload. A strategy ``fits`` where the sum stays
+within the device's memory.
+
+>>> from dpscale.model.hardware import Hardware
+>>> from dpscale.model.scenario import Scenario
+>>> sc = Scenario(params=8.03e9, grad_dtype="fp32", micro_batch=1, grad_accum=1,
+...     per_device_throughput=9000.0, hardware=Hardware(8, 350e9, 400e9), strategy="fsdp",
+...     param_dtype="bf16", layers=32, hidden_size=4096, seq_len=8192, vocab_size=128256,
+...     activation_checkpointing=True, tokens_per_sample=8192)
+>>> m = memory(sc, [8, 64])
+>>> [round(float(x) / 1e9, 1) for x in m.model_states], round(float(m.activations[0]) / 1e9, 1)
+([18.1, 2.3], 7.5)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpscale.model.costs import OPTIMIZER_BYTES
+from dpscale.model.llm import activation_bytes
+from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
+from dpscale.model.step import BYTES_PER_VALUE
+from dpscale.model.strategies import model_state_bytes, optimizer_state_bytes, row
+
+__all__ = ["MOMENT_BYTES", "Memory", "memory"]
+
+MOMENT_BYTES: dict[str, float] = {
+    "none": 0.0,
+    "sgd": 0.0,
+    "momentum": 4.0,
+    "adam": 8.0,
+    "adamw": 8.0,
+    "lamb": 8.0,
+}
+"""fp32 optimizer state per parameter besides any master copy (Adam and LAMB: two moments)."""
+
+if set(MOMENT_BYTES) != set(OPTIMIZER_BYTES):  # pragma: no cover - a new optimizer's row
+    raise RuntimeError("every optimizer needs its state bytes in MOMENT_BYTES")
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes one device holds at each point; ``activations`` None where not known."""
+
+    model_states: Any
+    gathered: Any
+    activations: Any | None
+    capacity: float | None
+
+    @property
+    def total(self) -> Any:
+        extra = 0.0 if self.activations is None else self.activations
+        return self.model_states + self.gathered + extra
+
+    @property
+    def fits(self) -> Any | None:
+        """Whether the total stays within the device's memory (None: capacity unknown)."""
+        if self.capacity is None:
+            return None
+        return self.total <= self.capacity
+
+
+def memory(
+    scenario: Scenario, devices: ArrayLike, *, micro_batch: ArrayLike | None = None
+) -> Memory:
+    """Memory per device of ``scenario`` at ``devices`` (``micro_batch`` may be swept)."""
+    counts = np.asarray(devices, dtype=float)
+    sc, r = scenario, row(scenario.strategy)
+    moments = MOMENT_BYTES[sc.optimizer or DEFAULT_OPTIMIZER]
+    grad_bytes = BYTES_PER_VALUE[sc.grad_dtype]
+    states = model_state_bytes(
+        sc.strategy,
+        params=sc.params,
+        devices=counts,
+        param_bytes=sc.param_bytes,
+        grad_bytes=grad_bytes,
+        optimizer_bytes=optimizer_state_bytes(moments, sc.param_bytes),
+        devices_per_node=sc.hardware.devices_per_node,
+        shard_group=sc.shard_group_size,
+    )
+    unit_params = sc.params * sc.param_bytes / sc.units
+    unit_grads = sc.params * grad_bytes / sc.units
+    if r.keeps_gathered:
+        gathered = sc.params * sc.param_bytes + unit_grads
+    elif r.gathers:
+        gathered = 2 * unit_params + unit_grads
+    else:
+        gathered = 0.0
+    single = counts <= 1
+    # One device gathers nothing: its "shard" is the whole model, already counted.
+    gathered_bytes = np.where(single, 0.0, gathered) * np.ones_like(counts)
+    batch = sc.micro_batch if micro_batch is None else micro_batch
+    activations = None
+    if sc.seq_len is not None:
+        activations = np.broadcast_to(
+            activation_bytes(
+                seq_len=sc.seq_len,
+                micro_batch=batch,
+                hidden_size=sc.hidden,
+                layers=sc.units,
+                vocab_size=sc.vocab_size or 0,
+                checkpointing=sc.activation_checkpointing,
+            ),
+            np.broadcast_shapes(np.shape(counts), np.shape(batch)),
+        )
+    return Memory(
+        model_states=np.broadcast_to(states, np.shape(counts)),
+        gathered=gathered_bytes,
+        activations=activations,
+        capacity=sc.hardware.memory_capacity,
+    )

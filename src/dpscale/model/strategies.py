@@ -1,0 +1,197 @@
+"""Data-parallel strategies as data: what each moves, over which group, and what it holds.
+
+Every strategy is one row of :data:`STRATEGY_TABLE`; the step model
+(:func:`dpscale.model.step.data_parallel_step`) and the memory model (:func:`model_state_bytes`)
+read the rows and have no branch per strategy. A new strategy is a new row.
+
+The devices form ``N / G`` replicas of a *shard group* of ``G`` devices. Parameters, gradients
+and optimizer state are split over the group (where the row says so) and replicated across
+groups. A micro-step of a row with ``gathers`` all-gathers each wrapped unit's parameters over
+the group before its forward, one unit ahead of the compute (FSDP's forward prefetch; FSDP2
+``fully_shard`` prefetches the next unit's all-gather by default), and, with ``regathers``,
+again before its backward (FULL_SHARD / ``reshard_after_forward=True``; SHARD_GRAD_OP keeps
+the gathered parameters from forward to backward). Gradients are reduced over the group
+(all-reduce where ``G = 1``, else reduce-scatter, one unit or bucket at a time as backward
+produces them) and the group's shards all-reduced across the replicas (HSDP; nothing where
+there is one replica). ``reduces_every_micro_step`` rows do that in every micro-step (sharded
+gradients cannot be accumulated locally: ZeRO-2/3, FSDP), the others only in the last one
+(DDP's ``no_sync``); ``gathers_after_step`` rows all-gather the updated parameters over the
+group after the optimizer step (ZeRO-1/2: each device updated only its shard).
+
+    row                  group (G)    gathers  regathers  reduce every  gather after  unit
+    ddp                  1            -        -          -             -             bucket
+    zero1                all devices  -        -          -             yes           bucket
+    zero2                all devices  -        -          yes           yes           bucket
+    zero3, fsdp          all devices  yes      yes        yes           -             layer
+    fsdp-shard-grad-op   all devices  yes      -          yes           -             layer
+    hsdp                 one node     yes      yes        yes           -             layer
+
+Sources: Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) sec. 5 and 7 (stages, volumes:
+DDP and ZeRO-1/2 move 2 x the parameter bytes per step, ZeRO-3 3 x); Zhao et al. 2023
+(PyTorch FSDP, arXiv 2304.11277) sec. 3.2-3.4 (FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD, one
+all-gather and one reduce-scatter per FSDP unit, backward prefetch, ``no_sync``); PyTorch's
+``torch/distributed/fsdp/_fully_shard/_fsdp_api.py`` and ``_fully_shard.py``
+(``reshard_after_forward``, ``set_requires_gradient_sync``, a 2-D mesh for HSDP).
+``zero1`` with ``--shard-group-size`` shards the optimizer state inside a group and
+all-reduces across groups (InternEvo's ZeRO-1 within the node).
+
+Memory per device of the model states (ZeRO sec. 3.1, Figure 1): ``p`` bytes per parameter
+as the forward uses it (``--param-dtype``), ``g`` per gradient (``--grad-dtype``) and ``K``
+of optimizer state: the moments (Adam 8, momentum 4, SGD 0) and, where the parameters the
+forward uses are not fp32, an fp32 master copy (4). Mixed-precision Adam is ``p = g = 2``,
+``K = 12``: 16 bytes per parameter. A row divides each of the three it shards by ``G``.
+
+>>> gb = [model_state_bytes(s, params=7.5e9, devices=64, param_bytes=2, grad_bytes=2,
+...        optimizer_bytes=12) / 1e9 for s in ("ddp", "zero1", "zero2", "zero3")]
+>>> [round(float(x), 1) for x in gb]  # ZeRO Figure 1: 120, 31.4, 16.6, 1.9 GB
+[120.0, 31.4, 16.6, 1.9]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "SHARDED",
+    "STRATEGIES",
+    "STRATEGY_TABLE",
+    "GroupKind",
+    "Strategy",
+    "StrategyRow",
+    "column",
+    "group_size",
+    "model_state_bytes",
+    "optimizer_state_bytes",
+    "row",
+]
+
+Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp-shard-grad-op", "hsdp"]
+GroupKind = Literal["one", "all", "node"]
+"""The shard group by default: one device (nothing sharded), all devices, one node."""
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    """One strategy: the collectives of a step and the state it shards over its group."""
+
+    name: str
+    group: GroupKind
+    """The shard group when ``--shard-group-size`` is not given."""
+    gathers: bool
+    """All-gathers each unit's parameters over the group before its forward, every
+    micro-step."""
+    regathers: bool
+    """All-gathers them again before its backward (the forward resharded them)."""
+    reduces_every_micro_step: bool
+    """Reduces the gradients in every micro-step, not only the last."""
+    gathers_after_step: bool
+    """All-gathers the updated parameters over the group after the optimizer step."""
+    per_unit: bool
+    """One collective per wrapped unit (a layer); else buckets of ``--bucket-size``."""
+    shards_params: bool
+    shards_grads: bool
+    shards_optimizer: bool
+    keeps_gathered: bool = False
+    """Holds every unit's gathered parameters from forward to backward (SHARD_GRAD_OP)."""
+
+
+STRATEGY_TABLE: tuple[StrategyRow, ...] = (
+    StrategyRow("ddp", "one", False, False, False, False, False, False, False, False),
+    StrategyRow("zero1", "all", False, False, False, True, False, False, False, True),
+    StrategyRow("zero2", "all", False, False, True, True, False, False, True, True),
+    StrategyRow("zero3", "all", True, True, True, False, True, True, True, True),
+    StrategyRow("fsdp", "all", True, True, True, False, True, True, True, True),
+    StrategyRow(
+        "fsdp-shard-grad-op", "all", True, False, True, False, True, True, True, True, True
+    ),
+    StrategyRow("hsdp", "node", True, True, True, False, True, True, True, True),
+)
+"""The rows, in code order (a strategy's code is its index)."""
+
+STRATEGIES: tuple[str, ...] = tuple(r.name for r in STRATEGY_TABLE)
+SHARDED: tuple[str, ...] = tuple(r.name for r in STRATEGY_TABLE if r.group != "one")
+"""Every strategy that shards something (all but ddp)."""
+
+
+def row(strategy: str) -> StrategyRow:
+    """The row named ``strategy``.
+
+    >>> row("fsdp-shard-grad-op").regathers
+    False
+    """
+    return STRATEGY_TABLE[STRATEGIES.index(strategy)]
+
+
+def column(name: str, codes: ArrayLike) -> Any:
+    """One field of the table for an array of strategy codes.
+
+    >>> column("gathers", [0, 4]).tolist()
+    [False, True]
+    """
+    if name not in {f.name for f in fields(StrategyRow)}:
+        raise KeyError(name)
+    values = np.asarray([getattr(r, name) for r in STRATEGY_TABLE])
+    return values[np.asarray(codes, dtype=int)]
+
+
+def group_size(
+    codes: ArrayLike, devices: ArrayLike, devices_per_node: ArrayLike, shard_group: ArrayLike = 0
+) -> Any:
+    """Devices in one shard group: ``shard_group`` where given (> 0), else the row's own;
+    never more than the devices there are.
+
+    >>> group_size([0, 4, 6, 1], 64, 8).tolist(), group_size(1, 64, 8, shard_group=8).tolist()
+    ([1.0, 64.0, 8.0, 64.0], 8.0)
+    """
+    n = np.asarray(devices, dtype=float)
+    kind = column("group", codes)
+    own = np.where(kind == "one", 1.0, np.where(kind == "node", devices_per_node, n))
+    stated = np.asarray(shard_group, dtype=float)
+    chosen = np.where((stated > 0) & (kind != "one"), stated, own)
+    return np.minimum(chosen, n)
+
+
+def optimizer_state_bytes(moments_bytes: ArrayLike, param_bytes: ArrayLike) -> Any:
+    """``K``: the optimizer's moments plus an fp32 master copy where parameters are not fp32.
+
+    >>> float(optimizer_state_bytes(8, 2)), float(optimizer_state_bytes(8, 4))
+    (12.0, 8.0)
+    """
+    p = np.asarray(param_bytes, dtype=float)
+    return np.asarray(moments_bytes, dtype=float) + np.where(p < 4, 4.0, 0.0)
+
+
+def model_state_bytes(
+    strategy: str,
+    *,
+    params: ArrayLike,
+    devices: ArrayLike,
+    param_bytes: ArrayLike,
+    grad_bytes: ArrayLike,
+    optimizer_bytes: ArrayLike,
+    devices_per_node: ArrayLike = 8,
+    shard_group: ArrayLike = 0,
+) -> Any:
+    """Bytes of parameters, gradients and optimizer state one device holds at rest.
+
+    >>> round(float(model_state_bytes("hsdp", params=8e9, devices=64, param_bytes=2,
+    ...     grad_bytes=2, optimizer_bytes=12)) / 1e9, 1)  # sharded over the node's 8
+    16.0
+    """
+    r = row(strategy)
+    code = STRATEGIES.index(strategy)
+    g = group_size(code, devices, devices_per_node, shard_group)
+    p = np.asarray(params, dtype=float)
+
+    def share(sharded: bool) -> Any:
+        return 1.0 / g if sharded else 1.0
+
+    return p * (
+        np.asarray(param_bytes, dtype=float) * share(r.shards_params)
+        + np.asarray(grad_bytes, dtype=float) * share(r.shards_grads)
+        + np.asarray(optimizer_bytes, dtype=float) * share(r.shards_optimizer)
+    )

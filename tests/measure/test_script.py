@@ -1,0 +1,172 @@
+"""``dpscale measure --script``: the shipped DDP example measured with real gloo ranks and
+stored; a failing script, one without a StepTimer and bad options give one line, exit 2,
+and store nothing."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from dpscale.cli.main import main
+from dpscale.measure.script import summarise_script
+from dpscale.store.runs import get_run, list_runs
+
+EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "train_ddp.py")
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+@pytest.fixture
+def quiet_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp
+
+
+@pytest.mark.distributed
+def test_example_script_is_measured_at_1_and_2_and_stored(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, quiet_tmp: Path
+) -> None:
+    args = ("--world-sizes", "1,2", "--backend", "gloo", "--json", "--", "--steps", "12")
+    status, out, err = run(capsys, "measure", "--script", EXAMPLE, *args, "--width", "64")
+    assert status == 0, err
+    payload = json.loads(out)
+    assert list(quiet_tmp.iterdir()) == []  # the run's folder is removed
+    assert payload["config"]["strategy"] == "script"
+    assert payload["config"]["script"] == EXAMPLE
+    assert payload["config"]["script_args"] == ["--steps", "12", "--width", "64"]
+    assert payload["backend"] == "gloo"
+    assert payload["partial"] is False
+    one, two = payload["results"]
+    assert (one["devices"], two["devices"]) == (1, 2)
+    # 12 steps, 3 of them warm-up (train_ddp.py's StepTimer(warmup=3)); 32 samples per rank
+    assert (one["steps"], two["steps"]) == (9, 9)
+    assert (one["samples_per_step"], two["samples_per_step"]) == (32, 64)
+    assert one["unit"] == "samples/s"
+    for row in payload["results"]:
+        assert row["throughput"] == pytest.approx(
+            row["samples_per_step"] * row["steps"] / (row["step_time_mean_s"] * row["steps"])
+        )
+        assert row["per_device_throughput"] == pytest.approx(row["throughput"] / row["devices"])
+        assert 0 < row["step_time_p50_s"] <= row["step_time_p95_s"]
+        assert {"rank_spread", "slowest_rank", "step_time_cv"} <= set(row)
+    assert two["efficiency"] == pytest.approx(
+        two["per_device_throughput"] / one["per_device_throughput"]
+    )
+    assert [len(t["rank_times_s"]) for t in payload["timings"]] == [1, 2]
+    stored = get_run(payload["run_id"])
+    assert stored["config"]["script"] == EXAMPLE
+    assert [row["devices"] for row in stored["results"]] == [1, 2]
+    assert [r["run_id"] for r in list_runs()] == [payload["run_id"]]
+    status, out, err = run(capsys, "runs", "list")
+    assert status == 0, err
+    assert payload["run_id"] in out
+
+
+@pytest.mark.distributed
+def test_a_failing_script_gives_one_line_and_stores_nothing(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, quiet_tmp: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import os\nif os.environ['RANK'] == '1':\n    raise ValueError('bad batch 7')\n",
+        encoding="utf-8",
+    )
+    status, out, err = run(
+        capsys, "measure", "--script", str(script), "--world-sizes", "1,2", "--", "--x"
+    )
+    assert status == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert "world size 1" in err  # world size 1 ran, but its rank 0 never timed a step
+    assert "never created a StepTimer" in err
+    assert list_runs() == []
+
+    script.write_text(
+        "from dpscale.measure import StepTimer\nimport os\n"
+        "timer = StepTimer(samples_per_step=1, warmup=0)\n"
+        "with timer.step():\n    pass\n"
+        "if os.environ['RANK'] == '1':\n    raise ValueError('bad batch 7')\n",
+        encoding="utf-8",
+    )
+    status, out, err = run(capsys, "measure", "--script", str(script), "--world-sizes", "1,2")
+    assert status == 2
+    line = err.strip()
+    assert len(line.splitlines()) == 1, err
+    assert line.startswith("dpscale: error: the script failed at world size 2 (exit status 1)")
+    assert "ValueError: bad batch 7" in line
+    assert "; log: " in line
+    assert list_runs() == []
+
+
+@pytest.mark.distributed
+def test_a_script_that_stops_timing_is_stopped_after_the_timeout(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, quiet_tmp: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "hangs.py"
+    script.write_text(
+        "import time\nfrom dpscale.measure import StepTimer\n"
+        "timer = StepTimer(samples_per_step=1, warmup=0)\n"
+        "with timer.step():\n    pass\n"
+        "time.sleep(600)\n",
+        encoding="utf-8",
+    )
+    status, _out, err = run(
+        capsys, "measure", "--script", str(script), "--world-sizes", "1", "--timeout", "2s"
+    )
+    assert status == 2
+    line = err.strip()
+    assert len(line.splitlines()) == 1, err
+    assert line.startswith(
+        "dpscale: error: the script timed no further step for 2 s at world size 1 (see "
+        "--timeout); stopped"
+    )
+    kept = next((tmp_path / "state").rglob("steps-rank-0.json"))
+    pid = json.loads(kept.read_text(encoding="utf-8"))["pid"]
+    assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)  # the rank is gone
+    assert list_runs() == []
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--script", "nowhere.py"), "--script: no such file: nowhere.py"),
+        (("--script", EXAMPLE, "--model-params", "1M"), "--model-params is for the built-in"),
+        (("--script", EXAMPLE, "--world-sizes", "1,0"), "--world-sizes: must be whole numbers"),
+        (
+            ("--script", EXAMPLE, "--nproc", "2", "--world-sizes", "4"),
+            "--world-sizes: must not exceed --nproc 2",
+        ),
+        (("--", "--steps", "3"), "extra arguments '--steps 3' are for --script only"),
+        (("--script", EXAMPLE, "--nnodes", "2"), "--nnodes: --script runs on one machine"),
+    ],
+)
+def test_bad_script_options_give_one_line(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, args: tuple[str, ...], message: str
+) -> None:
+    status, _out, err = run(capsys, "measure", *args)
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1
+    assert message in err
+
+
+def test_tokens_per_step_gives_tokens_per_second() -> None:
+    record = {"samples_per_step": 2.0, "tokens_per_step": 4096.0, "step_times_s": [0.5, 0.5]}
+    row = summarise_script(2, {0: record, 1: record})
+    assert row["unit"] == "tokens/s"
+    assert row["tokens_per_step"] == 8192.0
+    assert row["throughput"] == pytest.approx(16384.0)

@@ -1,0 +1,106 @@
+"""``--measured`` calibration: only what the points pin down, bounded, held out against a ruler."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpscale.model.hardware import Hardware
+from dpscale.model.measured import calibrate_measured, parse_measured
+from dpscale.model.query import PredictQuery
+from dpscale.model.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+HW = Hardware(devices_per_node=8, intra_bandwidth=130e9, inter_bandwidth=50e9)
+SC = Scenario(
+    params=25.6e6,
+    grad_dtype="fp32",
+    micro_batch=32,
+    grad_accum=1,
+    per_device_throughput=329.0,
+    hardware=HW,
+    optimizer="momentum",
+)
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(
+        "bench_calibration", ROOT / "benchmarks" / "bench_calibration.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_calibration"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_two_counts_estimate_one_parameter_and_say_what_is_left() -> None:
+    fit = calibrate_measured(SC, parse_measured("1:329,8:2456"), source="t")
+    assert fit.free == ("step_overhead",)
+    assert set(fit.unfittable) == {"network_share", "jitter"}
+    assert fit.notes()[0] == "estimated from the points: the fixed per-step cost"
+    assert "the network share, the jitter" in fit.notes()[1]
+
+
+def test_without_a_single_device_point_the_level_holds_the_fixed_cost() -> None:
+    # 16 and 32 devices, both across nodes: the level and one more parameter, never the fixed
+    # cost (no point runs without it).
+    fit = calibrate_measured(SC, [(16, 4900.0), (32, 9600.0)], source="t")
+    assert fit.free[0] == "level"
+    assert "step_overhead" not in fit.free
+    assert len(fit.free) == 2
+
+
+def test_efficiency_does_not_rise_beyond_flat_or_falling_points() -> None:
+    points = [(1, 329.0), (4, 1250.0), (8, 2400.0), (16, 4300.0)]
+    fit = calibrate_measured(SC, points, source="t")
+    p = fit.predict([16, 32, 64, 128])
+    efficiency = np.asarray(p.efficiency)
+    assert np.all(np.diff(efficiency) <= 1e-12)
+    assert np.all(np.asarray(p.efficiency_high) <= 1.0 + 1e-12)
+    assert np.all(np.asarray(p.throughput_low) >= 0.0)
+    assert np.all(np.asarray(p.throughput_low) <= np.asarray(p.throughput))
+
+
+def test_a_point_off_the_others_is_flagged_and_named() -> None:
+    query = PredictQuery(
+        params=25.6e6, micro_batch=32, per_device_throughput=329.0, hardware="dgx1-v100"
+    )
+    sc = query.scenario()
+    clean = calibrate_measured(sc, parse_measured("1:329,2:640,4:1270,8:2510"), source="t")
+    counts = [16, 24, 32, 48, 64, 96, 128]
+    values = clean.predict(counts).throughput
+    points = [(1, 329.0)] + [(n, float(x)) for n, x in zip(counts, values, strict=True)]
+    points[4] = (48, points[4][1] * 0.80)  # one run 20 % slow
+    fit = calibrate_measured(sc, points, source="t")
+    assert [flag.devices for flag in fit.flagged] == [48]
+    assert fit.flagged[0].weight < 0.5
+    assert any("48 devices" in line and "down-weighted" in line for line in fit.notes())
+
+
+@pytest.mark.parametrize("method", ["measured"])
+def test_calibration_beats_the_ruler_on_the_shared_series(method: str) -> None:
+    bench = _bench()
+    data = ROOT / "tests" / "model" / "data"
+    series = [
+        s
+        for s in bench.ddp_series(data / "published_scaling.csv")
+        + bench.llm_series(data / "published_llm_scaling.csv")
+        if len(s.points) >= 3
+    ]
+    scored = bench.score(series)
+    shared = {r.series for r in scored[method]}
+    assert len(shared) == 16
+    mine = bench.summary(scored[method])
+    ruler = bench.summary([r for r in scored["ruler"] if r.series in shared])
+    assert mine["median"] < ruler["median"]
+    assert mine["worst"] < ruler["worst"]
+    # The figures docs/predict.md and docs/fit.md report.
+    assert round(100 * mine["median"], 1) == 0.9
+    assert round(100 * mine["worst"], 1) == 6.7
+    assert (mine["inside"], mine["banded"]) == (15, 16)

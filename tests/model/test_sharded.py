@@ -1,0 +1,195 @@
+"""Sharded data parallelism: the strategy table, FSDP's per-layer schedule, the LLM inputs, memory.
+
+Published figures with their sources: llm-foundry's H100 benchmark table (MPT-70B FSDP, 128 to
+512 GPUs: 1,058 -> 1,007 tokens/s per GPU, 95.2 %), the ZeRO paper's Figure 1 (7.5B, 64
+devices), and the held-out LLM series in tests/model/data/published_llm_scaling.csv.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpscale.model import PredictQuery, predict
+from dpscale.model.strategies import (
+    STRATEGIES,
+    STRATEGY_TABLE,
+    model_state_bytes,
+    row,
+)
+from dpscale.validation import InputError
+
+MPT70B = {
+    "model": "mpt-70b",
+    "hardware": "dgx-h100",
+    "strategy": "fsdp",
+    "param_dtype": "bf16",
+    "grad_dtype": "fp32",
+    "micro_batch": 8,
+    "activation_checkpointing": True,
+    "unit": "tokens",
+    "per_device_throughput": 1058,
+    "baseline_devices": 128,
+    "devices": "128,256,512",
+    "optimizer": "adamw",
+}
+LLAMA = [
+    "--model", "llama3-8b", "--hardware", "dgx-h100", "--strategy", "fsdp", "--seq-len", "8192",
+    "--micro-batch", "1", "--unit", "tokens", "--per-device-throughput", "9000",
+    "--baseline-devices", "8", "--devices", "8,64,1024", "--compare-strategies",
+]  # fmt: skip
+
+
+def test_every_strategy_is_one_row_and_sharded_rows_shard() -> None:
+    assert tuple(r.name for r in STRATEGY_TABLE) == STRATEGIES
+    assert row("ddp").group == "one"
+    assert not any((row("ddp").shards_params, row("ddp").shards_grads))
+    assert row("fsdp").regathers
+    assert not row("fsdp-shard-grad-op").regathers
+    assert row("hsdp").group == "node"
+
+
+def test_zero_paper_figure_1() -> None:
+    # Rajbhandari et al. 2020, Figure 1: 7.5B parameters, 64 devices, mixed-precision Adam.
+    def gb(strategy: str) -> float:
+        value = model_state_bytes(
+            strategy, params=7.5e9, devices=64, param_bytes=2, grad_bytes=2, optimizer_bytes=12
+        )
+        return round(float(value) / 1e9, 1)
+
+    assert [gb(s) for s in ("ddp", "zero1", "zero2", "zero3", "fsdp")] == [
+        120.0,
+        31.4,
+        16.6,
+        1.9,
+        1.9,
+    ]
+
+
+def test_mpt_70b_keeps_its_published_efficiency_within_the_band() -> None:
+    points = predict(PredictQuery(**MPT70B)).to_dict()["points"]
+    at_512 = points[-1]
+    # Published 95.2 % (llm-foundry); before FSDP's schedule the model said 28.9 %.
+    assert at_512["efficiency_low"] <= 0.952 <= at_512["efficiency_high"]
+    assert at_512["efficiency"] == pytest.approx(0.991, abs=0.005)
+    assert points[0]["efficiency"] == 1.0
+    # Tokens: the actual throughput is 512 x 1,058 tokens/s x E.
+    assert at_512["ideal_throughput"] == pytest.approx(512 * 1058)
+
+
+def test_per_layer_collectives_expose_far_less_than_ddp_buckets() -> None:
+    per_layer = predict(PredictQuery(**MPT70B)).to_dict()["points"][-1]
+    bucketed = predict(PredictQuery(**MPT70B, bucket_size="25 MiB")).to_dict()["points"][-1]
+    assert per_layer == bucketed  # FSDP moves layers: a DDP bucket size does not apply
+    zero2 = predict(PredictQuery(**{**MPT70B, "strategy": "zero2"})).to_dict()["points"][-1]
+    assert per_layer["exposed_comm_time_s"] < zero2["exposed_comm_time_s"]
+
+
+def test_baseline_efficiency_is_one_and_tokens_follow_the_sequence() -> None:
+    query = PredictQuery(
+        model="llama3-8b", hardware="dgx-h100", strategy="fsdp", micro_batch=1, unit="tokens",
+        per_device_throughput=9000, baseline_devices=8, devices="8,64",
+    )  # fmt: skip
+    result = predict(query)
+    first = result.to_dict()["points"][0]
+    assert first["efficiency"] == 1.0
+    assert first["actual_throughput"] == pytest.approx(8 * 9000)
+    assert result.scenario.tokens_per_sample == 8192  # the preset's sequence length
+    # The step at the baseline is what was measured: 8,192 tokens at 9,000 tokens/s.
+    assert first["step_time_s"] == pytest.approx(8192 / 9000, rel=1e-6)
+    # Its compute alone is shorter: the node's communication is part of the measurement.
+    assert result.scenario.micro_step_time < first["step_time_s"]
+
+
+def test_mfu_gives_the_throughput_from_the_peak() -> None:
+    query = PredictQuery(
+        model="llama3-8b", hardware="dgx-h100", micro_batch=1, unit="tokens", mfu=0.4,
+        devices="8", strategy="fsdp",
+    )  # fmt: skip
+    # 0.4 x 989 TFLOP/s / (6 x 8.03e9 + 12 x 32 x 4096 x 8192) FLOPs per token.
+    expected = 0.4 * 989e12 / (6 * 8.03e9 + 12 * 32 * 4096 * 8192)
+    assert query.scenario().per_device_throughput == pytest.approx(expected)
+
+
+def test_memory_says_what_does_not_fit() -> None:
+    query = PredictQuery(
+        model="llama3-70b", hardware="dgx-h100", micro_batch=1, unit="tokens",
+        per_device_throughput=1000, devices="8,64", compare_strategies=True,
+        activation_checkpointing=True,
+    )  # fmt: skip
+    payload = predict(query).to_dict()
+    by_strategy = {s["strategy"]: s["points"] for s in payload["strategies"]}
+    assert list(by_strategy) == ["ddp", "zero1", "zero2", "fsdp", "hsdp"]
+    assert by_strategy["ddp"][1]["fits"] is False  # 70B x 16 bytes on an 80 GB device
+    assert by_strategy["fsdp"][1]["model_state_bytes"] == pytest.approx(70.55e9 * 16 / 64)
+    assert by_strategy["fsdp"][1]["fits"] is True
+
+
+def test_shard_group_size_refused_where_nothing_is_sharded() -> None:
+    with pytest.raises(InputError, match="shard_group_size"):
+        PredictQuery(
+            params=1e9, micro_batch=1, per_device_throughput=1, hardware="dgx-h100",
+            shard_group_size=8,
+        ).scenario()  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    strategy=st.sampled_from(STRATEGIES),
+    params=st.floats(1e8, 5e11),
+    devices=st.lists(st.integers(1, 4096), min_size=1, max_size=6, unique=True),
+    grad_accum=st.integers(1, 8),
+    no_sync=st.booleans(),
+)
+def test_any_strategy_gives_finite_efficiencies_within_its_band(
+    strategy: str, params: float, devices: list[int], grad_accum: int, no_sync: bool
+) -> None:
+    query = PredictQuery(
+        params=params, strategy=strategy, micro_batch=2, grad_accum=grad_accum, no_sync=no_sync,
+        per_device_throughput=1.0, hardware="dgx-h100", seq_len=4096,
+        devices=",".join(map(str, devices)), param_dtype="bf16", grad_dtype="fp32",
+    )  # fmt: skip
+    for point in predict(query).to_dict()["points"]:
+        values = [point[k] for k in ("efficiency", "efficiency_low", "efficiency_high")]
+        assert all(np.isfinite(values))
+        assert 0 <= point["efficiency_low"] <= point["efficiency"] <= point["efficiency_high"] <= 1
+        assert point["memory_per_device_bytes"] > 0
+
+
+def test_the_llm_question_on_the_cli(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "dpscale", "predict", *LLAMA, "--json"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    payload = json.loads(done.stdout)
+    assert [p["devices"] for p in payload["points"]] == [8, 64, 1024]
+    compared = {s["strategy"]: s["points"] for s in payload["strategies"]}
+    assert set(compared) == {"ddp", "zero1", "zero2", "fsdp", "hsdp"}
+    for points in compared.values():
+        last = points[-1]
+        for key in ("efficiency", "efficiency_low", "efficiency_high", "exposed_comm_time_s",
+                    "memory_per_device_bytes"):  # fmt: skip
+            assert key in last
+    # Llama 3 8B under FSDP at 1,024 H100: torchtitan's 128-GPU run held 97 %; the old model
+    # said 11 %. Sharded within the node (HSDP) exposes less than sharding over all 1,024.
+    assert compared["fsdp"][-1]["efficiency"] > 0.85
+    assert compared["hsdp"][-1]["exposed_comm_time_s"] < compared["fsdp"][-1]["exposed_comm_time_s"]
+    table = subprocess.run(
+        [sys.executable, "-m", "dpscale", "predict", *LLAMA],
+        capture_output=True, text=True, check=True, timeout=120, env={"COLUMNS": "160", **_env()},
+    )  # fmt: skip
+    assert "Strategies side by side" in table.stdout
+    assert "Memory per device at 1,024 devices" in table.stdout
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
