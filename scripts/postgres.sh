@@ -4,7 +4,7 @@ _pg_bin=$(dirname "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V |
 if [ -z "$_pg_bin" ] || [ ! -x "$_pg_bin/initdb" ]; then
     _pg_bin=$(dirname "$(command -v initdb 2>/dev/null || echo /nonexistent/initdb)")
 fi
-if [ -x "$_pg_bin/initdb" ]; then
+_pg_start() {
     _pg_dir=$(mktemp -d /tmp/dpscale-pg.XXXXXX)
     _pg_run=()
     if [ "$(id -u)" -eq 0 ]; then
@@ -17,6 +17,10 @@ if [ -x "$_pg_bin/initdb" ]; then
         -o "-k $_pg_dir -c listen_addresses='' -c fsync=off" start
     trap '"${_pg_run[@]}" "$_pg_bin/pg_ctl" -D "$_pg_dir/data" -m immediate -s stop; rm -rf "$_pg_dir"' EXIT
     export DPSCALE_TEST_POSTGRES_URL="postgresql+psycopg://dpscale@/postgres?host=$_pg_dir"
+}
+if [ -x "$_pg_bin/initdb" ]; then
+    source "$(dirname "${BASH_SOURCE[0]}")/stage.sh"
+    stage "PostgreSQL server for the store tests" _pg_start
 else
-    echo "PostgreSQL not found: the PostgreSQL store tests will be skipped" >&2
+    echo "setup: PostgreSQL not found: the PostgreSQL store tests will be skipped" >&2
 fi

@@ -4,6 +4,7 @@
 # the benchmark falls back to a Python client that measures less). Installed only where
 # missing; needs root (as CI is) or sudo.
 set -euo pipefail
+source "$(dirname "$0")/stage.sh"
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
@@ -11,9 +12,14 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # browser tests measure a layout no visitor sees.
 [ -n "$(fc-list :lang=ja 2>/dev/null)" ] || need+=(fonts-noto-cjk)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
-[ ${#need[@]} -eq 0 ] && exit 0
+if [ ${#need[@]} -eq 0 ]; then
+    echo "setup: Chromium, CJK font, PostgreSQL, wrk: installed already" >&2
+    exit 0
+fi
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-echo "installing from Debian: ${need[*]}" >&2
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+apt_install() {
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+stage "installing from Debian: ${need[*]}" apt_install

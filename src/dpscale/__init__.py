@@ -3,6 +3,10 @@
 >>> from dpscale import data_parallel_scaling
 >>> data_parallel_scaling(64, 2000, 0.9).actual_throughput
 115200.0
+
+Keyword calls with plain Python values (docs/library.md): ``dpscale.calc(devices=64,
+throughput=2000, efficiency=90)``, ``dpscale.predict(params=1.3e9, hardware="dgx-a100",
+devices=[8, 64, 512], ...)``, ``dpscale.fit(points={8: 7900, 16: 15500}, at=[128])``.
 """
 
 from __future__ import annotations
@@ -21,20 +25,46 @@ if TYPE_CHECKING:
         grad_accum_for,
         pipeline_bubble,
     )
+    from dpscale.library import (
+        CalcReport,
+        FitPoint,
+        FitReport,
+        PredictPoint,
+        PredictReport,
+        calc,
+        predict,
+    )
     from dpscale.validation import InputError
 
 __all__ = [
     "BatchInput",
     "BubbleInput",
+    "CalcReport",
+    "FitPoint",
+    "FitReport",
     "GradAccumInput",
     "InputError",
+    "PredictPoint",
+    "PredictReport",
     "ScalingInput",
+    "calc",
     "data_parallel_scaling",
     "effective_batch",
+    "fit",
     "grad_accum_for",
     "pipeline_bubble",
+    "predict",
 ]
 __version__ = "0.1.0"
+
+_MODULES = {
+    "InputError": "dpscale.validation",
+    **dict.fromkeys(
+        ("CalcReport", "FitPoint", "FitReport", "PredictPoint", "PredictReport", "calc", "predict"),
+        "dpscale.library",
+    ),
+}
+"""The module of each public name not in ``dpscale.calculators``."""
 
 
 def __getattr__(name: str) -> object:
@@ -42,8 +72,11 @@ def __getattr__(name: str) -> object:
     # this package, and each would otherwise build the input models of every calculator.
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = "dpscale.validation" if name == "InputError" else "dpscale.calculators"
-    value = getattr(importlib.import_module(module), name)
+    if name == "fit":
+        # The package dpscale.fit, callable: dpscale.fit(points=...) is the keyword call
+        # (importing it makes it this attribute, so a function here would not stay).
+        return importlib.import_module("dpscale.fit")
+    value = getattr(importlib.import_module(_MODULES.get(name, "dpscale.calculators")), name)
     globals()[name] = value
     return value
 

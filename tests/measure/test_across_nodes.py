@@ -81,6 +81,13 @@ def _survivors(marker: str) -> list[int]:
     return found
 
 
+def _ctrl_c_as_in_a_shell() -> None:
+    """In the child before it runs: SIGINT's default action, which Python turns into
+    KeyboardInterrupt, also where the suite was started with SIGINT ignored (``nohup
+    ./test.sh``, some CI runners): an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_nodes(
     root: Path, options: Sequence[str], *, nproc_per_node: int, node_ranks: bool
 ) -> list[Node]:
@@ -97,7 +104,12 @@ def _start_nodes(
         env = dict(os.environ, TMPDIR=str(tmp), DPSCALE_TEST_NODE=marker)
         env["XDG_STATE_HOME"] = str(root / "state")
         process = subprocess.Popen(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_ctrl_c_as_in_a_shell,
         )
         nodes.append(Node(process, tmp, marker))
     return nodes

@@ -110,6 +110,16 @@ def test_a_hung_rank_is_named_after_the_timeout(tmp_path: Path) -> None:
     assert not [pid for pid in watcher.pids if running(pid)]
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Any:
+    """SIGINT raises KeyboardInterrupt here, as in a shell, also where the suite was started
+    with SIGINT ignored (``nohup ./test.sh``, some CI runners), which Python then keeps."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_stops_every_rank_and_keeps_the_partial_run(tmp_path: Path) -> None:
     def press_ctrl_c(_watcher: Watcher) -> None:
         os.kill(os.getpid(), signal.SIGINT)

@@ -179,6 +179,7 @@ def measure(
         shape = _shape(node_fields, nproc_given=nproc is not None)
         if shape is None:
             planned = config.world_sizes or default_world_sizes(config.nproc)
+            _note_contention(max(planned), config.backend)  # newcomer: more ranks than cores
             run: Any = run_measurement
         else:
             planned = config.world_sizes or default_world_sizes(shape.world_size)
@@ -215,6 +216,25 @@ def measure(
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: error: {payload['error']}{stored}\n")
         raise click.exceptions.Exit(1)
+
+
+def _note_contention(processes: int, backend: str) -> None:
+    """One line where CPU ranks outnumber this machine's cores: they then measure contention."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if backend == "nccl" or (backend == "auto" and _has_cuda()) or processes <= (cores or 1):
+        return
+    sys.stderr.write(
+        f"dpscale: note: {processes} processes on {cores} CPU cores: the ranks share cores, so "
+        "the efficiency measured includes their contention, not scaling alone\n"
+    )
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 _SCRIPT_OPTIONS = ("nproc", "world_sizes", "backend", "timeout")

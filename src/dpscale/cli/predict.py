@@ -52,7 +52,9 @@ def predict(**options: Any) -> None:
     inline = measured is None or is_inline(measured, files=True)
     values = {name: value for name, value in options.items() if name not in in_percent}
     query = read_input(
-        PredictQuery, {**values, "measured": measured if inline else None, **percentages}
+        PredictQuery,
+        {**values, "measured": measured if inline else None, **percentages},
+        then=PredictQuery.scenario,  # newcomer: every missing option named at once
     )
     try:
         scenario = query.scenario()

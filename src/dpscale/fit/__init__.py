@@ -6,11 +6,20 @@
 ('usl', ['kappa', 'sigma', 'single_device_throughput'])
 """
 
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from dpscale.fit.data import Points, parse_device_counts, parse_points, points_from_run
 from dpscale.fit.models import MODEL_NAMES, ScalingModel, comm_model
 from dpscale.fit.query import FitOptions, FitQuery, fit
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.said import Said
+
+if TYPE_CHECKING:
+    from dpscale.library import FitReport
 
 __all__ = [
     "MODEL_NAMES",
@@ -29,3 +38,16 @@ __all__ = [
     "parse_points",
     "points_from_run",
 ]
+
+
+class _CallablePackage(types.ModuleType):
+    """This package, callable: ``dpscale.fit(points=..., at=[128])`` is the keyword call
+    :func:`dpscale.library.fit` (the package and the call share the name ``dpscale.fit``)."""
+
+    def __call__(self, **inputs: Any) -> FitReport:
+        from dpscale.library import fit as fit_keywords
+
+        return fit_keywords(**inputs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -1,0 +1,328 @@
+"""Keyword calls for Python users: ``dpscale.predict``, ``dpscale.fit`` and ``dpscale.calc``.
+
+Each takes the inputs of its command as keywords with plain Python values and returns a
+frozen result whose ``to_dict()`` is the command's ``--json`` object and whose
+``to_frame()`` is a pandas DataFrame (pandas is optional). Bad input raises
+:class:`dpscale.InputError` naming the field, as every other surface reports it.
+
+The keywords are the fields of the query each command reads (:class:`PredictQuery`,
+:class:`FitQuery`, :class:`ScalingQuery`), read from the model, so a field added there is a
+keyword here. Values are read as the command line reads them, with Python's own types too:
+
+- a list, tuple, range or array where the query takes text lists it: ``devices=[8, 64]`` is
+  ``"8,64"``; a dict or a list of pairs gives ``"8:7900,16:15500"`` (``points``, ``measured``);
+- a number where the query takes a quantity with a unit carries the SI unit the name implies:
+  bytes/s for ``*_bandwidth``, bytes for ``*_size``, seconds for ``*_latency``,
+  ``*_overhead`` and ``*_cycle`` (``bucket_size=25 * 2**20`` is 25 MiB); text with a unit
+  ("25 Gbit/s") is read as on the command line;
+- percentages are numbers as on the command line: ``target_efficiency=90``, ``jitter=1``,
+  ``efficiency=90``.
+
+>>> r = calc(devices=64, throughput=2000, efficiency=90)
+>>> r.actual_throughput, r.speedup
+(115200.0, 57.6)
+>>> calc(devices=0, throughput=2000, efficiency=90)
+Traceback (most recent call last):
+...
+dpscale.validation.InputError: devices must be a whole number from 1 to 10,000,000 (got 0)
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from dpscale.validation import FieldIssue, InputError, parse
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from dpscale.calculators.scaling import ScalingResult
+    from dpscale.fit.result import FitResult
+    from dpscale.model.predict import PredictionResult
+
+__all__ = [
+    "CalcReport",
+    "FitPoint",
+    "FitReport",
+    "PredictPoint",
+    "PredictReport",
+    "calc",
+    "fit",
+    "predict",
+]
+
+IMPLIED_UNITS = (
+    ("_bandwidth", "B/s"),
+    ("_size", "B"),
+    ("_bytes", "B"),
+    ("_latency", "s"),
+    ("_overhead", "s"),
+    ("_cycle", "s"),
+)
+"""The unit a number given for a text quantity is read in, by the end of the field's name."""
+
+PANDAS_MISSING = "to_frame() needs pandas, which is not installed: pip install pandas"
+
+
+# -- reading keywords ----------------------------------------------------------------------
+
+
+def _takes_text(model: type[BaseModel], name: str) -> bool:
+    """Whether the field holds free text (``str`` or ``str | None``), not a choice."""
+    annotation = model.model_fields[name].annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return str in typing.get_args(annotation)
+    return annotation is str
+
+
+def _number_text(value: int | float) -> str:
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def _item(value: object) -> str:
+    """One element of a list as text: 8.0 is "8", a pair (8, 7900) is "8:7900"."""
+    if isinstance(value, tuple | list) and len(value) == 2:
+        return f"{_item(value[0])}:{_item(value[1])}"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return _number_text(value) if isinstance(value, int | float) else str(value)
+
+
+def _as_text(name: str, value: object) -> object:
+    """``value`` as the query's text field ``name`` reads it; anything else unchanged."""
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()  # a numpy array or number
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return ",".join(f"{_item(k)}:{_item(v)}" for k, v in value.items())
+    if isinstance(value, int | float):
+        unit = next((unit for end, unit in IMPLIED_UNITS if name.endswith(end)), None)
+        return _number_text(value) if unit is None else f"{_number_text(value)} {unit}"
+    if isinstance(value, Iterable):
+        return ",".join(_item(item) for item in value)
+    return value
+
+
+def _unknown(command: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise :class:`InputError` naming each keyword that is no input of ``command``."""
+    names = sorted(known)
+    issues = []
+    for name in given:
+        if name in names:
+            continue
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        issues.append(
+            FieldIssue(
+                field=name,
+                rule=None,
+                detail=f"is not an input of dpscale.{command}{hint}",
+                code="unknown",
+            )
+        )
+    if issues:
+        raise InputError(issues)
+
+
+def _read(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
+    """``values`` validated into ``model``, lists and numbers written as its text fields."""
+    return parse(
+        model,
+        {
+            name: _as_text(name, value) if _takes_text(model, name) else value
+            for name, value in values.items()
+            if value is not None
+        },
+    )
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    try:
+        pandas = importlib.import_module("pandas")  # optional: not a dependency
+    except ModuleNotFoundError:
+        raise ImportError(PANDAS_MISSING) from None
+    return pandas.DataFrame(rows)
+
+
+# -- predict -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PredictPoint:
+    """One device count of a prediction (the keys every point of ``--json`` has)."""
+
+    devices: int
+    efficiency: float
+    efficiency_low: float
+    efficiency_high: float
+    ideal_throughput: float
+    actual_throughput: float
+    actual_throughput_low: float
+    actual_throughput_high: float
+    speedup: float
+    step_time_s: float
+    compute_time_s: float
+    comm_time_s: float
+    exposed_comm_time_s: float
+
+
+@dataclass(frozen=True)
+class PredictReport:
+    """What :func:`predict` returns: the points, and the model's whole result in ``result``."""
+
+    points: tuple[PredictPoint, ...]
+    unit: str
+    hardware: str
+    result: PredictionResult = field(compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``dpscale predict --json``."""
+        return self.result.to_dict()
+
+    def to_frame(self) -> Any:
+        """One row per device count, every column of the JSON's points (needs pandas)."""
+        return _frame(self.result.points())
+
+
+def predict(**inputs: Any) -> PredictReport:
+    """Predict data-parallel scaling efficiency E(N); the keywords are ``dpscale predict``'s
+    options in snake_case (the fields of :class:`dpscale.model.query.PredictQuery`), with
+    ``target_efficiency`` and ``jitter`` in percent as on the command line.
+
+    Raises :class:`dpscale.InputError` naming each bad or unknown keyword.
+    """
+    from dpscale.model import predict as run
+    from dpscale.model.query import PercentInputs, PredictQuery
+
+    in_percent = set(PercentInputs.model_fields)
+    _unknown("predict", inputs, {*PredictQuery.model_fields, *in_percent})
+    percentages = _read(
+        PercentInputs, {k: v for k, v in inputs.items() if k in in_percent}
+    ).fractions()
+    query = _read(
+        PredictQuery, {k: v for k, v in inputs.items() if k not in in_percent} | percentages
+    )
+    result = run(query)
+    names = [item.name for item in fields(PredictPoint)]
+    return PredictReport(
+        points=tuple(PredictPoint(**{k: p[k] for k in names}) for p in result.points()),
+        unit=result.scenario.unit,
+        hardware=result.scenario.hardware.name,
+        result=result,
+    )
+
+
+# -- fit -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FitPoint:
+    """Throughput and efficiency the fit predicts at one device count, with 95 % intervals."""
+
+    devices: int
+    throughput: float
+    throughput_low: float
+    throughput_high: float
+    efficiency: float
+    efficiency_low: float
+    efficiency_high: float
+    extrapolated: bool
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """What :func:`fit` returns: the chosen model, its predictions, and the whole result."""
+
+    model: str
+    r_squared: float | None
+    peak_devices: float | None
+    predictions: tuple[FitPoint, ...]
+    result: FitResult = field(compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``dpscale fit --json``."""
+        from dpscale.spec.fit import fit_json
+
+        return fit_json(self.result)
+
+    def to_frame(self) -> Any:
+        """One row per predicted device count (needs pandas)."""
+        return _frame([prediction.to_dict() for prediction in self.result.predictions])
+
+
+def fit(**inputs: Any) -> FitReport:
+    """Fit a scaling model to measured points; the keywords are the fields of
+    :class:`dpscale.fit.FitQuery`: ``points`` ({8: 7900, 16: 15500}, pairs or text),
+    ``at`` (device counts), ``model``, ``target_efficiency`` in percent, ....
+
+    Raises :class:`dpscale.InputError` naming each bad or unknown keyword.
+    """
+    from dpscale.fit.query import FitQuery
+    from dpscale.fit.query import fit as run
+
+    _unknown("fit", inputs, FitQuery.model_fields)
+    result = run(_read(FitQuery, inputs))
+    names = [item.name for item in fields(FitPoint)]
+    return FitReport(
+        model=result.model,
+        r_squared=result.r_squared,
+        peak_devices=result.peak_devices,
+        predictions=tuple(
+            FitPoint(**{k: v for k, v in p.to_dict().items() if k in names})
+            for p in result.predictions
+        ),
+        result=result,
+    )
+
+
+# -- calc ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CalcReport:
+    """What :func:`calc` returns: the scaling calculator's inputs and results."""
+
+    devices: int
+    per_device_throughput: float
+    efficiency: float
+    """A fraction, as in the JSON."""
+    unit: str
+    ideal_throughput: float
+    actual_throughput: float
+    speedup: float
+    lost_throughput: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``dpscale calc --json``."""
+        from dpscale.spec import described
+
+        return dict(described("calc").to_json(self._result()))
+
+    def to_frame(self) -> Any:
+        """One row (needs pandas)."""
+        return _frame([self.to_dict()])
+
+    def _result(self) -> ScalingResult:
+        from dpscale.calculators.scaling import ScalingResult
+
+        return ScalingResult(**{item.name: getattr(self, item.name) for item in fields(self)})
+
+
+def calc(**inputs: Any) -> CalcReport:
+    """The scaling calculator; the keywords are ``dpscale calc``'s: ``devices``,
+    ``throughput`` (per device), ``efficiency`` in percent, ``unit``.
+
+    Raises :class:`dpscale.InputError` naming each bad or unknown keyword.
+    """
+    from dpscale.calculators.scaling import ScalingQuery, scaling_from_query
+
+    _unknown("calc", inputs, ScalingQuery.model_fields)
+    result = scaling_from_query(_read(ScalingQuery, inputs))
+    return CalcReport(**{item.name: getattr(result, item.name) for item in fields(CalcReport)})

@@ -1,0 +1,66 @@
+"""Every missing required option is named in one message, exit status 2 (as click names one)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpscale.cli.main import main
+
+
+def _error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    assert exited.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    return err
+
+
+def test_predict_with_no_options_names_every_required_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _error(capsys, "predict") == (
+        "dpscale: error: --micro-batch is required: a whole number from 1 to 10,000,000; "
+        "--params: is required unless a model preset is given; "
+        "--devices-per-node: is required unless a hardware preset is given; "
+        "--intra-node-bandwidth: is required unless a hardware preset is given; "
+        "--inter-node-bandwidth: is required unless a hardware preset is given; "
+        "--per-device-throughput: is required (or give mfu, or both flops_per_sample "
+        "and achieved_tflops)\n"
+    )
+
+
+def test_a_preset_fills_the_hardware_options(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _error(capsys, "predict", "--hardware", "dgx-a100", "--params", "1e9")
+    assert err == (
+        "dpscale: error: --micro-batch is required: a whole number from 1 to 10,000,000; "
+        "--per-device-throughput: is required (or give mfu, or both flops_per_sample "
+        "and achieved_tflops)\n"
+    )
+
+
+def test_the_required_hardware_options_are_named_together(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = _error(
+        capsys, "predict", "--params", "1e9", "--micro-batch", "4", "--per-device-throughput", "3"
+    )
+    assert err.count("is required unless a hardware preset is given") == 3
+
+
+def test_a_bad_value_is_still_named_with_the_missing_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _error(capsys, "predict", "--params", "x", "--hardware", "nope") == (
+        "dpscale: error: --params must be a number greater than 0 and <= 1e+15 (got x); "
+        "--micro-batch is required: a whole number from 1 to 10,000,000\n"
+    )
+
+
+def test_calc_names_every_missing_option(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _error(capsys, "calc") == (
+        "dpscale: error: --devices is required: a whole number from 1 to 10,000,000; "
+        "--throughput is required: a number from 0 to 1e+15; "
+        "--efficiency is required: a number from 0 to 100\n"
+    )

@@ -1,0 +1,213 @@
+"""The keyword calls ``dpscale.predict``, ``dpscale.fit`` and ``dpscale.calc``: plain Python
+values in, the command's JSON out, ``dpscale.InputError`` naming the field on bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpscale
+from dpscale.cli.main import main
+from dpscale.library import IMPLIED_UNITS, PANDAS_MISSING, _as_text
+
+HAS_PANDAS = importlib.util.find_spec("pandas") is not None
+
+PREDICT = {
+    "params": 1.3e9,
+    "hardware": "dgx-a100",
+    "devices": [8, 64, 512],
+    "micro_batch": 16,
+    "per_device_throughput": 40,
+    "target_efficiency": 90,
+}
+PREDICT_CLI = [
+    "predict",
+    "--params",
+    "1.3e9",
+    "--hardware",
+    "dgx-a100",
+    "--devices",
+    "8,64,512",
+    "--micro-batch",
+    "16",
+    "--per-device-throughput",
+    "40",
+    "--target-efficiency",
+    "90",
+]
+
+
+def _cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> object:
+    with pytest.raises(SystemExit) as exited:
+        main([*args, "--json"])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 0, err
+    return json.loads(out)
+
+
+def test_predict_takes_python_values_and_gives_the_commands_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = dpscale.predict(**PREDICT)
+    assert [point.devices for point in report.points] == [8, 64, 512]
+    assert [round(point.efficiency, 3) for point in report.points] == [0.91, 0.888, 0.878]
+    assert report.hardware == "dgx-a100"
+    assert report.unit == "samples/s"
+    assert report.to_dict() == _cli_json(capsys, *PREDICT_CLI)
+    assert report.to_dict()["questions"]["target_efficiency"] == 0.9  # 90 %, as on the CLI
+
+
+def test_the_report_is_frozen() -> None:
+    report = dpscale.calc(devices=64, throughput=2000, efficiency=90)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.devices = 8  # type: ignore[misc]
+
+
+def test_predict_reads_numbers_in_si_units_where_the_query_takes_text(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # bytes for sizes, bytes/s for bandwidths, seconds for latencies; numpy arrays and ranges
+    report = dpscale.predict(
+        **{**PREDICT, "devices": np.array([8, 64]), "target_efficiency": None},
+        bucket_size=100 * 2**20,
+        inter_node_bandwidth=25e9,
+        inter_node_latency=5e-6,
+        jitter=1,
+    )
+    typed = [a for a in PREDICT_CLI if a not in ("--target-efficiency", "90")]
+    typed[typed.index("8,64,512")] = "8,64"
+    expected = _cli_json(
+        capsys,
+        *typed,
+        "--bucket-size",
+        "100 MiB",
+        "--inter-node-bandwidth",
+        "200 Gbit/s",
+        "--inter-node-latency",
+        "5 us",
+        "--jitter",
+        "1 %",
+    )
+    assert report.to_dict() == expected
+
+
+def test_text_fields_read_lists_pairs_and_numbers() -> None:
+    assert _as_text("devices", [8, 64.0, 512]) == "8,64,512"
+    assert _as_text("devices", range(1, 4)) == "1,2,3"
+    assert _as_text("devices", 64) == "64"
+    assert _as_text("measured", {1: 362.4, 8: 2722}) == "1:362.4,8:2722"
+    assert _as_text("points", [(8, 7900), (16, 15500)]) == "8:7900,16:15500"
+    assert _as_text("bucket_size", 25 * 2**20) == "26214400 B"
+    assert _as_text("intra_node_bandwidth", 1.5e11) == "150000000000.0 B/s"
+    assert _as_text("step_overhead", 0.002) == "0.002 s"
+    assert _as_text("unit", "tokens/s") == "tokens/s"
+    assert {unit for _, unit in IMPLIED_UNITS} == {"B", "B/s", "s"}
+
+
+def test_predict_takes_every_field_of_its_query() -> None:
+    # Built over the query's fields: each one is a keyword, none is refused as unknown.
+    from dpscale.model.query import PercentInputs, PredictQuery
+
+    for name in [*PredictQuery.model_fields, *PercentInputs.model_fields]:
+        with pytest.raises(dpscale.InputError) as raised:
+            dpscale.predict(**{name: object()})
+        assert "is not an input" not in str(raised.value), name
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (
+            {**PREDICT, "params": -1},
+            "params must be a number greater than 0 and <= 1e+15 (got -1)",
+        ),
+        (
+            {**PREDICT, "target_efficiency": 100},
+            "target_efficiency must be a number greater than 0 and less than 100 (got 100)",
+        ),
+        ({**PREDICT, "devices": [0, 8]}, "devices: counts must be whole numbers from 1"),
+        ({**PREDICT, "paramz": 1}, "paramz: is not an input of dpscale.predict; did you mean"),
+        (
+            {**PREDICT, "bucket_size": 0},
+            "bucket_size: must be from 1 B to 10 TB (got '0 B')",
+        ),
+        ({"params": 1e9}, "micro_batch is required"),
+    ],
+)
+def test_predict_names_the_field_at_fault(inputs: dict[str, object], message: str) -> None:
+    with pytest.raises(dpscale.InputError) as raised:
+        dpscale.predict(**inputs)
+    assert message in str(raised.value)
+
+
+def test_fit_takes_a_dict_or_pairs_and_gives_the_commands_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    points = {8: 7900, 16: 15500, 32: 29800}
+    report = dpscale.fit(points=points, at=[128], model="auto")
+    assert report.to_dict() == dpscale.fit(points=list(points.items()), at=(128,)).to_dict()
+    assert report.model == "comm"
+    assert [p.devices for p in report.predictions] == [128]
+    assert round(report.predictions[0].efficiency, 2) == 0.94
+    assert report.predictions[0].extrapolated
+    csv = tmp_path / "points.csv"
+    csv.write_text("8,7900\n16,15500\n32,29800\n")
+    assert report.to_dict() == _cli_json(capsys, "fit", str(csv), "--at", "128")
+
+
+def test_the_fit_package_is_still_the_package() -> None:
+    from dpscale.fit import FitQuery
+    from dpscale.fit import fit as fit_query
+
+    assert dpscale.fit.FitQuery is FitQuery
+    result = fit_query(FitQuery(points="8,7900\n16,15500\n32,29800", at="128"))
+    assert result.model == dpscale.fit(points="8,7900\n16,15500\n32,29800", at=[128]).model
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"points": {8: 7900}}, "points: measurements at two or more different device counts"),
+        ({"points": {8: 7900, 16: 15000}, "at": [0]}, "at"),
+        ({"points": {8: 7900, 16: 15000}, "model": "linear!"}, "model must be one of"),
+        ({"points": {8: 7900, 16: 15000}, "a": [64]}, "a: is not an input of dpscale.fit"),
+    ],
+)
+def test_fit_names_the_field_at_fault(inputs: dict[str, object], message: str) -> None:
+    with pytest.raises(dpscale.InputError) as raised:
+        dpscale.fit(**inputs)
+    assert str(raised.value).startswith(message)
+
+
+def test_calc_gives_the_commands_json(capsys: pytest.CaptureFixture[str]) -> None:
+    report = dpscale.calc(devices=64, throughput=2000, efficiency=90, unit="tokens/s")
+    assert (report.actual_throughput, report.speedup, report.efficiency) == (115200.0, 57.6, 0.9)
+    assert report.to_dict() == _cli_json(
+        capsys, "calc", "-d", "64", "-t", "2000", "-e", "90", "--unit", "tokens/s"
+    )
+
+
+def test_calc_names_the_field_at_fault() -> None:
+    with pytest.raises(dpscale.InputError, match=r"^efficiency must be a number from 0 to 100"):
+        dpscale.calc(devices=64, throughput=2000, efficiency=120)
+
+
+@pytest.mark.skipif(not HAS_PANDAS, reason="pandas is not installed (it is optional)")
+def test_to_frame_gives_a_row_per_device_count() -> None:
+    frame = dpscale.predict(**PREDICT).to_frame()
+    assert frame["devices"].tolist() == [8, 64, 512]
+    assert "limited_by" in frame.columns
+    assert dpscale.calc(devices=64, throughput=2000, efficiency=90).to_frame().shape[0] == 1
+
+
+@pytest.mark.skipif(HAS_PANDAS, reason="pandas is installed: to_frame works")
+def test_to_frame_without_pandas_says_what_to_install() -> None:
+    with pytest.raises(ImportError) as raised:
+        dpscale.calc(devices=64, throughput=2000, efficiency=90).to_frame()
+    assert str(raised.value) == PANDAS_MISSING
+    assert "pip install pandas" in PANDAS_MISSING
