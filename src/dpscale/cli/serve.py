@@ -1,8 +1,9 @@
 """``dpscale serve``: the calculator pages, embed views and JSON API over HTTP (uvicorn).
 
 The defaults are safe to face the internet behind nothing but TLS: a request head must arrive
-within 10 s and fit in 16 KiB, a worker holds at most 1,000 connections (uvicorn answers 503
-past that), idle keep-alive connections close after 5 s, and proxy headers
+within 10 s and fit in 16 KiB, its body within 20 s more, a worker holds at most 1,000
+connections (uvicorn answers 503 past that), idle keep-alive connections close after 5 s, and
+proxy headers
 (``X-Forwarded-For``, ``X-Forwarded-Proto``) are believed only from ``--forwarded-allow-ips``.
 """
 
@@ -25,6 +26,7 @@ class ServeInput(BaseModel):
     port: int = Field(default=8000, ge=1, le=65535)
     workers: int | None = Field(default=None, ge=1, le=256)
     header_timeout: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    body_timeout: float = Field(default=20.0, gt=0, le=3600, allow_inf_nan=False)
     max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1024 * 1024)
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     keep_alive: int = Field(default=5, ge=1, le=3600)
@@ -43,6 +45,7 @@ def serve(
     port: str,
     workers: str | None,
     header_timeout: str,
+    body_timeout: str,
     max_header_bytes: str,
     max_connections: str,
     keep_alive: str,
@@ -56,6 +59,7 @@ def serve(
             "port": port,
             "workers": workers,
             "header_timeout": header_timeout,
+            "body_timeout": body_timeout,
             "max_header_bytes": max_header_bytes,
             "max_connections": max_connections,
             "keep_alive": keep_alive,
@@ -86,6 +90,7 @@ def serve(
         workers=count,
         limits=ServerLimits(
             header_timeout_s=options.header_timeout,
+            body_timeout_s=options.body_timeout,
             max_header_bytes=options.max_header_bytes,
             max_connections=options.max_connections,
             keep_alive_s=options.keep_alive,
@@ -118,6 +123,12 @@ SERVE = click.Command(
             "SECONDS",
             "Close a connection whose request line and headers take longer than this.",
             "10",
+        ),
+        _option(
+            "body_timeout",
+            "SECONDS",
+            "Close a connection whose request body is not complete this long after its headers.",
+            "20",
         ),
         _option(
             "max_header_bytes",

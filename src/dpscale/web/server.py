@@ -10,8 +10,14 @@ Trickling bytes does not extend it. A head over ``h11_max_incomplete_event_size`
 431 and the connection is closed: h11 applies that limit only to a head still incomplete, so
 a 100 MiB head that arrived whole was accepted.
 
+The body has its own limit: once the head is in, the request's body must be complete within
+``DPSCALE_BODY_TIMEOUT_S`` seconds (``dpscale serve --body-timeout``), else the connection is
+closed and the app, waiting for the body, is told the client left. A feedback post whose body
+never came held its connection for 300 s: 1,020 of them filled the connection limit and
+``/healthz`` answered 503 for the whole hold.
+
 Run under another server (``uvicorn --factory dpscale.web.app:create_served_app``), pass
-``--http dpscale.web.server:HeadTimeoutProtocol`` to get the same limit.
+``--http dpscale.web.server:HeadTimeoutProtocol`` to get the same limits.
 """
 
 from __future__ import annotations
@@ -24,10 +30,19 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEADER_TIMEOUT_ENV", "HeadTimeoutProtocol", "ServerLimits", "default_workers"]
+__all__ = [
+    "BODY_TIMEOUT_ENV",
+    "HEADER_TIMEOUT_ENV",
+    "HeadTimeoutProtocol",
+    "ServerLimits",
+    "default_workers",
+]
 
 HEADER_TIMEOUT_ENV = "DPSCALE_HEADER_TIMEOUT_S"
 DEFAULT_HEADER_TIMEOUT_S = 10.0
+BODY_TIMEOUT_ENV = "DPSCALE_BODY_TIMEOUT_S"
+DEFAULT_BODY_TIMEOUT_S = 20.0
+"""The largest body, a 1 MiB upload of points, takes 20 s at 400 kbit/s."""
 
 
 _TOO_LARGE = (
@@ -36,25 +51,32 @@ _TOO_LARGE = (
 )
 
 
-def _header_timeout_s() -> float:
-    text = os.environ.get(HEADER_TIMEOUT_ENV, "").strip()
+def _timeout_s(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
     if not text:
-        return DEFAULT_HEADER_TIMEOUT_S
+        return default
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{HEADER_TIMEOUT_ENV} must be a number of seconds above 0 (got {text!r})")
+        raise ValueError(f"{name} must be a number of seconds above 0 (got {text!r})")
     return value
 
 
+def _header_timeout_s() -> float:
+    return _timeout_s(HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S)
+
+
 class HeadTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol, closing a connection whose request head is not in on time."""
+    """uvicorn's h11 protocol, closing a connection whose request head, or whose body, is not
+    in on time."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.header_timeout_s = _header_timeout_s()
+        self.body_timeout_s = _timeout_s(BODY_TIMEOUT_ENV, DEFAULT_BODY_TIMEOUT_S)
+        self._body_timer: asyncio.TimerHandle | None = None
         self.max_head_bytes = self.config.h11_max_incomplete_event_size or 16 * 1024
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
@@ -76,10 +98,32 @@ class HeadTimeoutProtocol(H11Protocol):
         super().data_received(data)
         if not self._reading_head():
             self._disarm()
+        if self._reading_body():
+            if self._body_timer is None:  # from the end of the head; later bytes do not restart it
+                self._body_timer = self.loop.call_later(self.body_timeout_s, self._body_too_slow)
+        else:
+            self._disarm_body()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._disarm_body()
         super().connection_lost(exc)
+
+    def _reading_body(self) -> bool:
+        cycle = self.cycle
+        return cycle is not None and cycle.more_body and not cycle.response_complete
+
+    def _disarm_body(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_too_slow(self) -> None:
+        self._body_timer = None
+        if self._reading_body() and not self.transport.is_closing():
+            seconds = self.body_timeout_s
+            self.logger.info("closed a connection: no whole request body in %g s", seconds)
+            self.transport.close()
 
     def _head_within_limit(self, data: bytes) -> bool:
         """Count the head's bytes in ``data`` (up to its blank line); False past the limit."""
@@ -126,6 +170,7 @@ class ServerLimits:
     """The connection limits of ``dpscale serve`` (see ``dpscale serve --help``)."""
 
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
     max_header_bytes: int = 16 * 1024
     max_connections: int = 1000
     keep_alive_s: int = 5
@@ -170,8 +215,9 @@ def run(
     """Serve the app with uvicorn under ``limits`` until interrupted."""
     import uvicorn
 
-    # The protocol runs in each worker process: it reads its timeout from the environment.
+    # The protocol runs in each worker process: it reads its timeouts from the environment.
     os.environ[HEADER_TIMEOUT_ENV] = repr(limits.header_timeout_s)
+    os.environ[BODY_TIMEOUT_ENV] = repr(limits.body_timeout_s)
     uvicorn.run(
         APP,
         factory=True,
