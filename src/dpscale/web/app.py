@@ -121,7 +121,11 @@ def create_served_app() -> FastAPI:
     is built before the first connection, then the start-up's objects are frozen out of the
     garbage collector, whose full collections scanned all of them (80-150 ms, every few
     thousand requests, while each waiting request waited too). The charts are warmed in the
-    background (:func:`warm_charts`)."""
+    background (:func:`warm_charts`). A worker started by ``dpscale serve --workers N`` ends
+    when its parent does (:func:`dpscale.web.server.exit_with_parent`)."""
+    from dpscale.web.server import exit_with_parent
+
+    exit_with_parent()  # a worker of several: it ends with its parent, even one killed -9
     app = create_app()
     prepare_articles()
     gc.collect()
