@@ -192,18 +192,24 @@ def _write_run(stream: Any, run: dict[str, Any], *, as_json: bool) -> None:
 )
 def import_command(path: Path) -> None:
     """Store a run that rank 0 of a cluster job wrote (python -m dpscale.measure.worker)."""
+    from dpscale.fit import data as points_data
     from dpscale.safejson import JSONInputError, loads
     from dpscale.store.db import StoreUnavailableError
     from dpscale.store.runs import save_run
 
     try:
         # Read up to the limit, not to the end: /dev/zero or a FIFO has no size to check
-        # first, and read whole it took every byte of memory.
-        with path.open("rb") as handle:
-            data = handle.read(MAX_RUN_BYTES + 1)
+        # first, and read whole it took every byte of memory; a FIFO nobody writes to is
+        # not waited on for ever.
+        data = points_data.read_limited(
+            str(path), MAX_RUN_BYTES, timeout_s=points_data.READ_TIMEOUT_S
+        )
         if len(data) > MAX_RUN_BYTES:
             fail(f"{path} is larger than {MAX_RUN_BYTES // 2**20} MiB")
         payload = loads(data)
+    except TimeoutError:
+        seconds = points_data.READ_TIMEOUT_S
+        fail(f"cannot read {path}: no end within {seconds:g} s (a pipe, not a file)")
     except OSError as err:
         fail(f"cannot read {path}: {err.strerror}")
     except JSONInputError as err:

@@ -70,8 +70,14 @@ def serve(
         from dpscale.web.server import ServerLimits, check_app, default_workers, run
     except ImportError as exc:
         fail(f"the web app needs the 'web' extra: pip install 'dpscale[web]' ({exc.name})")
-    from dpscale.store.db import StoreUnavailableError, database_url
+    from dpscale.store.db import StoreUnavailableError, database_url, in_memory, shown_url
 
+    if in_memory(database_url()):
+        fail(
+            f"DPSCALE_DATABASE_URL names a database in memory ({shown_url(database_url())}): "
+            "each worker would keep its own and lose it on restart, with the feedback it "
+            "acknowledged; name a file (sqlite:////srv/dpscale.sqlite3) or a server"
+        )
     try:
         check_app()
     except ImportError as exc:
@@ -82,7 +88,7 @@ def serve(
     plural = "s" if count != 1 else ""
     click.echo(
         f"dpscale: serving http://{options.host}:{options.port}/ with {count} worker{plural} "
-        f"({_shown(database_url())})"
+        f"({shown_url(database_url())})"
     )
     run(
         host=options.host,
@@ -97,13 +103,6 @@ def serve(
         ),
         forwarded_allow_ips=options.forwarded_allow_ips,
     )
-
-
-def _shown(url: str) -> str:
-    """The database URL without its password."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 SERVE = click.Command(
