@@ -151,7 +151,10 @@ def test_a_large_body_behind_a_small_head_is_not_taken_for_a_head(server: str) -
 @pytest.fixture(scope="module")
 def slow_body_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     folder: Path = tmp_path_factory.mktemp("serve-body")
-    env = {"DPSCALE_DATABASE_URL": f"sqlite:///{folder / 'serve.sqlite3'}"}
+    env = {
+        "DPSCALE_DATABASE_URL": f"sqlite:///{folder / 'serve.sqlite3'}",
+        "DPSCALE_MAX_PENDING_BODIES": "2",
+    }
     args = ["--workers", "1", "--body-timeout", "1"]
     log = folder / "server.log"
     with live_server(env, log, serve_args=args) as url:
@@ -191,3 +194,28 @@ def test_a_body_that_arrives_in_time_is_read(slow_body_server: tuple[str, Path])
         )
         connection.sendall(body)
         assert _read_all(connection).startswith(b"HTTP/1.1 201")
+
+
+def test_one_address_may_have_only_so_many_bodies_arriving(
+    slow_body_server: tuple[str, Path],
+) -> None:
+    server, log = slow_body_server
+    head = (
+        f"POST /api/v1/feedback HTTP/1.1\r\nHost: {urlsplit(server).netloc}\r\n"
+        f"Origin: {server}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    ).encode()
+    held = [_connect(server) for _ in range(2)]
+    try:
+        for connection in held:
+            connection.sendall(head)
+        assert httpx.get(f"{server}/healthz").status_code == 200  # both heads read
+        with _connect(server) as third:
+            third.sendall(head)
+            answer = _read_all(third)  # at once, not after --body-timeout
+        assert answer.startswith(b"HTTP/1.1 429 Too Many Requests")
+        assert answer.endswith(b"too many request bodies from your address are arriving")
+        assert httpx.get(f"{server}/healthz").status_code == 200
+    finally:
+        for connection in held:
+            connection.close()
+    assert "2 request bodies from 127.0.0.1 are arriving already" in log.read_text()

@@ -16,6 +16,13 @@ closed and the app, waiting for the body, is told the client left. A feedback po
 never came held its connection for 300 s: 1,020 of them filled the connection limit and
 ``/healthz`` answered 503 for the whole hold.
 
+A client address may have at most ``DPSCALE_MAX_PENDING_BODIES`` (default 32) request bodies
+coming at once in a worker: past that, a request whose body has not arrived gets 429 and its
+connection is closed at once, so that a few hundred silent bodies from one address cannot take
+the connection limit (``--max-connections``) that ``/healthz`` and every reader need. A browser
+sends at most six requests at a time; a proxy named by ``--forwarded-allow-ips`` (which
+buffers bodies itself) is not counted.
+
 Run under another server (``uvicorn --factory dpscale.web.app:create_served_app``), pass
 ``--http dpscale.web.server:HeadTimeoutProtocol`` to get the same limits.
 """
@@ -29,8 +36,9 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -45,6 +53,8 @@ __all__ = [
 
 HEADER_TIMEOUT_ENV = "DPSCALE_HEADER_TIMEOUT_S"
 DEFAULT_HEADER_TIMEOUT_S = 10.0
+PENDING_BODIES_ENV = "DPSCALE_MAX_PENDING_BODIES"
+DEFAULT_PENDING_BODIES = 32
 BODY_TIMEOUT_ENV = "DPSCALE_BODY_TIMEOUT_S"
 DEFAULT_BODY_TIMEOUT_S = 20.0
 """The largest body, a 1 MiB upload of points, takes 20 s at 400 kbit/s."""
@@ -69,6 +79,24 @@ def _timeout_s(name: str, default: float) -> float:
     return value
 
 
+def _pending_bodies() -> int:
+    text = os.environ.get(PENDING_BODIES_ENV, "").strip()
+    if not text:
+        return DEFAULT_PENDING_BODIES
+    if not text.isdigit():
+        raise ValueError(
+            f"{PENDING_BODIES_ENV} must be a whole number of at least 0 (got {text!r})"
+        )
+    return int(text)
+
+
+_BUSY_CLIENT = (
+    b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"retry-after: 5\r\ncontent-length: 54\r\nconnection: close\r\n\r\n"
+    b"too many request bodies from your address are arriving"
+)
+
+
 def _header_timeout_s() -> float:
     return _timeout_s(HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S)
 
@@ -81,11 +109,17 @@ class HeadTimeoutProtocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self.header_timeout_s = _header_timeout_s()
         self.body_timeout_s = _timeout_s(BODY_TIMEOUT_ENV, DEFAULT_BODY_TIMEOUT_S)
+        self.max_pending_bodies = _pending_bodies()
         self._body_timer: asyncio.TimerHandle | None = None
+        self._pending_as: str | None = None
+        """The client address this connection's arriving body is counted against."""
         self.max_head_bytes = self.config.h11_max_incomplete_event_size or 16 * 1024
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._head_tail = b""
+
+    _pending: ClassVar[Counter[str]] = Counter()
+    """Bodies arriving now, per client address, in this worker process."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -106,6 +140,7 @@ class HeadTimeoutProtocol(H11Protocol):
         if self._reading_body():
             if self._body_timer is None:  # from the end of the head; later bytes do not restart it
                 self._body_timer = self.loop.call_later(self.body_timeout_s, self._body_too_slow)
+                self._count_body()
         else:
             self._disarm_body()
 
@@ -113,6 +148,30 @@ class HeadTimeoutProtocol(H11Protocol):
         self._disarm()
         self._disarm_body()
         super().connection_lost(exc)
+
+    def _count_body(self) -> None:
+        """Count the arriving body against its client; past the limit, 429 and close."""
+        if not self.max_pending_bodies or self.client is None:
+            return
+        address = self.client[0]
+        trusted = self.config.forwarded_allow_ips or []
+        if isinstance(trusted, str):
+            trusted = [part.strip() for part in trusted.split(",")]
+        if self.config.proxy_headers and (address in trusted or "*" in trusted):
+            return  # a proxy in front: its readers' bodies, which it buffers itself
+        if self._pending[address] >= self.max_pending_bodies:
+            self._disarm_body()
+            if not self.transport.is_closing():
+                self.logger.info(
+                    "closed a connection: %d request bodies from %s are arriving already",
+                    self._pending[address],
+                    address,
+                )
+                self.transport.write(_BUSY_CLIENT)
+                self.transport.close()
+            return
+        self._pending[address] += 1
+        self._pending_as = address
 
     def _reading_body(self) -> bool:
         cycle = self.cycle
@@ -122,6 +181,11 @@ class HeadTimeoutProtocol(H11Protocol):
         if self._body_timer is not None:
             self._body_timer.cancel()
             self._body_timer = None
+        if self._pending_as is not None:
+            self._pending[self._pending_as] -= 1
+            if self._pending[self._pending_as] <= 0:
+                del self._pending[self._pending_as]
+            self._pending_as = None
 
     def _body_too_slow(self) -> None:
         self._body_timer = None
