@@ -15,6 +15,10 @@ does not.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -23,7 +27,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-__all__ = ["Table", "console"]
+__all__ = ["Table", "console", "encodable_streams", "sane_width"]
 
 TIGHT_PADDING = (0, 1, 0, 0)
 """Cell padding once the usual (one space each side) leaves no room for the longest words."""
@@ -33,8 +37,67 @@ NO_PADDING = (0, 0, 0, 0)
 
 def console(*, stderr: bool = False) -> Console:
     """A console that prints text as text (no markup, emoji or highlighting) and never wraps
-    or crops a line of its own: the terminal wraps a long line, a pipe receives it whole."""
-    return Console(stderr=stderr, soft_wrap=True, markup=False, emoji=False, highlight=False)
+    or crops a line of its own: the terminal wraps a long line, a pipe receives it whole.
+
+    ``COLUMNS`` that is no width (``0``, ``-5``, ``wide``, over :data:`MAX_COLUMNS`) is
+    ignored: rich took ``COLUMNS=0`` for a width of 0 and printed nothing, with status 0."""
+    encodable_streams()
+    return Console(
+        stderr=stderr,
+        soft_wrap=True,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        width=sane_width(os.environ.get("COLUMNS"), stderr=stderr),
+    )
+
+
+MAX_COLUMNS = 10_000
+FALLBACK_COLUMNS = 80
+
+
+def sane_width(columns: str | None, *, stderr: bool = False) -> int | None:
+    """The width to give rich: None where ``COLUMNS`` is absent or a width (rich reads it),
+    else the terminal's own width, else 80.
+
+    >>> sane_width(None), sane_width("120")
+    (None, None)
+    >>> [sane_width(text) for text in ("0", "-3", "wide", "99999999")]  # not a terminal here
+    [80, 80, 80, 80]
+    """
+    if columns is None:
+        return None
+    text = columns.strip()
+    if text.isdigit() and 0 < int(text) <= MAX_COLUMNS:
+        return None
+    try:
+        width = os.get_terminal_size((sys.stderr if stderr else sys.stdout).fileno()).columns
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        width = 0
+    return width if 0 < width <= MAX_COLUMNS else FALLBACK_COLUMNS
+
+
+def encodable_streams() -> None:
+    """Standard output and error that cannot encode every character (``LANG=C`` on an old
+    system, ``PYTHONIOENCODING=ascii``, a Windows code page) write what they cannot as
+    ``\\u2013`` escapes instead of ending the command with ``UnicodeEncodeError``.
+
+    >>> stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    >>> _encodable(stream); _ = stream.write("90 – 95 %"); stream.flush()
+    >>> stream.buffer.getvalue()
+    b'90 \\\\u2013 95 %'
+    """
+    for stream in (sys.stdout, sys.stderr):
+        _encodable(stream)
+
+
+def _encodable(stream: object) -> None:
+    encoding = str(getattr(stream, "encoding", "") or "").lower().replace("_", "-")
+    if encoding.startswith("utf") or not isinstance(stream, io.TextIOWrapper):
+        return
+    if stream.errors in ("strict", None):
+        with contextlib.suppress(ValueError, io.UnsupportedOperation):  # closed, or odd
+            stream.reconfigure(errors="backslashreplace")
 
 
 class Table(RichTable):

@@ -23,6 +23,7 @@ import enum
 import functools
 import math
 import re
+import sys
 import types
 import typing
 import unicodedata
@@ -75,6 +76,47 @@ def _number(value: float) -> str:
     return f"{value:,.6g}"
 
 
+NON_NORMAL = "non_normal"
+"""The code of a number in a text field below :data:`SMALLEST_NORMAL`."""
+SMALLEST_NORMAL = sys.float_info.min
+"""2.2e-308: a float below it (but not 0) is non-normal. No input is that small: a throughput
+of 1e-310 gave NaN efficiencies, "NaN%" on a page, a 500 on the API and a traceback in the
+fit, so every numeric rule refuses it."""
+
+
+def non_normal(value: object) -> bool:
+    """Whether ``value`` is a float, or a text of one, that is non-normal (neither 0 nor at
+    least :data:`SMALLEST_NORMAL` in size).
+
+    >>> non_normal(1e-310), non_normal("-4e-320"), non_normal(0.0), non_normal(1e-300)
+    (True, True, False, False)
+    """
+    if isinstance(value, str):
+        try:
+            value = float(value.strip().replace("_", ""))
+        except ValueError:
+            return False
+    return isinstance(value, float) and 0 < abs(value) < SMALLEST_NORMAL
+
+
+NUMBER_TEXTS = frozenset({"measured", "points", "devices", "at"})
+"""Fields whose text lists numbers (``--measured 1:362,8:2722``): :func:`parse` refuses a
+non-normal number in them too, naming the field, before any model reads it."""
+_NUMBER = re.compile(r"[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def non_normal_in(text: str) -> str | None:
+    """The first number written in ``text`` that is non-normal, or None.
+
+    >>> non_normal_in("1:362.4,8:1e-310"), non_normal_in("1:362.4,8:2722")
+    ('1e-310', None)
+    """
+    for found in _NUMBER.finditer(text):
+        if non_normal(found.group()):
+            return found.group()
+    return None
+
+
 @dataclass(frozen=True)
 class Rule:
     """What a field allows, read from its type and constraints."""
@@ -125,6 +167,8 @@ class Rule:
         import numpy as np
 
         ok = np.isfinite(values)
+        if self.number:  # a non-normal float (below 2.2e-308) is no measurement's value
+            ok &= (values == 0) | (np.abs(values) >= SMALLEST_NORMAL)
         if self.integer:
             ok &= np.equal(np.floor(values), values, where=ok, out=np.zeros_like(ok))
         if self.low is not None:
@@ -193,6 +237,11 @@ class FieldIssue:
         if longest is not None and isinstance(self.value, str) and len(self.value) > longest > 40:
             # The limit, not the text cut short: a file is read up to a limit, not to its end.
             return f"{name} must be {self.rule.describe()} (got more than {longest:,})"
+        if non_normal(self.value):
+            return (
+                f"{name} must be {self.rule.describe()} (got {_shown(self.value)}, below the "
+                "smallest normal number, 2.2e-308)"
+            )
         return f"{name} must be {self.rule.describe()} (got {_shown(self.value)})"
 
 
@@ -320,9 +369,32 @@ def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
         for name, value in data.items()
     }
     try:
-        return model.model_validate(values)
+        parsed = model.model_validate(values)
     except ValidationError as exc:
         err = InputError.from_validation_error(exc, model)
+    else:
+        tiny = [
+            FieldIssue(field=name, rule=rule_of(model, name), value=data.get(name))
+            for name in sorted(numeric)
+            if non_normal(getattr(parsed, name, None))
+        ]
+        for name in sorted(NUMBER_TEXTS & set(model.model_fields) - numeric):
+            text = getattr(parsed, name, None)
+            number = non_normal_in(text) if isinstance(text, str) else None
+            if number is not None:
+                tiny.append(
+                    FieldIssue(
+                        field=name,
+                        rule=None,
+                        value=text,
+                        detail=f"{number} is below the smallest normal number, 2.2e-308: "
+                        "give numbers of at least that size",
+                        code=NON_NORMAL,
+                    )
+                )
+        if tiny:
+            raise InputError(tiny)
+        return parsed
     # Quoted as typed: pydantic holds what a validator made of it ("90%%" read as "90%").
     raise InputError(
         dataclasses.replace(issue, value=data[issue.field])

@@ -106,6 +106,7 @@ def test_the_uvicorn_options() -> None:
     ("args", "said"),
     [
         (["--header-timeout", "0"], "--header-timeout must be a number greater than 0"),
+        (["--body-timeout", "-1"], "--body-timeout must be a number greater than 0"),
         (["--max-header-bytes", "100"], "--max-header-bytes must be a whole number from 1,024"),
         (["--max-connections", "lots"], "--max-connections must be a whole number"),
         (["--forwarded-allow-ips", "1.2.3.4;rm"], "--forwarded-allow-ips"),
@@ -137,10 +138,84 @@ def test_a_large_body_behind_a_small_head_is_not_taken_for_a_head(server: str) -
     body = json.dumps({**FEEDBACK, "comment": "x" * 40_000}).encode()
     with _connect(server) as connection:
         head = (
-            f"POST /api/v1/feedback HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: {server}\r\n"
+            f"POST /api/v1/feedback HTTP/1.1\r\nHost: {urlsplit(server).netloc}\r\n"
+            f"Origin: {server}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             "Connection: close\r\n\r\n"
         )
         connection.sendall(head.encode() + body)
         answer = _read_all(connection)
     assert answer.split(b" ", 2)[1] in (b"422", b"429")  # the comment's rule (or the rate)
+
+
+@pytest.fixture(scope="module")
+def slow_body_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    folder: Path = tmp_path_factory.mktemp("serve-body")
+    env = {
+        "DPSCALE_DATABASE_URL": f"sqlite:///{folder / 'serve.sqlite3'}",
+        "DPSCALE_MAX_PENDING_BODIES": "2",
+    }
+    args = ["--workers", "1", "--body-timeout", "1"]
+    log = folder / "server.log"
+    with live_server(env, log, serve_args=args) as url:
+        yield url, log
+
+
+def test_a_body_that_never_arrives_is_cut_off_in_one_line(
+    slow_body_server: tuple[str, Path],
+) -> None:
+    server, log = slow_body_server
+    head = (
+        f"POST /en/data-parallel-scaling/feedback HTTP/1.1\r\nHost: {urlsplit(server).netloc}\r\n"
+        f"Origin: {server}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        "Content-Length: 100\r\n\r\nhelpful=yes"
+    ).encode()
+    for _ in range(3):
+        with _connect(server) as connection:
+            connection.sendall(head)
+            # closed by the server after --body-timeout 1; the 60 s socket timeout would fail
+            assert _read_all(connection) == b""
+    assert httpx.get(f"{server}/healthz").status_code == 200
+    text = log.read_text()
+    assert text.count("closed a connection: no whole request body in 1 s") == 3
+    assert text.count("a client left before its request body arrived: POST /en/") == 3
+    assert "Traceback" not in text
+
+
+def test_a_body_that_arrives_in_time_is_read(slow_body_server: tuple[str, Path]) -> None:
+    server, _ = slow_body_server
+    body = json.dumps(FEEDBACK).encode()
+    with _connect(server) as connection:
+        connection.sendall(
+            f"POST /api/v1/feedback HTTP/1.1\r\nHost: {urlsplit(server).netloc}\r\n"
+            f"Origin: {server}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
+        connection.sendall(body)
+        assert _read_all(connection).startswith(b"HTTP/1.1 201")
+
+
+def test_one_address_may_have_only_so_many_bodies_arriving(
+    slow_body_server: tuple[str, Path],
+) -> None:
+    server, log = slow_body_server
+    head = (
+        f"POST /api/v1/feedback HTTP/1.1\r\nHost: {urlsplit(server).netloc}\r\n"
+        f"Origin: {server}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    ).encode()
+    held = [_connect(server) for _ in range(2)]
+    try:
+        for connection in held:
+            connection.sendall(head)
+        assert httpx.get(f"{server}/healthz").status_code == 200  # both heads read
+        with _connect(server) as third:
+            third.sendall(head)
+            answer = _read_all(third)  # at once, not after --body-timeout
+        assert answer.startswith(b"HTTP/1.1 429 Too Many Requests")
+        assert answer.endswith(b"too many request bodies from your address are arriving")
+        assert httpx.get(f"{server}/healthz").status_code == 200
+    finally:
+        for connection in held:
+            connection.close()
+    assert "2 request bodies from 127.0.0.1 are arriving already" in log.read_text()

@@ -137,20 +137,153 @@ def test_a_good_run_is_stored_and_shown(
     assert "329" in capsys.readouterr().out
 
 
-def test_escape_sequences_in_host_names_never_reach_the_terminal(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
+def _stored_unchecked(run: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run`` stored as an old version (or a hand-written row) stored it: unchecked."""
+    from dpscale.store import runs
+
+    with monkeypatch.context() as patched:
+        patched.setattr(runs, "check_run", lambda payload: None)
+        runs.save_run(run)
+
+
+def test_escape_sequences_are_refused_at_import_and_never_reach_the_terminal(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     run = copy.deepcopy(RUN)
     run["environment"] = {"hosts": ["box\x1b]0;owned\x07\x1b[2J"], "device_names": ["\x9b31m"]}
     run["error"] = "stopped \x1b[31mred"
     run["partial"] = True
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps(run))
-    for args in (["runs", "import", str(path)], ["runs", "list"], ["runs", "show", "imported-1"]):
+    status, err = _import(tmp_path, capsys, json.dumps(run))
+    assert status == 2
+    assert err == (
+        "dpscale: error: " + str(tmp_path / "run.json") + ": environment.hosts.0: control "
+        "character U+001B in a text (escape sequences are not stored)\n"
+    )
+    assert list_runs() == []
+    _stored_unchecked(run, monkeypatch)  # an old record: shown, escaped, with a warning
+    for args in (["runs", "list"], ["runs", "show", "imported-1"]):
         with pytest.raises(SystemExit):
             main(args)
-        out = capsys.readouterr().out
-        assert "\x1b" not in out
-        assert "\x9b" not in out
-        assert "\x07" not in out
-    assert "\\x1b" in out  # shown, so that whoever reads it sees something was there
+        out, err = capsys.readouterr()
+        for text in (out, err):
+            assert "\x1b" not in text
+            assert "\x9b" not in text
+            assert "\x07" not in text
+        assert "dpscale: warning: run imported-1 " in err
+        assert err.count("\n") == 1
+        assert "Traceback" not in err
+    assert "\\x1b" in out or "\\u001b" in out  # shown, so that whoever reads it sees it
+
+
+CRAFTED = [
+    ("environment", {"nodes": "many"}, "environment.nodes: Input should be a valid integer"),
+    ("environment", {"nodes": 0}, "environment.nodes: Input should be greater than or equal"),
+    ("environment", {"hosts": ["h" * 300]}, "environment.hosts.0: String should have at most"),
+    ("created_at", "0001-01-01T00:00:00+05:00", "created_at: must be a date from the year 2000"),
+    ("created_at", "9999-12-31T23:59:59", "created_at: must be a date from the year 2000"),
+    ("results", [RESULT] * 50_000, "results: List should have at most 1000 items"),
+    ("backend", 7, "backend: Input should be a valid string"),
+    (
+        "timings",
+        [{"kind": "step", "devices": 2, "rank_times_s": [[0.1] * 1_000_000] * 10}],
+        "timings: at most 2,000,000 raw times are stored",
+    ),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "said"), CRAFTED, ids=[c[0] for c in CRAFTED])
+def test_a_crafted_run_is_refused_at_import_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    key: str,
+    value: Any,
+    said: str,
+) -> None:
+    status, err = _import(tmp_path, capsys, json.dumps({**RUN, key: value}))
+    assert status == 2
+    assert said in err
+    assert err.count("\n") == 1
+    assert list_runs() == []
+
+
+@pytest.mark.parametrize(("key", "value", "said"), CRAFTED[:5], ids=[c[0] for c in CRAFTED[:5]])
+def test_an_old_record_failing_the_schema_is_read_with_a_warning(
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    key: str,
+    value: Any,
+    said: str,
+) -> None:
+    from dpscale.store.runs import BadRunError, get_run
+
+    _stored_unchecked({**RUN, key: value}, monkeypatch)
+    for args in (["runs", "list"], ["runs", "list", "--json"], ["runs", "show", "imported-1"]):
+        with pytest.raises(SystemExit) as exited:
+            main(args)
+        assert exited.value.code in (0, None)
+        out, err = capsys.readouterr()
+        assert err.startswith("dpscale: warning: run imported-1 ")
+        assert said.split(":")[0] in err
+        assert "imported-1" in out
+    [summary] = list_runs()
+    assert summary["warning"].startswith("fails the run schema: ")
+    with pytest.raises(BadRunError, match="dpscale runs delete imported-1"):
+        get_run("imported-1")  # what fit --run and predict --measured run:ID read
+    with pytest.raises(SystemExit) as exited:
+        main(["fit", "--run", "imported-1"])
+    assert exited.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_runs_delete(tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(
+        json.dumps(
+            {**RUN, "timings": [{"kind": "step", "devices": 1, "rank_times_s": [[0.1, 0.2]]}]}
+        )
+    )
+    with pytest.raises(SystemExit):
+        main(["runs", "import", str(path)])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["runs", "delete", "imported-1"])
+    assert exited.value.code in (0, None)
+    assert capsys.readouterr().out == "Deleted run imported-1.\n"
+    assert list_runs() == []
+    with pytest.raises(SystemExit) as exited:
+        main(["runs", "delete", "imported-1"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "dpscale: error: no measurement run with id 'imported-1' (see: dpscale runs list)\n"
+    )
+    with pytest.raises(SystemExit) as exited:  # and it can be imported again
+        main(["runs", "import", str(path)])
+    assert exited.value.code in (0, None)
+
+
+def test_simultaneous_imports_of_one_run_give_one_line(tmp_path: Path, sqlite_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(RUN))
+    command = [sys.executable, "-m", "dpscale", "runs", "import", str(path)]
+    env = {**os.environ, "DPSCALE_DATABASE_URL": sqlite_url}
+    started = [
+        subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    outcomes = [(p.wait(), *(stream.decode() for stream in p.communicate())) for p in started]
+    assert sorted(code for code, _, _ in outcomes) == [0, 2, 2, 2]
+    for code, out, err in outcomes:
+        if code == 0:
+            assert out == "Stored as run imported-1 (dpscale runs show imported-1).\n"
+        else:
+            assert err.endswith("run imported-1 is already stored\n"), err
+            assert err.count("\n") == 1

@@ -358,8 +358,10 @@ def test_a_phone_chart_is_drawn_narrow_at_its_own_address(client: httpx.Client, 
     assert "Number of devices" in narrow.text or "Devices" in narrow.text
     assert client.get(f"{address}&layout=wide").content == wide.content
     assert client.get(f"{address}&layout=narrow").content == narrow.content
-    for bad in ("Narrow", "phone", "", "narrow%00"):
+    for bad in ("Narrow", "phone", ""):
         assert client.get(f"{address}&layout={bad}").status_code == 404
+    # control characters are removed from every query value (dpscale.web.query)
+    assert client.get(f"{address}&layout=narrow%00").content == narrow.content
     # bad inputs are still told, whatever the layout
     bad_input = {**calculators()[slug].example(), _FIRST_NUMBER[slug]: "0"}
     broken = client.get(f"/chart/en/{slug}.svg?{urlencode(bad_input)}&layout=narrow")

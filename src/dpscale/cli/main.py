@@ -44,7 +44,8 @@ COMMANDS = {
         "Serve the web calculators on http://HOST:PORT (database: DPSCALE_DATABASE_URL).",
     ),
     "runs": Listed(
-        "runs", "Stored measurement runs (from dpscale measure): list, show, export, import."
+        "runs",
+        "Stored measurement runs (from dpscale measure): list, show, export, import, delete.",
     ),
     "feedback": Listed(
         "feedback", "Feedback sent from the web pages (stored in DPSCALE_DATABASE_URL)."
@@ -175,6 +176,10 @@ def _message(exc: click.ClickException) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line; exit 2 with one line on stderr for any user error."""
     args = list(sys.argv[1:] if argv is None else argv) or ["--help"]
+    if not str(getattr(sys.stdout, "encoding", "") or "utf").lower().startswith("utf"):
+        from dpscale.terminal import encodable_streams  # rich too: only for such a stream
+
+        encodable_streams()  # escapes what it cannot encode, never UnicodeEncodeError
     try:
         status = app.main(args=args, prog_name="dpscale", standalone_mode=False)
     except click.ClickException as exc:  # usage errors: unknown option, missing value

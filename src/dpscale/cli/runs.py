@@ -1,4 +1,8 @@
-"""``dpscale runs``: the stored measurement runs: list, show, export, import."""
+"""``dpscale runs``: the stored measurement runs: list, show, export, import, delete.
+
+Every run read is checked against the run schema (:func:`dpscale.store.runs.check_run`): an
+import that fails it is refused in one line; an old record that fails it is shown as stored,
+with a warning on stderr, never a traceback."""
 
 from __future__ import annotations
 
@@ -21,20 +25,29 @@ SHOWN_KEYS = ("unit", "rank_spread", "slowest_rank")
 
 runs_app = Group(
     "runs",
-    help="Stored measurement runs (from dpscale measure): list, show, export, import.",
+    help="Stored measurement runs (from dpscale measure): list, show, export, import, delete.",
     no_args_is_help=True,
 )
 _JSON = click.Option(["as_json", "--json"], is_flag=True, help=JSON_HELP)
 _RUN_ID = click.Argument(["run_id"], metavar="RUN_ID", help="The run's id (dpscale runs list).")
 
 
-def _get(run_id: str) -> dict[str, Any]:
-    from dpscale.store.runs import get_run
+def _get(run_id: str) -> tuple[dict[str, Any], str | None]:
+    """The stored run, and why it fails the run schema (an old record), warned on stderr."""
+    from dpscale.store.runs import get_run, run_problem
 
     try:
-        return get_run(run_id)
+        run = get_run(run_id, checked=False)
     except LookupError as err:
         fail(str(err.args[0]))
+    problem = run_problem(run)
+    if problem is not None:
+        _warn(f"run {run_id} fails the run schema ({problem}); shown as stored")
+    return run, problem
+
+
+def _warn(message: str) -> None:
+    click.echo(terminal_text(f"dpscale: warning: {message}"), err=True)
 
 
 def _shown(value: Any) -> Any:
@@ -57,6 +70,9 @@ def list_command(as_json: bool) -> None:
     from dpscale.units import format_bandwidth
 
     runs = list_runs()
+    for run in runs:
+        if "warning" in run:
+            _warn(f"run {run['run_id']} {run['warning']}")
     if as_json:
         print_json({"runs": runs})
         return
@@ -85,9 +101,12 @@ def list_command(as_json: bool) -> None:
 @runs_app.command("show", params=[_RUN_ID, _JSON])
 def show_command(run_id: str, as_json: bool) -> None:
     """One run: environment, training scaling and collective bandwidth."""
-    run = _get(run_id)
+    run, problem = _get(run_id)
     if as_json:
         print_json(run)
+        return
+    if problem is not None:  # an old record: as stored, every text made safe
+        click.echo(json.dumps(_shown(run), ensure_ascii=True, indent=1, default=str))
         return
     from dpscale.measure.report import print_summary
 
@@ -125,7 +144,9 @@ def export_command(run_id: str, output: Path | None, as_json: bool) -> None:
 
     CSV columns: kind, op, devices, bytes, rank, iteration, time_s.
     """
-    run = _get(run_id)
+    run, problem = _get(run_id)
+    if problem is not None and not as_json:
+        fail(f"run {run_id} fails the run schema: export it with --json, as stored")
     if output is None:
         _write_run(sys.stdout, run, as_json=as_json)  # a closed pipe is click's to quiet
         return
@@ -171,18 +192,24 @@ def _write_run(stream: Any, run: dict[str, Any], *, as_json: bool) -> None:
 )
 def import_command(path: Path) -> None:
     """Store a run that rank 0 of a cluster job wrote (python -m dpscale.measure.worker)."""
+    from dpscale.fit import data as points_data
     from dpscale.safejson import JSONInputError, loads
     from dpscale.store.db import StoreUnavailableError
     from dpscale.store.runs import save_run
 
     try:
         # Read up to the limit, not to the end: /dev/zero or a FIFO has no size to check
-        # first, and read whole it took every byte of memory.
-        with path.open("rb") as handle:
-            data = handle.read(MAX_RUN_BYTES + 1)
+        # first, and read whole it took every byte of memory; a FIFO nobody writes to is
+        # not waited on for ever.
+        data = points_data.read_limited(
+            str(path), MAX_RUN_BYTES, timeout_s=points_data.READ_TIMEOUT_S
+        )
         if len(data) > MAX_RUN_BYTES:
             fail(f"{path} is larger than {MAX_RUN_BYTES // 2**20} MiB")
         payload = loads(data)
+    except TimeoutError:
+        seconds = points_data.READ_TIMEOUT_S
+        fail(f"cannot read {path}: no end within {seconds:g} s (a pipe, not a file)")
     except OSError as err:
         fail(f"cannot read {path}: {err.strerror}")
     except JSONInputError as err:
@@ -200,6 +227,21 @@ def import_command(path: Path) -> None:
     except (ValueError, TypeError, StoreUnavailableError) as err:
         fail(f"{path}: {err}")
     click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+
+
+@runs_app.command("delete", params=[_RUN_ID])
+def delete_command(run_id: str) -> None:
+    """Remove a stored run (its results, collectives and raw timings too)."""
+    from dpscale.store.db import StoreUnavailableError
+    from dpscale.store.runs import delete_run
+
+    try:
+        delete_run(run_id)
+    except LookupError as err:
+        fail(str(err.args[0]))
+    except StoreUnavailableError as err:
+        fail(str(err))
+    click.echo(terminal_text(f"Deleted run {run_id}."))
 
 
 def register(group: click.Group) -> None:

@@ -1,8 +1,9 @@
 """``dpscale serve``: the calculator pages, embed views and JSON API over HTTP (uvicorn).
 
 The defaults are safe to face the internet behind nothing but TLS: a request head must arrive
-within 10 s and fit in 16 KiB, a worker holds at most 1,000 connections (uvicorn answers 503
-past that), idle keep-alive connections close after 5 s, and proxy headers
+within 10 s and fit in 16 KiB, its body within 20 s more, a worker holds at most 1,000
+connections (uvicorn answers 503 past that), idle keep-alive connections close after 5 s, and
+proxy headers
 (``X-Forwarded-For``, ``X-Forwarded-Proto``) are believed only from ``--forwarded-allow-ips``.
 """
 
@@ -25,6 +26,7 @@ class ServeInput(BaseModel):
     port: int = Field(default=8000, ge=1, le=65535)
     workers: int | None = Field(default=None, ge=1, le=256)
     header_timeout: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    body_timeout: float = Field(default=20.0, gt=0, le=3600, allow_inf_nan=False)
     max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1024 * 1024)
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     keep_alive: int = Field(default=5, ge=1, le=3600)
@@ -43,6 +45,7 @@ def serve(
     port: str,
     workers: str | None,
     header_timeout: str,
+    body_timeout: str,
     max_header_bytes: str,
     max_connections: str,
     keep_alive: str,
@@ -56,6 +59,7 @@ def serve(
             "port": port,
             "workers": workers,
             "header_timeout": header_timeout,
+            "body_timeout": body_timeout,
             "max_header_bytes": max_header_bytes,
             "max_connections": max_connections,
             "keep_alive": keep_alive,
@@ -66,8 +70,14 @@ def serve(
         from dpscale.web.server import ServerLimits, check_app, default_workers, run
     except ImportError as exc:
         fail(f"the web app needs the 'web' extra: pip install 'dpscale[web]' ({exc.name})")
-    from dpscale.store.db import StoreUnavailableError, database_url
+    from dpscale.store.db import StoreUnavailableError, database_url, in_memory, shown_url
 
+    if in_memory(database_url()):
+        fail(
+            f"DPSCALE_DATABASE_URL names a database in memory ({shown_url(database_url())}): "
+            "each worker would keep its own and lose it on restart, with the feedback it "
+            "acknowledged; name a file (sqlite:////srv/dpscale.sqlite3) or a server"
+        )
     try:
         check_app()
     except ImportError as exc:
@@ -78,7 +88,7 @@ def serve(
     plural = "s" if count != 1 else ""
     click.echo(
         f"dpscale: serving http://{options.host}:{options.port}/ with {count} worker{plural} "
-        f"({_shown(database_url())})"
+        f"({shown_url(database_url())})"
     )
     run(
         host=options.host,
@@ -86,19 +96,13 @@ def serve(
         workers=count,
         limits=ServerLimits(
             header_timeout_s=options.header_timeout,
+            body_timeout_s=options.body_timeout,
             max_header_bytes=options.max_header_bytes,
             max_connections=options.max_connections,
             keep_alive_s=options.keep_alive,
         ),
         forwarded_allow_ips=options.forwarded_allow_ips,
     )
-
-
-def _shown(url: str) -> str:
-    """The database URL without its password."""
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 SERVE = click.Command(
@@ -118,6 +122,12 @@ SERVE = click.Command(
             "SECONDS",
             "Close a connection whose request line and headers take longer than this.",
             "10",
+        ),
+        _option(
+            "body_timeout",
+            "SECONDS",
+            "Close a connection whose request body is not complete this long after its headers.",
+            "20",
         ),
         _option(
             "max_header_bytes",

@@ -358,23 +358,76 @@ class PointsFileError(ValueError):
     """A file of points that cannot be read as text; the message names it and why."""
 
 
+READ_TIMEOUT_S = 10.0
+"""How long a pipe or device (a FIFO, ``<(command)``) may take to give its bytes."""
+
+
+def read_limited(path: str, limit: int, *, timeout_s: float = READ_TIMEOUT_S) -> bytes:
+    """Up to ``limit + 1`` bytes of ``path``: a regular file as it is; a FIFO, socket or
+    device opened without waiting for a writer (a FIFO nobody wrote to hung ``fit``,
+    ``--measured`` and ``runs import`` for ever) and read for at most ``timeout_s`` seconds
+    (``TimeoutError`` past it). ``IsADirectoryError`` for a folder, ``OSError`` otherwise."""
+    import errno
+    import os
+    import select
+    import stat
+    import time
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        chunks: list[bytes] = []
+        total = 0
+        deadline = time.monotonic() + timeout_s
+        regular = stat.S_ISREG(mode)
+        if regular:
+            os.set_blocking(fd, True)
+        while total <= limit:
+            if not regular:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                    raise TimeoutError(f"no end within {timeout_s:g} s")
+            try:
+                chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_points_file(path: str) -> str:
     """The text of a file of points (UTF-8, a byte-order mark dropped), up to one character
     past :data:`MAX_TEXT`: enough for a reader to refuse it as too long, never a device such
-    as /dev/zero read to an end it does not have.
+    as /dev/zero read to an end it does not have, nor a FIFO waited on for ever
+    (:func:`read_limited`).
 
-    Raises :class:`PointsFileError` for a file that is missing, a folder, not UTF-8 text or
-    unreadable.
+    Raises :class:`PointsFileError` for a file that is missing, a folder, not UTF-8 text,
+    unreadable, or a pipe that gives no end within :data:`READ_TIMEOUT_S` seconds.
     """
+    import codecs
+
+    limit = (MAX_TEXT + 1) * 4  # UTF-8: at most 4 bytes a character
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            return handle.read(MAX_TEXT + 1)
+        data = read_limited(path, limit, timeout_s=READ_TIMEOUT_S)
+        decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        return decoder.decode(data[:limit], final=len(data) <= limit)[: MAX_TEXT + 1]
     except FileNotFoundError:
         raise PointsFileError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise PointsFileError(f"{path}: is a directory, not a file of points") from None
     except UnicodeDecodeError:
         raise PointsFileError(f"{path}: not a text file (expected CSV or JSON in UTF-8)") from None
+    except TimeoutError:
+        raise PointsFileError(
+            f"{path}: gave no end within {READ_TIMEOUT_S:g} s (a pipe or device, not a file)"
+        ) from None
     except OSError as err:
         raise PointsFileError(f"{path}: {err.strerror}") from None
 

@@ -36,7 +36,10 @@ __all__ = [
     "database_url",
     "dispose",
     "engine",
+    "in_memory",
+    "scrubbed",
     "session",
+    "shown_url",
 ]
 
 ENV_VAR = "DPSCALE_DATABASE_URL"
@@ -50,9 +53,57 @@ class StoreUnavailableError(RuntimeError):
     """The database cannot be opened, reached or written; the message names it (no password)."""
 
 
+_SECRET_PARTS = ("pass", "pwd", "secret", "token", "key")
+"""A query parameter whose name holds one of these carries a secret (``?password=``,
+``sslpassword``, ``passfile``'s neighbours, an access token)."""
+MASK = "***"
+
+
+def _secrets(url: str) -> list[str]:
+    """The secret values written in ``url``: its password and secret query parameters."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return []
+    found = [parsed.password] if parsed.password else []
+    for name, value in parsed.query.items():
+        if any(part in name.lower() for part in _SECRET_PARTS):
+            found.extend([value] if isinstance(value, str) else list(value))
+    return [str(secret) for secret in found if secret]
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message may show it: the password and every secret query parameter
+    (``?password=``, whatever its form) replaced by ``***``.
+
+    >>> shown_url("postgresql+psycopg://app:hunter2@db/dpscale?password=hunter3&sslmode=require")
+    'postgresql+psycopg://app:***@db/dpscale?password=***&sslmode=require'
+    >>> shown_url("not a url password=x")
+    'a database URL that cannot be read (not shown: it may hold a password)'
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return "a database URL that cannot be read (not shown: it may hold a password)"
+    query = {
+        name: (MASK if any(part in name.lower() for part in _SECRET_PARTS) else value)
+        for name, value in parsed.query.items()
+    }
+    shown = parsed.set(query=query).render_as_string(hide_password=True)
+    return shown.replace("%2A%2A%2A", MASK)
+
+
+def scrubbed(text: str, url: str) -> str:
+    """``text`` (a driver's message) without any secret of ``url`` in it."""
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
 def _unavailable(url: str, exc: BaseException) -> StoreUnavailableError:
     try:
-        shown = make_url(url).render_as_string(hide_password=True)
+        make_url(url)
+        shown = shown_url(url)
     except ArgumentError:
         # Not shown: text that is no URL may still hold a password where none can find it.
         return StoreUnavailableError(
@@ -65,7 +116,32 @@ def _unavailable(url: str, exc: BaseException) -> StoreUnavailableError:
             f"the database {shown} cannot be used: its driver {reason.name} is not installed"
         )
     first = str(reason).strip().splitlines()[0] if str(reason).strip() else type(reason).__name__
-    return StoreUnavailableError(f"the database {shown} cannot be used: {first[:200]}")
+    return StoreUnavailableError(
+        f"the database {shown} cannot be used: {scrubbed(first, url)[:200]}"
+    )
+
+
+def in_memory(url: str) -> bool:
+    """Whether ``url`` is an SQLite database in memory: one per process, gone at its end.
+
+    >>> [in_memory(u) for u in ("sqlite://", "sqlite:///:memory:", "sqlite:////srv/d.sqlite3")]
+    [True, True, False]
+    >>> in_memory("sqlite:///file:db?mode=memory&uri=true")
+    True
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False
+    if not parsed.drivername.startswith("sqlite"):
+        return False
+    database = parsed.database or ""
+    return (
+        database in ("", ":memory:")
+        or database.startswith("file::memory:")
+        or parsed.query.get("mode") == "memory"
+        or "mode=memory" in database
+    )
 
 
 def default_url() -> str:

@@ -19,11 +19,13 @@ timings. :func:`get_run` gives the same object back.
 
 from __future__ import annotations
 
+import threading
+import unicodedata
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -36,19 +38,23 @@ from sqlalchemy import (
     Text,
     select,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
 from dpscale.calculators.scaling import UNIT_PATTERN
-from dpscale.store.db import Base, session
+from dpscale.store.db import Base, database_url, session
 
 __all__ = [
+    "BadRunError",
     "RunCollective",
     "RunResult",
     "RunTiming",
     "StoredRun",
     "check_run",
+    "delete_run",
     "get_run",
     "list_runs",
+    "run_problem",
     "save_run",
 ]
 
@@ -118,6 +124,23 @@ class RunTiming(Base):
 
 
 MAX_DEVICES = 10_000_000
+MAX_RESULTS = 1_000
+"""Training results of one run: one per world size measured (a few dozen at most)."""
+MAX_COLLECTIVES = 10_000
+"""Collective figures of one run: ops x message sizes x world sizes (a few hundred)."""
+MAX_TIMINGS = MAX_RESULTS + MAX_COLLECTIVES
+MAX_TIMING_VALUES = 2_000_000
+"""Raw per-rank, per-iteration times in all of a run: 2,048 ranks x 1,000 iterations
+(about 40 MB of JSON); a run of 10 million is refused."""
+MAX_TEXT = 10_000
+"""Characters of a free text (a partial run's error)."""
+MAX_NAME = 255
+"""Characters of a name (a host, a device, a version, a key)."""
+MAX_NODES = 100_000
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+"""The range of a run's ``created_at``: year 1 or 9999 is no measurement's date (and year 1
+in a zone east of UTC overflowed when converted)."""
 MAX_BYTES = 2**44
 """16 TiB: more than any device holds (a run claiming 10**30 bytes is refused)."""
 MAX_EFFICIENCY = 4.0
@@ -163,9 +186,14 @@ class _Timing(_Checked):
     rank_times_s: list[list[float]] = Field(max_length=MAX_DEVICES)
 
 
+_Name = Annotated[str, Field(max_length=MAX_NAME)]
+
+
 class _Environment(_Checked):
-    hosts: list[str] = Field(default_factory=list, max_length=MAX_DEVICES)
-    device_names: list[str] = Field(default_factory=list, max_length=MAX_DEVICES)
+    hosts: list[_Name] = Field(default_factory=list, max_length=MAX_NODES)
+    device_names: list[_Name] = Field(default_factory=list, max_length=MAX_DEVICES)
+    nodes: int = Field(default=1, ge=1, le=MAX_NODES)
+    device_count: int | None = Field(default=None, ge=0, le=MAX_DEVICES)
 
 
 class _Run(_Checked):
@@ -173,27 +201,98 @@ class _Run(_Checked):
     created_at: datetime | None = None
     backend: str = Field(pattern=r"^[a-z0-9_]{1,16}$")
     partial: bool
-    error: str | None = Field(default=None, max_length=10_000)
+    error: str | None = Field(default=None, max_length=MAX_TEXT)
     environment: _Environment | None = None
     config: dict[str, Any] | None = None
-    results: list[_Result] = Field(max_length=100_000)
-    collectives: list[_Collective] = Field(max_length=100_000)
-    timings: list[_Timing] | None = Field(default=None, max_length=100_000)
+    results: list[_Result] = Field(max_length=MAX_RESULTS)
+    collectives: list[_Collective] = Field(max_length=MAX_COLLECTIVES)
+    timings: list[_Timing] | None = Field(default=None, max_length=MAX_TIMINGS)
+
+    @field_validator("created_at")
+    @classmethod
+    def _when(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        if not EARLIEST <= moment < LATEST:
+            raise ValueError("must be a date from the year 2000 to 2199")
+        return value
 
 
 def check_run(payload: Mapping[str, Any]) -> None:
     """Refuse a run whose figures no measurement gives: ``ValueError`` naming the first
-    place (``results.0.efficiency: ...``), as ``dpscale runs import`` reports it."""
+    place (``results.0.efficiency: ...``), as ``dpscale runs import`` reports it.
+
+    The schema (also in SECURITY.md): the figures' types and ranges above; at most
+    :data:`MAX_RESULTS` results, :data:`MAX_COLLECTIVES` collectives and
+    :data:`MAX_TIMING_VALUES` raw times; ``created_at`` from 2000 to 2199; names of at most
+    :data:`MAX_NAME` characters and texts of at most :data:`MAX_TEXT`; no control character
+    (an escape sequence would drive the terminal that lists the run) in any text or key.
+
+    >>> check_run({"run_id": "r", "backend": "gloo", "partial": False, "results": [],
+    ...            "collectives": [], "environment": {"nodes": "many"}})
+    Traceback (most recent call last):
+    ...
+    ValueError: environment.nodes: Input should be a valid integer, unable to parse ... 'many')
+    """
+    _texts(payload, "")
     try:
         run = _Run.model_validate(payload)
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
         place = ".".join(str(part) for part in first["loc"]) or "the run"
-        raise ValueError(f"{place}: {first['msg']} (got {_shown(first.get('input'))})") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{place}: {message} (got {_shown(first.get('input'))})") from None
+    count = 0
     for index, timing in enumerate(run.timings or ()):
         for times in timing.rank_times_s:
+            count += len(times)
+            if count > MAX_TIMING_VALUES:
+                raise ValueError(
+                    f"timings: at most {MAX_TIMING_VALUES:,} raw times are stored (got more)"
+                )
             if any(not 0 <= t <= MAX_SECONDS for t in times):
                 raise ValueError(f"timings.{index}.rank_times_s: times must lie from 0 to 7 days")
+
+
+def run_problem(payload: Mapping[str, Any]) -> str | None:
+    """Why a stored run fails :func:`check_run` (one line), or None: a reader shows an old
+    record that fails it with this warning rather than fail on it."""
+    try:
+        check_run(payload)
+    except (ValueError, TypeError, RecursionError) as err:
+        return str(err)
+    return None
+
+
+_ALLOWED_CONTROLS = frozenset("\n\t")
+
+
+def _texts(value: Any, place: str, depth: int = 0) -> None:
+    """Refuse a control character in any text or key of ``value`` (``ValueError`` naming
+    its place), and nesting deeper than 32."""
+    if depth > 32:
+        raise ValueError(f"{place or 'the run'}: nested deeper than 32 levels")
+    if isinstance(value, str):
+        bad = next(
+            (c for c in value if unicodedata.category(c) == "Cc" and c not in _ALLOWED_CONTROLS),
+            None,
+        )
+        if bad is not None:
+            raise ValueError(
+                f"{place or 'the run'}: control character U+{ord(bad):04X} in a text "
+                "(escape sequences are not stored)"
+            )
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{place}.{key}" if place else str(key)
+            _texts(str(key), where, depth + 1)
+            if len(str(key)) > MAX_NAME:
+                raise ValueError(f"{place or 'the run'}: a key longer than {MAX_NAME} characters")
+            _texts(item, where, depth + 1)
+    elif isinstance(value, list) and not (value and isinstance(value[0], (int, float))):
+        for index, item in enumerate(value):
+            _texts(item, f"{place}.{index}", depth + 1)
 
 
 def _shown(value: object) -> str:
@@ -225,6 +324,14 @@ def save_run(payload: Mapping[str, Any], *, url: str | None = None) -> str:
     check_run(payload)
     run_id = str(payload["run_id"])
     created = payload.get("created_at")
+    try:
+        _insert(payload, run_id, created, url)
+    except IntegrityError:  # the same run imported at the same time, by another process
+        raise ValueError(f"run {run_id} is already stored") from None
+    return run_id
+
+
+def _insert(payload: Mapping[str, Any], run_id: str, created: Any, url: str | None) -> None:
     with session(url) as active:
         if active.get(StoredRun, run_id) is not None:
             raise ValueError(f"run {run_id} is already stored")
@@ -257,21 +364,92 @@ def save_run(payload: Mapping[str, Any], *, url: str | None = None) -> str:
                     rank_times_s=timing["rank_times_s"],
                 )
             )
-    return run_id
 
 
 def _created(run: StoredRun) -> str:
     moment = run.created_at
     if moment.tzinfo is None:  # SQLite keeps no zone; every time stored is UTC
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="seconds")
+    try:
+        return moment.astimezone(UTC).isoformat(timespec="seconds")
+    except (OverflowError, ValueError):  # year 1 east of UTC, in an old record
+        return moment.isoformat(timespec="seconds")
 
 
-def get_run(run_id: str, *, url: str | None = None) -> dict[str, Any]:
+class BadRunError(LookupError):
+    """A stored run that fails the schema (:func:`check_run`): an old record, or one written
+    around ``runs import``. A ``LookupError``, so a reader that looks a run up (``fit --run``,
+    ``predict --measured run:ID``) refuses it in one line as it refuses a missing one."""
+
+
+def get_run(run_id: str, *, url: str | None = None, checked: bool = True) -> dict[str, Any]:
     """The stored run, in the shape ``dpscale measure --json`` prints (raw timings too).
 
-    Raises ``LookupError`` naming the id when there is no such run.
+    Raises ``LookupError`` naming the id when there is no such run, and :class:`BadRunError`
+    when it fails :func:`check_run` (unless not ``checked``: ``runs show`` shows it with a
+    warning from :func:`run_problem`).
     """
+    run, key = _read_run(run_id, url)
+    if checked and key not in _passed:
+        problem = run_problem(run)
+        if problem is not None:
+            raise BadRunError(
+                f"the stored run {run_id!r} fails the run schema ({problem}); "
+                f"dpscale runs delete {run_id} removes it"
+            )
+        with _cache_lock:
+            _passed.add(key)  # a stored run never changes: checked once
+    return run
+
+
+def delete_run(run_id: str, *, url: str | None = None) -> None:
+    """Remove a stored run and its rows; ``LookupError`` naming the id when there is none."""
+    from sqlalchemy import delete
+
+    with session(url) as active:
+        if active.get(StoredRun, run_id) is None:
+            raise LookupError(f"no measurement run with id {run_id!r} (see: dpscale runs list)")
+        for table in (RunTiming, RunCollective, RunResult):
+            active.execute(delete(table).where(table.run_id == run_id))
+        active.execute(delete(StoredRun).where(StoredRun.id == run_id))
+    with _cache_lock:
+        for key in [key for key in _cache if key[0] == f"{url or database_url()}#{run_id}"]:
+            del _cache[key]
+
+
+_CACHED_VALUES = 4_000_000
+"""Raw times kept parsed in memory across reads (about 100 MB at most): a stored run of two
+million raw times took 0.5 s to decode, holding the interpreter's lock against every page."""
+_cache: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
+_cache_lock = threading.Lock()
+_passed: set[tuple[str, str]] = set()
+"""Runs read before that passed :func:`check_run`."""
+
+
+def _read_run(run_id: str, url: str | None) -> tuple[dict[str, Any], tuple[str, str]]:
+    """The stored run; one read before (the same id, created at the same moment, in the same
+    database) is reused, since a stored run never changes (delete and import again changes
+    its ``created_at``)."""
+    with session(url) as active:
+        row = active.get(StoredRun, run_id)
+        if row is None:
+            raise LookupError(f"no measurement run with id {run_id!r} (see: dpscale runs list)")
+        key = (f"{url or database_url()}#{run_id}", _created(row))
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return dict(cached[0]), key
+    run = _load_run(run_id, url)
+    values = sum(len(times) for t in run["timings"] for times in t["rank_times_s"])
+    if values <= _CACHED_VALUES:
+        with _cache_lock:
+            while _cache and sum(n for _, n in _cache.values()) + values > _CACHED_VALUES:
+                del _cache[next(iter(_cache))]
+            _cache[key] = (run, values)
+    return dict(run), key
+
+
+def _load_run(run_id: str, url: str | None) -> dict[str, Any]:
     with session(url) as active:
         run = active.get(StoredRun, run_id)
         if run is None:
@@ -327,18 +505,41 @@ def list_runs(*, url: str | None = None) -> list[dict[str, Any]]:
                     )
                 )
             ]
-            summaries.append(
-                {
-                    "run_id": run.id,
-                    "created_at": _created(run),
-                    "backend": run.backend,
-                    "partial": run.partial,
-                    "devices": [row.devices for row in results],
-                    "efficiency": results[-1].efficiency if results else None,
-                    "all_reduce_busbw": max(busbw) if busbw else None,
-                    "hosts": list(run.environment.get("hosts", [])),
-                    "nodes": int(run.environment.get("nodes", 1)),
-                    "error": run.error,
-                }
-            )
+            summaries.append(_summary(run, results, busbw))
         return summaries
+
+
+def _summary(run: StoredRun, results: Any, busbw: list[float]) -> dict[str, Any]:
+    """A run's line in ``runs list``; an old record that fails the schema gets ``warning``
+    (why) and what can be read of it, never an error."""
+    environment = run.environment if isinstance(run.environment, dict) else {}
+    record = {
+        "run_id": run.id,
+        "created_at": _created(run),
+        "backend": run.backend,
+        "partial": run.partial,
+        "error": run.error,
+        "environment": environment,
+        "config": run.config,
+        "results": [row.measured for row in results],
+        "collectives": [],
+    }
+    problem = run_problem(record)
+    hosts = environment.get("hosts")
+    nodes = environment.get("nodes", 1)
+    efficiency = results[-1].efficiency if results else None
+    summary: dict[str, Any] = {
+        "run_id": run.id,
+        "created_at": record["created_at"],
+        "backend": run.backend,
+        "partial": run.partial,
+        "devices": [row.devices for row in results],
+        "efficiency": efficiency if isinstance(efficiency, (int, float)) else None,
+        "all_reduce_busbw": max(busbw) if busbw else None,
+        "hosts": [str(host) for host in hosts] if isinstance(hosts, list) else [],
+        "nodes": nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None,
+        "error": run.error,
+    }
+    if problem is not None:
+        summary["warning"] = f"fails the run schema: {problem}"
+    return summary

@@ -23,6 +23,7 @@ from dpscale.validation import InputError, Rule, check_lengths
 from dpscale.web.feedback import store_feedback
 from dpscale.web.forms import api_errors, max_lengths
 from dpscale.web.i18n import localizer
+from dpscale.web.query import query_values
 from dpscale.web.registry import Calculator, InputField, calculators
 from dpscale.web.security import same_origin
 from dpscale.web.templating import render
@@ -98,10 +99,11 @@ def _parameters(calc: Calculator) -> list[dict[str, Any]]:
 
 def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
     def compute(request: Request) -> JSONResponse:
+        # The query as the budget classed it (dpscale.web.query: parsed once, no control
+        # characters); run in the thread pool (a plain function), under the budget when costly.
+        query = query_values(request.scope)
         values = {
-            f.name: request.query_params[f.name].strip()
-            for f in calc.fields
-            if request.query_params.get(f.name, "").strip()
+            f.name: query[f.name].strip() for f in calc.fields if query.get(f.name, "").strip()
         }
         try:
             check_lengths(values, max_lengths(calc))

@@ -21,7 +21,7 @@ from starlette.types import Scope
 
 from dpscale.store.db import StoreUnavailableError
 from dpscale.web import api, views
-from dpscale.web.budget import Budget, BudgetMiddleware
+from dpscale.web.budget import Budget, BudgetMiddleware, BusyError, busy_response
 from dpscale.web.cache import ResponseCache
 from dpscale.web.context import prepare_articles
 from dpscale.web.forms import read_form
@@ -29,6 +29,7 @@ from dpscale.web.head import HeadAsGet
 from dpscale.web.i18n import LANGUAGES, localizer
 from dpscale.web.limits import Limits, LimitsMiddleware
 from dpscale.web.pages import fit as fit_page
+from dpscale.web.query import QueryMiddleware
 from dpscale.web.registry import calculators
 from dpscale.web.security import SecurityHeaders
 from dpscale.web.templating import STATIC_DIR, chart_version, compile_templates, static_url
@@ -80,6 +81,9 @@ def create_app() -> FastAPI:
     # bad setting stops start-up
     app.add_middleware(BudgetMiddleware, budget=Budget.from_env())
     app.add_middleware(ResponseCache)  # answers repeated public GETs from memory, before a turn
+    # the query parsed once, for the cache, the budget and the handlers alike: a parameter
+    # given twice or over 100 fields get 422, control characters are removed
+    app.add_middleware(QueryMiddleware)
     # body 413, address 414, posts per client 429; read now, so a bad setting stops start-up
     app.add_middleware(LimitsMiddleware, limits=Limits.from_env(), uploads=(fit_page.SLUG,))
     app.add_middleware(SecurityHeaders)
@@ -97,6 +101,10 @@ def create_app() -> FastAPI:
     async def _store_error(request: Request, exc: StoreUnavailableError) -> Response:
         return api.store_unavailable(request)
 
+    @app.exception_handler(BusyError)
+    async def _busy(request: Request, exc: BusyError) -> Response:
+        return busy_response(request.scope, exc)
+
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 404 and not request.url.path.startswith("/api/"):
@@ -113,7 +121,11 @@ def create_served_app() -> FastAPI:
     is built before the first connection, then the start-up's objects are frozen out of the
     garbage collector, whose full collections scanned all of them (80-150 ms, every few
     thousand requests, while each waiting request waited too). The charts are warmed in the
-    background (:func:`warm_charts`)."""
+    background (:func:`warm_charts`). A worker started by ``dpscale serve --workers N`` ends
+    when its parent does (:func:`dpscale.web.server.exit_with_parent`)."""
+    from dpscale.web.server import exit_with_parent
+
+    exit_with_parent()  # a worker of several: it ends with its parent, even one killed -9
     app = create_app()
     prepare_articles()
     gc.collect()

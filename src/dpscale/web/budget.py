@@ -13,6 +13,12 @@ cheap ones pass straight on:
 - a request whose client has gone while it waited is dropped without computing anything;
 - the answer is JSON under ``/api/`` and plain text elsewhere.
 
+The middleware classes a ``GET`` before it reaches its handler, from the query as
+:mod:`dpscale.web.query` parsed it (the values the handler reads). A handler that computes after
+reading a body (the fit's upload, a feedback post that rebuilds its page) cannot be classed
+before it: it runs its work through :func:`computed`, which takes the same turn and runs the
+work in the thread pool, off the event loop.
+
 Set by ``DPSCALE_COSTLY_SLOTS`` (default 1; 0 turns the budget off) and
 ``DPSCALE_COSTLY_WAIT_S`` (default 10), read when the app is created.
 """
@@ -22,13 +28,26 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from collections.abc import Mapping
+import unicodedata
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from urllib.parse import parse_qs
+from typing import Any, TypeVar
 
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["Budget", "BudgetMiddleware", "is_costly"]
+__all__ = [
+    "Budget",
+    "BudgetMiddleware",
+    "BusyError",
+    "busy_response",
+    "computed",
+    "is_costly",
+]
+
+T = TypeVar("T")
+_GATE = "dpscale.budget"
 
 _FIT = frozenset({"scaling-fit", "fit"})
 _PREDICTION = frozenset({"scaling-prediction", "predict"})
@@ -73,9 +92,11 @@ class Budget:
         )
 
 
-def is_costly(path: str, query_string: bytes) -> bool:
-    """Whether a GET of ``path`` costs more than a page: any chart, any fit, a prediction over
-    :data:`COSTLY_POINTS` device counts or more, or one calibrated from a stored run.
+def is_costly(path: str, query: Mapping[str, str] | bytes) -> bool:
+    """Whether a request of ``path`` with ``query`` (the values its handler reads, as
+    :func:`dpscale.web.query.query_values` gives them; raw bytes are parsed the same way)
+    costs more than a page: any chart, any fit, a prediction over :data:`COSTLY_POINTS` device
+    counts or more, or one that reads a stored run (``calibrate``, ``measured=run:ID``).
 
     >>> is_costly("/chart/en/data-parallel-scaling.svg", b"")
     True
@@ -84,6 +105,10 @@ def is_costly(path: str, query_string: bytes) -> bool:
     >>> is_costly("/en/scaling-prediction", b"devices=1..256")
     False
     >>> is_costly("/api/v1/predict", b"devices=1-100")
+    True
+    >>> is_costly("/api/v1/predict", {"devices": "1-10000" + chr(0)})  # as the page reads it
+    True
+    >>> is_costly("/en/scaling-prediction", {"devices": "1,2", "measured": " run:big"})
     True
     >>> is_costly("/en/data-parallel-scaling", b"devices=64")
     False
@@ -95,26 +120,43 @@ def is_costly(path: str, query_string: bytes) -> bool:
         return True
     if slug not in _PREDICTION:
         return False
-    query = parse_qs(query_string.decode("latin-1"), max_num_fields=100)
-    if query.get("calibrate"):
+    if isinstance(query, bytes):
+        from dpscale.web.query import QueryError, parse_query
+
+        try:
+            query = parse_query(query)
+        except QueryError:
+            return True  # refused before any handler (QueryMiddleware); here, the safe side
+    if _read(query.get("calibrate", "")):
         return True
-    devices = query.get("devices")
-    if not devices:
-        return False
+    if any(text.startswith(_RUN) for text in _read(query.get("measured", ""))):
+        return True
     from dpscale.model.query import parse_devices
     from dpscale.validation import InputError
 
-    try:
-        return len(parse_devices(devices[0])) >= COSTLY_POINTS
-    except InputError:
-        return False  # refused at once by the input model
+    for text in _read(query.get("devices", "")):
+        try:
+            if len(parse_devices(text)) >= COSTLY_POINTS:
+                return True
+        except InputError:
+            pass  # refused at once by the input model
+    return False
+
+
+_RUN = "run:"
+
+
+def _read(text: str) -> set[str]:
+    """``text`` as each surface may read it: stripped (the API), and without control
+    characters, NFKC-normalised (the page: full-width digits typed by an input method)."""
+    if not text.strip():
+        return set()
+    printable = "".join(c for c in text if unicodedata.category(c) != "Cc")
+    return {text.strip(), unicodedata.normalize("NFKC", printable).strip()} - {""}
 
 
 async def _reply_busy(scope: Scope, send: Send, wait_s: float) -> None:
-    text = (
-        f"the server is busy with costly requests; none became free within {wait_s:g} s: "
-        "try again shortly"
-    )
+    text = busy_text(wait_s)
     if str(scope.get("path", "")).startswith("/api/"):
         import json
 
@@ -144,12 +186,11 @@ class BudgetMiddleware:
         """Costly requests whose client left before their turn (none of their work was done)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope["method"] != "GET"
-            or self.budget.slots <= 0
-            or not is_costly(str(scope["path"]), bytes(scope.get("query_string", b"")))
-        ):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        scope[_GATE] = self  # for the handlers that compute after reading a body (computed())
+        if scope["method"] != "GET" or self.budget.slots <= 0 or not _costly_request(scope):
             await self.app(scope, receive, send)
             return
         first = await receive()
@@ -181,6 +222,18 @@ class BudgetMiddleware:
             if watcher is not None:
                 watcher.cancel()
 
+    async def run(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` in the thread pool once a turn is held; :class:`BusyError` if none
+        became free within the wait."""
+        if self.budget.slots <= 0:
+            return await run_in_threadpool(work, *args)
+        if not await self._take_turn(asyncio.Event()):
+            raise BusyError(self.budget.wait_s)
+        try:
+            return await run_in_threadpool(work, *args)
+        finally:
+            self._turns.release()
+
     async def _take_turn(self, gone: asyncio.Event) -> bool:
         """True once a turn is held; False if the client left or the wait ran out first."""
         turn = asyncio.ensure_future(self._turns.acquire())
@@ -198,6 +251,53 @@ class BudgetMiddleware:
             return True
         turn.cancel()
         return False
+
+
+class BusyError(Exception):
+    """No costly turn became free within ``wait_s`` seconds."""
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"no costly turn became free within {wait_s:g} s")
+        self.wait_s = wait_s
+
+
+def _costly_request(scope: Scope) -> bool:
+    from dpscale.web.query import QueryError, query_values
+
+    try:
+        values = query_values(scope)
+    except QueryError:
+        return True  # refused by QueryMiddleware in the app; here, the safe side
+    return is_costly(str(scope["path"]), values)
+
+
+async def computed(scope: Scope, work: Callable[..., T], *args: Any, costly: bool = True) -> T:
+    """``work(*args)`` off the event loop, in the thread pool: for a handler that computes
+    after reading its request's body (an upload, a feedback post's page), which the
+    middleware, answering before the body, cannot class. A ``costly`` one takes its turn
+    under the app's budget first (:class:`BusyError` past the wait, which the app answers
+    with 503 and ``Retry-After``)."""
+    gate = scope.get(_GATE)
+    if costly and isinstance(gate, BudgetMiddleware):
+        return await gate.run(work, *args)
+    return await run_in_threadpool(work, *args)
+
+
+def busy_response(scope: Scope, err: BusyError) -> Response:
+    """503 with ``Retry-After`` for a request that found no turn: JSON under ``/api/``."""
+    text = busy_text(err.wait_s)
+    headers = {"Retry-After": str(max(1, math.ceil(err.wait_s))), "Cache-Control": "no-store"}
+    if str(scope.get("path", "")).startswith("/api/"):
+        detail = {"detail": [{"field": "server", "message": text}]}
+        return JSONResponse(detail, status_code=503, headers=headers)
+    return PlainTextResponse(text, status_code=503, headers=headers)
+
+
+def busy_text(wait_s: float) -> str:
+    return (
+        f"the server is busy with costly requests; none became free within {wait_s:g} s: "
+        "try again shortly"
+    )
 
 
 def _replay(

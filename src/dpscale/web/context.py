@@ -280,6 +280,11 @@ def _constants(calc: Calculator, code: str) -> dict[str, Any]:
     }
 
 
+MAX_LINKED_QUERY = 8 * 1024
+"""Longest query a page's links carry: the server refuses longer addresses (414,
+:class:`dpscale.web.limits.Limits`), so a longer one is written in no link and no chart."""
+
+
 def _upload_form(calc: Calculator, code: str) -> str:
     """The template of the calculator's file upload under its form (the fit's), else ""."""
     name = f"uploads/{calc.slug}.html"
@@ -314,6 +319,10 @@ def _context(
     constants = _constants(calc, code)
     loc = localizer(code)
     query = query_string(calc, state.canonical)
+    if len(query) > MAX_LINKED_QUERY:
+        # An upload of thousands of points: its page is shown once, its links go to the bare
+        # page rather than repeat 0.5 MB in each of 35 links (18 MB) the server would refuse.
+        query = ""
     links = _links(calc, code, base, query, f"?{query}" if query else "")
     title = constants["title"]
     items = state.presentation.items if state.presentation else ()

@@ -10,24 +10,54 @@ Trickling bytes does not extend it. A head over ``h11_max_incomplete_event_size`
 431 and the connection is closed: h11 applies that limit only to a head still incomplete, so
 a 100 MiB head that arrived whole was accepted.
 
+The body has its own limit: once the head is in, the request's body must be complete within
+``DPSCALE_BODY_TIMEOUT_S`` seconds (``dpscale serve --body-timeout``), else the connection is
+closed and the app, waiting for the body, is told the client left. A feedback post whose body
+never came held its connection for 300 s: 1,020 of them filled the connection limit and
+``/healthz`` answered 503 for the whole hold.
+
+A client address may have at most ``DPSCALE_MAX_PENDING_BODIES`` (default 32) request bodies
+coming at once in a worker: past that, a request whose body has not arrived gets 429 and its
+connection is closed at once, so that a few hundred silent bodies from one address cannot take
+the connection limit (``--max-connections``) that ``/healthz`` and every reader need. A browser
+sends at most six requests at a time; a proxy named by ``--forwarded-allow-ips`` (which
+buffers bodies itself) is not counted.
+
 Run under another server (``uvicorn --factory dpscale.web.app:create_served_app``), pass
-``--http dpscale.web.server:HeadTimeoutProtocol`` to get the same limit.
+``--http dpscale.web.server:HeadTimeoutProtocol`` to get the same limits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
+import signal
+import threading
+import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEADER_TIMEOUT_ENV", "HeadTimeoutProtocol", "ServerLimits", "default_workers"]
+__all__ = [
+    "BODY_TIMEOUT_ENV",
+    "HEADER_TIMEOUT_ENV",
+    "HeadTimeoutProtocol",
+    "ServerLimits",
+    "default_workers",
+    "exit_with_parent",
+]
 
 HEADER_TIMEOUT_ENV = "DPSCALE_HEADER_TIMEOUT_S"
 DEFAULT_HEADER_TIMEOUT_S = 10.0
+PENDING_BODIES_ENV = "DPSCALE_MAX_PENDING_BODIES"
+DEFAULT_PENDING_BODIES = 32
+BODY_TIMEOUT_ENV = "DPSCALE_BODY_TIMEOUT_S"
+DEFAULT_BODY_TIMEOUT_S = 20.0
+"""The largest body, a 1 MiB upload of points, takes 20 s at 400 kbit/s."""
 
 
 _TOO_LARGE = (
@@ -36,29 +66,60 @@ _TOO_LARGE = (
 )
 
 
-def _header_timeout_s() -> float:
-    text = os.environ.get(HEADER_TIMEOUT_ENV, "").strip()
+def _timeout_s(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
     if not text:
-        return DEFAULT_HEADER_TIMEOUT_S
+        return default
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{HEADER_TIMEOUT_ENV} must be a number of seconds above 0 (got {text!r})")
+        raise ValueError(f"{name} must be a number of seconds above 0 (got {text!r})")
     return value
 
 
+def _pending_bodies() -> int:
+    text = os.environ.get(PENDING_BODIES_ENV, "").strip()
+    if not text:
+        return DEFAULT_PENDING_BODIES
+    if not text.isdigit():
+        raise ValueError(
+            f"{PENDING_BODIES_ENV} must be a whole number of at least 0 (got {text!r})"
+        )
+    return int(text)
+
+
+_BUSY_CLIENT = (
+    b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"retry-after: 5\r\ncontent-length: 54\r\nconnection: close\r\n\r\n"
+    b"too many request bodies from your address are arriving"
+)
+
+
+def _header_timeout_s() -> float:
+    return _timeout_s(HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S)
+
+
 class HeadTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol, closing a connection whose request head is not in on time."""
+    """uvicorn's h11 protocol, closing a connection whose request head, or whose body, is not
+    in on time."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.header_timeout_s = _header_timeout_s()
+        self.body_timeout_s = _timeout_s(BODY_TIMEOUT_ENV, DEFAULT_BODY_TIMEOUT_S)
+        self.max_pending_bodies = _pending_bodies()
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._pending_as: str | None = None
+        """The client address this connection's arriving body is counted against."""
         self.max_head_bytes = self.config.h11_max_incomplete_event_size or 16 * 1024
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._head_tail = b""
+
+    _pending: ClassVar[Counter[str]] = Counter()
+    """Bodies arriving now, per client address, in this worker process."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -76,10 +137,62 @@ class HeadTimeoutProtocol(H11Protocol):
         super().data_received(data)
         if not self._reading_head():
             self._disarm()
+        if self._reading_body():
+            if self._body_timer is None:  # from the end of the head; later bytes do not restart it
+                self._body_timer = self.loop.call_later(self.body_timeout_s, self._body_too_slow)
+                self._count_body()
+        else:
+            self._disarm_body()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._disarm_body()
         super().connection_lost(exc)
+
+    def _count_body(self) -> None:
+        """Count the arriving body against its client; past the limit, 429 and close."""
+        if not self.max_pending_bodies or self.client is None:
+            return
+        address = self.client[0]
+        trusted = self.config.forwarded_allow_ips or []
+        if isinstance(trusted, str):
+            trusted = [part.strip() for part in trusted.split(",")]
+        if self.config.proxy_headers and (address in trusted or "*" in trusted):
+            return  # a proxy in front: its readers' bodies, which it buffers itself
+        if self._pending[address] >= self.max_pending_bodies:
+            self._disarm_body()
+            if not self.transport.is_closing():
+                self.logger.info(
+                    "closed a connection: %d request bodies from %s are arriving already",
+                    self._pending[address],
+                    address,
+                )
+                self.transport.write(_BUSY_CLIENT)
+                self.transport.close()
+            return
+        self._pending[address] += 1
+        self._pending_as = address
+
+    def _reading_body(self) -> bool:
+        cycle = self.cycle
+        return cycle is not None and cycle.more_body and not cycle.response_complete
+
+    def _disarm_body(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        if self._pending_as is not None:
+            self._pending[self._pending_as] -= 1
+            if self._pending[self._pending_as] <= 0:
+                del self._pending[self._pending_as]
+            self._pending_as = None
+
+    def _body_too_slow(self) -> None:
+        self._body_timer = None
+        if self._reading_body() and not self.transport.is_closing():
+            seconds = self.body_timeout_s
+            self.logger.info("closed a connection: no whole request body in %g s", seconds)
+            self.transport.close()
 
     def _head_within_limit(self, data: bytes) -> bool:
         """Count the head's bytes in ``data`` (up to its blank line); False past the limit."""
@@ -113,6 +226,48 @@ class HeadTimeoutProtocol(H11Protocol):
             self.transport.close()
 
 
+PARENT_ENV = "DPSCALE_SERVE_PARENT_PID"
+PARENT_POLL_S = 0.2
+"""How often a worker looks whether its parent is still there."""
+ORPHAN_GRACE_S = 1.0
+"""How long an orphaned worker may finish its requests before it ends anyway."""
+
+
+def exit_with_parent(
+    *, poll_s: float = PARENT_POLL_S, grace_s: float = ORPHAN_GRACE_S
+) -> threading.Thread | None:
+    """In a worker process of ``dpscale serve`` (a child of uvicorn's supervisor): end when
+    the parent is gone. Killed with ``kill -9``, the parent could not stop its workers, and they
+    kept serving on the shared socket, so the restart failed with "Address already in use".
+
+    A thread looks every ``poll_s`` seconds whether the process's parent changed (the orphan is
+    adopted by another process); then the worker is sent SIGTERM, uvicorn's graceful stop, and
+    ended after ``grace_s`` more seconds if it has not stopped by then. Not in a process started
+    by anything else (returns None)."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is None:
+        return None
+    # The supervisor's pid as it told its workers: a worker whose parent died while it started
+    # (importing, building its articles) has been adopted already, and stops at once.
+    told = os.environ.get(PARENT_ENV, "")
+    parent = int(told) if told.isdigit() else os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        logging.getLogger("uvicorn.error").warning(
+            "the server's parent process %d is gone: this worker (%d) stops", parent, os.getpid()
+        )
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace_s)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="dpscale-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def default_workers() -> int:
     """The processor cores this process may use (its affinity, not the machine's count)."""
     try:
@@ -126,6 +281,7 @@ class ServerLimits:
     """The connection limits of ``dpscale serve`` (see ``dpscale serve --help``)."""
 
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
     max_header_bytes: int = 16 * 1024
     max_connections: int = 1000
     keep_alive_s: int = 5
@@ -170,8 +326,10 @@ def run(
     """Serve the app with uvicorn under ``limits`` until interrupted."""
     import uvicorn
 
-    # The protocol runs in each worker process: it reads its timeout from the environment.
+    # The protocol runs in each worker process: it reads its timeouts from the environment.
     os.environ[HEADER_TIMEOUT_ENV] = repr(limits.header_timeout_s)
+    os.environ[BODY_TIMEOUT_ENV] = repr(limits.body_timeout_s)
+    os.environ[PARENT_ENV] = str(os.getpid())  # whose death ends the workers (exit_with_parent)
     uvicorn.run(
         APP,
         factory=True,

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from contextvars import Context, copy_context
 from functools import partial
 from typing import Any
-from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -22,11 +21,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from dpscale.plotting import LAYOUTS
 from dpscale.store.db import StoreUnavailableError
 from dpscale.validation import FieldIssue, InputError
-from dpscale.web.budget import is_costly
+from dpscale.web.budget import BusyError, computed, is_costly
 from dpscale.web.context import REGIONS, calculator_context, page_html, site_url
 from dpscale.web.feedback import feedback_message, store_feedback
 from dpscale.web.forms import query_string, read_form
-from dpscale.web.i18n import LANGUAGES, language, localizer, preferred_language
+from dpscale.web.i18n import LANGUAGES, Localizer, language, localizer, preferred_language
+from dpscale.web.query import QueryError, parse_query, query_values
 from dpscale.web.registry import Calculator, calculators
 from dpscale.web.security import same_origin
 from dpscale.web.templating import chart_version, render
@@ -59,7 +59,8 @@ def _calculator(slug: str) -> Calculator:
 
 
 def _query(request: Request) -> dict[str, str]:
-    return dict(request.query_params)
+    """The query's values, parsed once for the budget and the page (dpscale.web.query)."""
+    return query_values(request.scope)
 
 
 @router.get("/healthz")
@@ -152,7 +153,7 @@ async def _built(request: Request, build: Callable[..., Response], *args: str) -
     prediction), so the loop keeps answering while it runs. Sending every page through the
     pool cost a thread hand-off each and, at 64 connections, dozens of threads contending for
     the GIL."""
-    if is_costly(request.url.path, request.scope.get("query_string", b"")):
+    if is_costly(request.url.path, _query(request)):
         return await run_in_threadpool(build, request, *args)
     return await _turns_here().build(partial(build, request, *args))
 
@@ -186,7 +187,7 @@ def _page(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     loc = localizer(_language(code))
     state = read_form(calc, _query(request), loc)
-    sent = request.query_params.get("feedback") == "sent"
+    sent = _query(request).get("feedback") == "sent"
     html = page_html(request, calc, code, state, "calculator.html", feedback_sent=sent)
     return HTMLResponse(html, headers=_PUBLIC)
 
@@ -198,7 +199,7 @@ def _embed(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     state = read_form(calc, _query(request), localizer(_language(code)))
     # The host site's colours: light or dark, else the reader's system setting.
-    theme = request.query_params.get("theme", "")
+    theme = _query(request).get("theme", "")
     html = page_html(
         request,
         calc,
@@ -237,7 +238,7 @@ _built_route("/fragment/{code}/{slug}", _fragment, name="fragment")
 def chart(request: Request, code: str, slug: str) -> Response:
     calc = _calculator(slug)
     loc = localizer(_language(code))
-    asked = request.query_params.get("layout", "wide")
+    asked = _query(request).get("layout", "wide")
     layout = next((known for known in LAYOUTS if known == asked), None)
     if calc.chart is None or layout is None:  # no such chart
         raise HTTPException(404)
@@ -249,7 +250,7 @@ def chart(request: Request, code: str, slug: str) -> Response:
     # The page's address for a chart carries the version of the code that draws it
     # (chart_version), so those bytes never change; any other address (an old page's
     # version, none) may be drawn differently by the next release.
-    current = request.query_params.get("v") == chart_version()
+    current = _query(request).get("v") == chart_version()
     control = "public, max-age=31536000, immutable" if current else "public, max-age=86400"
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": control})
 
@@ -317,7 +318,10 @@ async def feedback_form(request: Request, code: str, slug: str) -> Response:
         )
     form = await request.form()
     helpful, comment = form.get("helpful", ""), form.get("comment", "")
-    values = dict(parse_qsl(str(form.get("query", ""))))
+    try:  # as a page's address is read (dpscale.web.query); a broken one: the page's defaults
+        values = parse_query(str(form.get("query", "")))
+    except QueryError:
+        values = {}
     await form.close()  # the spooled files of any upload
     if not isinstance(helpful, str) or not isinstance(comment, str):
         # A file sent in a text field (multipart): refused, never stored as "UploadFile(...)".
@@ -325,7 +329,6 @@ async def feedback_form(request: Request, code: str, slug: str) -> Response:
             loc.gettext("This feedback could not be stored. Reload the page and try again."),
             status_code=422,
         )
-    state = read_form(calc, values, loc)
     status, issue = 0, None
     try:
         await run_in_threadpool(
@@ -337,6 +340,34 @@ async def feedback_form(request: Request, code: str, slug: str) -> Response:
     except StoreUnavailableError:
         _log.exception("the database cannot be used")
         status, issue = 503, FieldIssue(field="database", rule=None)
+    # The page is computed again from its query: off the event loop, and under the budget
+    # where the page itself would be (a long prediction, a fit).
+    costly = is_costly(f"/{code}/{slug}", values)
+    answer = partial(_feedback_answer, request, calc, code, loc, values, helpful, comment)
+    try:
+        return await computed(request.scope, answer, status, issue, costly=costly)
+    except BusyError:
+        if issue is not None:
+            raise
+        # Stored: back to the page as it was sent, which takes its own turn.
+        back = query_string(calc, values)
+        target = f"/{code}/{slug}?" + (f"{back}&" if back else "") + "feedback=sent#feedback"
+        return RedirectResponse(target, status_code=303)
+
+
+def _feedback_answer(
+    request: Request,
+    calc: Calculator,
+    code: str,
+    loc: Localizer,
+    values: dict[str, str],
+    helpful: str,
+    comment: str,
+    status: int,
+    issue: FieldIssue | None,
+) -> Response:
+    """The feedback form's answer: back to the page, or the page with the form's error."""
+    state = read_form(calc, values, loc)
     if issue is not None:
         context = calculator_context(
             request,
@@ -351,7 +382,7 @@ async def feedback_form(request: Request, code: str, slug: str) -> Response:
         html = render(code, "calculator.html", **context)
         return HTMLResponse(html, status_code=status, headers=headers)
     back = query_string(calc, state.canonical)
-    target = f"/{code}/{slug}?" + (f"{back}&" if back else "") + "feedback=sent#feedback"
+    target = f"/{code}/{calc.slug}?" + (f"{back}&" if back else "") + "feedback=sent#feedback"
     return RedirectResponse(target, status_code=303)
 
 

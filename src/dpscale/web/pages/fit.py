@@ -309,11 +309,11 @@ router = APIRouter(include_in_schema=False)
 @router.post(f"/{{code}}/{SLUG}", response_class=HTMLResponse)
 async def upload(request: Request, code: str) -> Response:
     """The page's form sent with a file (works without JavaScript): the file's text becomes
-    the points, and the browser is sent to the share link that carries them."""
-    from dpscale.web.context import calculator_context
-    from dpscale.web.forms import query_string, read_form
+    the points, and the browser is sent to the share link that carries them. The fit and the
+    page are computed off the event loop, under the costly-request budget
+    (:func:`dpscale.web.budget.computed`)."""
+    from dpscale.web.budget import computed
     from dpscale.web.security import same_origin
-    from dpscale.web.templating import render
 
     if language(code) is None:
         raise HTTPException(404)
@@ -333,6 +333,18 @@ async def upload(request: Request, code: str) -> Response:
                 bad_file = True
             else:
                 values["points"] = text
+    return await computed(request.scope, _uploaded, request, code, loc, values, bad_file)
+
+
+def _uploaded(
+    request: Request, code: str, loc: Localizer, values: dict[str, str], bad_file: bool
+) -> Response:
+    """The upload's answer: the share link, or the page itself when the link would be too
+    long for proxies (its links then do not carry the points: see ``calculator_context``)."""
+    from dpscale.web.context import calculator_context
+    from dpscale.web.forms import query_string, read_form
+    from dpscale.web.templating import render
+
     state = read_form(CALCULATOR, values, loc)
     if bad_file:
         state.result, state.presentation = None, None
