@@ -23,6 +23,7 @@ LAYERS = (
     "measure",
     "store",
     "spec",
+    "library",
     "cli",
     "web",
 )

@@ -171,18 +171,19 @@ def measure(
     except ImportError:
         fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
     from dpscale.measure.across import measure_across_nodes
-    from dpscale.measure.launch import MeasurementInterrupted
+    from dpscale.measure.launch import MeasurementInterrupted, world_sizes_for
     from dpscale.measure.launch import measure as run_measurement
 
     try:
         config = read_config(fields)
         shape = _shape(node_fields, nproc_given=nproc is not None)
         if shape is None:
-            planned = config.world_sizes or default_world_sizes(config.nproc)
-            _note_contention(max(planned), config.backend)  # newcomer: more ranks than cores
+            # Checked before the note: bad input is one line, nothing else.
+            planned = list(world_sizes_for(config, config.backend))
+            _note_contention(max(planned), config.backend)  # more ranks than cores
             run: Any = run_measurement
         else:
-            planned = config.world_sizes or default_world_sizes(shape.world_size)
+            planned = list(config.world_sizes or default_world_sizes(shape.world_size))
 
             def run(config: Any, **kwargs: Any) -> dict[str, Any]:
                 return measure_across_nodes(config, shape, **kwargs)

@@ -122,8 +122,8 @@ def create_served_app() -> FastAPI:
     garbage collector, whose full collections scanned all of them (80-150 ms, every few
     thousand requests, while each waiting request waited too). The charts are warmed in the
     background (:func:`warm_charts`). A worker started by ``dpscale serve --workers N`` ends
-    when its parent does (:func:`dpscale.web.server.exit_with_parent`)."""
-    from dpscale.web.server import exit_with_parent
+    when its parent does (:func:`dpscale.web.orphans.exit_with_parent`)."""
+    from dpscale.web.orphans import exit_with_parent
 
     exit_with_parent()  # a worker of several: it ends with its parent, even one killed -9
     app = create_app()
