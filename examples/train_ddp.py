@@ -56,6 +56,9 @@ def main() -> None:
             loss.backward()
             optimizer.step()
 
+    # Leave together: a gloo rank whose peer tears its connections down first can abort
+    # ("terminate called without an active exception") before its exit handlers run.
+    dist.barrier()
     dist.destroy_process_group()
 
 
