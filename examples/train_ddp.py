@@ -37,6 +37,16 @@ def main() -> None:
         torch.cuda.set_device(device)
     dist.init_process_group(backend)
 
+    train(args, device)
+    # Leave together, with DDP's reducer (which holds the process group) already gone: a gloo
+    # rank torn down in another order can abort at exit ("terminate called without an active
+    # exception") before its exit handlers write the timings.
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace, device: torch.device) -> None:
+    """The user's own loop: every object holding the process group ends with this call."""
     torch.manual_seed(0)
     model = nn.Sequential(
         nn.Linear(args.width, 4 * args.width),
@@ -55,11 +65,6 @@ def main() -> None:
             loss = nn.functional.mse_loss(ddp(inputs), targets)
             loss.backward()
             optimizer.step()
-
-    # Leave together: a gloo rank whose peer tears its connections down first can abort
-    # ("terminate called without an active exception") before its exit handlers run.
-    dist.barrier()
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

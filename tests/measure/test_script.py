@@ -115,10 +115,10 @@ def test_a_script_that_stops_timing_is_stopped_after_the_timeout(
 ) -> None:
     script = tmp_path / "hangs.py"
     script.write_text(
-        "import time\nfrom dpscale.measure import StepTimer\n"
+        "import threading\nfrom dpscale.measure import StepTimer\n"
         "timer = StepTimer(samples_per_step=1, warmup=0)\n"
         "with timer.step():\n    pass\n"
-        "time.sleep(600)\n",
+        "threading.Event().wait()  # hangs until the timeout ends it\n",
         encoding="utf-8",
     )
     status, _out, err = run(

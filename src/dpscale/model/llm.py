@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpscale.model.presets import shipped_names
 from dpscale.validation import InputError
 
 __all__ = [
@@ -99,13 +100,7 @@ def _files() -> Any:
 @cache
 def model_names() -> tuple[str, ...]:
     """Names of the shipped model presets, sorted."""
-    return tuple(
-        sorted(
-            entry.name.removesuffix(".toml")
-            for entry in _files().iterdir()
-            if entry.name.endswith(".toml")
-        )
-    )
+    return shipped_names(_files())
 
 
 @cache

@@ -22,7 +22,7 @@ from dpscale.model.hardware import Hardware
 from dpscale.units import parse_bandwidth, parse_bytes, parse_duration
 from dpscale.validation import InputError
 
-__all__ = ["Preset", "load_preset", "preset_names"]
+__all__ = ["Preset", "load_preset", "preset_names", "shipped_names"]
 
 _FIELDS = (
     "devices_per_node",
@@ -60,16 +60,21 @@ def _files() -> Any:
     return resources.files("dpscale.model").joinpath("presets")
 
 
-@cache
-def preset_names() -> tuple[str, ...]:
-    """Names of the shipped presets, sorted."""
+def shipped_names(folder: Any) -> tuple[str, ...]:
+    """Names of the ``.toml`` files shipped in a package folder, sorted (without suffix)."""
     return tuple(
         sorted(
             entry.name.removesuffix(".toml")
-            for entry in _files().iterdir()
+            for entry in folder.iterdir()
             if entry.name.endswith(".toml")
         )
     )
+
+
+@cache
+def preset_names() -> tuple[str, ...]:
+    """Names of the shipped presets, sorted."""
+    return shipped_names(_files())
 
 
 @cache
