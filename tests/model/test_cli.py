@@ -427,3 +427,37 @@ def test_the_presets_at_80_columns_cut_nothing(
     )
     body = [line for line in out.splitlines() if "│" in line]
     assert expected <= Counter(_words("\n".join(body)))
+
+
+def test_the_presets_at_80_columns_keep_each_title_on_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: at 80 columns the Title column folded over five lines ("Cloud / instance: /
+    AWS / ..."); now each title has a line of its own, its figures the line under it."""
+    _, out, _ = run(capsys, "predict", "--list-hardware", "--json")
+    presets = json.loads(out)["presets"]
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = run(capsys, "predict", "--list-hardware")
+    lines = out.splitlines()
+    for preset in presets:
+        (line,) = [line for line in lines if f"│ {preset['name']} " in line]
+        assert f"│ {preset['title']} " in line
+        figures = lines[lines.index(line) + 1]
+        v = preset["values"]
+        assert (
+            f"│ {v['devices_per_node']} per node · {v['intra_node_bandwidth']} intra-node · "
+            f"{v['inter_node_bandwidth']} network · {v['transport']} "
+        ) in figures
+    assert max(len(line) for line in lines) <= 80
+    monkeypatch.setenv("COLUMNS", "200")  # room for one line a preset: the full table
+    _, out, _ = run(capsys, "predict", "--list-hardware")
+    header = next(line for line in out.splitlines() if "Name" in line)
+    assert header.split("┃")[1:-1] == [
+        f" {h} ".ljust(len(cell))
+        for h, cell in zip(
+            ("Name", "Title", "Per node", "Intra-node", "Network", "Transport"),
+            header.split("┃")[1:-1],
+            strict=True,
+        )
+    ]
+    assert len(out.splitlines()) == len(presets) + 5
