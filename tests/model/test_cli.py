@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -461,3 +462,18 @@ def test_the_presets_at_80_columns_keep_each_title_on_one_line(
         )
     ]
     assert len(out.splitlines()) == len(presets) + 5
+
+
+def test_the_plot_writes_device_counts_as_the_page_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 27: the CLI chart's ticks were 2^3 ... 2^10 where the page writes 8 ... 1,024; its
+    legend sat over the dotted node boundary (now under the axes)."""
+    chart = tmp_path / "e.svg"
+    args = ["--devices", "8,16,64,256,1024", "--plot", str(chart)]
+    status, _, _ = run(capsys, *DESIGN_EXAMPLE[:-2], *args)
+    assert status == 0
+    svg = chart.read_text()
+    ticks = re.findall(r">([^<>]+)</text>", svg)
+    assert {"8", "16", "64", "256", "1,024"} <= set(ticks)
+    assert "mathdefault" not in svg  # no 2^{10}

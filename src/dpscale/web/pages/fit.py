@@ -241,13 +241,14 @@ def chart(page: FitPage, loc: Localizer, layout: ChartLayout) -> str:
         devices=_("Devices"),
         throughput=_("Throughput (%(unit)s)", unit=page.unit),
         measured=_("Measured"),
-        fitted=_("Fitted ({model})"),
-        band=_("95 % prediction interval"),
+        fitted=_("Fitted: {model}"),
+        band=_("{percent} prediction interval"),
         ideal=_("Ideal (linear from the {devices}-device baseline)"),
         predicted=_("Predicted"),
         efficiency=_("Efficiency"),
-        ideal_efficiency=_("Ideal (100 %)"),
+        ideal_efficiency=_("Ideal efficiency: {percent}"),
         number=loc.number,
+        percent=lambda fraction: loc.percent(fraction, 3),
         model=lambda name: _(MODEL_TITLES[name]),
     )
     return plot_svg(page.result, labels, layout)
