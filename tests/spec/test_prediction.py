@@ -228,7 +228,7 @@ def test_the_table_of_points_is_described_once() -> None:
         headers = [unescape(h) for h in re.findall(r'<th scope="col"[^>]*>(.*?)</th>', html)]
         assert headers == [
             (loc.gettext(c.label) if c.translated else c.label)
-            + (" (tokens/s)" if c.page_unit else "")
+            + (f" ({loc.unit('tokens/s')})" if c.page_unit else "")
             for c in page
         ]
         rows = prediction.table(loc).rows

@@ -51,10 +51,11 @@ def test_share_link_carries_the_points_and_shows_the_fit(client: httpx.Client) -
 def test_predictions_carry_the_throughput_unit(client: httpx.Client) -> None:
     query = urlencode({"points": STEP, "at": "512", "devices_per_node": "8", "unit": "tokens/s"})
     html = client.get(f"/ja/scaling-fit?{query}").text
-    assert result_value(html, "predictions") == "37,077 tokens/s (71.9%)"
-    assert '<th scope="col">スループット（tokens/s）</th>' in html
+    # In Japanese the unit is written as a Japanese calculator does (issue 27).
+    assert result_value(html, "predictions") == "37,077 トークン/秒 (71.9%)"
+    assert '<th scope="col">スループット（トークン/秒）</th>' in html
     chart = unescape(client.get(f"/chart/ja/scaling-fit.svg?{query}").text)
-    assert "スループット（tokens/s）" in chart
+    assert "スループット（トークン/秒）" in chart
     api = client.get(f"/api/v1/scaling-fit?{query}").json()
     assert api["unit"] == "tokens/s"
     # Without one, samples/s, as on the scaling and prediction pages.

@@ -72,7 +72,7 @@ def write(value: Value, words: Mapping[str, Wording], loc: Localizer, unit: str 
     if isinstance(value, Percentage):
         return loc.percent(value.value, value.digits)
     if isinstance(value, Amount):
-        return f"{loc.number(value.value, 4)} {unit}"
+        return f"{loc.number(value.value, 4)} {loc.unit(unit)}"
     if isinstance(value, Number):
         return loc.number(value.value, value.digits or 6)
     raise TypeError(value)

@@ -91,12 +91,12 @@ class FitPage:
     def predictions(self, loc: Localizer) -> Shown:
         """The predictions table of ``_fit_details.html``, from its description."""
         rows = [asdict(row) for row in self.result.predictions]
-        return _shown(PREDICTIONS, rows, loc, self.unit)
+        return _shown(PREDICTIONS, rows, loc, loc.unit(self.unit))
 
     def parameters(self, loc: Localizer) -> Shown:
         """The fitted parameters' table of ``_fit_details.html``, from its description."""
         rows = [{"name": name, **p} for name, p in self.result.parameters().items()]
-        return _shown(PARAMETERS, rows, loc, self.unit)
+        return _shown(PARAMETERS, rows, loc, loc.unit(self.unit))
 
     def comparison(self, loc: Localizer) -> str:
         """How the model was chosen beyond the reason, as the terminal says it: how the closer
@@ -161,7 +161,7 @@ def _amount(loc: Localizer, value: float) -> str:
 
 def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
-    result, unit = page.result, page.unit
+    result, unit = page.result, loc.unit(page.unit)
     base = result.baseline
     baseline = say(base.said(), SAID, loc, unit)
     last = result.predictions[-1]
@@ -239,7 +239,7 @@ def chart(page: FitPage, loc: Localizer, layout: ChartLayout) -> str:
     labels = PlotLabels(
         title=_("Scaling fit: {model}"),
         devices=_("Devices"),
-        throughput=_("Throughput (%(unit)s)", unit=page.unit),
+        throughput=_("Throughput (%(unit)s)", unit=loc.unit(page.unit)),
         measured=_("Measured"),
         fitted=_("Fitted: {model}"),
         band=_("{percent} prediction interval"),

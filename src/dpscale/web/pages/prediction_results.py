@@ -178,7 +178,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     result = prediction.result
     sc, hw = result.scenario, result.scenario.hardware
     last = result.last_point()
-    devices, unit = num(last["devices"]), sc.unit
+    devices, unit = num(last["devices"]), loc.unit(sc.unit)
     efficiency = loc.percent(last["efficiency"])
     items = [
         ResultItem(
@@ -211,7 +211,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
                 throughput=num(sc.baseline_throughput or sc.per_device_throughput),
                 unit=unit,
                 efficiency=efficiency,
-                actual=num(last["actual_throughput"]),
+                actual=num(last["actual_throughput"], 4),  # as the headline above it
                 speedup=num(last["speedup"], 4),
             ),
             primary=True,
