@@ -67,8 +67,8 @@ def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> N
     assert result_value(html, "grad_accum_needed") == "8"
     assert sentence(html, "grad_accum_needed").endswith("the global batch becomes 16,384 samples.")
     assert result_value(html, "micro_batch_needed") == "32"
-    assert result_value(html, "best_bucket") == "134 MB"
-    assert result_value(html, "gradients") == "2.6 GB"
+    assert result_value(html, "best_bucket") == "128 MiB"
+    assert result_value(html, "gradients") == "2.42 GiB"  # binary, as the "25 MiB" placeholder
     # The example's network is not the preset's, and the page says so.
     assert result_value(html, "hardware") == (
         "NVIDIA DGX A100 with 8x A100 SXM4, except: Network bandwidth per node"

@@ -26,7 +26,7 @@ from dpscale.spec.prediction import (
     STRATEGY_NAMES,
     TRANSPORT_NAMES,
 )
-from dpscale.units import format_bandwidth, format_bytes, format_duration
+from dpscale.units import format_bandwidth, format_binary_bytes, format_duration
 from dpscale.web.i18n import Localizer
 
 __all__ = ["NAMES", "say", "write"]
@@ -42,7 +42,12 @@ NAMES: Mapping[str, Mapping[str, str]] = {
 or a name no language changes); a code missing from its table is shown as it is."""
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-_QUANTITIES = {"bytes": format_bytes, "bandwidth": format_bandwidth, "duration": format_duration}
+# Sizes in binary units, as the fields' placeholders ("25 MiB"); bandwidths decimal.
+_QUANTITIES = {
+    "bytes": format_binary_bytes,
+    "bandwidth": format_bandwidth,
+    "duration": format_duration,
+}
 
 
 def _name(names: str, code: str, loc: Localizer) -> str:
