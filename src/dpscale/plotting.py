@@ -160,7 +160,14 @@ def wrap(text: str, columns: int) -> str:
     >>> print(wrap("スケーリングの当てはめ：アムダールの法則", 28))
     スケーリングの当てはめ：
     アムダールの法則
+    >>> print(wrap("スケーリングの当てはめ：通信モデル（リング all-reduce）", 28))
+    スケーリングの当てはめ：
+    通信モデル（リング
+    all-reduce）
     """
+    head, colon, tail = text.partition("：")  # a full-width colon ends a phrase: break there
+    if colon and tail and _columns(text) > columns and _columns(head + colon) <= columns:
+        return f"{head}{colon}\n{wrap(tail, columns)}"
     lines: list[str] = []
     line = ""
     for word in _words(text):
