@@ -201,6 +201,9 @@ class MeasuredFit:
     basis: Scenario | None = None
     """The scenario the parameters' effects were computed on (before the level was folded
     into the calibrated scenario's per-device throughput)."""
+    folded: tuple[str, ...] = ()
+    """Parameters the points cannot tell apart from the level (the fixed per-step cost when
+    no point ran on one device): the level holds them."""
 
     def _design(self, n: Any) -> tuple[Any, dict[str, Any]]:
         return _design(self.basis or self.scenario, n)
@@ -282,6 +285,12 @@ class MeasuredFit:
         if self.unfittable:
             kept = ", ".join(LABELS[name] for name in self.unfittable)
             said.append(f"not pinned down by these counts, kept within the stated range: {kept}")
+        if self.folded:
+            folded = ", ".join(LABELS[name] for name in self.folded)
+            said.append(
+                f"not told apart from the single-device step (no point on one device), so "
+                f"held in it: {folded}"
+            )
         for flag in self.flagged:
             said.append(
                 f"the point at {flag.devices:,} devices ({flag.throughput:.4g}) lies off the "
@@ -379,8 +388,10 @@ def calibrate_measured(
     one_step, columns = _design(sc, n)
     level = [] if single else ["level"]
     candidates = [name for name in ORDER if name not in stated]
+    folded: tuple[str, ...] = ()
     if not single and "step_overhead" in candidates:
         candidates.remove("step_overhead")  # the level holds it: no point runs without it
+        folded = ("step_overhead",)
     if "network_share" in candidates and not np.any(n > sc.hardware.devices_per_node):
         # Points inside one node say nothing of the network between nodes.
         candidates.remove("network_share")
@@ -451,6 +462,7 @@ def calibrate_measured(
         flagged=tuple(flagged),
         rising=rising,
         basis=basis,
+        folded=folded,
     )
 
 
