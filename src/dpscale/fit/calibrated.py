@@ -39,11 +39,10 @@ from dpscale.fit.data import Points
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.models import Parameter, ScalingModel
 from dpscale.fit.physics import Physics, check_finite
-from dpscale.model.measured import LABELS, POINTS_SOURCE, MeasuredFit, calibrate_measured
+from dpscale.model.measured import POINTS_SOURCE, MeasuredFit, calibrate_measured
 from dpscale.model.scenario import Scenario
-from dpscale.said import Count, Names, Number, Said
 
-__all__ = ["SPREAD", "CalibratedFit", "calibrated_fit", "calibration_notes", "scenario_for"]
+__all__ = ["SPREAD", "CalibratedFit", "calibrated_fit", "scenario_for"]
 
 SPREAD = 2.0
 """Standard deviations either side of a parameter's estimate in its interval: the band's
@@ -201,34 +200,3 @@ def calibrated_fit(physics: Physics, points: Points) -> CalibratedFit:
         nu=float(dof),
         measured=fit,
     )
-
-
-def calibration_notes(fit: MeasuredFit) -> tuple[Said, ...]:
-    """:meth:`MeasuredFit.notes` as statements each surface words in its language
-    (codes ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
-    ``calibration_flagged``)."""
-    said = [Said("calibration_estimated", _names(fit.free or ("nothing",)))]
-    if fit.unfittable:
-        said.append(Said("calibration_kept", _names(fit.unfittable)))
-    if fit.folded:
-        said.append(Said("calibration_folded", _names(fit.folded)))
-    for flag in fit.flagged:
-        said.append(
-            Said(
-                "calibration_flagged",
-                {
-                    "devices": Count(flag.devices),
-                    "throughput": Number(flag.throughput, 4),
-                    "expected": Number(flag.expected, 4),
-                    "weight": Number(flag.weight, 2),
-                },
-            )
-        )
-    return tuple(said)
-
-
-def _names(names: tuple[str, ...]) -> dict[str, Names | str]:
-    """The parameters as the page names them (``Names`` table ``calibration``) and in the
-    terminal's English (:data:`dpscale.model.measured.LABELS`)."""
-    listed = ", ".join(LABELS.get(name, name) for name in names)
-    return {"parameters": Names(names, "calibration"), "listed": listed}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from dpscale.fit.calibrated import CalibratedFit, calibrated_fit, calibration_notes
+from dpscale.fit.calibrated import CalibratedFit, calibrated_fit
 from dpscale.fit.data import MAX_DEVICES, Points
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
@@ -249,7 +249,7 @@ def _calibrated(physics: Physics, points: Points) -> tuple[ModelFit, Selection]:
     fitted = calibrated_fit(physics, points)
     assert fitted.measured is not None
     reason = Said("calibrated", {"facts": physics.describe()})
-    return fitted, Selection("calibrated", reason, (), calibration_notes(fitted.measured))
+    return fitted, Selection("calibrated", reason, (), fitted.measured.said())
 
 
 def fit_points(

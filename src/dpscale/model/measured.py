@@ -80,6 +80,7 @@ from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
 from dpscale.model.costs import DEFAULT_JITTER, JITTER_RANGE, expected_max_normal
 from dpscale.model.scenario import Scenario, evaluate
+from dpscale.said import Count, Names, Number, Said, Value
 from dpscale.validation import InputError
 
 __all__ = [
@@ -299,11 +300,41 @@ class MeasuredFit:
             )
         return said
 
+    def said(self) -> tuple[Said, ...]:
+        """:meth:`notes` as statements each surface words in its language (codes
+        ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
+        ``calibration_flagged``: ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of
+        parameters is ``parameters`` (the page names them) and ``listed`` (the terminal's)."""
+        said = [Said("calibration_estimated", _names(self.free or ("nothing",)))]
+        if self.unfittable:
+            said.append(Said("calibration_kept", _names(self.unfittable)))
+        if self.folded:
+            said.append(Said("calibration_folded", _names(self.folded)))
+        for flag in self.flagged:
+            said.append(
+                Said(
+                    "calibration_flagged",
+                    {
+                        "devices": Count(flag.devices),
+                        "throughput": Number(flag.throughput, 4),
+                        "expected": Number(flag.expected, 4),
+                        "weight": Number(flag.weight, 2),
+                    },
+                )
+            )
+        return tuple(said)
+
+
+def _names(names: tuple[str, ...]) -> dict[str, Value]:
+    listed = ", ".join(LABELS.get(name, name) for name in names)
+    return {"parameters": Names(names, "calibration"), "listed": listed}
+
 
 ORDER = ("step_overhead", "network_share", "jitter")
 """What a calibration may estimate beyond the level, in the order it takes them."""
 LABELS = {
     "level": "the single-device step",
+    "nothing": "nothing",
     "step_overhead": "the fixed per-step cost",
     "network_share": "the network share",
     "jitter": "the jitter",

@@ -33,7 +33,7 @@ from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
 from dpscale.said import Amount, Count, Number, Percentage, Said, Wording, english
 from dpscale.spec.description import N_, Input
-from dpscale.spec.prediction import PREDICTION
+from dpscale.spec.prediction import CALIBRATION_WORDS, PREDICTION
 from dpscale.spec.scaling import UNITS
 
 if TYPE_CHECKING:
@@ -495,34 +495,7 @@ SAID: Mapping[str, Wording] = {
         "cost per step, and the band spans the step model's uncertain inputs over their "
         "stated ranges.",
     ),
-    "calibration_estimated": Wording(
-        N_("Estimated from the points: %(parameters)s."),
-        "Estimated from the points: {listed}.",
-    ),
-    "calibration_kept": Wording(
-        N_(
-            "These device counts cannot pin down %(parameters)s: kept within the stated "
-            "range, which the band includes."
-        ),
-        "These device counts cannot pin down {listed}: kept within the stated range, which "
-        "the band includes.",
-    ),
-    "calibration_folded": Wording(
-        N_(
-            "No point ran on one device, so %(parameters)s cannot be told apart from the "
-            "single-device step: it is held in it."
-        ),
-        "No point ran on one device, so {listed} cannot be told apart from the single-device "
-        "step: it is held in it.",
-    ),
-    "calibration_flagged": Wording(
-        N_(
-            "The point at %(devices)s devices (%(throughput)s) lies off the others' fit "
-            "(%(expected)s) beyond its noise: it counts as %(weight)s of a point."
-        ),
-        "The point at {devices:,} devices ({throughput}) lies off the others' fit "
-        "({expected}) beyond its noise: down-weighted to {weight} of a point.",
-    ),
+    **CALIBRATION_WORDS,
     "prior_over_aicc": Wording(
         N_(
             "The information criterion alone would pick %(model)s (Akaike weight "
