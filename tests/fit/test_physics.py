@@ -50,7 +50,7 @@ def test_points_inside_one_node_see_the_step_the_network_makes() -> None:
     stated = fit(Points.of(inside), at=[16, 64], devices_per_node=8, facts=slow)
     assert plain.notes[0] == Said("one_node", {"devices": Count(8)})
     kept = next(note for note in stated.notes if note.code == "calibration_kept")
-    assert kept.ctx["listed"] == "the network share"
+    assert kept.ctx["parameters"] == (Said("parameter_network_share"),)
     e_plain = [p.efficiency for p in plain.predictions]
     e_stated = [p.efficiency for p in stated.predictions]
     # A 10 Gbit/s network costs a 102 MB all-reduce ~0.16 s a step: far below the flat ring.
@@ -66,7 +66,7 @@ def test_without_a_one_device_point_the_fixed_cost_is_held_in_the_level() -> Non
     codes = [note.code for note in result.notes]
     assert "calibration_folded" in codes
     folded = result.notes[codes.index("calibration_folded")]
-    assert folded.ctx["listed"] == "the fixed per-step cost"
+    assert folded.ctx["parameters"] == (Said("parameter_step_overhead"),)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from html import unescape
 import httpx
 import pytest
 
-from dpscale.spec.fit import CALIBRATION_PARAMETERS
+from dpscale.spec.prediction import CALIBRATION_WORDS
 from dpscale.web.i18n import LANGUAGES, localizer
 
 from .test_prediction_page import DEFAULTS
@@ -24,15 +24,17 @@ def test_the_calibrations_notes_are_worded_in_each_language(
 ) -> None:
     html = unescape(client.get(f"/{code}/scaling-prediction?{DEFAULTS}&{MEASURED}").text)
     loc = localizer(code)
-    names = [loc.gettext(CALIBRATION_PARAMETERS[name]) for name in ("level", "jitter")]
+    names = [
+        loc.gettext(CALIBRATION_WORDS[f"parameter_{name}"].page) for name in ("level", "jitter")
+    ]
     estimated = loc.gettext("Estimated from the points: %(parameters)s.", parameters="|")
-    before, after = estimated.split("|")
+    before, _ = estimated.split("|")
     assert before in html
     assert all(name in html for name in names)
     folded = loc.gettext(
         "No point ran on one device, so %(parameters)s cannot be told apart from the "
         "single-device step: it is held in it.",
-        parameters=loc.gettext(CALIBRATION_PARAMETERS["step_overhead"]),
+        parameters=loc.gettext(CALIBRATION_WORDS["parameter_step_overhead"].page),
     )
     assert folded in html
     for raw in ("calibration_estimated", "calibration_folded", "measured_", "network_share"):

@@ -305,13 +305,7 @@ def fit_points(
         if peak is not None and peak > target.horizon
         else []
     )
-    stated = (
-        [Said("stated_hardware", {"facts": physics.describe()})]
-        if physics is not None and fitted.model.offset is not None
-        else []
-    )
     notes = [
-        *stated,
         *selection.notes,
         *([selection.flag.said()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),

@@ -80,7 +80,7 @@ from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
 from dpscale.model.costs import DEFAULT_JITTER, JITTER_RANGE, expected_max_normal
 from dpscale.model.scenario import Scenario, evaluate
-from dpscale.said import Count, Names, Number, Said, Value
+from dpscale.said import Count, Number, Said, Value
 from dpscale.validation import InputError
 
 __all__ = [
@@ -304,7 +304,7 @@ class MeasuredFit:
         """:meth:`notes` as statements each surface words in its language (codes
         ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
         ``calibration_flagged``: ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of
-        parameters is ``parameters`` (the page names them) and ``listed`` (the terminal's)."""
+        parameters is ``parameters``, a statement per parameter (``parameter_jitter``)."""
         said = [Said("calibration_estimated", _names(self.free or ("nothing",)))]
         if self.unfittable:
             said.append(Said("calibration_kept", _names(self.unfittable)))
@@ -326,8 +326,9 @@ class MeasuredFit:
 
 
 def _names(names: tuple[str, ...]) -> dict[str, Value]:
-    listed = ", ".join(LABELS.get(name, name) for name in names)
-    return {"parameters": Names(names, "calibration"), "listed": listed}
+    """Parameters named in a sentence: each a statement (``parameter_level``, ...) that each
+    surface words (:data:`LABELS` on the terminal)."""
+    return {"parameters": tuple(Said("parameter_" + name) for name in names)}
 
 
 ORDER = ("step_overhead", "network_share", "jitter")

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from dpscale.fit import FitResult
 
 __all__ = [
-    "CALIBRATION_PARAMETERS",
     "EXAMPLE",
     "FIT_INPUTS",
     "MODEL_TITLES",
@@ -279,16 +278,6 @@ PARAMETER_NAMES = {
 }
 """msgid of each parameter's name on the page (its JSON name is the page's tooltip)."""
 
-CALIBRATION_PARAMETERS = {
-    "level": N_("the single-device step"),
-    "step_overhead": N_("the fixed per-step cost"),
-    "network_share": N_("the network share"),
-    "jitter": N_("the jitter"),
-    "nothing": N_("nothing"),
-}
-"""msgid of each parameter a calibration may estimate (:data:`dpscale.model.measured.LABELS`)
-as the page names it in a sentence (``Names`` table ``calibration``)."""
-
 
 STATEMENTS: Mapping[str, Wording] = {
     "efficiency_kept": Wording(
@@ -482,19 +471,6 @@ SAID: Mapping[str, Wording] = {
         "{devices:,} devices, the fewest measured (one device was not measured)",
     ),
     # The notes (FitResult.notes).
-    "stated_hardware": Wording(
-        N_(
-            "The communication model's growth with devices comes from the hardware you "
-            "entered; the points estimate only the throughput of one device and a fixed "
-            "cost per step, and the band spans the hardware model's uncertain inputs over "
-            "their stated ranges."
-        ),
-        "The comm model's growth with devices comes from the stated hardware ({facts}): the "
-        "step model's all-reduce, the part backward does not hide and the wait for the "
-        "slowest device; the points estimate only the throughput of one device and a fixed "
-        "cost per step, and the band spans the step model's uncertain inputs over their "
-        "stated ranges.",
-    ),
     **CALIBRATION_WORDS,
     "prior_over_aicc": Wording(
         N_(

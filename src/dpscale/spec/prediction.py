@@ -915,25 +915,30 @@ BAND_INPUT_NAMES = {
 would state it where there is one."""
 
 CALIBRATION_WORDS: Mapping[str, Wording] = {
+    "parameter_level": Wording(N_("the single-device step"), "the single-device step"),
+    "parameter_step_overhead": Wording(N_("the fixed per-step cost"), "the fixed per-step cost"),
+    "parameter_network_share": Wording(N_("the network share"), "the network share"),
+    "parameter_jitter": Wording(N_("the jitter"), "the jitter"),
+    "parameter_nothing": Wording(N_("nothing"), "nothing"),
     "calibration_estimated": Wording(
         N_("Estimated from the points: %(parameters)s."),
-        "Estimated from the points: {listed}.",
+        "Estimated from the points: {parameters:, }.",
     ),
     "calibration_kept": Wording(
         N_(
             "These device counts cannot pin down %(parameters)s: kept within the stated "
             "range, which the band includes."
         ),
-        "These device counts cannot pin down {listed}: kept within the stated range, which "
-        "the band includes.",
+        "These device counts cannot pin down {parameters:, }: kept within the stated range, "
+        "which the band includes.",
     ),
     "calibration_folded": Wording(
         N_(
             "No point ran on one device, so %(parameters)s cannot be told apart from the "
             "single-device step: it is held in it."
         ),
-        "No point ran on one device, so {listed} cannot be told apart from the single-device "
-        "step: it is held in it.",
+        "No point ran on one device, so {parameters:, } cannot be told apart from the "
+        "single-device step: it is held in it.",
     ),
     "calibration_flagged": Wording(
         N_(

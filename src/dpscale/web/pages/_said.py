@@ -19,7 +19,7 @@ from dpscale.said import (
     Value,
     Wording,
 )
-from dpscale.spec.fit import CALIBRATION_PARAMETERS, MODEL_TITLES
+from dpscale.spec.fit import MODEL_TITLES
 from dpscale.spec.prediction import (
     BAND_INPUT_NAMES,
     OPTIMIZER_NAMES,
@@ -37,7 +37,6 @@ NAMES: Mapping[str, Mapping[str, str]] = {
     "transport": TRANSPORT_NAMES,
     "optimizer": OPTIMIZER_NAMES,
     "band_input": BAND_INPUT_NAMES,
-    "calibration": CALIBRATION_PARAMETERS,
 }
 """The page's name of each code, by the table a :class:`~dpscale.said.Name` names (a msgid,
 or a name no language changes); a code missing from its table is shown as it is."""
