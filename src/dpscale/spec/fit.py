@@ -394,7 +394,7 @@ SAID: Mapping[str, Wording] = {
         ),
         "the job's facts ({facts}) decided it: the fit is dpscale predict --measured's "
         "calibration with these points, the step model of the stated job with only what the "
-        "points pin down estimated (at most one parameter fewer than the device counts)",
+        "points pin down estimated (the level, then at most one fewer than the device counts)",
     ),
     "f_test": Wording(
         N_(

@@ -155,7 +155,11 @@ def _cell(column: Column, row: Mapping[str, Any], loc: Localizer) -> str:
 
 def _parameter(loc: Localizer, value: float) -> str:
     """A fitted parameter as the terminal writes it (``dpscale.cli.fit.parameter_number``):
-    in scientific notation where very small or very large (``3.76E-20``, not 22 digits)."""
+    in scientific notation where very small or very large (``3.76E-20``, not 22 digits).
+
+    >>> _parameter(localizer("en"), 3.7612e-20), _parameter(localizer("de"), 0.02914)
+    ('3.76E-20', '0,02914')
+    """
     if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e7):
         return str(format_scientific(value, format="0.##E0", locale=loc.locale))
     return loc.number(value, 4)
