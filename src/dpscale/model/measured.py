@@ -61,7 +61,7 @@ more efficient than the largest measured one.
 (4.72, 0.0087)
 >>> p = fit.predict([16])
 >>> [round(float(x[0])) for x in (p.throughput, p.throughput_low, p.throughput_high)]
-[4877, 4553, 5054]
+[4877, 4551, 5054]
 """
 
 from __future__ import annotations
