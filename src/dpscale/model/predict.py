@@ -85,6 +85,9 @@ class PredictionResult:
     point: Any = None
     """The efficiency at each count where it is not the step model's (a calibration's fit:
     its estimates, the network share among them, act on the step the model breaks down)."""
+    measured_fit: MeasuredFit | None = None
+    """The calibration from measured points, where there is one (what it estimated, what it
+    could not, a point it doubted: :meth:`MeasuredFit.said`)."""
 
     def points(self) -> list[dict[str, Any]]:
         return self._rows(slice(None))
@@ -285,7 +288,15 @@ def predict_scenario(
         low = np.minimum(fitted.efficiency_low, efficiency)
         high = np.maximum(fitted.efficiency_high, efficiency)
         result = PredictionResult(
-            scenario, step, answers, low, high, ("measured",), memory=used, point=efficiency
+            scenario,
+            step,
+            answers,
+            low,
+            high,
+            ("measured",),
+            memory=used,
+            point=efficiency,
+            measured_fit=measured,
         )
     else:
         spread = band(scenario, counts)
