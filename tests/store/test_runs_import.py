@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpscale.cli.main import main
 from dpscale.store.importers import guess_format, run_from_csv, run_from_torchtitan
-from dpscale.store.runs import get_run, list_runs
+from dpscale.store.runs import check_run, get_run, list_runs
 
 MESH = "Building device mesh with parallelism: pp=1, dp_replicate=1, dp_shard={n}, cp=1, tp=1, ep=1"
 # Lines as torchtitan's trainer logs them (torchtitan/trainer.py, components/metrics.py), its
@@ -317,3 +321,58 @@ def test_an_imported_run_has_the_measured_run_s_shape() -> None:
     assert (row["step_time_p50_s"], row["step_time_p95_s"]) == (0.2, 0.3)
     assert run["backend"] == "imported"
     assert run["collectives"] == []
+
+
+def assert_run_or_one_line(read: Callable[[], dict[str, Any]], name: str) -> None:
+    """``read()`` gives a run the store accepts, or one line naming the file."""
+    try:
+        run = read()
+    except ValueError as err:
+        message = str(err)
+    else:
+        check_run(run)
+        return
+    assert message.startswith(name)
+    assert "\n" not in message
+
+
+CSV_CELLS = st.one_of(
+    st.sampled_from(["1", "8", "-1", "0", "NaN", "inf", "1e300", "2.5", "", "1_000", " 16 "]),
+    st.text(max_size=6),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    header=st.sampled_from(
+        ["devices,throughput", "throughput,devices,batch", "devices,throughput,step_time_s"]
+    ),
+    rows=st.lists(st.lists(CSV_CELLS, min_size=1, max_size=4), max_size=6),
+)
+def test_any_csv_gives_a_run_that_passes_the_schema_or_one_line(
+    header: str, rows: list[list[str]]
+) -> None:
+    text = header + "\n" + "\n".join(",".join(row) for row in rows)
+    assert_run_or_one_line(lambda: run_from_csv(text, "f.csv"), "f.csv")
+
+
+TITAN_LINES = st.one_of(
+    st.builds(
+        "step: {}  loss: 1.0  tps: {}".format,
+        st.integers(-5, 10**6),
+        st.sampled_from(["0", "1", "8,190", "1e9", "99999999999999999999", "1,,2", "-3"]),
+    ),
+    st.just(MESH.format(n=4)),
+    st.just("Building device mesh with parallelism: pp=0, dp_shard=0"),
+    st.just("Trainer is initialized with 1 tokens per DP rank, 0 tokens per train step"),
+    st.text(max_size=30),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(TITAN_LINES, max_size=8))
+def test_any_torchtitan_log_gives_a_run_that_passes_the_schema_or_one_line(
+    lines: list[str],
+) -> None:
+    assert_run_or_one_line(lambda: run_from_torchtitan([("t.log", "\n".join(lines))]), "t.log")

@@ -211,7 +211,10 @@ def run_from_csv(text: str, name: str, *, unit: str = "samples/s") -> dict[str, 
 # --- torchtitan -----------------------------------------------------------------------------
 
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")
-_TRAINING = re.compile(r"(?<![A-Za-z_])step:\s*(\d+)\b.*?\b(?:tps|wps):\s*([0-9][0-9,]*(?:\.\d+)?)")
+_TRAINING = re.compile(
+    r"(?<![A-Za-z_])step:\s*(\d+)\b.*?\b(?:tps|wps):\s*"
+    r"((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![\d,.eE])"
+)
 _VALIDATION = re.compile(r"validat\w*\s+step:")
 _RANK = re.compile(r"^\[(?:default)?(?:rank)?(\d+)\]:")
 _STAMP = re.compile(r"\[titan\]\s+(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
@@ -261,11 +264,11 @@ def _one_log(text: str, name: str, devices: int | None) -> tuple[int, dict[str, 
         line = _plain(raw)
         if world is None:
             world = _world(line)
-        if tokens_per_step is None:
+        if tokens_per_step is None:  # 0 (a line cut short) tells no step time
             if found := _TOKENS.search(line):
-                tokens_per_step = int(found.group(1))
+                tokens_per_step = int(found.group(1)) or None
             elif found := _BATCH.search(line):
-                tokens_per_step = int(found.group(1)) * int(found.group(2))
+                tokens_per_step = int(found.group(1)) * int(found.group(2)) or None
         if params is None and (found := _PARAMS.search(line)):
             params = int(found.group(1).replace(",", ""))
         match = _TRAINING.search(line)
