@@ -11,9 +11,12 @@ Each times one optimizer step (every micro-batch of a gradient accumulation), as
 line at the end of training. Neither library is imported until its adapter module is: this
 package imports nothing but the standard library.
 
+>>> import torch
 >>> from dpscale.measure.adapters import batch_size
->>> batch_size({"input_ids": [[1, 2], [3, 4], [5, 6]]}), batch_size(([1, 2], [3, 4]))
-(3, 2)
+>>> batch_size({"input_ids": torch.zeros(3, 8)}), batch_size([torch.zeros(4, 2), torch.zeros(4)])
+(3, 4)
+>>> batch_size([0.5, 0.25]), batch_size("text")
+(2, None)
 """
 
 from __future__ import annotations
@@ -25,20 +28,21 @@ __all__ = ["batch_size", "missing"]
 
 
 def batch_size(batch: Any) -> int | None:
-    """Samples in a batch: the length of its first tensor (or list), looking into a mapping's
-    first value or a sequence's first item; None when nothing has a length."""
+    """Samples in a batch: the first dimension of its first tensor, looking into a mapping's
+    first value or a list's (or tuple's) first item, as PyTorch's default collation builds
+    them (``[inputs, targets]``, ``{"input_ids": ...}``); a list of plain values is its
+    length; None when nothing tells."""
     for _ in range(8):  # nested containers, a few levels deep at most
         shape = getattr(batch, "shape", None)
         if shape is not None:
             return int(shape[0]) if len(shape) else None
         if isinstance(batch, Mapping):
             batch = next(iter(batch.values()), None)
-        elif isinstance(batch, list | tuple):
-            if not batch:
-                return None
-            if not isinstance(batch[0], list | tuple | Mapping) and not hasattr(batch[0], "shape"):
+        elif isinstance(batch, list | tuple) and batch:
+            first = batch[0]
+            if not isinstance(first, list | tuple | Mapping) and not hasattr(first, "shape"):
                 return len(batch)
-            batch = batch[0]
+            batch = first
         else:
             return None
     return None
