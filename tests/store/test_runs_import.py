@@ -376,3 +376,32 @@ def test_any_torchtitan_log_gives_a_run_that_passes_the_schema_or_one_line(
     lines: list[str],
 ) -> None:
     assert_run_or_one_line(lambda: run_from_torchtitan([("t.log", "\n".join(lines))]), "t.log")
+
+
+def test_a_database_made_before_runs_without_step_times_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    import sqlite3
+
+    assert list_runs() == []  # the tables, made now
+    with sqlite3.connect(tmp_path / "dpscale.sqlite3") as db:  # as an older dpscale made it
+        db.execute("DROP TABLE measure_result")
+        db.execute(
+            "CREATE TABLE measure_result (id INTEGER PRIMARY KEY, run_id VARCHAR(64) NOT NULL "
+            "REFERENCES measure_run (id) ON DELETE CASCADE, devices INTEGER NOT NULL, "
+            "throughput FLOAT NOT NULL, per_device_throughput FLOAT NOT NULL, efficiency FLOAT "
+            "NOT NULL, step_time_p50_s FLOAT NOT NULL, step_time_p95_s FLOAT NOT NULL, "
+            "measured JSON NOT NULL)"
+        )
+    path = tmp_path / "points.csv"
+    path.write_text("devices,throughput\n1,100\n2,190\n")
+    status, out, err = run(capsys, "runs", "import", str(path))
+    assert (status, out) == (2, "")
+    assert err == (
+        f"dpscale: error: {path}: this database's results table requires step times (made by "
+        "an older dpscale): import a log that has them, or use a new database\n"
+    )
+    assert list_runs() == []
+    path.write_text("devices,throughput,step_time_s\n1,100,0.1\n2,190,0.11\n")
+    status, out, err = run(capsys, "runs", "import", str(path))
+    assert status == 0, err
