@@ -164,7 +164,10 @@ def test_each_example_is_measured_at_1_and_2_and_stored(
     args: tuple[str, ...],
 ) -> None:
     script = str(EXAMPLES / example)
-    options = ("--world-sizes", "1,2", "--backend", "gloo", "--json", "--", "--steps", "6")
+    # Importing Lightning or transformers in two ranks on two shared cores can take a minute:
+    # a generous --timeout, so that only a hung script fails.
+    options = ("--world-sizes", "1,2", "--backend", "gloo", "--timeout", "600s", "--json")
+    options += ("--", "--steps", "6")
     status, out, err = run(capsys, "measure", "--script", script, *options, *args)
     assert status == 0, err
     payload = json.loads(out)
