@@ -295,16 +295,24 @@ def test_bad_torchtitan_sets_are_one_line(
     assert list_runs() == []
 
 
-def test_a_file_over_the_limit_is_refused_unread(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
+def test_a_file_over_the_limit_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from dpscale.cli import runs as runs_cli
+
+    assert runs_cli.MAX_RUN_BYTES == 256 * 2**20  # the limit; 2 MiB here spares the memory
+    monkeypatch.setattr(runs_cli, "MAX_RUN_BYTES", 2 * 2**20)
     huge = tmp_path / "huge.csv"
-    with huge.open("wb") as stream:  # sparse: 256 MiB and a byte, without writing them
-        stream.truncate(256 * 2**20 + 1)
+    rows = "".join(f"{n},{n}\n" for n in range(1, 400_000))
+    huge.write_text("devices,throughput\n" + rows)
+    assert os.path.getsize(huge) > 2 * 2**20
     status, out, err = run(capsys, "runs", "import", str(huge))
     assert (status, out) == (2, "")
-    assert err == f"dpscale: error: {huge} is larger than 256 MiB\n"
-    assert os.path.getsize(huge) == 256 * 2**20 + 1
+    assert err == f"dpscale: error: {huge} is larger than 2 MiB\n"
+    assert list_runs() == []
 
 
 def test_the_format_is_guessed_from_the_content_then_the_name() -> None:
