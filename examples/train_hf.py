@@ -80,6 +80,11 @@ def main() -> None:
             callbacks=[StepTimerCallback(warmup=3)],  # dpscale
         )
         trainer.train()
+    if torch.distributed.is_initialized():
+        # Every rank done before any tears gloo down: a rank that exits first aborts the
+        # others' last collective (and their timings with it).
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
