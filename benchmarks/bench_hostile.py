@@ -31,8 +31,9 @@ leaves 127.0.0.1, every load is bounded in count and time) and prints:
    ``--floods-workers`` 1 and 2, each on a new connection from 8 clients: every route and
    calculator parameter (from the registry) crossed with hostile values (non-normal floats,
    huge and signed numbers, control characters, escapes, bad percent-encoding, 101 fields,
-   a parameter twice, unknown paths and languages, odd methods, bodies and content types),
-   seeded (``--seed``). It prints the statuses, every 5xx other than 503 (to replay), every
+   a parameter twice, unknown paths and languages, odd methods, headers, bodies and content
+   types, and one request in 20 as raw bytes no HTTP client would send), seeded
+   (``--seed``). It prints the statuses, every 5xx other than 503 (to replay), every
    connection dropped without an answer and the tracebacks in the server's log; the target:
    none of them.
 """
@@ -700,6 +701,43 @@ FUZZ_CONTENT_TYPES = (
 )
 
 
+RAW_HEADS = (
+    b"GARBAGE",
+    b"GET / HTTP/9.9",
+    b"GET http://evil.example/ HTTP/1.1",
+    b"OPTIONS * HTTP/1.1",
+    b"CONNECT evil.example:80 HTTP/1.1",
+    b"GET / HTTP/1.1\r\nBad Header",
+    b"GET / HTTP/1.1\r\nX: \x00",
+    b"GET / HTTP/1.1\r\nContent-Length: -1",
+    b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2",
+    b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked, identity",
+)
+
+
+def _raw_request(port: int, rng: random.Random, target: str) -> bytes:
+    """A request head sent as bytes, complete (so that no timeout ends it): one of
+    :data:`RAW_HEADS`, or the target with bytes flipped (invalid UTF-8, control bytes, stray
+    percent signs); the first line of the answer, or b"" when the connection closed with none.
+    """
+    if rng.random() < 0.3:
+        head = rng.choice(RAW_HEADS)
+    else:
+        raw = bytearray(target.encode("latin-1", errors="replace"))
+        for _ in range(rng.choice((1, 2, 5))):
+            raw[rng.randrange(len(raw))] = rng.choice(b"\x80\xff\xc0\x7f\x01%#?&=;/\\ ")
+        head = b"GET " + bytes(raw) + b" HTTP/1.1"
+    with socket.create_connection(("127.0.0.1", port), timeout=120) as connection:
+        connection.sendall(head + b"\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while b"\r\n" not in answer:
+            chunk = connection.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0]
+
+
 def _fuzz(port: int, count: int, seed: int, clients: int) -> dict[str, Any]:
     """``count`` hostile requests from ``clients`` threads, each on a new connection: the
     statuses, the 500s (method and target, to replay) and the connections dropped (closed
@@ -725,7 +763,13 @@ def _fuzz(port: int, count: int, seed: int, clients: int) -> dict[str, Any]:
                 headers["Content-Type"] = rng.choice(FUZZ_CONTENT_TYPES)
             start = time.perf_counter()
             try:
-                status, _ = _request(port, method, target, body, headers)
+                if rng.random() < 0.05:  # a head no HTTP client would send
+                    line = _raw_request(port, rng, target)
+                    if not line.startswith(b"HTTP/1.1 "):
+                        raise http.client.BadStatusLine(repr(line))
+                    status = int(line.split()[1])
+                else:
+                    status, _ = _request(port, method, target, body, headers)
             except (http.client.HTTPException, ConnectionError) as err:
                 with lock:
                     dropped.append(f"{method} {target[:200]} ({type(err).__name__})")

@@ -6,6 +6,7 @@ test_across_nodes.py; the handshake itself also in-process, host and node in two
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -209,3 +210,44 @@ def test_torchruns_store_serves_on_the_address_given_not_every_interface() -> No
     with pytest.raises(RuntimeError, match="held by this run's host node"):
         make("127.0.0.1", port, is_master=True)
     listener.close()
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [b"[" * 50_000 + b"\n", b"not json\n", b"x" * 70_000, b'{"body": {"node_rank": 1}}\n', b""],
+    ids=["deep", "text", "long", "no-mac", "silent-close"],
+)
+def test_node_0_drops_what_is_no_handshake_and_still_admits_the_right_node(sent: bytes) -> None:
+    port = _free_port()
+    shape = ClusterShape(nnodes=2, node_rank=0, rdzv_endpoint=f"127.0.0.1:{port}")
+    notes: list[str] = []
+    found: dict[str, Any] = {}
+
+    def host() -> None:
+        try:
+            found["host"] = handshake(shape, {"nnodes": 2}, "k", wait_s=30, note=notes.append)
+        except RendezvousRefusedError as err:  # pragma: no cover - the failure shown below
+            found["host"] = err
+
+    thread = threading.Thread(target=host)
+    thread.start()
+    intruder = None
+    while intruder is None:  # until node 0 listens (its thread may not have bound yet)
+        try:
+            intruder = socket.create_connection(("127.0.0.1", port), timeout=30)
+        except ConnectionRefusedError:
+            thread.join(timeout=0.01)
+            assert thread.is_alive(), found
+    assert b"dpscale-rdzv/1" in intruder.recv(4096)
+    if sent:
+        with contextlib.suppress(OSError):
+            intruder.sendall(sent)
+    intruder.close()
+    node = ClusterShape(nnodes=2, node_rank=1, rdzv_endpoint=f"127.0.0.1:{port}")
+    assert handshake(node, {"nnodes": 2}, "k", wait_s=30) is None
+    thread.join()
+    assert isinstance(found["host"], socket.socket)
+    found["host"].close()
+    assert len(notes) == 1
+    assert notes[0].startswith("node 0 ")
+    assert "127.0.0.1:" in notes[0]

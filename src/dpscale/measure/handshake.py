@@ -130,8 +130,11 @@ class _Peer:
     @property
     def name(self) -> str:
         rank = self.hello.get("node_rank")
-        where = f"{_printable(str(self.hello.get('host')), 80)}, pid {self.hello.get('pid')}"
-        return f"node {rank} ({where})" if rank is not None else f"the node on {where}"
+        host = _printable(str(self.hello.get("host")), 80)
+        where = f"{host}, pid {_printable(str(self.hello.get('pid')), 20)}"
+        if rank is None:
+            return f"the node on {where}"
+        return f"node {_printable(str(rank), 20)} ({where})"
 
 
 @dataclass
@@ -282,7 +285,7 @@ def _host(
                     if note:
                         note(message)
                     continue
-            except (OSError, TimeoutError, ValueError, ConnectionError):
+            except (OSError, TimeoutError, ValueError, ConnectionError, RecursionError):
                 conn.close()  # not a dpscale node, or one too slow: not waited for
                 if note:
                     note(
@@ -366,7 +369,7 @@ def _join(shape: ClusterShape, settings: Mapping[str, Any], key: bytes, *, wait_
             greeting = lines.read(time.monotonic() + PEER_S)
             if greeting.get("protocol") != PROTOCOL:
                 raise ValueError("not dpscale")
-        except (OSError, TimeoutError, ValueError, ConnectionError):
+        except (OSError, TimeoutError, ValueError, ConnectionError, RecursionError):
             raise RendezvousRefusedError(
                 f"--rdzv-endpoint {shape.rdzv_endpoint} does not answer as a dpscale rendezvous "
                 f"within {PEER_S:g} s (a run already started there, or another service on that "
@@ -383,7 +386,7 @@ def _join(shape: ClusterShape, settings: Mapping[str, Any], key: bytes, *, wait_
                 f"waited {wait_s:g} s on --rdzv-endpoint {shape.rdzv_endpoint} for node 0 to "
                 "admit every node; see --rdzv-timeout"
             ) from None
-        except (OSError, ValueError, ConnectionError):
+        except (OSError, ValueError, ConnectionError, RecursionError):
             raise RendezvousRefusedError(
                 f"--rdzv-endpoint {shape.rdzv_endpoint} does not answer as a dpscale rendezvous "
                 "(a run already started there, or another service on that port)"
