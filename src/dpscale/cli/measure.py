@@ -26,7 +26,12 @@ _NODE_HELP = {
     "node_rank": "This node's rank, 0 on the endpoint's node (omit: the rendezvous decides).",
     "rdzv_endpoint": "host:port of node 0, where the nodes meet (torchrun's c10d store).",
     "rdzv_id": "Id shared by the nodes of one run (elastic rendezvous).",
+    "rdzv_timeout": "How long node 0 waits for the other nodes, and they for it (default 5 min).",
 }
+TOKEN_HELP = (
+    "Secret shared by the nodes of one run, checked (HMAC, never sent) before any rank starts; "
+    "better given as DPSCALE_RDZV_TOKEN, which other users cannot read in ps."
+)
 _HELP = {
     "nproc": "Processes (devices) on this machine; world sizes 1, 2, 4, ... up to it.",
     "world_sizes": "World sizes to measure, e.g. 1,2 (each <= --nproc).",
@@ -64,6 +69,7 @@ _METAVARS = {
     "timeout": "DURATION",
     "rdzv_endpoint": "HOST:PORT",
     "rdzv_id": "ID",
+    "rdzv_timeout": "DURATION",
 }
 
 
@@ -92,6 +98,10 @@ def _progress_handler(progress: Any, task: Any) -> Any:
             progress.advance(task)
 
     return handle
+
+
+def _note(message: str) -> None:
+    sys.stderr.write(f"dpscale: note: {message}\n")
 
 
 def _on_sigterm(_signum: int, _frame: Any) -> None:
@@ -123,6 +133,8 @@ def measure(
     node_rank: str | None,
     rdzv_endpoint: str | None,
     rdzv_id: str | None,
+    rdzv_timeout: str | None,
+    rdzv_token: str | None,
     collectives: bool,
     training: bool,
     store: bool,
@@ -171,6 +183,7 @@ def measure(
     except ImportError:
         fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
     from dpscale.measure.across import measure_across_nodes
+    from dpscale.measure.handshake import RendezvousRefusedError
     from dpscale.measure.launch import MeasurementInterrupted, world_sizes_for
     from dpscale.measure.launch import measure as run_measurement
 
@@ -186,7 +199,9 @@ def measure(
             planned = list(config.world_sizes or default_world_sizes(shape.world_size))
 
             def run(config: Any, **kwargs: Any) -> dict[str, Any]:
-                return measure_across_nodes(config, shape, **kwargs)
+                return measure_across_nodes(
+                    config, shape, token=rdzv_token or "", on_refused=_note, **kwargs
+                )
 
         total = len(measurement_plan(config, planned))
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -196,6 +211,8 @@ def measure(
             signal.signal(signal.SIGTERM, previous)
     except InputError as err:
         fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
+    except RendezvousRefusedError as err:
+        fail(f"{err}; no rank started")
     except MeasurementInterrupted as stop:
         run_id = _store(stop.payload) if store and stop.payload.get("lead") is not False else None
         stored = f"; partial run {run_id} stored" if run_id else ""
@@ -503,6 +520,13 @@ MEASURE = click.Command(
     callback=measure,
     params=[
         *(_option(name) for name in (*_HELP, *_NODE_HELP)),
+        click.Option(
+            ["rdzv_token", "--rdzv-token"],
+            metavar="SECRET",
+            envvar="DPSCALE_RDZV_TOKEN",
+            show_envvar=True,
+            help=TOKEN_HELP,
+        ),
         _switch("collectives", True, "Measure the collectives."),
         _switch("training", True, "Measure data-parallel training."),
         _switch("store", True, "Store the run (DPSCALE_DATABASE_URL)."),

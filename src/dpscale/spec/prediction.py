@@ -175,7 +175,7 @@ def _stored_run(run_id: str, field: str) -> dict[str, Any]:
     from dpscale.store.runs import get_run
 
     try:
-        return get_run(run_id)
+        return get_run(run_id, timings=False)  # neither a calibration nor a fit reads them
     except LookupError:
         raise InputError.single(field, f"no stored run named {run_id!r}", run_id) from None
 

@@ -388,14 +388,19 @@ class BadRunError(LookupError):
     ``predict --measured run:ID``) refuses it in one line as it refuses a missing one."""
 
 
-def get_run(run_id: str, *, url: str | None = None, checked: bool = True) -> dict[str, Any]:
-    """The stored run, in the shape ``dpscale measure --json`` prints (raw timings too).
+def get_run(
+    run_id: str, *, url: str | None = None, checked: bool = True, timings: bool = True
+) -> dict[str, Any]:
+    """The stored run, in the shape ``dpscale measure --json`` prints (raw timings too, unless
+    not ``timings``: then ``timings`` is empty, and what a calibration or a measured fit
+    reads, results and collectives, costs milliseconds where two million raw times took
+    seconds to decode, holding the interpreter's lock against every page).
 
     Raises ``LookupError`` naming the id when there is no such run, and :class:`BadRunError`
     when it fails :func:`check_run` (unless not ``checked``: ``runs show`` shows it with a
     warning from :func:`run_problem`).
     """
-    run, key = _read_run(run_id, url)
+    run, key = _read_run(run_id, url, timings=timings)
     if checked and key not in _passed:
         problem = run_problem(run)
         if problem is not None:
@@ -432,7 +437,9 @@ _passed: set[tuple[str, str]] = set()
 """Runs read before that passed :func:`check_run`."""
 
 
-def _read_run(run_id: str, url: str | None) -> tuple[dict[str, Any], tuple[str, str]]:
+def _read_run(
+    run_id: str, url: str | None, *, timings: bool = True
+) -> tuple[dict[str, Any], tuple[str, str]]:
     """The stored run; one read before (the same id, created at the same moment, in the same
     database) is reused, since a stored run never changes (delete and import again changes
     its ``created_at``)."""
@@ -440,13 +447,14 @@ def _read_run(run_id: str, url: str | None) -> tuple[dict[str, Any], tuple[str, 
         row = active.get(StoredRun, run_id)
         if row is None:
             raise LookupError(f"no measurement run with id {run_id!r} (see: dpscale runs list)")
-        key = (f"{url or database_url()}#{run_id}", _created(row))
+        key = (f"{url or database_url()}#{run_id}", _created(row) + ("" if timings else "#lean"))
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:
         return dict(cached[0]), key
-    run = _load_run(run_id, url)
+    run = _load_run(run_id, url, timings=timings)
     values = sum(len(times) for t in run["timings"] for times in t["rank_times_s"])
+    values += 1 + len(run["results"]) + len(run["collectives"])  # a lean read counts too
     if values <= _CACHED_VALUES:
         with _cache_lock:
             while _cache and sum(n for _, n in _cache.values()) + values > _CACHED_VALUES:
@@ -455,7 +463,7 @@ def _read_run(run_id: str, url: str | None) -> tuple[dict[str, Any], tuple[str, 
     return dict(run), key
 
 
-def _load_run(run_id: str, url: str | None) -> dict[str, Any]:
+def _load_run(run_id: str, url: str | None, *, timings: bool = True) -> dict[str, Any]:
     with session(url) as active:
         run = active.get(StoredRun, run_id)
         if run is None:
@@ -466,9 +474,13 @@ def _load_run(run_id: str, url: str | None) -> dict[str, Any]:
         collectives = active.scalars(
             select(RunCollective).where(RunCollective.run_id == run_id).order_by(RunCollective.id)
         ).all()
-        timings = active.scalars(
-            select(RunTiming).where(RunTiming.run_id == run_id).order_by(RunTiming.id)
-        ).all()
+        timing_rows = (
+            active.scalars(
+                select(RunTiming).where(RunTiming.run_id == run_id).order_by(RunTiming.id)
+            ).all()
+            if timings
+            else []
+        )
         return {
             "run_id": run.id,
             "created_at": _created(run),
@@ -487,7 +499,7 @@ def _load_run(run_id: str, url: str | None) -> dict[str, Any]:
                     "bytes": row.bytes,
                     "rank_times_s": row.rank_times_s,
                 }
-                for row in timings
+                for row in timing_rows
             ],
         }
 
