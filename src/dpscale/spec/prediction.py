@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from dpscale.model.measured import MeasuredFit
     from dpscale.model.predict import PredictionResult
     from dpscale.model.scenario import Scenario
+    from dpscale.model.transfer import Transfer
 
 __all__ = [
     "ALGORITHM_NAMES",
@@ -53,6 +54,8 @@ __all__ = [
     "LINES",
     "OPTIMIZER_NAMES",
     "PREDICTION",
+    "RUN_FIELD_NAMES",
+    "RUN_USE_NAMES",
     "STRATEGY_NAMES",
     "TERMINAL_ORDER",
     "TRANSPORT_NAMES",
@@ -912,7 +915,39 @@ BAND_INPUT_NAMES = {
 """What the band varies (``band_varies`` in the JSON), as the page names it: the field that
 would state it where there is one."""
 
+RUN_FIELD_NAMES = {
+    "params": N_("model size"),
+    "grad_dtype": N_("gradient precision"),
+    "micro_batch": N_("micro-batch"),
+    "grad_accum": N_("gradient accumulation"),
+    "strategy": N_("strategy"),
+    "unit": N_("throughput unit"),
+    "throughput": N_("per-device throughput"),
+}
+"""What a stored run's job may differ in from the query's (:mod:`dpscale.model.transfer`)."""
+
+RUN_USE_NAMES = {
+    "network": N_("network bandwidth and latency"),
+    "jitter": N_("step-time jitter"),
+    "fixed_cost": N_("fixed cost per step, scaled by the layers"),
+}
+"""What a prediction takes from a run of another job."""
+
 LINES: Mapping[str, Wording] = {
+    "run_transfer": Wording(
+        N_(
+            "Run %(run)s measured another job (its %(differs)s differ from this query's): "
+            "only its %(used)s are used here."
+        ),
+        "{notice}.",
+    ),
+    "run_transfer_none": Wording(
+        N_(
+            "Run %(run)s measured another job (its %(differs)s differ from this query's): "
+            "none of its figures are used here."
+        ),
+        "{notice}.",
+    ),
     "gradients": Wording(
         N_(
             "%(params)s parameters in %(dtype)s, sent in %(buckets)s buckets of at most "
@@ -1064,6 +1099,8 @@ statement that surface does not make: the terminal says in one line what to chan
 (``target_needs``), the page in one result per change, each with its own sentence."""
 
 TERMINAL_ORDER = (
+    ("transfer",),
+    ("transfer_2",),
     ("gradients", "compute", "network"),
     ("baseline",),
     ("wait",),
@@ -1151,6 +1188,8 @@ def lines(result: PredictionResult) -> dict[str, Said]:
                 "optimizer_time": _ms(last["optimizer_time_s"]),
             },
         )
+    for index, taken in enumerate(result.transfers[:2]):
+        said["transfer_2" if index else "transfer"] = _transfer(taken)
     if sc.calibration is not None:
         said["calibration"] = _calibrated(sc.calibration)
     if result.band_inputs == ("measured",):
@@ -1226,6 +1265,20 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
                 {key: words[key] for key in ("devices", "total", "capacity")},
             )
     return said
+
+
+def _transfer(taken: Transfer) -> Said:
+    """A stored run of another job and what the prediction took from it, in one line."""
+    notice = taken.sentence()
+    return Said(
+        "run_transfer" if taken.used else "run_transfer_none",
+        {
+            "run": taken.run_id,
+            "differs": Names(tuple(d.field for d in taken.differs), "run_field"),
+            "used": Names(taken.used, "run_use"),
+            "notice": notice[:1].upper() + notice[1:],
+        },
+    )
 
 
 def _calibrated(cal: Calibration) -> Said:

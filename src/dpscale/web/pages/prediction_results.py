@@ -241,7 +241,16 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     )
     notes.extend(
         say(said[key], LINES, loc)
-        for key in ("baseline", "wait", "memory", "memory_over", "calibration", "band")
+        for key in (
+            "transfer",
+            "transfer_2",
+            "baseline",
+            "wait",
+            "memory",
+            "memory_over",
+            "calibration",
+            "band",
+        )
         if key in said
     )
     return Presentation(items=tuple(items), notes=tuple(notes))
