@@ -69,7 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[st
                 "8",
                 "--width",
                 "64",
-            ),  # fmt: skip
+            ),
         }
         yield made
 

@@ -929,7 +929,7 @@ RUN_FIELD_NAMES = {
 RUN_USE_NAMES = {
     "network": N_("network bandwidth and latency"),
     "jitter": N_("step-time jitter"),
-    "fixed_cost": N_("fixed cost per step, scaled by the layers"),
+    "fixed_cost": N_("fixed cost per step (scaled by the layers)"),
 }
 """What a prediction takes from a run of another job."""
 
