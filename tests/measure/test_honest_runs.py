@@ -129,9 +129,9 @@ def test_a_toy_run_gives_an_8b_query_only_what_transfers(
     assert said == [
         f"Run {stored['ddp']} measured a {format_count(one['param_bytes'] / 4)}-parameter "
         "model, fp32 gradients, micro-batch 8, "
-        f"{_per_device(one['per_device_throughput'])}; only its network bandwidth and "
-        "latency, jitter and fixed cost per step (scaled by layers) are used for this 8B, "
-        "bf16, micro-batch 4, 3 samples/s query."
+        f"{_per_device(one['per_device_throughput'])}; this 8B, bf16, micro-batch 4, "
+        "3 samples/s query takes only its network bandwidth and latency, jitter and fixed "
+        "cost per step (scaled by layers)."
     ]
 
 
@@ -196,7 +196,7 @@ def test_a_run_of_the_same_job_calibrates_in_full_and_fills_what_it_measured(
     said = [line for line in out.splitlines() if line.startswith(f"Run {stored['ddp']}")]
     assert len(said) == 1
     assert said[0].endswith(
-        "only its network bandwidth and latency are used for this 8B, bf16, micro-batch 4 query."
+        "; this 8B, bf16, micro-batch 4 query takes only its network bandwidth and latency."
     )
 
 

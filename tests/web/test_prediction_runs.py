@@ -97,9 +97,10 @@ def test_a_run_of_another_job_gives_the_api_and_the_page_its_one_line(
         assert 0 <= p["efficiency_low"] <= p["efficiency"] <= p["efficiency_high"] <= 1
     english = _notes(client.get(f"/en/scaling-prediction?{EIGHT_B}&measured=run:{run_id}").text)
     assert (
-        f"Run {run_id} measured another job (its model size, gradient precision, micro-batch, "
-        "and per-device throughput differ from this query's): only its network bandwidth and "
-        "latency, step-time jitter, and fixed cost per step (scaled by the layers) are used here."
+        f"Run {run_id} measured another job; it differs from this query in: model size, "
+        "gradient precision, micro-batch, and per-device throughput. Used from it here, and "
+        "nothing else: network bandwidth and latency, step-time jitter, and fixed cost per "
+        "step (scaled by the layers)."
     ) in english
     japanese = _notes(client.get(f"/ja/scaling-prediction?{EIGHT_B}&measured=run:{run_id}").text)
     loc = localizer("ja")

@@ -130,6 +130,9 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
     except InputError as err:
         raise _fail(run_id, err.issues[0].sentence(None)) from None
     first = rows[0]
+    rate = first.get("per_device_throughput")
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < math.inf:
+        raise _fail(run_id, f"has no per-device throughput at {first['devices']} devices")
     cv = first.get("step_time_cv")
     jitter = (
         float(cv) * math.sqrt(job.grad_accum or 1)
@@ -146,7 +149,7 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
         grad_dtype=job.grad_dtype or "fp32",  # type: ignore[arg-type]
         micro_batch=int(job.micro_batch or 1),
         grad_accum=int(job.grad_accum or 1),
-        per_device_throughput=float(first["per_device_throughput"]),
+        per_device_throughput=float(rate),
         hardware=Hardware(
             devices_per_node=_per_node(run, largest),
             intra_bandwidth=bandwidth,

@@ -64,8 +64,8 @@ per-device throughput is never the run's when the run measured another job.
 (0.08, 0.1, ('jitter', 'fixed_cost'))
 >>> t.sentence()
 'run r1 measured a 4M-parameter model, fp32 gradients, micro-batch 32, 1,600 samples/s \
-per device; only its jitter and fixed cost per step (scaled by layers) are used for this 8B, \
-bf16, micro-batch 4, 3 samples/s query'
+per device; this 8B, bf16, micro-batch 4, 3 samples/s query takes only its jitter and fixed \
+cost per step (scaled by layers)'
 """
 
 from __future__ import annotations
@@ -287,15 +287,12 @@ class Transfer:
         query = ", ".join(d.query for d in self.differs)
         if not self.used:
             return (
-                f"run {self.run_id} measured {measured}; none of its figures carry over to "
-                f"this {query} query"
+                f"run {self.run_id} measured {measured}; this {query} query takes none of its "
+                "figures"
             )
         used = [USED[name] for name in self.used]
         listed = used[0] if len(used) == 1 else ", ".join(used[:-1]) + " and " + used[-1]
-        return (
-            f"run {self.run_id} measured {measured}; only its {listed} are used for this "
-            f"{query} query"
-        )
+        return f"run {self.run_id} measured {measured}; this {query} query takes only its {listed}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

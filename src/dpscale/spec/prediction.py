@@ -936,15 +936,15 @@ RUN_USE_NAMES = {
 LINES: Mapping[str, Wording] = {
     "run_transfer": Wording(
         N_(
-            "Run %(run)s measured another job (its %(differs)s differ from this query's): "
-            "only its %(used)s are used here."
+            "Run %(run)s measured another job; it differs from this query in: %(differs)s. "
+            "Used from it here, and nothing else: %(used)s."
         ),
         "{notice}.",
     ),
     "run_transfer_none": Wording(
         N_(
-            "Run %(run)s measured another job (its %(differs)s differ from this query's): "
-            "none of its figures are used here."
+            "Run %(run)s measured another job; it differs from this query in: %(differs)s. "
+            "None of its figures are used here."
         ),
         "{notice}.",
     ),
