@@ -111,7 +111,7 @@ def test_a_toy_run_gives_an_8b_query_only_what_transfers(
     (taken,) = got["run_transfers"]
     assert taken["differs"] == ["params", "grad_dtype", "micro_batch", "throughput"]
     assert taken["used"] == ["network", "jitter", "fixed_cost"]
-    # The fixed cost beyond one device, scaled by the layers: 32 (8B's estimate) over 2.
+    # The fixed cost beyond one device, scaled by the layers: 8B's estimate over the run's 2.
     one, two = toy["results"]
     layers = got["inputs"]["layers"]
     expected = (two["step_overhead_s"] - one["step_overhead_s"]) * layers / 2

@@ -89,7 +89,7 @@ def test_a_run_of_another_job_gives_the_api_and_the_page_its_one_line(
     (taken,) = got["run_transfers"]
     assert taken["differs"] == ["params", "grad_dtype", "micro_batch", "throughput"]
     assert taken["used"] == ["network", "jitter", "fixed_cost"]
-    # (5 ms - 1 ms) beyond one device, times 32 layers (8B's estimate) over the run's 2.
+    # (5 ms - 1 ms) beyond one device, times the layers (8B's estimate) over the run's 2.
     assert taken["step_overhead_s"] == 0.004 * got["inputs"]["layers"] / 2
     assert taken["jitter"] == 0.08
     assert taken["notice"].startswith(f"run {run_id} measured a 1M-parameter model, fp32 ")

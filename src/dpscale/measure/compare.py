@@ -77,7 +77,9 @@ class Comparison:
 
 
 def _rows(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    rows = [row for row in run.get("results") or [] if isinstance(row, Mapping)]
+    results = run.get("results")
+    listed = results if isinstance(results, list) else []
+    rows = [row for row in listed if isinstance(row, Mapping)]
     return sorted(
         (row for row in rows if isinstance(row.get("devices"), int) and row["devices"] >= 1),
         key=lambda row: int(row["devices"]),

@@ -298,12 +298,15 @@ def predict_scenario(
         )
     else:
         spread = band(scenario, counts)
+        # Never below 0; without a baseline, never above the ideal (issue 25).
+        low = np.maximum(spread.low, 0.0)
+        high = spread.high if scenario.baseline_devices > 1 else np.minimum(spread.high, 1.0)
         result = PredictionResult(
             scenario,
             step,
             answers,
-            spread.low,
-            spread.high,
+            low,
+            high,
             spread.inputs,
             reference=reference,
             memory=used,

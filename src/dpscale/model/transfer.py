@@ -114,7 +114,9 @@ def _number(value: object) -> float | None:
 
 
 def _rows(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    rows = [row for row in run.get("results") or [] if isinstance(row, Mapping)]
+    results = run.get("results")
+    listed = results if isinstance(results, list) else []
+    rows = [row for row in listed if isinstance(row, Mapping)]
     rows = [row for row in rows if _number(row.get("devices")) is not None]
     return sorted(rows, key=lambda row: float(row["devices"]))
 
@@ -143,7 +145,8 @@ def run_job(run: Mapping[str, Any]) -> RunJob:
     rows = _rows(run)
     first = rows[0] if rows else {}
     params = _number(config.get("model_params"))
-    grad_dtype = config.get("precision") if config.get("precision") in BYTES_PER_VALUE else None
+    precision = config.get("precision")
+    grad_dtype = precision if isinstance(precision, str) and precision in BYTES_PER_VALUE else None
     param_bytes = _number(first.get("param_bytes"))
     if param_bytes is not None:
         shard = _number(first.get("shard_group_size")) or 1.0
