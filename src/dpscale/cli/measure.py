@@ -160,6 +160,12 @@ def measure(
             "--compare is for the built-in model: a --script run states no model to predict "
             "(predict it with dpscale predict --measured run:ID)"
         )
+    if compare and not (collectives and training):
+        off = "--no-collectives" if not collectives else "--no-training"
+        fail(
+            f"--compare needs the training and the collectives' bandwidth to predict with: "
+            f"drop {off}"
+        )
     if script is not None:
         named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
         given = [key for key, value in named.items() if value is not None]
