@@ -308,3 +308,31 @@ def test_measured_against_predicted_for_ddp_and_fsdp(
         "micro-batch); only a run of the built-in model can be predicted for comparison\n"
     )
     assert math.isfinite(two["predicted"]["step_time_s"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--compare", "--no-collectives"),
+            "--compare needs the training and the collectives' bandwidth to predict with: "
+            "drop --no-collectives",
+        ),
+        (
+            ("--compare", "--no-training"),
+            "--compare needs the training and the collectives' bandwidth to predict with: "
+            "drop --no-training",
+        ),
+        (
+            ("--compare", "--script", EXAMPLE),
+            "--compare is for the built-in model: a --script run states no model to predict "
+            "(predict it with dpscale predict --measured run:ID)",
+        ),
+    ],
+)
+def test_compare_without_what_it_needs_is_one_line_before_measuring(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    status, out, err = run(capsys, "measure", *args)
+    assert (status, out) == (2, "")
+    assert err == f"dpscale: error: {message}\n"
