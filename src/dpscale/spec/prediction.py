@@ -749,7 +749,9 @@ PREDICTION = Prediction(
         Input(
             name="calibrate",
             terminal_help=(
-                "nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run id."
+                "nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run "
+                "id: the bus bandwidth measured replaces (and need not be given as) the "
+                "intra-node one, or across nodes the network's."
             ),
             metavar="FILE|RUN_ID",
             label=N_("Calibrate from a stored run"),
@@ -844,7 +846,8 @@ PREDICTION = Prediction(
             terminal_help=(
                 'Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
                 "file as dpscale fit reads, or a stored run (run:ID); calibrates fixed cost and "
-                "jitter."
+                "jitter. A run of another job gives only its network, jitter and fixed cost "
+                "(scaled by layers), and says so."
             ),
             metavar="POINTS|FILE|run:ID",
             label=N_("Measured throughputs"),
