@@ -38,10 +38,14 @@ def _measure(*args: str) -> dict[str, Any]:
     import contextlib
     import io
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        pytest.raises(SystemExit) as exited,
+    ):
         main(["measure", "--json", *args])
-    assert exited.value.code in (0, None), out.getvalue()[-2000:]
+    assert exited.value.code in (0, None), err.getvalue()[-2000:]
     payload: dict[str, Any] = json.loads(out.getvalue())
     return payload
 
