@@ -88,6 +88,9 @@ class PredictionResult:
     point: Any = None
     """The efficiency at each count where it is not the step model's (a calibration's fit:
     its estimates, the network share among them, act on the step the model breaks down)."""
+    measured_fit: MeasuredFit | None = None
+    """The calibration from measured points, where there is one (what it estimated, what it
+    could not, a point it doubted: :meth:`MeasuredFit.said`)."""
     transfers: tuple[Transfer, ...] = ()
     """Stored runs of another job the prediction took only what transfers from
     (:mod:`dpscale.model.transfer`), each with its one line."""
@@ -294,7 +297,15 @@ def predict_scenario(
         low = np.clip(np.minimum(fitted.efficiency_low, efficiency), 0.0, 1.0)
         high = np.clip(np.maximum(fitted.efficiency_high, efficiency), 0.0, 1.0)
         result = PredictionResult(
-            scenario, step, answers, low, high, ("measured",), memory=used, point=efficiency
+            scenario,
+            step,
+            answers,
+            low,
+            high,
+            ("measured",),
+            memory=used,
+            point=efficiency,
+            measured_fit=measured,
         )
     else:
         spread = band(scenario, counts)

@@ -50,8 +50,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ALGORITHM_NAMES",
     "BAND_INPUT_NAMES",
+    "CALIBRATION_WORDS",
     "LIMITS",
     "LINES",
+    "MEASURED_KEYS",
     "OPTIMIZER_NAMES",
     "PREDICTION",
     "RUN_FIELD_NAMES",
@@ -936,7 +938,46 @@ RUN_USE_NAMES = {
 }
 """What a prediction takes from a run of another job."""
 
+CALIBRATION_WORDS: Mapping[str, Wording] = {
+    "parameter_level": Wording(N_("the single-device step"), "the single-device step"),
+    "parameter_step_overhead": Wording(N_("the fixed per-step cost"), "the fixed per-step cost"),
+    "parameter_network_share": Wording(N_("the network share"), "the network share"),
+    "parameter_jitter": Wording(N_("the jitter"), "the jitter"),
+    "parameter_nothing": Wording(N_("nothing"), "nothing"),
+    "calibration_estimated": Wording(
+        N_("Estimated from the points: %(parameters)s."),
+        "Estimated from the points: {parameters:, }.",
+    ),
+    "calibration_kept": Wording(
+        N_(
+            "These device counts cannot pin down %(parameters)s: kept within the stated "
+            "range, which the band includes."
+        ),
+        "These device counts cannot pin down {parameters:, }: kept within the stated range, "
+        "which the band includes.",
+    ),
+    "calibration_folded": Wording(
+        N_(
+            "No point ran on one device, so %(parameters)s cannot be told apart from the "
+            "single-device step: it is held in it."
+        ),
+        "No point ran on one device, so {parameters:, } cannot be told apart from the "
+        "single-device step: it is held in it.",
+    ),
+    "calibration_flagged": Wording(
+        N_(
+            "The point at %(devices)s devices (%(throughput)s) lies off the others' fit "
+            "(%(expected)s) beyond its noise: it counts as %(weight)s of a point."
+        ),
+        "The point at {devices:,} devices ({throughput}) lies off the others' fit "
+        "({expected}) beyond its noise: down-weighted to {weight} of a point.",
+    ),
+}
+"""What a calibration from measured points says (:meth:`dpscale.model.measured.MeasuredFit.said`):
+the prediction's lines and the fit's notes alike."""
+
 LINES: Mapping[str, Wording] = {
+    **CALIBRATION_WORDS,
     "run_transfer": Wording(
         N_(
             "Run %(run)s measured another job; it differs from this query in: %(differs)s. "
@@ -1101,6 +1142,10 @@ LINES: Mapping[str, Wording] = {
 statement that surface does not make: the terminal says in one line what to change
 (``target_needs``), the page in one result per change, each with its own sentence."""
 
+MEASURED_KEYS = ("measured_estimated", "measured_kept", "measured_folded", "measured_flagged")
+"""The keys of :func:`lines` for what a calibration from measured points estimated, kept,
+held in the level and doubted (:data:`CALIBRATION_WORDS`)."""
+
 TERMINAL_ORDER = (
     ("transfer",),
     ("transfer_2",),
@@ -1110,6 +1155,7 @@ TERMINAL_ORDER = (
     ("memory", "memory_over"),
     ("calibration",),
     ("band",),
+    MEASURED_KEYS,
     ("max_devices",),
     ("target",),
     ("best_bucket",),
@@ -1208,6 +1254,9 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             said["band"] = Said("band_measured", {**fitted, "source": str(sc.measured)})
     elif result.band_inputs:
         said["band"] = Said("band_ranges", {"inputs": Names(result.band_inputs, "band_input")})
+    if result.measured_fit is not None:
+        for statement in result.measured_fit.said():
+            said["measured_" + statement.code.removeprefix("calibration_")] = statement
     if result.answers is not None:
         said.update(_answers(result))
     return said

@@ -90,8 +90,8 @@ class RunResult(Base):
     throughput: Mapped[float] = mapped_column(Float)
     per_device_throughput: Mapped[float] = mapped_column(Float)
     efficiency: Mapped[float] = mapped_column(Float)
-    step_time_p50_s: Mapped[float] = mapped_column(Float)
-    step_time_p95_s: Mapped[float] = mapped_column(Float)
+    step_time_p50_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    step_time_p95_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     measured: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
@@ -165,8 +165,9 @@ class _Result(_Checked):
     rank_spread: float | None = Field(default=None, ge=0, le=1e6)
     slowest_rank: int | None = Field(default=None, ge=0, le=MAX_DEVICES)
     efficiency: float = Field(gt=0, le=MAX_EFFICIENCY)
-    step_time_p50_s: float = Field(gt=0, le=MAX_SECONDS)
-    step_time_p95_s: float = Field(ge=0, le=MAX_SECONDS)
+    # None: not in the log a run was imported from (a CSV of devices and throughput alone).
+    step_time_p50_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] | None
+    step_time_p95_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None
 
 
 class _Collective(_Checked):
@@ -326,7 +327,12 @@ def save_run(payload: Mapping[str, Any], *, url: str | None = None) -> str:
     created = payload.get("created_at")
     try:
         _insert(payload, run_id, created, url)
-    except IntegrityError:  # the same run imported at the same time, by another process
+    except IntegrityError as err:  # the same run imported at the same time, by another process
+        if "NOT NULL" in str(err.orig):  # a table made before imported runs had no step times
+            raise ValueError(
+                "this database's results table requires step times (made by an older "
+                "dpscale): import a log that has them, or use a new database"
+            ) from None
         raise ValueError(f"run {run_id} is already stored") from None
     return run_id
 

@@ -14,6 +14,7 @@ from dpscale.spec.prediction import (
     ALGORITHM_NAMES,
     LIMITS,
     LINES,
+    MEASURED_KEYS,
     PREDICTION,
     STRATEGY_NAMES,
     Column,
@@ -250,6 +251,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "memory_over",
             "calibration",
             "band",
+            *MEASURED_KEYS,
         )
         if key in said
     )
