@@ -11,6 +11,7 @@ import pytest
 
 from dpscale.cli.main import main
 from dpscale.model.calibrate import Calibration
+from dpscale.model.transfer import Difference, Transfer
 from dpscale.said import Either, Names, Said, Wording, english
 from dpscale.spec.prediction import (
     BAND_INPUT_NAMES,
@@ -18,6 +19,7 @@ from dpscale.spec.prediction import (
     MEASURED_KEYS,
     TERMINAL_ORDER,
     _calibrated,
+    _transfer,
     lines,
 )
 from dpscale.web.i18n import Localizer, localizer
@@ -262,6 +264,16 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     # nodes, and no device count at the target (one device always keeps it).
     measured = compute({**README, "measured": "1:40,8:290,16:520"}).result
     run = replace(measured, scenario=replace(measured.scenario, measured="run r1"))
+    # A stored run of another job: what it gave, or nothing (issue 25).
+    other = (Difference("params", "a 1M-parameter model", "8B"),)
+    made += [_transfer(Transfer("r2", other, jitter=0.02)), _transfer(Transfer("r3", other))]
+    assert say_terminal(made[-2]) == (
+        "Run r2 measured a 1M-parameter model; this 8B query takes only its jitter."
+    )
+    assert say_page(made[-1], localizer("en")) == (
+        "Run r3 measured another job; it differs from this query in: model size. None of its "
+        "figures are used here."
+    )
     made.append(lines(run)["band"])
     for nodes in (1, None):
         made.append(_calibrated(Calibration("x", "all_reduce", 2, nodes, 1e9, 1e-5, 3)))

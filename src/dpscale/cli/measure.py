@@ -144,6 +144,7 @@ def measure(
     as_json: bool,
     script: str | None = None,
     script_args: tuple[str, ...] = (),
+    compare: bool = False,
 ) -> None:
     """Measure scaling efficiency and collective bandwidth with torch.distributed.
 
@@ -166,6 +167,17 @@ def measure(
     node_fields = {key: options[key] for key in _NODE_HELP}
     if script is None and script_args:
         fail(f"extra arguments {' '.join(script_args)!r} are for --script only")
+    if script is not None and compare:
+        fail(
+            "--compare is for the built-in model: a --script run states no model to predict "
+            "(predict it with dpscale predict --measured run:ID)"
+        )
+    if compare and not (collectives and training):
+        off = "--no-collectives" if not collectives else "--no-training"
+        fail(
+            f"--compare needs the training and the collectives' bandwidth to predict with: "
+            f"drop {off}"
+        )
     if script is not None:
         named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
         given = [key for key, value in named.items() if value is not None]
@@ -222,14 +234,25 @@ def measure(
         _print_note(payload, as_json=as_json)
         return
     run_id = _store(payload) if store else None
+    comparison = None
+    if compare and not payload["partial"]:
+        from dpscale.cli.runs import compared
+
+        comparison = compared(payload, str(payload["run_id"]))
     if as_json:
-        print_json(payload)
+        print_json(
+            payload if comparison is None else {**payload, "comparison": comparison.to_dict()}
+        )
     else:
         from dpscale.measure.report import print_summary
 
         print_summary(payload)
         if run_id:
             click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+        if comparison is not None:
+            from dpscale.measure.compare import print_comparison
+
+            print_comparison(comparison)
     if payload["partial"]:
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: error: {payload['error']}{stored}\n")
@@ -543,6 +566,13 @@ MEASURE = click.Command(
             metavar="FILE",
             help="Your training script (timing its steps with dpscale.measure.StepTimer), "
             "run under torchrun at each world size; its arguments follow --.",
+        ),
+        click.Option(
+            ["compare", "--compare"],
+            is_flag=True,
+            help="After measuring, predict the same job and set each world size's measured "
+            "efficiency, step split and memory beside the prediction and its band (as "
+            "dpscale runs show ID --predict).",
         ),
         click.Argument(["script_args"], nargs=-1, metavar="[-- SCRIPT ARGS]"),
     ],

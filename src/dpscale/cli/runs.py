@@ -98,10 +98,24 @@ def list_command(as_json: bool) -> None:
     console().print(table)
 
 
-@runs_app.command("show", params=[_RUN_ID, _JSON])
-def show_command(run_id: str, as_json: bool) -> None:
+_PREDICT = click.Option(
+    ["predict", "--predict"],
+    is_flag=True,
+    help="Also predict the same job (dpscale predict, with the bandwidth, latency and jitter "
+    "the run measured) and set each world size's measured efficiency, step split and memory "
+    "beside the prediction and its band.",
+)
+
+
+@runs_app.command("show", params=[_RUN_ID, _PREDICT, _JSON])
+def show_command(run_id: str, predict: bool, as_json: bool) -> None:
     """One run: environment, training scaling and collective bandwidth."""
     run, problem = _get(run_id)
+    if predict:
+        comparison = compared(run, run_id)
+        if as_json:
+            print_json(comparison.to_dict())
+            return
     if as_json:
         print_json(run)
         return
@@ -121,6 +135,22 @@ def show_command(run_id: str, as_json: bool) -> None:
     print_summary(_shown(run))
     if run["error"]:
         click.echo(terminal_text(f"Partial run: {run['error']}"))
+    if predict:
+        from dpscale.measure.compare import print_comparison
+
+        print_comparison(comparison)
+
+
+def compared(run: dict[str, Any], run_id: str) -> Any:
+    """The run beside predict's figures for its job (:mod:`dpscale.measure.compare`); a run
+    that cannot be predicted fails in one line."""
+    from dpscale.measure.compare import compare_run
+    from dpscale.validation import InputError
+
+    try:
+        return compare_run(run, run_id)
+    except InputError as err:
+        fail(terminal_text("; ".join(issue.detail for issue in err.issues)))
 
 
 @runs_app.command(

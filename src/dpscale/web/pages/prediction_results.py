@@ -243,6 +243,8 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     notes.extend(
         say(said[key], LINES, loc)
         for key in (
+            "transfer",
+            "transfer_2",
             "baseline",
             "wait",
             "memory",
