@@ -13,7 +13,7 @@ exec 2> >(grep --line-buffered -v "^WARNING: Location 'file://" >&2)
 "${pip[@]}" --constraint requirements/torch.txt "torch==2.13.0"
 "${pip[@]}" --constraint requirements/torch.txt --upgrade --upgrade-strategy eager --editable ".[dev]"
 .venv-latest/bin/python -m pip list --format=freeze --disable-pip-version-check \
-    | grep -iE '^(numpy|scipy|pydantic|fastapi|starlette|sqlalchemy|matplotlib|babel|typer)=='
+    | grep -iE '^(numpy|scipy|pydantic|fastapi|starlette|sqlalchemy|matplotlib|babel|typer|lightning|transformers)=='
 scripts/system-deps.sh
 source scripts/postgres.sh
 .venv-latest/bin/ruff check src tests benchmarks

@@ -13,10 +13,11 @@ table, and the two counts are predicted each with its own accumulation.
 
 One value is estimated from these rows: the spread of the band's setup loss
 (``dpscale.model.band.SETUP_SPREAD``: the wait for the slowest of n nodes, ``spread z(n)`` of
-the step, joined in quadrature to the stated ranges' fall, that holds 9 in 10 multi-node rows
-inside the band). The "after" figures are leave-one-source-out: each source's rows are scored
-with the spread estimated from the other sources' rows only. The calibrated table estimates
-from each series' own smaller counts and is scored on the next count, which the fit never saw.
+the step, joined in quadrature to the stated ranges' uncertainty on both sides of the point,
+that holds 9 in 10 multi-node rows inside the band). The "after" figures are leave-one-source-
+out: each source's rows are scored with the spread estimated from the other sources' rows only.
+The calibrated table estimates from each series' own smaller counts and is scored on the next
+count, which the fit never saw.
 
 Printed: the error table (median and worst absolute error, mean signed error, share of rows
 inside the band, mean band width) for
@@ -25,7 +26,7 @@ inside the band, mean band width) for
   overlap: no optimizer step, no stragglers, no fixed costs, no bucket copies, Horovod's
   fusion taken as DDP's fixed buckets);
 - **no setup**: the model with them, central values and the band of the stated ranges only;
-- **after**: the same points, the band's lower edge across nodes lowered by the setup loss
+- **after**: the same points, the band across nodes widened on both sides by the setup loss
   (its spread held out by source).
 
 Then the calibrated check: each series with several device counts, calibrated on the counts
@@ -193,7 +194,9 @@ def score_row(
         kept = 1 - relative_setup_loss(row, central_spread)
         bare, central, low, high = central, central * kept, low * kept, high * kept
         high = central + np.hypot(high - central, bare - central)
-    low = with_setup_loss(central, low, relative_setup_loss(row, spread))
+    loss = relative_setup_loss(row, spread)
+    low = with_setup_loss(central, low, loss)
+    high = np.minimum(with_setup_loss(central, high, loss, above=True), np.maximum(central, 1.0))
     return Scored(
         row["case"],
         _source(row),
@@ -234,16 +237,25 @@ def relative_setup_loss(row: dict[str, str], spread: float) -> Any:
     return 1 - kept
 
 
-def setup_score(central: float, low: float, measured: float, nodes: int) -> float:
-    """The smallest spread whose band, on ``nodes`` nodes, reaches down to ``measured``.
+def setup_score(
+    central: float, low: float, measured: float, nodes: int, high: float = 1.0
+) -> float:
+    """The smallest spread whose band, on ``nodes`` nodes, reaches ``measured`` (either side).
 
-    The band's lower edge is ``central - hypot(central - low, central * loss)`` with ``loss =
-    1 - 1 / (1 + spread z(nodes))``; solved for the spread (0 when already inside).
+    The band's edges are ``central -+ hypot(central - low, central * loss)`` with ``loss =
+    1 - 1 / (1 + spread z(nodes))`` (``high - central`` in place of ``central - low`` above);
+    solved for the spread (0 when already inside; infinite above the ideal, which no band
+    reaches).
 
     >>> round(setup_score(0.9, 0.87, 0.8459, 4), 4)  # a loss of 5 %: 0.05 / 0.95 / z(4)
     0.0502
+    >>> round(setup_score(0.9, 0.87, 0.9541, 4, high=0.93), 4)  # the same, above
+    0.0502
     """
-    short, fall = central - measured, central - low
+    if measured > max(central, 1.0) + 1e-9:
+        return math.inf
+    short = abs(central - measured)
+    fall = central - low if measured <= central else high - central
     if short <= fall:
         return 0.0
     loss = math.sqrt(short**2 - fall**2) / central
@@ -266,7 +278,8 @@ def setup_spread(
     for row in rows:
         if crosses_nodes(row):
             s = score_row(row, central_spread=central_spread, passes=passes, midpoints=midpoints)
-            scores.append(setup_score(s.predicted, s.low, s.measured, nodes_of(row, "devices")))
+            nodes = nodes_of(row, "devices")
+            scores.append(setup_score(s.predicted, s.low, s.measured, nodes, s.high))
     return conformal_quantile(scores)
 
 

@@ -27,13 +27,24 @@ leaves 127.0.0.1, every load is bounded in count and time) and prints:
 
    It prints the page's p50 and p99 under attack against quiet; the target: p99 under
    250 ms and every ``/healthz`` answered 200.
+5. with ``--fuzz N`` (``--parts 5 --fuzz 30000`` for it alone): N requests a server, with
+   ``--floods-workers`` 1 and 2, each on a new connection from 8 clients: every route and
+   calculator parameter (from the registry) crossed with hostile values (non-normal floats,
+   huge and signed numbers, control characters, escapes, bad percent-encoding, 101 fields,
+   a parameter twice, unknown paths and languages, odd methods, headers, bodies and content
+   types, and one request in 20 as raw bytes no HTTP client would send), seeded
+   (``--seed``). It prints the statuses, every 5xx other than 503 (to replay), every
+   connection dropped without an answer and the tracebacks in the server's log; the target:
+   none of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -43,6 +54,7 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 PREDICT = (
     "hardware=dgx-a100&params=1.3e9&grad_dtype=bf16&micro_batch=8&grad_accum=1"
@@ -51,7 +63,7 @@ PREDICT = (
 FIT_POINTS = "devices,throughput\n" + "\n".join(
     f"{d},{d * 100 * (1 - 0.002 * d):.1f}" for d in range(1, 200)
 )
-FIT_AT = ",".join(str(d) for d in range(1, 200))
+FIT_AT = ",".join(str(d) for d in range(4, 200, 4))  # the field takes 200 characters
 API = "/api/v1/scaling-prediction"
 READY_ATTEMPTS = 600  # x 0.05 s
 PAGE_TARGET_S = 0.5
@@ -506,6 +518,308 @@ def _floods_on(port: int, workers: int, duration_s: float, upload: bytes, kind: 
             time.sleep(0.1)
 
 
+# --- 5. fuzz -------------------------------------------------------------------------------
+
+HOSTILE_VALUES = (
+    "",
+    " ",
+    "0",
+    "-0",
+    "-1",
+    "1",
+    "64",
+    "1e309",
+    "-1e309",
+    "1e-320",
+    "2.2e-308",
+    "4.9e-324",
+    "nan",
+    "NaN",
+    "inf",
+    "-Infinity",
+    "1" * 40,
+    "9" * 400,
+    "9**9**9",
+    "9^9^9 s",
+    "1-10000",
+    "1-100000",
+    "1-10000\x00",
+    "1,2,3",
+    "1,,2",
+    "10000-1",
+    "1..4",
+    "0x10",
+    "1_000",
+    " 1 ",
+    "1.3B",
+    "25 Gbit/s",
+    "9.6 us",
+    "25 MiB",
+    "1e3 Gbit/s",
+    "-5 MiB",
+    "1 parsec",
+    "run:1",
+    "run:big",
+    "run:../../etc/passwd",
+    "run:" + "9" * 30,
+    "true",
+    "[]",
+    "{}",
+    "null",
+    "<script>alert(1)</script>",
+    "\"'><img src=x onerror=1>",
+    "' OR 1=1 --",
+    "../../etc/passwd",
+    "\u00e9\u00e8",
+    "\U0001f642",
+    "\u202eevil",
+    "\x00",
+    "\x1b[31m",
+    "\r\nSet-Cookie: a=b",
+    "A" * 3000,
+    "%ZZ",
+    "%",
+    "+",
+    "devices,throughput\n1,100\n2,1e-320",
+    "devices,throughput\n1,nan",
+    "1\n2\n3",
+    "bf16",
+    "fp8",
+    "dgx-a100",
+    "no-such-preset",
+    "llama3-8b",
+    "auto",
+    "amdahl",
+)
+EXTRA_NAMES = ("lang", "x", "", "devices[]", "__proto__", "q", "measured", "calibrate", "format")
+LANGS = ("en", "de", "fr", "ja", "zh", "xx", "EN", "en-US", "", "..", "%00")
+
+
+def _fuzz_names() -> dict[str, list[str]]:
+    """Each calculator's slug and its parameter names, from the registry itself."""
+    from dpscale.web.registry import calculators
+
+    return {slug: [f.name for f in calc.fields] for slug, calc in calculators().items()}
+
+
+def _fuzz_query(rng: random.Random, names: list[str]) -> str:
+    pairs = []
+    for _ in range(rng.choice((0, 1, 2, 3, 4, 6, 8))):
+        name = rng.choice(names + list(EXTRA_NAMES)) if rng.random() < 0.9 else "x" * 30
+        pairs.append((name, rng.choice(HOSTILE_VALUES)))
+    if pairs and rng.random() < 0.05:
+        pairs.append(pairs[0])  # a parameter twice
+    query = urllib.parse.urlencode(pairs)
+    shape = rng.random()
+    if shape < 0.03:
+        query = "&" * rng.choice((99, 100, 101, 500))
+    elif shape < 0.06:
+        query += "&%ZZ=%&%=1&=&&"
+    elif shape < 0.08:
+        query = ";".join(f"{n}=1" for n in names)
+    return query
+
+
+def _fuzz_request(rng: random.Random, names: dict[str, list[str]]) -> tuple[str, str, bytes]:
+    slug = rng.choice([*names, "no-such-page", "predict", "api", "static", ""])
+    fields = names.get(slug, [])
+    lang = rng.choice(LANGS)
+    path = rng.choice(
+        (
+            f"/{lang}/{slug}",
+            f"/embed/{lang}/{slug}",
+            f"/fragment/{lang}/{slug}",
+            f"/api/v1/{slug}",
+            f"/chart/{lang}/{slug}.svg",
+            f"/{lang}/{slug}/feedback",
+            f"/{lang}/{slug}/predict",
+            f"/{lang}/{slug}/scaling-prediction",
+            f"/{lang}",
+            "/",
+            "/healthz",
+            "/api/v1/feedback",
+            "/api/docs",
+            "/static/../../etc/passwd",
+            "//" + slug,
+            f"/{lang}/{slug}/",
+            f"/chart/{lang}/{slug}",
+        )
+    )
+    method = rng.choices(("GET", "HEAD", "POST", "PUT", "OPTIONS", "DELETE"), (70, 5, 18, 3, 2, 2))[
+        0
+    ]
+    query = _fuzz_query(rng, fields or ["devices", "throughput"])
+    body = b""
+    if method in ("POST", "PUT"):
+        kind = rng.random()
+        if kind < 0.4:
+            body = _fuzz_query(rng, [*fields, "query", "rating", "comment", "calculator"]).encode()
+        elif kind < 0.7:
+            payload = {rng.choice([*fields, "rating", "comment"]): rng.choice(HOSTILE_VALUES)}
+            body = json.dumps(payload).encode()
+        elif kind < 0.85:
+            body = bytes(rng.getrandbits(8) for _ in range(rng.choice((1, 10, 300))))
+        else:
+            body = b"{" * 2000
+    return method, f"{path}?{query}" if query else path, body
+
+
+FUZZ_HEADERS = (
+    ("Accept-Language", ("de", "xx", "*", "de;q=nan", "en;q=1e999", "," * 300, "zh-Hant-TW")),
+    ("Accept-Language", ("\u00e9", "en-US,en;q=0.9,de;q=-1", "q=0.5", ";;;", "A" * 2000)),
+    ("Accept-Encoding", ("gzip", "br", "identity;q=0", "*;q=0", "gzip;q=nan", "x" * 500)),
+    ("Accept", ("application/json", "*/*", "text/html;q=abc", "", "image/svg+xml")),
+    ("Cookie", ("a=b", "lang=de", "=" * 200, "a=" + "b" * 4000, "\u00e9=1")),
+    ("If-None-Match", ('"x"', "*", "W/", '"' * 100)),
+    ("If-Modified-Since", ("yesterday", "Thu, 01 Jan 1970 00:00:00 GMT", "0")),
+    ("Range", ("bytes=0-10", "bytes=-1", "bytes=9-1", "lines=1")),
+    ("Origin", ("null", "http://evil.example", "http://127.0.0.1", "file://", "x" * 300)),
+    ("Referer", ("http://evil.example/", "not a url", "http://[::1", "")),
+    ("X-Forwarded-For", ("1.2.3.4", "::1, 10.0.0.1", "x" * 300, "")),
+    ("Forwarded", ("for=1.2.3.4", 'for="[::1]"', "===")),
+    ("Host", ("127.0.0.1", "evil.example", "a" * 300, "[::1", "127.0.0.1:0", "")),
+    ("User-Agent", ("", "x" * 3000, "\u00e9")),
+)
+
+
+def _fuzz_headers(rng: random.Random) -> dict[str, str]:
+    """A few hostile headers (each request also gets the ones http.client adds)."""
+    headers = {}
+    for name, values in rng.sample(FUZZ_HEADERS, rng.choice((0, 0, 1, 2, 3))):
+        value = rng.choice(values)
+        headers[name] = value.encode("utf-8").decode("latin-1")  # sent as the bytes given
+    return headers
+
+
+FUZZ_CONTENT_TYPES = (
+    "application/x-www-form-urlencoded",
+    "application/json",
+    "multipart/form-data; boundary=x",
+    "multipart/form-data",
+    "text/plain",
+    "application/x-www-form-urlencoded; charset=ebcdic",
+)
+
+
+RAW_HEADS = (
+    b"GARBAGE",
+    b"GET / HTTP/9.9",
+    b"GET http://evil.example/ HTTP/1.1",
+    b"OPTIONS * HTTP/1.1",
+    b"CONNECT evil.example:80 HTTP/1.1",
+    b"GET / HTTP/1.1\r\nBad Header",
+    b"GET / HTTP/1.1\r\nX: \x00",
+    b"GET / HTTP/1.1\r\nContent-Length: -1",
+    b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2",
+    b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked, identity",
+)
+
+
+def _raw_request(port: int, rng: random.Random, target: str) -> bytes:
+    """A request head sent as bytes, complete (so that no timeout ends it): one of
+    :data:`RAW_HEADS`, or the target with bytes flipped (invalid UTF-8, control bytes, stray
+    percent signs); the first line of the answer, or b"" when the connection closed with none.
+    """
+    if rng.random() < 0.3:
+        head = rng.choice(RAW_HEADS)
+    else:
+        raw = bytearray(target.encode("latin-1", errors="replace"))
+        for _ in range(rng.choice((1, 2, 5))):
+            raw[rng.randrange(len(raw))] = rng.choice(b"\x80\xff\xc0\x7f\x01%#?&=;/\\ ")
+        head = b"GET " + bytes(raw) + b" HTTP/1.1"
+    with socket.create_connection(("127.0.0.1", port), timeout=120) as connection:
+        connection.sendall(head + b"\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while b"\r\n" not in answer:
+            chunk = connection.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0]
+
+
+def _fuzz(port: int, count: int, seed: int, clients: int) -> dict[str, Any]:
+    """``count`` hostile requests from ``clients`` threads, each on a new connection: the
+    statuses, the 500s (method and target, to replay) and the connections dropped (closed
+    or reset with no answer)."""
+    names = _fuzz_names()
+    statuses: dict[int, int] = {}
+    errors: list[str] = []
+    dropped: list[str] = []
+    slow: list[float] = []
+    lock = threading.Lock()
+    counter = iter(range(count))
+
+    def loop(index: int) -> None:
+        rng = random.Random(seed * 1000 + index)
+        while True:
+            with lock:
+                if next(counter, None) is None:
+                    return
+            method, target, body = _fuzz_request(rng, names)
+            headers = {"Origin": f"http://127.0.0.1:{port}"} if rng.random() < 0.7 else {}
+            headers.update(_fuzz_headers(rng))
+            if body or method in ("POST", "PUT"):
+                headers["Content-Type"] = rng.choice(FUZZ_CONTENT_TYPES)
+            start = time.perf_counter()
+            try:
+                if rng.random() < 0.05:  # a head no HTTP client would send
+                    line = _raw_request(port, rng, target)
+                    if not line.startswith(b"HTTP/1.1 "):
+                        raise http.client.BadStatusLine(repr(line))
+                    status = int(line.split()[1])
+                else:
+                    status, _ = _request(port, method, target, body, headers)
+            except (http.client.HTTPException, ConnectionError) as err:
+                with lock:
+                    dropped.append(f"{method} {target[:200]} ({type(err).__name__})")
+                continue
+            except OSError as err:  # a timeout: no answer within 120 s
+                with lock:
+                    dropped.append(f"{method} {target[:200]} ({err})")
+                continue
+            took = time.perf_counter() - start
+            with lock:
+                statuses[status] = statuses.get(status, 0) + 1
+                if status >= 500 and status != 503:
+                    errors.append(f"{status} {method} {target[:300]} body={body[:100]!r}")
+                if took > 2.0:
+                    slow.append(took)
+
+    threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"statuses": statuses, "errors": errors, "dropped": dropped, "slow": slow}
+
+
+def _fuzz_runs(folder: Path, worker_counts: list[int], count: int, seed: int) -> None:
+    print(f"\n5. fuzz: {count:,} hostile requests a server (8 clients, a new connection each)")
+    for workers in worker_counts:
+        port = _free_port()
+        server = _start(port, folder, 10.0, workers=workers)
+        start = time.perf_counter()
+        try:
+            found = _fuzz(port, count, seed, clients=8)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        took = time.perf_counter() - start
+        errors, dropped = found["errors"], found["dropped"]
+        print(
+            f"   --workers {workers}: {sum(found['statuses'].values()):,} answered in "
+            f"{took:.0f} s; "
+            f"5xx other than 503: {len(errors)}; dropped: {len(dropped)}; over 2 s: "
+            f"{len(found['slow'])}; statuses {dict(sorted(found['statuses'].items()))}"
+        )
+        for line in (errors + dropped)[:20]:
+            print(f"     {line}")
+        log = (folder / "server.log").read_text(errors="replace")
+        tracebacks = log.count("Traceback (most recent call last)")
+        print(f"   server log: {tracebacks} tracebacks")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per load phase")
@@ -524,6 +838,10 @@ def main() -> None:
     parser.add_argument(
         "--run-values", type=int, default=2_000_000, help="raw timings of part 4's stored run"
     )
+    parser.add_argument(
+        "--fuzz", type=int, default=0, help="part 5: this many fuzzed requests a server (30,000)"
+    )
+    parser.add_argument("--seed", type=int, default=28, help="the fuzz's random seed")
     args = parser.parse_args()
     if not (0 < args.duration <= 120 and 0 < args.costly <= 100 and 0 < args.slow <= 2000):
         raise SystemExit("bounded load only: --duration <= 120, --costly <= 100, --slow <= 2000")
@@ -546,6 +864,10 @@ def main() -> None:
                 server.wait(timeout=30)
         if "4" in args.parts:
             _floods(Path(scratch), workers, args.duration, args.run_values)
+        if args.fuzz:
+            if not 0 < args.fuzz <= 200_000:
+                raise SystemExit("bounded load only: --fuzz <= 200,000")
+            _fuzz_runs(Path(scratch), workers, args.fuzz, args.seed)
         if args.compare:
             port = _free_port()
             server = _start(port, Path(scratch), args.header_timeout, slots=0)

@@ -67,7 +67,7 @@ def test_the_launch_line_is_what_torchrun_and_the_worker_read() -> None:
 def test_a_node_rank_takes_the_static_rendezvous_torchrun_honours_it_with(tmp_path: Path) -> None:
     shape = ClusterShape(nnodes=2, node_rank=1, rdzv_endpoint="10.0.0.1:29400")
     command = torchrun_node_command(shape, tmp_path, tmp_path / "config.json")
-    assert command[1:3] == ["-m", "torch.distributed.run"]
+    assert command[1:3] == ["-m", "dpscale.measure.agent"]  # torchrun, its store on one address
     args = _torchrun_args(command[3:])
     assert (args.rdzv_backend, args.node_rank) == ("static", 1)  # type: ignore[attr-defined]
     assert args.rdzv_endpoint == "10.0.0.1:29400"  # type: ignore[attr-defined]

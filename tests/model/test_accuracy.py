@@ -11,24 +11,26 @@ scored with the spread estimated from the others):
 
 - the first 16 rows (the set before the issue #16 additions: Horovod, PyTorch DDP,
   Megatron-LM): median absolute error 1.7 pp (bound 2.5), worst 7.7 (bound 12), mean signed
-  +0.6 (bound +-1.5), 81 % inside the band (bound 80 %): the issue's targets, met there;
+  +0.6 (bound +-1.5), 94 % inside the band (bound 80 %): the issue's targets, met there;
 - all 25 rows: median 2.6 pp (bound 2.7; 3.8 before the strong-scaling baselines), worst
   16.2 pp (bound 17; was 23.3), mean signed +2.6 pp (bound 2.7; +4.5 without the per-step
-  costs, +3.3 before the strong-scaling baselines), 84 % inside the band (bound 84 %; 60 %
-  before the setup loss), mean band width 13.4 pp (bound 13.5; 18.8 with the ranges added as
-  bounds and a constant setup loss; the issue's target of 12 is not met: the band says how
-  much multi-node jobs lose to their setup, which costs width on every multi-node row). The
+  costs, +3.3 before the strong-scaling baselines), 92 % inside the band (bound 92 %: the
+  band's stated level is 90 %), mean band width 17.2 pp (bound 17.3). Before both edges came
+  from one budget, the band reached only downward: 84 % inside at 13.4 pp, short of the 90 %
+  it stated, every job better than its point outside (issue #26, item 5). The issue's target
+  of 12 pp at 80 % is not met at the stated 90 %: a symmetric band at an 80 % level holds 76 %
+  at 13.5 pp on these rows (their point errors reach 16 pp). The
   DeepLearningExamples DGX-2H rows lose 10-17 pp no stated input explains (their 16-node
   points scale worse than their 32-node ones) and set the worst error and most of the bias.
 
 Not adopted (``--central-setup``): the point lowered by the setup loss's central value, the
 median of the multi-node rows' point spreads (1.74 % from all rows). Held out by source it
 takes 4.80 % to the Horovod rows from the others, which are all optimistic, and makes them
-pessimistic by 5.1 pp; the median error rises to 4.2 pp and 76 % are inside the band.
+pessimistic by 5.1 pp; the median error rises to 4.2 pp (92 % inside the band).
 
 Not adopted either (``--gradient-passes``): the averaging pass over the gradients and the
 after-backward fused-buffer copies, sourced, held out by source: median 2.4 pp, worst 15.6,
-mean signed +2.4, 84 % inside; current PyTorch divides while copying into its buckets, so
+mean signed +2.4, 92 % inside; current PyTorch divides while copying into its buckets, so
 the separate averaging pass would charge today's jobs (the worked example: 90.92 % to 89.56 %
 at 8 devices) a cost they no longer pay.
 
@@ -76,7 +78,7 @@ def test_the_first_sixteen_rows_meet_the_issue_targets(scored: list[object]) -> 
     assert figures["median_pp"] <= 2.5, bench.table(scored)
     assert figures["worst_pp"] <= 12.0, bench.table(scored)
     assert abs(figures["mean_signed_pp"]) <= 1.5
-    assert figures["inside_band"] >= 0.8
+    assert figures["inside_band"] >= 0.9
 
 
 def test_all_rows_held_out_by_source(scored: list[object]) -> None:
@@ -87,8 +89,8 @@ def test_all_rows_held_out_by_source(scored: list[object]) -> None:
     assert after["mean_signed_pp"] <= 2.7, bench.table(scored)
     assert after["median_pp"] <= 2.7
     assert after["worst_pp"] <= 17.0
-    assert after["inside_band"] >= 0.84
-    assert after["mean_band_width_pp"] <= 13.5
+    assert after["inside_band"] >= 0.92
+    assert after["mean_band_width_pp"] <= 17.3
 
 
 def test_setup_spread_is_the_estimate_from_all_rows() -> None:
@@ -105,7 +107,7 @@ def test_central_setup_spread_is_the_median_of_the_point_spreads() -> None:
     rows = bench.read_rows()
     assert bench.central_setup_spread(rows) == pytest.approx(0.0174, abs=5e-5)
     assert bench.setup_spread(rows, bench.central_setup_spread(rows)) == pytest.approx(
-        0.0820, abs=5e-5
+        0.0833, abs=5e-5
     )
 
 
@@ -117,7 +119,7 @@ def test_the_central_setup_loss_on_the_point_fails_held_out() -> None:
     horovod = bench.summary([s for s in scored if s.source == "horovod/horovod"])
     assert figures["median_pp"] == pytest.approx(4.2, abs=0.05)
     assert figures["mean_signed_pp"] == pytest.approx(0.1, abs=0.05)
-    assert figures["inside_band"] == pytest.approx(0.76)
+    assert figures["inside_band"] == pytest.approx(0.92)
     assert horovod["mean_signed_pp"] == pytest.approx(-5.1, abs=0.05)
     for row in scored:
         assert row.low <= row.predicted <= row.high
@@ -133,8 +135,8 @@ def test_the_gradient_passes_move_the_figures_little() -> None:
     assert figures["median_pp"] == pytest.approx(2.4, abs=0.05)
     assert figures["worst_pp"] == pytest.approx(15.6, abs=0.05)
     assert figures["mean_signed_pp"] == pytest.approx(2.4, abs=0.05)
-    assert figures["inside_band"] == pytest.approx(0.84)
-    assert bench.setup_spread(rows, passes=True) == pytest.approx(0.0986, abs=5e-5)
+    assert figures["inside_band"] == pytest.approx(0.92)
+    assert bench.setup_spread(rows, passes=True) == pytest.approx(0.0998, abs=5e-5)
     # A baseline of one device pays no pass: there the point can only fall.
     default = bench.cross_validated(rows)[0]
     for with_passes, without, row in zip(scored, default, rows, strict=True):
@@ -148,7 +150,7 @@ def test_the_middles_of_the_ranges_cancel_the_bias_and_worsen_the_median() -> No
     assert figures["median_pp"] == pytest.approx(3.0, abs=0.05)
     assert figures["worst_pp"] == pytest.approx(14.7, abs=0.05)
     assert figures["mean_signed_pp"] == pytest.approx(0.6, abs=0.05)
-    assert figures["inside_band"] == pytest.approx(0.84)
+    assert figures["inside_band"] == pytest.approx(0.92)
     sources = {name: bench.summary(members) for name, members in bench.by_source(scored)}
     assert sources["horovod/horovod"]["mean_signed_pp"] == pytest.approx(-3.7, abs=0.05)
     assert sources["NVIDIA/DeepLearningExamples"]["mean_signed_pp"] == pytest.approx(6.0, abs=0.05)
@@ -212,13 +214,14 @@ def test_sharded_llm_series_held_out() -> None:
     # The 36 published FSDP/ZeRO series of data/published_llm_scaling.csv (LLM_SOURCES.md):
     # every count predicted from its series' smallest, nothing estimated from them. As
     # measured (docs/predict.md): 53 rows, median 1.4 pp, worst 8.6, mean signed +0.5,
-    # 72 % inside the band at 10.7 pp mean width (before the per-layer schedule: worst 66.5).
+    # 85 % inside the band at 13.2 pp mean width (before the per-layer schedule: worst 66.5;
+    # before both edges came from one budget: 72 % at 10.7 pp).
     scored, skipped = bench.score_llm(bench.read_rows(bench.LLM_DATA))
     figures = bench.summary(scored)
     assert figures["rows"] == 53
     assert figures["median_pp"] <= 1.5
     assert figures["worst_pp"] <= 8.7
     assert abs(figures["mean_signed_pp"]) <= 1.5
-    assert figures["inside_band"] >= 0.71  # 38 of 53
-    assert figures["mean_band_width_pp"] <= 10.8
+    assert figures["inside_band"] >= 0.84  # 45 of 53
+    assert figures["mean_band_width_pp"] <= 13.4
     assert skipped["tensor parallel besides"] == 22

@@ -303,14 +303,18 @@ def test_setup_loss_lowers_the_band_across_nodes_only() -> None:
 
     plain = band(RESNET50, [1, 8, 16, 64])
     step, _ = band_steps(RESNET50, [1, 8, 16, 64])
-    central, low, _ = combine(np.asarray(step.efficiency))
+    central, low, high = combine(np.asarray(step.efficiency))
     assert "framework_setup" in plain.inputs
     assert plain.low[1] == pytest.approx(low[1])  # one node: as the stated ranges give it
+    assert plain.high[1] == pytest.approx(high[1])
     # Two and eight nodes: the wait for the slowest node, larger on more nodes, joins the
-    # stated ranges' fall in quadrature.
+    # stated ranges' uncertainty in quadrature, on both sides (one budget).
     loss = central[2:] * setup_loss(np.array([2, 8]))
-    fall = central[2:] - low[2:]
-    assert plain.low[2:] == pytest.approx(central[2:] - np.sqrt(fall**2 + loss**2))
+    half = central[2:] - low[2:]
+    assert plain.low[2:] == pytest.approx(central[2:] - np.sqrt(half**2 + loss**2))
+    assert plain.high[2:] == pytest.approx(
+        np.minimum(central[2:] + np.sqrt(half**2 + loss**2), 1.0)
+    )
     assert np.all(plain.low[2:] < low[2:])
     wait = SETUP_SPREAD * expected_max_normal(2)
     assert float(setup_loss(2)) == pytest.approx(1 - 1 / (1 + wait))
@@ -321,21 +325,28 @@ def test_setup_loss_lowers_the_band_across_nodes_only() -> None:
     assert "framework_setup" not in told.inputs
 
 
-@given(st.lists(st.floats(min_value=-0.2, max_value=0.2), min_size=2, max_size=16))
-def test_ranges_combine_as_independent_uncertainties(deviations: list[float]) -> None:
-    # GUM: each range a rectangular distribution, effects added in quadrature, k = 1.645 at
-    # 90 %: never beyond all inputs at their worst end at once, never short of the largest
-    # single input's 90 % interval (0.9 of its fall).
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(min_value=-0.2, max_value=0.2), st.floats(min_value=-0.2, max_value=0.2)
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_ranges_combine_as_independent_uncertainties(ends: list[tuple[float, float]]) -> None:
+    # GUM: each range a rectangular distribution, standard uncertainty span / sqrt(12), the
+    # effects added in quadrature, k = 1.645 at 90 %, the same on both sides: never beyond all
+    # inputs at their worst end at once, never short of the largest single input's 90 %
+    # interval (0.9 of its half-span).
     from dpscale.model.band import combine
 
-    stack = np.array([0.9, *(0.9 + d for d in deviations)])
+    stack = np.array([0.9, *(0.9 + d for pair in ends for d in pair)])
     _, low, high = combine(stack)
-    falls = [-d for d in deviations if d < 0]
-    rises = [d for d in deviations if d > 0]
-    assert 0.9 - low <= sum(falls) + 1e-12
-    assert high - 0.9 <= sum(rises) + 1e-12
-    assert 0.9 - low >= 0.9 * max(falls, default=0.0) - 1e-12
-    assert high - 0.9 >= 0.9 * max(rises, default=0.0) - 1e-12
+    spans = [abs(b - a) for a, b in ends]
+    assert high - 0.9 == pytest.approx(0.9 - low, abs=1e-12)
+    assert 0.9 - low <= sum(spans) / 2 + 1e-12
+    assert 0.9 - low >= 0.9 * max(spans) / 2 - 1e-12
 
 
 def test_measured_on_one_node_keeps_the_setup_loss_of_the_nodes_beyond() -> None:

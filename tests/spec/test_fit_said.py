@@ -35,12 +35,12 @@ CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
     "physics kept": (
         {"points": STEP, "at": "512", "devices_per_node": "8"},
         "physics",
-        ["extrapolated", "disagree"],
+        ["prior_over_aicc", "extrapolated", "disagree"],
     ),
     "no devices per node": (
         {"points": STEP, "at": "512"},
         "physics",
-        ["comm_flat", "extrapolated", "disagree"],
+        ["prior_over_aicc", "comm_flat", "extrapolated", "disagree"],
     ),
     "F test": (
         {"points": RETROGRADE},
@@ -50,7 +50,7 @@ CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
     "beyond a node": (
         {"points": BEYOND_A_NODE, "devices_per_node": "8"},
         "physics",
-        ["few_dof", "extrapolated"],
+        ["node_level", "few_dof", "extrapolated"],
     ),
     "fewest parameters": (
         {"points": "1,100\n16,1300", "devices_per_node": "8"},
@@ -60,12 +60,12 @@ CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
     "outlier": (
         {"points": OUTLIER, "at": "128", "devices_per_node": "8"},
         "physics",
-        ["outlier_below", "extrapolated"],
+        ["prior_over_aicc", "outlier_below", "extrapolated"],
     ),
     "stated hardware": (
         {"points": "1,329\n2,620\n8,2456", "at": "16", **FACTS},
-        "physics",
-        ["stated_hardware", "few_dof_one", "extrapolated"],
+        "calibrated",
+        ["calibration_estimated", "calibration_kept", "extrapolated"],
     ),
     "one node": (
         {"points": "1,329\n2,640\n4,1270\n8,2500", "at": "16", "devices_per_node": "8"},
@@ -115,7 +115,7 @@ def test_the_codes_carry_the_figures() -> None:
         "usl": "not_identifiable",
         "comm": "not_identifiable",
     }
-    outlier = fitted(CASES["outlier"][0]).notes[0].to_dict()["ctx"]
+    outlier = fitted(CASES["outlier"][0]).notes[1].to_dict()["ctx"]
     assert (outlier["devices"], outlier["throughput"]) == (16, 1101.0)
     assert outlier["off"] == pytest.approx(1 - 1101 / 1439.5, abs=1e-3)
 
@@ -180,7 +180,7 @@ def test_page_sentences_in_the_locale() -> None:
         "ノード境界での段差は予測できません。"
     )
     outlier = compute(CASES["outlier"][0])
-    assert present(outlier, localizer("de")).notes[0] == (
+    assert present(outlier, localizer("de")).notes[1] == (
         "Der Punkt bei 16 Geräten liegt 24\u00a0% neben der Anpassung an die übrigen: Ein "
         "Ausreißertest hat ihn markiert, er zählt als 0,18 eines Punktes."
     )
@@ -250,8 +250,12 @@ def test_json_gives_the_words_beside_the_codes() -> None:
     assert selection["reason"].startswith("comm models a data-parallel step (compute, then ")
     assert selection["reason_code"]["code"] == "physics"
     assert data["notes"] == [terminal(note) for note in result.notes]
-    assert [note["code"] for note in data["note_codes"]] == ["few_dof", "extrapolated"]
-    assert data["note_codes"][1]["ctx"] == {"low": 8, "high": 128}
+    assert [note["code"] for note in data["note_codes"]] == [
+        "node_level",
+        "few_dof",
+        "extrapolated",
+    ]
+    assert data["note_codes"][2]["ctx"] == {"low": 8, "high": 128}
     usl = next(row for row in selection["candidates"] if row["model"] == "usl")
     assert usl["skipped"] == "5 points are too few for AICc with 3 parameters (needs 6)"
     assert usl["skipped_code"] == {

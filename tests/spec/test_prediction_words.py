@@ -11,12 +11,15 @@ import pytest
 
 from dpscale.cli.main import main
 from dpscale.model.calibrate import Calibration
+from dpscale.model.transfer import Difference, Transfer
 from dpscale.said import Either, Names, Said, Wording, english
 from dpscale.spec.prediction import (
     BAND_INPUT_NAMES,
     LINES,
+    MEASURED_KEYS,
     TERMINAL_ORDER,
     _calibrated,
+    _transfer,
     lines,
 )
 from dpscale.web.i18n import Localizer, localizer
@@ -261,6 +264,16 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     # nodes, and no device count at the target (one device always keeps it).
     measured = compute({**README, "measured": "1:40,8:290,16:520"}).result
     run = replace(measured, scenario=replace(measured.scenario, measured="run r1"))
+    # A stored run of another job: what it gave, or nothing (issue 25).
+    other = (Difference("params", "a 1M-parameter model", "8B"),)
+    made += [_transfer(Transfer("r2", other, jitter=0.02)), _transfer(Transfer("r3", other))]
+    assert say_terminal(made[-2]) == (
+        "Run r2 measured a 1M-parameter model; this 8B query takes only its jitter."
+    )
+    assert say_page(made[-1], localizer("en")) == (
+        "Run r3 measured another job; it differs from this query in: model size. None of its "
+        "figures are used here."
+    )
     made.append(lines(run)["band"])
     for nodes in (1, None):
         made.append(_calibrated(Calibration("x", "all_reduce", 2, nodes, 1e9, 1e-5, 3)))
@@ -279,8 +292,20 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         }
     ).result
     made += [lines(sharded)[key] for key in ("gradients", "baseline", "memory", "memory_over")]
+    # What a calibration from measured points says (MeasuredFit.said): held in the level (no
+    # one-device point), kept in its range (inside one node), a point doubted, and nothing
+    # estimated (every parameter stated).
+    calibrations: list[Said] = []
+    for points, extra in (
+        ("8:290,16:520,32:1000", {}),
+        ("1:40,2:78,4:150,8:290", {}),
+        ("1:40,2:79,4:157,8:310,16:610,32:1200,64:1500,128:4600", {}),
+        ("1:40,8:290", {"jitter": "1", "step_overhead": "5 ms"}),
+    ):
+        calibrated = lines(compute({**README, "measured": points, **extra}).result)
+        calibrations += [calibrated[key] for key in MEASURED_KEYS if key in calibrated]
     codes = set()
-    for line in made:
+    for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):
             words = LINES[nested.code]
             assert set(PLACEHOLDER.findall(words.page)) <= set(nested.ctx), nested.code
@@ -312,6 +337,10 @@ def _nested(line: Said) -> list[Said]:
         if isinstance(value, Either):
             for alternative in value.items:
                 found += [alternative, *_nested(alternative)]
+        if isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, Said):
+                    found += [item, *_nested(item)]
     return found
 
 

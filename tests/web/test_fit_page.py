@@ -321,17 +321,22 @@ def test_the_facts_predict_takes_shape_the_comm_model_on_the_page(client: httpx.
     api = client.get(f"/api/v1/scaling-fit?{query}").json()
     # PyTorch's DDP benchmark measured 4,896 images/s at 16 GPUs; 1, 2 and 8 were fitted.
     assert api["model"] == "comm"
-    assert list(api["parameters"]) == ["per_device_throughput", "fixed_cost"]
-    assert round(api["predictions"][0]["throughput"]) == 4872
+    assert api["selection"]["method"] == "calibrated"  # predict --measured's engine
+    assert list(api["parameters"]) == ["per_device_throughput", "step_overhead", "jitter"]
+    assert round(api["predictions"][0]["throughput"]) == 4877
     html = unescape(client.get(f"/ja/scaling-fit?{query}").text)
-    assert (
-        localizer("ja").gettext(
-            "The communication model's growth with devices comes from the hardware you entered; "
-            "the points estimate only the throughput of one device and a fixed cost per step, and "
-            "the band spans the hardware model's uncertain inputs over their stated ranges."
-        )
-        in html
-    )
+    ja = localizer("ja")
+    for message in (
+        "Your job's facts decided it: this is the calibrated prediction of dpscale predict "
+        "--measured, the step model of the hardware you entered with only what the points "
+        "can pin down estimated from them.",
+        "ステップあたりの固定コスト（秒）",
+    ):
+        assert ja.gettext(message) in html
+    # MeasuredFit.notes() worded in Japanese, the parameters named in a sentence.
+    estimated = ja.gettext("Estimated from the points: %(parameters)s.")
+    assert estimated.split("%")[0] in html
+    assert "ネットワークの割合" in html
 
 
 @pytest.mark.parametrize(

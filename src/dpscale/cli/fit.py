@@ -209,7 +209,11 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
         Text.assemble((data["model_title"], "bold"), f" ({data['model']}): {data['formula']}")
     )
     console.print(f"Why: {data['selection']['reason']}.")
-    console.print(PARAMETERS.terminal_caption % {})
+    if data["selection"]["method"] == "calibrated":
+        # The calibration's estimates: two standard deviations, as its band (fit/calibrated.py).
+        console.print("Parameters (95 % intervals: two standard deviations)")
+    else:
+        console.print(PARAMETERS.terminal_caption % {})
     wide = next(column.terminal_header for column in PARAMETERS.columns if column.kind == "text")
     parameters = _table(tuple(column.terminal_header for column in PARAMETERS.columns), wide)
     for name, value in data["parameters"].items():

@@ -26,7 +26,12 @@ _NODE_HELP = {
     "node_rank": "This node's rank, 0 on the endpoint's node (omit: the rendezvous decides).",
     "rdzv_endpoint": "host:port of node 0, where the nodes meet (torchrun's c10d store).",
     "rdzv_id": "Id shared by the nodes of one run (elastic rendezvous).",
+    "rdzv_timeout": "How long node 0 waits for the other nodes, and they for it (default 5 min).",
 }
+TOKEN_HELP = (
+    "Secret shared by the nodes of one run, checked (HMAC, never sent) before any rank starts; "
+    "better given as DPSCALE_RDZV_TOKEN, which other users cannot read in ps."
+)
 _HELP = {
     "nproc": "Processes (devices) on this machine; world sizes 1, 2, 4, ... up to it.",
     "world_sizes": "World sizes to measure, e.g. 1,2 (each <= --nproc).",
@@ -64,6 +69,7 @@ _METAVARS = {
     "timeout": "DURATION",
     "rdzv_endpoint": "HOST:PORT",
     "rdzv_id": "ID",
+    "rdzv_timeout": "DURATION",
 }
 
 
@@ -92,6 +98,10 @@ def _progress_handler(progress: Any, task: Any) -> Any:
             progress.advance(task)
 
     return handle
+
+
+def _note(message: str) -> None:
+    sys.stderr.write(f"dpscale: note: {message}\n")
 
 
 def _on_sigterm(_signum: int, _frame: Any) -> None:
@@ -123,6 +133,8 @@ def measure(
     node_rank: str | None,
     rdzv_endpoint: str | None,
     rdzv_id: str | None,
+    rdzv_timeout: str | None,
+    rdzv_token: str | None,
     collectives: bool,
     training: bool,
     store: bool,
@@ -132,6 +144,7 @@ def measure(
     as_json: bool,
     script: str | None = None,
     script_args: tuple[str, ...] = (),
+    compare: bool = False,
 ) -> None:
     """Measure scaling efficiency and collective bandwidth with torch.distributed.
 
@@ -154,6 +167,17 @@ def measure(
     node_fields = {key: options[key] for key in _NODE_HELP}
     if script is None and script_args:
         fail(f"extra arguments {' '.join(script_args)!r} are for --script only")
+    if script is not None and compare:
+        fail(
+            "--compare is for the built-in model: a --script run states no model to predict "
+            "(predict it with dpscale predict --measured run:ID)"
+        )
+    if compare and not (collectives and training):
+        off = "--no-collectives" if not collectives else "--no-training"
+        fail(
+            f"--compare needs the training and the collectives' bandwidth to predict with: "
+            f"drop {off}"
+        )
     if script is not None:
         named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
         given = [key for key, value in named.items() if value is not None]
@@ -171,6 +195,7 @@ def measure(
     except ImportError:
         fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
     from dpscale.measure.across import measure_across_nodes
+    from dpscale.measure.handshake import RendezvousRefusedError
     from dpscale.measure.launch import MeasurementInterrupted, world_sizes_for
     from dpscale.measure.launch import measure as run_measurement
 
@@ -186,7 +211,9 @@ def measure(
             planned = list(config.world_sizes or default_world_sizes(shape.world_size))
 
             def run(config: Any, **kwargs: Any) -> dict[str, Any]:
-                return measure_across_nodes(config, shape, **kwargs)
+                return measure_across_nodes(
+                    config, shape, token=rdzv_token or "", on_refused=_note, **kwargs
+                )
 
         total = len(measurement_plan(config, planned))
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -196,6 +223,8 @@ def measure(
             signal.signal(signal.SIGTERM, previous)
     except InputError as err:
         fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
+    except RendezvousRefusedError as err:
+        fail(f"{err}; no rank started")
     except MeasurementInterrupted as stop:
         run_id = _store(stop.payload) if store and stop.payload.get("lead") is not False else None
         stored = f"; partial run {run_id} stored" if run_id else ""
@@ -205,14 +234,25 @@ def measure(
         _print_note(payload, as_json=as_json)
         return
     run_id = _store(payload) if store else None
+    comparison = None
+    if compare and not payload["partial"]:
+        from dpscale.cli.runs import compared
+
+        comparison = compared(payload, str(payload["run_id"]))
     if as_json:
-        print_json(payload)
+        print_json(
+            payload if comparison is None else {**payload, "comparison": comparison.to_dict()}
+        )
     else:
         from dpscale.measure.report import print_summary
 
         print_summary(payload)
         if run_id:
             click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+        if comparison is not None:
+            from dpscale.measure.compare import print_comparison
+
+            print_comparison(comparison)
     if payload["partial"]:
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: error: {payload['error']}{stored}\n")
@@ -503,6 +543,13 @@ MEASURE = click.Command(
     callback=measure,
     params=[
         *(_option(name) for name in (*_HELP, *_NODE_HELP)),
+        click.Option(
+            ["rdzv_token", "--rdzv-token"],
+            metavar="SECRET",
+            envvar="DPSCALE_RDZV_TOKEN",
+            show_envvar=True,
+            help=TOKEN_HELP,
+        ),
         _switch("collectives", True, "Measure the collectives."),
         _switch("training", True, "Measure data-parallel training."),
         _switch("store", True, "Store the run (DPSCALE_DATABASE_URL)."),
@@ -519,6 +566,13 @@ MEASURE = click.Command(
             metavar="FILE",
             help="Your training script (timing its steps with dpscale.measure.StepTimer), "
             "run under torchrun at each world size; its arguments follow --.",
+        ),
+        click.Option(
+            ["compare", "--compare"],
+            is_flag=True,
+            help="After measuring, predict the same job and set each world size's measured "
+            "efficiency, step split and memory beside the prediction and its band (as "
+            "dpscale runs show ID --predict).",
         ),
         click.Argument(["script_args"], nargs=-1, metavar="[-- SCRIPT ARGS]"),
     ],

@@ -35,9 +35,12 @@ class _HelpFromModel(click.Command):
 
 
 def predict(**options: Any) -> None:
+    from dataclasses import replace
+
     from dpscale.model import predict as run_prediction
     from dpscale.model.query import PercentInputs, PredictQuery
-    from dpscale.spec.prediction import calibration, is_inline, measured_fit
+    from dpscale.spec.measured_runs import fill_from_runs, resolve
+    from dpscale.spec.prediction import is_inline
     from dpscale.validation import InputError
 
     as_json = bool(options.pop("as_json"))
@@ -51,23 +54,39 @@ def predict(**options: Any) -> None:
     measured = options["measured"]
     inline = measured is None or is_inline(measured, files=True)
     values = {name: value for name, value in options.items() if name not in in_percent}
+
+    def one_line(err: InputError) -> str:
+        return "; ".join(issue.sentence(option_name(issue.field)) for issue in err.issues)
+
+    try:
+        # What --calibrate and a stored run measured fills what the query leaves out.
+        filled = fill_from_runs(
+            {**values, **typed}, calibrate=calibrate, measured=measured, files=True
+        )
+    except InputError as err:
+        fail(one_line(err))
+    given = {name: value for name, value in filled.values.items() if name not in in_percent}
     query = read_input(
         PredictQuery,
-        {**values, "measured": measured if inline else None, **percentages},
+        {**given, "measured": measured if inline else None, **percentages},
         then=PredictQuery.scenario,  # newcomer: every missing option named at once
     )
     try:
-        scenario = query.scenario()
-        if calibrate is not None:
-            scenario = calibration(calibrate, files=True).apply(scenario)
-        fit = None if inline else measured_fit(scenario, measured, files=True)
-        result = run_prediction(query, scenario, fit)
+        resolved = resolve(
+            query.scenario(),
+            calibrate=calibrate,
+            measured=None if inline else measured,
+            files=True,
+            filled=filled,
+        )
+        result = run_prediction(query, resolved.scenario, resolved.fit)
+        result = replace(result, transfers=resolved.transfers)
         if plot is not None:
             from dpscale.model.plot import save_plot
 
             save_plot(result, plot)
     except InputError as err:
-        fail("; ".join(issue.sentence(option_name(issue.field)) for issue in err.issues))
+        fail(one_line(err))
     if as_json:
         print_json(result.to_dict())
         return

@@ -98,10 +98,24 @@ def list_command(as_json: bool) -> None:
     console().print(table)
 
 
-@runs_app.command("show", params=[_RUN_ID, _JSON])
-def show_command(run_id: str, as_json: bool) -> None:
+_PREDICT = click.Option(
+    ["predict", "--predict"],
+    is_flag=True,
+    help="Also predict the same job (dpscale predict, with the bandwidth, latency and jitter "
+    "the run measured) and set each world size's measured efficiency, step split and memory "
+    "beside the prediction and its band.",
+)
+
+
+@runs_app.command("show", params=[_RUN_ID, _PREDICT, _JSON])
+def show_command(run_id: str, predict: bool, as_json: bool) -> None:
     """One run: environment, training scaling and collective bandwidth."""
     run, problem = _get(run_id)
+    if predict:
+        comparison = compared(run, run_id)
+        if as_json:
+            print_json(comparison.to_dict())
+            return
     if as_json:
         print_json(run)
         return
@@ -121,6 +135,22 @@ def show_command(run_id: str, as_json: bool) -> None:
     print_summary(_shown(run))
     if run["error"]:
         click.echo(terminal_text(f"Partial run: {run['error']}"))
+    if predict:
+        from dpscale.measure.compare import print_comparison
+
+        print_comparison(comparison)
+
+
+def compared(run: dict[str, Any], run_id: str) -> Any:
+    """The run beside predict's figures for its job (:mod:`dpscale.measure.compare`); a run
+    that cannot be predicted fails in one line."""
+    from dpscale.measure.compare import compare_run
+    from dpscale.validation import InputError
+
+    try:
+        return compare_run(run, run_id)
+    except InputError as err:
+        fail(terminal_text("; ".join(issue.detail for issue in err.issues)))
 
 
 @runs_app.command(
@@ -179,23 +209,93 @@ def _write_run(stream: Any, run: dict[str, Any], *, as_json: bool) -> None:
                 )
 
 
+_FORMAT_HELP = (
+    "torchtitan: torchtitan's training log (`step: N ... tps: N` lines; one log per world "
+    "size); csv: a header naming devices,throughput (optional columns step_time_s, "
+    "step_time_p95_s, batch) and a row per device count; json: run.json written by the "
+    "worker. Default: json for a file opening with {, torchtitan for one with step: and tps: "
+    "lines, else by the name's ending (.json), else csv."
+)
+
+
 @runs_app.command(
     "import",
     params=[
         click.Argument(
-            ["path"],
-            metavar="RUN_JSON",
+            ["paths"],
+            metavar="FILE...",
+            nargs=-1,
+            required=True,
             type=click.Path(path_type=Path),
-            help="run.json written by the worker.",
-        )
+            help="run.json written by the worker, a CSV of devices,throughput, or torchtitan "
+            "logs (one per world size).",
+        ),
+        click.Option(
+            ["file_format", "--format"],
+            type=click.Choice(["torchtitan", "csv", "json"]),
+            help=_FORMAT_HELP,
+        ),
+        click.Option(
+            ["devices", "--devices"],
+            metavar="N[,N...]",
+            help="torchtitan: each log's world size, in the logs' order, where a log lacks "
+            "its `Building device mesh` line.",
+        ),
+        click.Option(
+            ["unit", "--unit"],
+            default="samples/s",
+            show_default=True,
+            help="csv: the throughput's unit (torchtitan's is tokens/s).",
+        ),
     ],
 )
-def import_command(path: Path) -> None:
-    """Store a run that rank 0 of a cluster job wrote (python -m dpscale.measure.worker)."""
-    from dpscale.fit import data as points_data
-    from dpscale.safejson import JSONInputError, loads
+def import_command(
+    paths: tuple[Path, ...], file_format: str | None, devices: str | None, unit: str
+) -> None:
+    """Store a run: one that rank 0 of a cluster job wrote (python -m dpscale.measure.worker),
+    a CSV of devices,throughput, or torchtitan's logs. The stored run feeds fit --run ID and
+    predict --measured run:ID like a measured one."""
     from dpscale.store.db import StoreUnavailableError
+    from dpscale.store.importers import guess_format
     from dpscale.store.runs import save_run
+
+    texts = [(path, _read(path)) for path in paths]
+    formats = {
+        file_format or guess_format(path.name, data[:2_000_000].decode("utf-8", "replace"))
+        for path, data in texts
+    }
+    if len(formats) > 1:
+        fail(f"the files are of different formats ({', '.join(sorted(formats))}); give --format")
+    chosen = formats.pop()
+    if chosen != "torchtitan" and len(paths) > 1:
+        fail(f"--format {chosen} reads one file (got {len(paths)}); torchtitan reads several")
+    if devices is not None and chosen != "torchtitan":
+        fail("--devices is for torchtitan logs (a CSV names its devices, a run.json too)")
+    where = str(paths[0])
+    try:
+        if chosen == "json":
+            payload = _json_run(paths[0], texts[0][1])
+        elif chosen == "csv":
+            from dpscale.store.importers import run_from_csv
+
+            payload = run_from_csv(_text(paths[0], texts[0][1]), where, unit=_unit(unit))
+        else:
+            from dpscale.store.importers import run_from_torchtitan
+
+            counts = _device_counts(devices) if devices is not None else None
+            logs = [(str(path), _text(path, data)) for path, data in texts]
+            payload = run_from_torchtitan(logs, counts)
+            where = ""
+        run_id = save_run(payload)
+    except ValueError as err:
+        fail(f"{where}: {err}" if where and not str(err).startswith(where) else str(err))
+    except (TypeError, StoreUnavailableError) as err:
+        fail(f"{where}: {err}")
+    click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+
+
+def _read(path: Path) -> bytes:
+    from dpscale.fit import data as points_data
 
     try:
         # Read up to the limit, not to the end: /dev/zero or a FIFO has no size to check
@@ -204,14 +304,54 @@ def import_command(path: Path) -> None:
         data = points_data.read_limited(
             str(path), MAX_RUN_BYTES, timeout_s=points_data.READ_TIMEOUT_S
         )
-        if len(data) > MAX_RUN_BYTES:
-            fail(f"{path} is larger than {MAX_RUN_BYTES // 2**20} MiB")
-        payload = loads(data)
     except TimeoutError:
         seconds = points_data.READ_TIMEOUT_S
         fail(f"cannot read {path}: no end within {seconds:g} s (a pipe, not a file)")
     except OSError as err:
         fail(f"cannot read {path}: {err.strerror}")
+    if len(data) > MAX_RUN_BYTES:
+        fail(f"{path} is larger than {MAX_RUN_BYTES // 2**20} MiB")
+    return data
+
+
+def _text(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        fail(f"{path}: not UTF-8 text (byte {err.start:,})")
+
+
+def _unit(unit: str) -> str:
+    import re
+
+    from dpscale.calculators.scaling import UNIT_PATTERN
+
+    if not re.fullmatch(UNIT_PATTERN, unit):
+        fail(f"--unit must be 1 to 24 printable characters, such as tokens/s (got {unit!r})")
+    return unit
+
+
+def _device_counts(text: str) -> list[int]:
+    from dpscale.store.runs import MAX_DEVICES
+
+    counts = []
+    for cell in text.split(","):
+        try:
+            count = int(cell.strip())
+        except ValueError:
+            fail(f"--devices must be whole numbers from 1 to {MAX_DEVICES:,}, comma-separated")
+        if not 1 <= count <= MAX_DEVICES:
+            fail(f"--devices must be whole numbers from 1 to {MAX_DEVICES:,} (got {count:,})")
+        counts.append(count)
+    return counts
+
+
+def _json_run(path: Path, data: bytes) -> dict[str, Any]:
+    """A run.json as the worker writes it, with what ``runs show`` prints."""
+    from dpscale.safejson import JSONInputError, loads
+
+    try:
+        payload = loads(data)
     except JSONInputError as err:
         fail(f"{path} is not JSON dpscale reads: {err}")
     if not isinstance(payload, dict):
@@ -222,11 +362,7 @@ def import_command(path: Path) -> None:
         absent = [key for key in SHOWN_KEYS if isinstance(row, dict) and row.get(key) is None]
         if absent:
             fail(f"{path}: results.{index} lacks {', '.join(absent)} (unit: samples/s, ...)")
-    try:
-        run_id = save_run(payload)
-    except (ValueError, TypeError, StoreUnavailableError) as err:
-        fail(f"{path}: {err}")
-    click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+    return payload
 
 
 @runs_app.command("delete", params=[_RUN_ID])

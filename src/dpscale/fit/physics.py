@@ -1,22 +1,20 @@
-"""The communication term from what the user can tell: the facts ``dpscale predict`` takes.
+"""The job's facts as ``dpscale predict`` takes them, for ``dpscale fit``.
 
 Given the model size, the gradient precision, the micro-batch and the hardware (a preset or
 the bandwidths and devices per node), the step model of :mod:`dpscale.model` knows how a
 data-parallel step grows with the device count: the all-reduce (ring or tree, inside a node
 and across nodes, bucket by bucket), how much of it backward hides, the wait for the slowest
-device. What it cannot know is the cost the framework adds to every step on more than one
-device (hooks, bucket bookkeeping, the launch of each collective: PyTorch's DDP benchmark
-shows 1.4-5.6 % of a step) and what one device really computes. So with the facts the comm
-model becomes
+device. With these facts ``dpscale fit`` is ``dpscale predict --measured``: the calibration
+of :mod:`dpscale.model.measured` on the stated job (:mod:`dpscale.fit.calibrated`, one
+engine). This module reads and checks the facts (:func:`physics_from`, by ``dpscale
+predict``'s own rules) and gives the step model's extra time ``e(N)`` relative to one
+device's step, the known loss of :func:`physics_model`
 
     X(N) = λN / (1 + e(N) + o·[N > 1])
 
-with ``e(N)`` the step model's extra time at ``N`` devices relative to one device's step
-(its compute time set by ``λ``: ``micro_batch · grad_accum / λ``), and only ``λ`` and the
-fixed cost ``o >= 0`` fitted to the points. The step model's own uncertain inputs (the
-network share, jitter, overlap slowdown, optimizer, memory bandwidth, latency; their ranges
-are in :mod:`dpscale.model.band`) each give another ``e(N)``; the model is fitted with each,
-and the reported band is the union of their bands.
+(a scaling law with the step model's loss, used by the fit's tests and
+``benchmarks/bench_fit.py``); its rows are the step model's uncertain inputs at the ends of
+their ranges (:mod:`dpscale.model.band`).
 
 >>> facts = {"params": "25.6M", "micro_batch": 32, "optimizer": "momentum",
 ...          "hardware": "dgx1-v100"}
@@ -36,15 +34,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpscale.fit.data import MAX_DEVICES, Points
-from dpscale.fit.fitting import fit_model
+from dpscale.fit.data import MAX_DEVICES
 from dpscale.fit.models import Parameter, ScalingModel
 from dpscale.model import PredictQuery, Scenario
 from dpscale.model.band import band_steps
 from dpscale.units import format_bandwidth, format_bytes
 from dpscale.validation import InputError, parse
 
-__all__ = ["FACTS", "Physics", "fit_physics", "physics_from", "physics_model"]
+__all__ = ["FACTS", "Physics", "check_finite", "physics_from", "physics_model"]
 
 FACTS = (
     "params",
@@ -90,7 +87,7 @@ class Physics:
         key = (float(rate), counts)
         if key not in self._cache:
             scenario = replace(self.scenario, per_device_throughput=float(rate))
-            # Points far from the facts' scale overflow the step model; _check_finite says so.
+            # Points far from the facts' scale overflow the step model; check_finite says so.
             with np.errstate(all="ignore"):
                 step, _ = band_steps(scenario, [1, *counts])
                 times = np.asarray(step.step_time, dtype=float)
@@ -150,28 +147,7 @@ def physics_model(physics: Physics, rate: float, variant: int = 0) -> ScalingMod
     )
 
 
-def fit_physics(
-    physics: Physics, points: Points, weights: np.ndarray | None = None
-) -> tuple[ScalingModel, tuple[ScalingModel, ...]]:
-    """The physics-led comm model for ``points``, and its variants (one per end of each of
-    the step model's uncertain inputs).
-
-    ``e(N)`` depends on the compute time, so on ``λ``: it is first taken from the fewest
-    devices measured, then from the fit, once (a second pass moves ``λ`` by far less than
-    its interval on the published series of ``benchmarks/bench_fit.py``).
-    """
-    fewest = points.devices.min()
-    rate = float(points.throughput[points.devices == fewest].mean() / fewest)
-    _check_finite(physics, rate)
-    first = fit_model(physics_model(physics, rate), points, weights)
-    rate = first.rate
-    _check_finite(physics, rate)
-    return physics_model(physics, rate), tuple(
-        physics_model(physics, rate, row) for row in range(1, physics.variants)
-    )
-
-
-def _check_finite(physics: Physics, rate: float) -> None:
+def check_finite(physics: Physics, rate: float) -> None:
     """The step model must give a number at every count the fit may speak of (up to
     :data:`MAX_DEVICES`): a micro-batch that one device at ``rate`` takes beyond any float to
     compute does not."""

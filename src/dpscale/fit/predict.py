@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from dpscale.fit.calibrated import CalibratedFit, calibrated_fit
 from dpscale.fit.data import MAX_DEVICES, Points
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
@@ -103,6 +104,13 @@ def _means(points: Points) -> tuple[np.ndarray, np.ndarray]:
     return devices, means
 
 
+def _passes_through(fitted: ModelFit) -> bool:
+    """Whether the curve meets every point (within rounding): what "interpolating" says."""
+    points = fitted.points
+    curve = fitted.throughput(points.devices)
+    return bool(np.all(np.abs(curve / points.throughput - 1) < 1e-6))
+
+
 def _notes(
     fitted: ModelFit,
     baseline: Baseline,
@@ -111,7 +119,9 @@ def _notes(
 ) -> list[Said]:
     notes = []
     n, k = len(fitted.points), fitted.model.size
-    if n <= k:
+    if isinstance(fitted, CalibratedFit):
+        pass  # the calibration's own notes say what the points pinned down
+    elif n <= k and _passes_through(fitted):
         notes.append(
             Said(
                 "interpolating",
@@ -119,20 +129,25 @@ def _notes(
             )
         )
     elif n - k < MIN_NOISE_DOF:
+        # With as many parameters as points a curve held at a bound (no negative loss) still
+        # misses them: then it does not pass through every point, and there is no dof left.
         notes.append(
             Said(
                 "few_dof_one" if n - k == 1 else "few_dof",
                 {
                     "count": Count(n),
                     "parameters": Count(k),
-                    "dof": Count(n - k),
+                    "dof": Count(max(n - k, 0)),
                     "noise": Percentage(NOISE_PRIOR, 2),
                 },
             )
         )
     devices, means = _means(fitted.points)
     efficiency = means * baseline.devices / (devices * baseline.measured_throughput)
-    if max(fitted.losses, default=0.0) <= 1e-9:
+    # No loss: the fitted curve itself stays on the ideal line at the measured counts (a
+    # known loss, the stated hardware's, is a loss even where no parameter is).
+    curve = fitted.throughput(devices) * baseline.devices / (devices * baseline.throughput)
+    if float(np.min(curve)) >= 1 - 1e-9:
         best = int(np.argmax(efficiency))
         if efficiency[best] > SUPERLINEAR:
             notes.append(
@@ -228,6 +243,15 @@ def _node_hint(fitted: ModelFit, selection: Selection, devices_per_node: int | N
     return [Said("node_hint", {"model": Name(fitted.model.name, "model")})]
 
 
+def _calibrated(physics: Physics, points: Points) -> tuple[ModelFit, Selection]:
+    """The calibration of ``dpscale predict --measured`` (:mod:`dpscale.fit.calibrated`) and
+    why: the facts decided it; what the points pinned down and what they could not."""
+    fitted = calibrated_fit(physics, points)
+    assert fitted.measured is not None
+    reason = Said("calibrated", {"facts": physics.describe()})
+    return fitted, Selection("calibrated", reason, (), fitted.measured.said())
+
+
 def fit_points(
     points: Points,
     *,
@@ -242,7 +266,13 @@ def fit_points(
     hardware) shapes the comm model and gives the devices per node."""
     if physics is not None:
         devices_per_node = physics.devices_per_node
-    fitted, selection = choose(points, model, devices_per_node, physics)
+    fitted: ModelFit
+    if physics is not None and model in ("auto", "comm"):
+        # The job's facts given: the calibration of `dpscale predict --measured`, one engine.
+        fitted, selection = _calibrated(physics, points)
+    else:
+        # A scaling law asked for by name: the facts give only the devices per node.
+        fitted, selection = choose(points, model, devices_per_node)
     baseline = _baseline(fitted)
     counts = np.array(at or default_devices(points), dtype=float)
     centre, low, high = fitted.interval(counts)
@@ -275,13 +305,7 @@ def fit_points(
         if peak is not None and peak > target.horizon
         else []
     )
-    stated = (
-        [Said("stated_hardware", {"facts": physics.describe()})]
-        if physics is not None and fitted.model.offset is not None
-        else []
-    )
     notes = [
-        *stated,
         *selection.notes,
         *([selection.flag.said()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),

@@ -110,9 +110,12 @@ class FitResult:
         An end the points do not bound (a flat profile) is the parameter's bound: 0 below,
         and above the largest value a float holds, shown as the Wald end ``value + t se``
         (finite, so the JSON stays JSON)."""
+        from dpscale.fit.calibrated import CalibratedFit
         from dpscale.fit.profile import profile_interval
 
         fitted = self.fitted
+        if isinstance(fitted, CalibratedFit):
+            return fitted.parameters()
         t = t_quantile(fitted.nu)
         se = fitted.standard_errors()
         model = fitted.model

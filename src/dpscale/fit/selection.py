@@ -42,7 +42,6 @@ from dpscale.fit.data import Points
 from dpscale.fit.fitting import AICC_NOISE_FLOOR, ModelFit, NotIdentifiableError, fit_model
 from dpscale.fit.intervals import screening_assumption, screening_scale
 from dpscale.fit.models import MODELS, ScalingModel, comm_model
-from dpscale.fit.physics import Physics, fit_physics, physics_model
 from dpscale.fit.robust import Flag, robust_fit
 from dpscale.said import Count, Name, Number, Percentage, Said
 from dpscale.validation import InputError
@@ -50,7 +49,7 @@ from dpscale.validation import InputError
 __all__ = ["CONTENTION_LEVEL", "Candidate", "Selection", "choose", "contention_test"]
 
 ModelChoice = Literal["auto", "amdahl", "usl", "comm"]
-Method = Literal["given", "AICc", "fewest parameters", "physics", "F test"]
+Method = Literal["given", "AICc", "fewest parameters", "physics", "F test", "calibrated"]
 
 LATENCY_COUNTS = 4
 """Device counts from which the comm model fitted at node level (no point below a full node)
@@ -104,7 +103,7 @@ class Selection:
 
 
 def _models(
-    points: Points, devices_per_node: int | None, physics: Physics | None
+    points: Points, devices_per_node: int | None
 ) -> tuple[dict[str, ScalingModel], Said | None, tuple[ScalingModel, ...]]:
     """The candidate models, a note when the comm model had to be simplified, and the comm
     model's variants where the stated hardware shapes it (:mod:`dpscale.fit.physics`).
@@ -116,12 +115,6 @@ def _models(
     point: the comm model is fitted at node level (:func:`comm_model` ``full_nodes``) rather
     than dropped for Amdahl, and its rate's meaning says so.
     """
-    if physics is not None:
-        try:
-            comm, variants = fit_physics(physics, points)
-        except NotIdentifiableError:
-            comm, variants = physics_model(physics, 1.0), ()
-        return {**MODELS, "comm": comm}, None, variants
     g = devices_per_node
     latency = len(points.distinct_devices) >= LATENCY_COUNTS
     if g is not None and g > 1 and int(points.devices.max()) <= g:
@@ -130,7 +123,8 @@ def _models(
     if g is not None and g > 1 and int(points.devices.min()) >= g:
         # No point below a full node: the cost inside one is the same at every point, so the
         # comm model keeps the ring across nodes and folds that cost into its rate.
-        return {**MODELS, "comm": comm_model(g, full_nodes=True, latency=latency)}, None, ()
+        note = Said("node_level", {"devices": Count(g)})
+        return {**MODELS, "comm": comm_model(g, full_nodes=True, latency=latency)}, note, ()
     return {**MODELS, "comm": comm_model(g)}, None, ()
 
 
@@ -164,13 +158,12 @@ def choose(
     points: Points,
     model: ModelChoice,
     devices_per_node: int | None,
-    physics: Physics | None = None,
 ) -> tuple[ModelFit, Selection]:
     """The fitted model to report and how it was chosen.
 
     Raises :class:`InputError` (field ``model``) when the model asked for cannot be fitted.
     """
-    models, comm_note, variants = _models(points, devices_per_node, physics)
+    models, comm_note, variants = _models(points, devices_per_node)
     if model != "auto":
         try:
             fitted, given_flag = robust_fit(models[model], points)
@@ -256,6 +249,7 @@ def choose(
         for name in models
     )
     notes = (comm_note,) if comm_note is not None and chosen == "comm" else ()
+    notes = (*_prior_over_aicc(chosen, method, weights), *notes)
     reported = fits[chosen]
     if chosen != "comm":
         # Another model won on the points as they are: its own outlier test decides.
@@ -263,6 +257,26 @@ def choose(
     alternatives = tuple(fitted for name, fitted in fits.items() if name != chosen)
     return _with_variants(reported, variants), Selection(
         method, reason, candidates, notes, alternatives, flag
+    )
+
+
+def _prior_over_aicc(chosen: str, method: Method, weights: dict[str, float]) -> tuple[Said, ...]:
+    """A sentence when the physics kept the comm model although AICc, which counts each
+    parameter against it, gives another model more weight."""
+    if method != "physics" or chosen not in weights:
+        return ()
+    best = max(weights, key=lambda name: (weights[name], name == chosen))
+    if best == chosen:
+        return ()
+    return (
+        Said(
+            "prior_over_aicc",
+            {
+                "model": Name(best, "model"),
+                "weight": Percentage(weights[best], 2),
+                "comm": Percentage(weights[chosen], 2),
+            },
+        ),
     )
 
 

@@ -5,10 +5,12 @@ ranks; the node that holds rank 0 returns the run, the others a note.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dpscale.measure.config import MeasureConfig, default_world_sizes
+from dpscale.measure.handshake import handshake, settings_of
 from dpscale.measure.launch import (
     EventHandler,
     MeasurementInterrupted,
@@ -30,8 +32,14 @@ def measure_across_nodes(
     on_event: EventHandler | None = None,
     work_dir: Path | None = None,
     keep_logs: bool = False,
+    token: str = "",
+    on_refused: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """This node's part of one run over ``shape``: every world size in one torchrun job.
+
+    First the nodes' handshake (:mod:`dpscale.measure.handshake`): ``token`` shared, the
+    same settings everywhere, or :class:`~dpscale.measure.handshake.RendezvousRefusedError` before
+    any rank starts; ``on_refused`` hears of agents refused meanwhile.
 
     On the node that holds rank 0 the run (as :func:`measure` returns it); on the others a
     note: ``{"lead": False, "run_id", "node_rank", "ranks", "lead_host"}``, and ``error``
@@ -56,8 +64,16 @@ def measure_across_nodes(
                 "nproc_per_node", f"needs one GPU per process with nccl; this node has {gpus}"
             )
     resolved = config.model_copy(update={"world_sizes": tuple(sizes), "nproc": shape.world_size})
+    store_socket = handshake(
+        shape, settings_of(resolved, shape), token, wait_s=shape.rdzv_timeout, note=on_refused
+    )
     run_id = new_run_id()
-    folder = RunFolder(work_dir, run_id)
+    try:
+        folder = RunFolder(work_dir, run_id)
+    except BaseException:
+        if store_socket is not None:
+            store_socket.close()
+        raise
     outcome = WorldSizeOutcome(shape.world_size)
     keep = keep_logs
 
@@ -93,6 +109,7 @@ def measure_across_nodes(
             outcome=outcome,
             run_id=run_id,
             node=shape,
+            store_socket=store_socket,
         )
     except KeyboardInterrupt:
         keep = True
@@ -108,6 +125,8 @@ def measure_across_nodes(
             )
         ) from None
     finally:
+        if store_socket is not None:
+            store_socket.close()
         keep = keep or outcome.error is not None
         name_logs()
         folder.close(keep=keep)

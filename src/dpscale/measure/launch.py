@@ -33,6 +33,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from dpscale.measure import rundir
+from dpscale.measure.agent import FD_ENV as AGENT_FD_ENV
 from dpscale.measure.config import MeasureConfig, default_world_sizes
 from dpscale.measure.failures import tell_the_others
 from dpscale.measure.nodes import ClusterShape, torchrun_node_command
@@ -334,9 +336,13 @@ def run_world_size(
     outcome: WorldSizeOutcome | None = None,
     run_id: str = "",
     node: ClusterShape | None = None,
+    store_socket: socket.socket | None = None,
 ) -> WorldSizeOutcome:
     """Measure at one world size (across nodes: this node's ranks of it); never leaves a
-    process behind, whatever happens."""
+    process behind, whatever happens.
+
+    ``store_socket``: across nodes, the handshake's listening socket where this node hosts
+    the rendezvous (torchrun's agent serves its store on it); None on the other nodes."""
     outcome = outcome or WorldSizeOutcome(world_size)
     notify = on_event or (lambda event: None)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -348,13 +354,17 @@ def run_world_size(
     env.setdefault("OMP_NUM_THREADS", "1")
     # Importing torch._dynamo (DDP does) makes inductor's cache folder, by default in /tmp.
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(run_dir / "inductor"))
+    passed = (store_socket.fileno(),) if store_socket is not None else ()
     if node is None:
         command = torchrun_command(world_size, run_dir, config_file)
         local = world_size
     else:
-        command = torchrun_node_command(node, run_dir, config_file)
+        hosting = store_socket is not None
+        command = torchrun_node_command(node, run_dir, config_file, hosting=hosting)
         local = node.nproc_per_node
         env["DPSCALE_FAILURE_STORE"] = node.rdzv_endpoint
+        env[AGENT_FD_ENV] = str(store_socket.fileno()) if store_socket is not None else ""
+
     with outcome.log.open("wb") as log:
         proc = subprocess.Popen(
             command,
@@ -364,6 +374,7 @@ def run_world_size(
             env=env,
             start_new_session=True,
             preexec_fn=_die_with_launcher,
+            pass_fds=passed,
         )
     notify({"type": "launch", "world_size": world_size, "pid": proc.pid})
     offset = 0

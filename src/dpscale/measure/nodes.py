@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 WORKER_MODULE = "dpscale.measure.worker"
+AGENT_MODULE = "dpscale.measure.agent"
 DEFAULT_PORT = 29500
 """torchrun's own default port."""
 MAX_NODES = 100_000
@@ -76,6 +77,13 @@ class ClusterShape(BaseModel):
         pattern=r"^[A-Za-z0-9_.\-]+$",
         description="Job id shared by every node of one run.",
     )
+    rdzv_timeout: float = Field(
+        default=300.0,
+        ge=1,
+        le=86400,
+        allow_inf_nan=False,
+        description="How long node 0 waits for the others to join, and they for node 0.",
+    )
 
     @field_validator("rdzv_endpoint")
     @classmethod
@@ -99,6 +107,15 @@ class ClusterShape(BaseModel):
 
 def read_shape(options: Mapping[str, object]) -> ClusterShape:
     """The shape from options as typed; :class:`InputError` names the field."""
+    options = dict(options)
+    timeout = options.get("rdzv_timeout")
+    if isinstance(timeout, str):
+        from dpscale.units import UnitError, parse_duration
+
+        try:
+            options["rdzv_timeout"] = parse_duration(timeout)
+        except UnitError as err:
+            raise InputError.single("rdzv_timeout", str(err), timeout) from None
     endpoint = options.get("rdzv_endpoint")
     if isinstance(endpoint, str) and len(endpoint) <= 300 and not _is_endpoint(endpoint):
         raise InputError.single("rdzv_endpoint", f"{ENDPOINT_RULE} (got {endpoint})", endpoint)
@@ -118,13 +135,20 @@ def _rendezvous(shape: ClusterShape) -> list[str]:
     return [*common, "--rdzv-backend=c10d", f"--rdzv-id={shape.rdzv_id}"]
 
 
-def torchrun_node_command(shape: ClusterShape, run_dir: Path, config_file: Path) -> list[str]:
-    """torchrun on this node, as ``dpscale measure --nnodes ...`` runs it.
+def torchrun_node_command(
+    shape: ClusterShape, run_dir: Path, config_file: Path, *, hosting: bool | None = None
+) -> list[str]:
+    """torchrun on this node, as ``dpscale measure --nnodes ...`` runs it: through
+    :mod:`dpscale.measure.agent`, which serves the store on the handshake's socket.
 
+    ``hosting`` (the elastic rendezvous): whether this node's agent hosts the store, as the
+    handshake found (torchrun's ``is_host``), instead of torchrun's guess from host names.
     torchrun keeps its own logs in the run folder (``--log-dir``), not in a temporary folder
     of its own that nothing removes.
     """
-    command = [sys.executable, "-m", "torch.distributed.run", *_rendezvous(shape)]
+    command = [sys.executable, "-m", AGENT_MODULE, *_rendezvous(shape)]
+    if hosting is not None and shape.node_rank is None:
+        command.append(f"--rdzv-conf=is_host={int(hosting)}")
     command += ["--max-restarts=0", "--monitor-interval=0.1"]
     command += [f"--log-dir={run_dir / 'torchelastic'}", "-m", WORKER_MODULE]
     command += ["--config-file", str(config_file), "--out", str(run_dir), "--no-report"]

@@ -124,14 +124,16 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         table.add_column(name, justify="right")
     table.add_column("Rank spread", justify="right")
     for row in payload["results"]:
+        # An imported log may have no step times and no ranks' timings: "-" there.
+        p50, p95, spread = row["step_time_p50_s"], row["step_time_p95_s"], row["rank_spread"]
         table.add_row(
             f"{row['devices']:,}",
             f"{row['throughput']:,.1f} {row['unit']}",
             f"{row['per_device_throughput']:,.1f}",
             f"{row['efficiency'] * 100:.1f} %",
-            format_duration(row["step_time_p50_s"]),
-            format_duration(row["step_time_p95_s"]),
-            f"{row['rank_spread'] * 100:.1f} % (rank {row['slowest_rank']})",
+            "-" if p50 is None else format_duration(p50),
+            "-" if p95 is None else format_duration(p95),
+            "-" if spread is None else f"{spread * 100:.1f} % (rank {row['slowest_rank']})",
         )
     if payload["results"]:
         console.print(table)

@@ -61,7 +61,7 @@ more efficient than the largest measured one.
 (4.72, 0.0087)
 >>> p = fit.predict([16])
 >>> [round(float(x[0])) for x in (p.throughput, p.throughput_low, p.throughput_high)]
-[4877, 4553, 5054]
+[4877, 4551, 5054]
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
 from dpscale.model.costs import DEFAULT_JITTER, JITTER_RANGE, expected_max_normal
 from dpscale.model.scenario import Scenario, evaluate
+from dpscale.said import Count, Number, Said, Value
 from dpscale.validation import InputError
 
 __all__ = [
@@ -201,6 +202,9 @@ class MeasuredFit:
     basis: Scenario | None = None
     """The scenario the parameters' effects were computed on (before the level was folded
     into the calibrated scenario's per-device throughput)."""
+    folded: tuple[str, ...] = ()
+    """Parameters the points cannot tell apart from the level (the fixed per-step cost when
+    no point ran on one device): the level holds them."""
 
     def _design(self, n: Any) -> tuple[Any, dict[str, Any]]:
         return _design(self.basis or self.scenario, n)
@@ -282,6 +286,12 @@ class MeasuredFit:
         if self.unfittable:
             kept = ", ".join(LABELS[name] for name in self.unfittable)
             said.append(f"not pinned down by these counts, kept within the stated range: {kept}")
+        if self.folded:
+            folded = ", ".join(LABELS[name] for name in self.folded)
+            said.append(
+                f"not told apart from the single-device step (no point on one device), so "
+                f"held in it: {folded}"
+            )
         for flag in self.flagged:
             said.append(
                 f"the point at {flag.devices:,} devices ({flag.throughput:.4g}) lies off the "
@@ -290,11 +300,42 @@ class MeasuredFit:
             )
         return said
 
+    def said(self) -> tuple[Said, ...]:
+        """:meth:`notes` as statements each surface words in its language (codes
+        ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
+        ``calibration_flagged``: ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of
+        parameters is ``parameters``, a statement per parameter (``parameter_jitter``)."""
+        said = [Said("calibration_estimated", _names(self.free or ("nothing",)))]
+        if self.unfittable:
+            said.append(Said("calibration_kept", _names(self.unfittable)))
+        if self.folded:
+            said.append(Said("calibration_folded", _names(self.folded)))
+        for flag in self.flagged:
+            said.append(
+                Said(
+                    "calibration_flagged",
+                    {
+                        "devices": Count(flag.devices),
+                        "throughput": Number(flag.throughput, 4),
+                        "expected": Number(flag.expected, 4),
+                        "weight": Number(flag.weight, 2),
+                    },
+                )
+            )
+        return tuple(said)
+
+
+def _names(names: tuple[str, ...]) -> dict[str, Value]:
+    """Parameters named in a sentence: each a statement (``parameter_level``, ...) that each
+    surface words (:data:`LABELS` on the terminal)."""
+    return {"parameters": tuple(Said("parameter_" + name) for name in names)}
+
 
 ORDER = ("step_overhead", "network_share", "jitter")
 """What a calibration may estimate beyond the level, in the order it takes them."""
 LABELS = {
     "level": "the single-device step",
+    "nothing": "nothing",
     "step_overhead": "the fixed per-step cost",
     "network_share": "the network share",
     "jitter": "the jitter",
@@ -379,8 +420,10 @@ def calibrate_measured(
     one_step, columns = _design(sc, n)
     level = [] if single else ["level"]
     candidates = [name for name in ORDER if name not in stated]
+    folded: tuple[str, ...] = ()
     if not single and "step_overhead" in candidates:
         candidates.remove("step_overhead")  # the level holds it: no point runs without it
+        folded = ("step_overhead",)
     if "network_share" in candidates and not np.any(n > sc.hardware.devices_per_node):
         # Points inside one node say nothing of the network between nodes.
         candidates.remove("network_share")
@@ -451,6 +494,7 @@ def calibrate_measured(
         flagged=tuple(flagged),
         rising=rising,
         basis=basis,
+        folded=folded,
     )
 
 

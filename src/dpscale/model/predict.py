@@ -21,7 +21,7 @@ or, with ``measured`` points, from the calibration's fit (:mod:`dpscale.model.me
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from dpscale.model.scenario import Scenario, evaluate, from_baseline
 from dpscale.model.step import Step
 from dpscale.model.strategies import Strategy, row
 from dpscale.validation import InputError
+
+if TYPE_CHECKING:
+    from dpscale.model.transfer import Transfer
 
 __all__ = ["COMPARED", "Answers", "PredictionResult", "predict", "predict_scenario"]
 
@@ -85,6 +88,12 @@ class PredictionResult:
     point: Any = None
     """The efficiency at each count where it is not the step model's (a calibration's fit:
     its estimates, the network share among them, act on the step the model breaks down)."""
+    measured_fit: MeasuredFit | None = None
+    """The calibration from measured points, where there is one (what it estimated, what it
+    could not, a point it doubted: :meth:`MeasuredFit.said`)."""
+    transfers: tuple[Transfer, ...] = ()
+    """Stored runs of another job the prediction took only what transfers from
+    (:mod:`dpscale.model.transfer`), each with its one line."""
 
     def points(self) -> list[dict[str, Any]]:
         return self._rows(slice(None))
@@ -215,6 +224,8 @@ class PredictionResult:
         }
         if self.answers is not None:
             payload["questions"] = self.answers.to_dict()
+        if self.transfers:
+            payload["run_transfers"] = [taken.to_dict() for taken in self.transfers]
         if self.comparison:
             payload["strategies"] = [
                 {"strategy": other.scenario.strategy, "points": other.points()}
@@ -281,20 +292,32 @@ def predict_scenario(
     used = memory(scenario, counts)
     if measured is not None:
         fitted = measured.predict(counts)
-        efficiency = np.asarray(fitted.efficiency)
-        low = np.minimum(fitted.efficiency_low, efficiency)
-        high = np.maximum(fitted.efficiency_high, efficiency)
-        result = PredictionResult(
-            scenario, step, answers, low, high, ("measured",), memory=used, point=efficiency
-        )
-    else:
-        spread = band(scenario, counts)
+        # Never below 0 nor above the ideal, the point inside its band (issue 25).
+        efficiency = np.clip(np.asarray(fitted.efficiency), 0.0, 1.0)
+        low = np.clip(np.minimum(fitted.efficiency_low, efficiency), 0.0, 1.0)
+        high = np.clip(np.maximum(fitted.efficiency_high, efficiency), 0.0, 1.0)
         result = PredictionResult(
             scenario,
             step,
             answers,
-            spread.low,
-            spread.high,
+            low,
+            high,
+            ("measured",),
+            memory=used,
+            point=efficiency,
+            measured_fit=measured,
+        )
+    else:
+        spread = band(scenario, counts)
+        # Never below 0; without a baseline, never above the ideal (issue 25).
+        low = np.maximum(spread.low, 0.0)
+        high = spread.high if scenario.baseline_devices > 1 else np.minimum(spread.high, 1.0)
+        result = PredictionResult(
+            scenario,
+            step,
+            answers,
+            low,
+            high,
             spread.inputs,
             reference=reference,
             memory=used,

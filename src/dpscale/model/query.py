@@ -70,8 +70,9 @@ __all__ = [
 
 MAX_POINTS = 10_000
 """Device counts one query may ask for: every count up to 10,000 is enough for any curve, and
-bounds what one anonymous web request costs (about 0.1 s and 3.7 MB of JSON at the limit;
-100,000 counts took 2-4 s and 37 MB, and twenty of them starved the server)."""
+bounds what one anonymous web request costs (7.2 MB of JSON and a 534 kB chart at the limit,
+measured by benchmarks/bench_hostile.py; 100,000 counts took 2-4 s and 37 MB, and twenty of
+them starved the server)."""
 MAX_PARAMS = 1e15
 MAX_BANDWIDTH = 1e14
 """Bytes/s: 100 TB/s is a hundred times any link built."""

@@ -22,6 +22,7 @@ way and loops over these.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,7 +33,7 @@ from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
 from dpscale.said import Amount, Count, Number, Percentage, Said, Wording, english
 from dpscale.spec.description import N_, Input
-from dpscale.spec.prediction import PREDICTION
+from dpscale.spec.prediction import CALIBRATION_WORDS, PREDICTION
 from dpscale.spec.scaling import UNITS
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ __all__ = [
     "FitPageInputs",
     "Table",
     "fit_json",
+    "r_squared_shown",
     "statements",
     "terminal",
 ]
@@ -269,6 +271,9 @@ PARAMETER_NAMES = {
     "sigma": N_("Contention σ"),
     "kappa": N_("Coherency κ"),
     "inter_node_cost": N_("Inter-node cost"),
+    "step_overhead": N_("Fixed cost per step (s)"),
+    "network_share": N_("Network share"),
+    "jitter": N_("Jitter"),
     "intra_node_cost": N_("Intra-node cost"),
 }
 """msgid of each parameter's name on the page (its JSON name is the page's tooltip)."""
@@ -316,6 +321,17 @@ def _efficiency(target: Mapping[str, Any]) -> Said:
     )
 
 
+def r_squared_shown(value: float, decimals: int = 4) -> float:
+    """R² cut (not rounded) to ``decimals`` places: a curve that misses a point is never
+    shown as R² = 1, beside a note that it passes between the points.
+
+    >>> r_squared_shown(0.99999913), r_squared_shown(1.0), r_squared_shown(0.98765)
+    (0.9999, 1.0, 0.9876)
+    """
+    scale = 10**decimals
+    return float(math.floor(value * scale + 1e-9) / scale)
+
+
 def statements(data: Mapping[str, Any]) -> dict[str, Said]:
     """The statements about a fit, by the JSON key each is about, in the terminal's order,
     worded from :data:`STATEMENTS`.
@@ -334,7 +350,10 @@ def statements(data: Mapping[str, Any]) -> dict[str, Said]:
     if data["r_squared"] is not None:
         said["r_squared"] = Said(
             "r_squared",
-            {"r_squared": Number(data["r_squared"]), "count": Count(data["points"], grouped=False)},
+            {
+                "r_squared": Number(r_squared_shown(data["r_squared"])),
+                "count": Count(data["points"], grouped=False),
+            },
         )
     peak = data["peak"]
     if peak is not None:
@@ -366,6 +385,16 @@ SAID: Mapping[str, Wording] = {
         "comm models a data-parallel step (compute, then a ring all-reduce whose cost levels "
         "off with more devices) and is kept unless the points decisively show contention"
         "{evidence}{ranking}{skipped}",
+    ),
+    "calibrated": Wording(
+        N_(
+            "Your job's facts decided it: this is the calibrated prediction of dpscale "
+            "predict --measured, the step model of the hardware you entered with only what "
+            "the points can pin down estimated from them."
+        ),
+        "the job's facts ({facts}) decided it: the fit is dpscale predict --measured's "
+        "calibration with these points, the step model of the stated job with only what the "
+        "points pin down estimated (the level, then at most one fewer than the device counts)",
     ),
     "f_test": Wording(
         N_(
@@ -442,18 +471,29 @@ SAID: Mapping[str, Wording] = {
         "{devices:,} devices, the fewest measured (one device was not measured)",
     ),
     # The notes (FitResult.notes).
-    "stated_hardware": Wording(
+    **CALIBRATION_WORDS,
+    "prior_over_aicc": Wording(
         N_(
-            "The communication model's growth with devices comes from the hardware you "
-            "entered; the points estimate only the throughput of one device and a fixed "
-            "cost per step, and the band spans the hardware model's uncertain inputs over "
-            "their stated ranges."
+            "The information criterion alone would pick %(model)s (Akaike weight "
+            "%(weight)s), which needs fewer parameters; the communication model is kept "
+            "because it describes how a data-parallel step works, and the points do not "
+            "show it wrong."
         ),
-        "The comm model's growth with devices comes from the stated hardware ({facts}): the "
-        "step model's all-reduce, the part backward does not hide and the wait for the "
-        "slowest device; the points estimate only the throughput of one device and a fixed "
-        "cost per step, and the band spans the step model's uncertain inputs over their "
-        "stated ranges.",
+        "AICc alone would pick {model} (Akaike weight {weight:.4g %}; comm {comm:.2g %}), which "
+        "needs fewer parameters; comm is kept because it describes how a data-parallel step "
+        "works, and the points do not show it wrong (F test at the 1 % level).",
+    ),
+    "node_level": Wording(
+        N_(
+            "No point lies below a full node of %(devices)s devices, so the cost inside a "
+            "node is not measured: the communication model is fitted at node level (the "
+            "throughput of one device includes that cost) and only the network between "
+            "nodes is fitted."
+        ),
+        "No point lies below a full node of {devices:,} devices (the node size given), so "
+        "the cost inside a node is not measured: the comm model is fitted at node level (the "
+        "throughput of one device includes that cost) and only the network between nodes is "
+        "fitted.",
     ),
     "one_node": Wording(
         N_(
@@ -576,7 +616,7 @@ SAID: Mapping[str, Wording] = {
         "closer to it, or compare with --model.",
     ),
     "predicts": Wording(N_("%(model)s predicts %(value)s"), "{model} predicts {value}{weight}"),
-    "akaike_weight": Wording("", ", Akaike weight {weight:.0%}"),
+    "akaike_weight": Wording("", ", Akaike weight {weight:.4g %}"),
     "node_hint": Wording(
         N_(
             "Without devices per node the communication model is one flat ring and cannot "

@@ -45,14 +45,19 @@ if TYPE_CHECKING:
     from dpscale.model.measured import MeasuredFit
     from dpscale.model.predict import PredictionResult
     from dpscale.model.scenario import Scenario
+    from dpscale.model.transfer import Transfer
 
 __all__ = [
     "ALGORITHM_NAMES",
     "BAND_INPUT_NAMES",
+    "CALIBRATION_WORDS",
     "LIMITS",
     "LINES",
+    "MEASURED_KEYS",
     "OPTIMIZER_NAMES",
     "PREDICTION",
+    "RUN_FIELD_NAMES",
+    "RUN_USE_NAMES",
     "STRATEGY_NAMES",
     "TERMINAL_ORDER",
     "TRANSPORT_NAMES",
@@ -184,7 +189,7 @@ def _stored_run(run_id: str, field: str) -> dict[str, Any]:
     from dpscale.store.runs import get_run
 
     try:
-        return get_run(run_id)
+        return get_run(run_id, timings=False)  # neither a calibration nor a fit reads them
     except LookupError:
         raise InputError.single(field, f"no stored run named {run_id!r}", run_id) from None
 
@@ -757,7 +762,9 @@ PREDICTION = Prediction(
         Input(
             name="calibrate",
             terminal_help=(
-                "nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run id."
+                "nccl-tests output (text or -J JSON), dpscale measure JSON, or a stored run "
+                "id: the bus bandwidth measured replaces (and need not be given as) the "
+                "intra-node one, or across nodes the network's."
             ),
             metavar="FILE|RUN_ID",
             label=N_("Calibrate from a stored run"),
@@ -852,7 +859,8 @@ PREDICTION = Prediction(
             terminal_help=(
                 'Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
                 "file as dpscale fit reads, or a stored run (run:ID); calibrates fixed cost and "
-                "jitter."
+                "jitter. A run of another job gives only its network, jitter and fixed cost "
+                "(scaled by layers), and says so."
             ),
             metavar="POINTS|FILE|run:ID",
             label=N_("Measured throughputs"),
@@ -923,7 +931,78 @@ BAND_INPUT_NAMES = {
 """What the band varies (``band_varies`` in the JSON), as the page names it: the field that
 would state it where there is one."""
 
+RUN_FIELD_NAMES = {
+    "params": N_("model size"),
+    "grad_dtype": N_("gradient precision"),
+    "micro_batch": N_("micro-batch"),
+    "grad_accum": N_("gradient accumulation"),
+    "strategy": N_("strategy"),
+    "unit": N_("throughput unit"),
+    "throughput": N_("per-device throughput"),
+}
+"""What a stored run's job may differ in from the query's (:mod:`dpscale.model.transfer`)."""
+
+RUN_USE_NAMES = {
+    "network": N_("network bandwidth and latency"),
+    "jitter": N_("step-time jitter"),
+    "fixed_cost": N_("fixed cost per step (scaled by the layers)"),
+}
+"""What a prediction takes from a run of another job."""
+
+CALIBRATION_WORDS: Mapping[str, Wording] = {
+    "parameter_level": Wording(N_("the single-device step"), "the single-device step"),
+    "parameter_step_overhead": Wording(N_("the fixed per-step cost"), "the fixed per-step cost"),
+    "parameter_network_share": Wording(N_("the network share"), "the network share"),
+    "parameter_jitter": Wording(N_("the jitter"), "the jitter"),
+    "parameter_nothing": Wording(N_("nothing"), "nothing"),
+    "calibration_estimated": Wording(
+        N_("Estimated from the points: %(parameters)s."),
+        "Estimated from the points: {parameters:, }.",
+    ),
+    "calibration_kept": Wording(
+        N_(
+            "These device counts cannot pin down %(parameters)s: kept within the stated "
+            "range, which the band includes."
+        ),
+        "These device counts cannot pin down {parameters:, }: kept within the stated range, "
+        "which the band includes.",
+    ),
+    "calibration_folded": Wording(
+        N_(
+            "No point ran on one device, so %(parameters)s cannot be told apart from the "
+            "single-device step: it is held in it."
+        ),
+        "No point ran on one device, so {parameters:, } cannot be told apart from the "
+        "single-device step: it is held in it.",
+    ),
+    "calibration_flagged": Wording(
+        N_(
+            "The point at %(devices)s devices (%(throughput)s) lies off the others' fit "
+            "(%(expected)s) beyond its noise: it counts as %(weight)s of a point."
+        ),
+        "The point at {devices:,} devices ({throughput}) lies off the others' fit "
+        "({expected}) beyond its noise: down-weighted to {weight} of a point.",
+    ),
+}
+"""What a calibration from measured points says (:meth:`dpscale.model.measured.MeasuredFit.said`):
+the prediction's lines and the fit's notes alike."""
+
 LINES: Mapping[str, Wording] = {
+    **CALIBRATION_WORDS,
+    "run_transfer": Wording(
+        N_(
+            "Run %(run)s measured another job; it differs from this query in: %(differs)s. "
+            "Used from it here, and nothing else: %(used)s."
+        ),
+        "{notice}.",
+    ),
+    "run_transfer_none": Wording(
+        N_(
+            "Run %(run)s measured another job; it differs from this query in: %(differs)s. "
+            "None of its figures are used here."
+        ),
+        "{notice}.",
+    ),
     "gradients": Wording(
         N_(
             "%(params)s parameters in %(dtype)s, sent in %(buckets)s buckets of at most "
@@ -1074,13 +1153,20 @@ LINES: Mapping[str, Wording] = {
 statement that surface does not make: the terminal says in one line what to change
 (``target_needs``), the page in one result per change, each with its own sentence."""
 
+MEASURED_KEYS = ("measured_estimated", "measured_kept", "measured_folded", "measured_flagged")
+"""The keys of :func:`lines` for what a calibration from measured points estimated, kept,
+held in the level and doubted (:data:`CALIBRATION_WORDS`)."""
+
 TERMINAL_ORDER = (
+    ("transfer",),
+    ("transfer_2",),
     ("gradients", "compute", "network"),
     ("baseline",),
     ("wait",),
     ("memory", "memory_over"),
     ("calibration",),
     ("band",),
+    MEASURED_KEYS,
     ("max_devices",),
     ("target",),
     ("best_bucket",),
@@ -1162,6 +1248,8 @@ def lines(result: PredictionResult) -> dict[str, Said]:
                 "optimizer_time": _ms(last["optimizer_time_s"]),
             },
         )
+    for index, taken in enumerate(result.transfers[:2]):
+        said["transfer_2" if index else "transfer"] = _transfer(taken)
     if sc.calibration is not None:
         said["calibration"] = _calibrated(sc.calibration)
     if result.band_inputs == ("measured",):
@@ -1177,6 +1265,9 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             said["band"] = Said("band_measured", {**fitted, "source": str(sc.measured)})
     elif result.band_inputs:
         said["band"] = Said("band_ranges", {"inputs": Names(result.band_inputs, "band_input")})
+    if result.measured_fit is not None:
+        for statement in result.measured_fit.said():
+            said["measured_" + statement.code.removeprefix("calibration_")] = statement
     if result.answers is not None:
         said.update(_answers(result))
     return said
@@ -1237,6 +1328,20 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
                 {key: words[key] for key in ("devices", "total", "capacity")},
             )
     return said
+
+
+def _transfer(taken: Transfer) -> Said:
+    """A stored run of another job and what the prediction took from it, in one line."""
+    notice = taken.sentence()
+    return Said(
+        "run_transfer" if taken.used else "run_transfer_none",
+        {
+            "run": taken.run_id,
+            "differs": Names(tuple(d.field for d in taken.differs), "run_field"),
+            "used": Names(taken.used, "run_use"),
+            "notice": notice[:1].upper() + notice[1:],
+        },
+    )
 
 
 def _calibrated(cal: Calibration) -> Said:

@@ -90,8 +90,8 @@ class RunResult(Base):
     throughput: Mapped[float] = mapped_column(Float)
     per_device_throughput: Mapped[float] = mapped_column(Float)
     efficiency: Mapped[float] = mapped_column(Float)
-    step_time_p50_s: Mapped[float] = mapped_column(Float)
-    step_time_p95_s: Mapped[float] = mapped_column(Float)
+    step_time_p50_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    step_time_p95_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     measured: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
@@ -165,8 +165,9 @@ class _Result(_Checked):
     rank_spread: float | None = Field(default=None, ge=0, le=1e6)
     slowest_rank: int | None = Field(default=None, ge=0, le=MAX_DEVICES)
     efficiency: float = Field(gt=0, le=MAX_EFFICIENCY)
-    step_time_p50_s: float = Field(gt=0, le=MAX_SECONDS)
-    step_time_p95_s: float = Field(ge=0, le=MAX_SECONDS)
+    # None: not in the log a run was imported from (a CSV of devices and throughput alone).
+    step_time_p50_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] | None
+    step_time_p95_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None
 
 
 class _Collective(_Checked):
@@ -326,7 +327,12 @@ def save_run(payload: Mapping[str, Any], *, url: str | None = None) -> str:
     created = payload.get("created_at")
     try:
         _insert(payload, run_id, created, url)
-    except IntegrityError:  # the same run imported at the same time, by another process
+    except IntegrityError as err:  # the same run imported at the same time, by another process
+        if "NOT NULL" in str(err.orig):  # a table made before imported runs had no step times
+            raise ValueError(
+                "this database's results table requires step times (made by an older "
+                "dpscale): import a log that has them, or use a new database"
+            ) from None
         raise ValueError(f"run {run_id} is already stored") from None
     return run_id
 
@@ -382,14 +388,19 @@ class BadRunError(LookupError):
     ``predict --measured run:ID``) refuses it in one line as it refuses a missing one."""
 
 
-def get_run(run_id: str, *, url: str | None = None, checked: bool = True) -> dict[str, Any]:
-    """The stored run, in the shape ``dpscale measure --json`` prints (raw timings too).
+def get_run(
+    run_id: str, *, url: str | None = None, checked: bool = True, timings: bool = True
+) -> dict[str, Any]:
+    """The stored run, in the shape ``dpscale measure --json`` prints (raw timings too, unless
+    not ``timings``: then ``timings`` is empty, and what a calibration or a measured fit
+    reads, results and collectives, costs milliseconds where two million raw times took
+    seconds to decode, holding the interpreter's lock against every page).
 
     Raises ``LookupError`` naming the id when there is no such run, and :class:`BadRunError`
     when it fails :func:`check_run` (unless not ``checked``: ``runs show`` shows it with a
     warning from :func:`run_problem`).
     """
-    run, key = _read_run(run_id, url)
+    run, key = _read_run(run_id, url, timings=timings)
     if checked and key not in _passed:
         problem = run_problem(run)
         if problem is not None:
@@ -426,7 +437,9 @@ _passed: set[tuple[str, str]] = set()
 """Runs read before that passed :func:`check_run`."""
 
 
-def _read_run(run_id: str, url: str | None) -> tuple[dict[str, Any], tuple[str, str]]:
+def _read_run(
+    run_id: str, url: str | None, *, timings: bool = True
+) -> tuple[dict[str, Any], tuple[str, str]]:
     """The stored run; one read before (the same id, created at the same moment, in the same
     database) is reused, since a stored run never changes (delete and import again changes
     its ``created_at``)."""
@@ -434,13 +447,14 @@ def _read_run(run_id: str, url: str | None) -> tuple[dict[str, Any], tuple[str, 
         row = active.get(StoredRun, run_id)
         if row is None:
             raise LookupError(f"no measurement run with id {run_id!r} (see: dpscale runs list)")
-        key = (f"{url or database_url()}#{run_id}", _created(row))
+        key = (f"{url or database_url()}#{run_id}", _created(row) + ("" if timings else "#lean"))
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:
         return dict(cached[0]), key
-    run = _load_run(run_id, url)
+    run = _load_run(run_id, url, timings=timings)
     values = sum(len(times) for t in run["timings"] for times in t["rank_times_s"])
+    values += 1 + len(run["results"]) + len(run["collectives"])  # a lean read counts too
     if values <= _CACHED_VALUES:
         with _cache_lock:
             while _cache and sum(n for _, n in _cache.values()) + values > _CACHED_VALUES:
@@ -449,7 +463,7 @@ def _read_run(run_id: str, url: str | None) -> tuple[dict[str, Any], tuple[str, 
     return dict(run), key
 
 
-def _load_run(run_id: str, url: str | None) -> dict[str, Any]:
+def _load_run(run_id: str, url: str | None, *, timings: bool = True) -> dict[str, Any]:
     with session(url) as active:
         run = active.get(StoredRun, run_id)
         if run is None:
@@ -460,9 +474,13 @@ def _load_run(run_id: str, url: str | None) -> dict[str, Any]:
         collectives = active.scalars(
             select(RunCollective).where(RunCollective.run_id == run_id).order_by(RunCollective.id)
         ).all()
-        timings = active.scalars(
-            select(RunTiming).where(RunTiming.run_id == run_id).order_by(RunTiming.id)
-        ).all()
+        timing_rows = (
+            active.scalars(
+                select(RunTiming).where(RunTiming.run_id == run_id).order_by(RunTiming.id)
+            ).all()
+            if timings
+            else []
+        )
         return {
             "run_id": run.id,
             "created_at": _created(run),
@@ -481,7 +499,7 @@ def _load_run(run_id: str, url: str | None) -> dict[str, Any]:
                     "bytes": row.bytes,
                     "rank_times_s": row.rank_times_s,
                 }
-                for row in timings
+                for row in timing_rows
             ],
         }
 

@@ -150,7 +150,7 @@ EMBED_HEIGHTS = {
     "effective-batch-size": 720,  # 691
     "pipeline-bubble": 740,  # 705
     "scaling-prediction": 2610,  # 2,557: the table of every device count and the notes
-    "scaling-fit": 2400,  # 2,368: the tables (each with its scroll line), the unit, every note
+    "scaling-fit": 2660,  # 2,613: the tables (each with its scroll line), the unit, every note
 }
 """Default iframe height (px) of each embed: its content at 640 px wide, with the worked
 example's inputs; tests/web/test_embed.py checks that the content fits. The snippet's script

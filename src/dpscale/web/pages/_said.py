@@ -23,6 +23,8 @@ from dpscale.spec.fit import MODEL_TITLES
 from dpscale.spec.prediction import (
     BAND_INPUT_NAMES,
     OPTIMIZER_NAMES,
+    RUN_FIELD_NAMES,
+    RUN_USE_NAMES,
     STRATEGY_NAMES,
     TRANSPORT_NAMES,
 )
@@ -37,6 +39,8 @@ NAMES: Mapping[str, Mapping[str, str]] = {
     "transport": TRANSPORT_NAMES,
     "optimizer": OPTIMIZER_NAMES,
     "band_input": BAND_INPUT_NAMES,
+    "run_field": RUN_FIELD_NAMES,
+    "run_use": RUN_USE_NAMES,
 }
 """The page's name of each code, by the table a :class:`~dpscale.said.Name` names (a msgid,
 or a name no language changes); a code missing from its table is shown as it is."""

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 
+from babel.numbers import format_scientific
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
@@ -38,6 +39,7 @@ from dpscale.spec.fit import (
     FitPageInputs,
     Table,
     fit_json,
+    r_squared_shown,
     statements,
 )
 from dpscale.validation import FieldIssue, parse
@@ -139,7 +141,7 @@ def _cell(column: Column, row: Mapping[str, Any], loc: Localizer) -> str:
     writers: dict[str, Callable[[Any], str]] = {
         "count": loc.number,
         "throughput": lambda value: loc.number(value, 4),
-        "number": lambda value: loc.number(value, 4),
+        "number": lambda value: _parameter(loc, value),
         "percent": lambda value: loc.percent(value, 3),
         "name": lambda name: (
             loc.gettext(PARAMETER_NAMES[name]) if name in PARAMETER_NAMES else name
@@ -149,6 +151,18 @@ def _cell(column: Column, row: Mapping[str, Any], loc: Localizer) -> str:
     write = writers[column.kind]
     text = " – ".join("?" if row[key] is None else write(row[key]) for key in column.keys)
     return text + ("*" if column.mark and row[column.mark] else "")
+
+
+def _parameter(loc: Localizer, value: float) -> str:
+    """A fitted parameter as the terminal writes it (``dpscale.cli.fit.parameter_number``):
+    in scientific notation where very small or very large (``3.76E-20``, not 22 digits).
+
+    >>> _parameter(localizer("en"), 3.7612e-20), _parameter(localizer("de"), 0.02914)
+    ('3.76E-20', '0,02914')
+    """
+    if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e7):
+        return str(format_scientific(value, format="0.##E0", locale=loc.locale))
+    return loc.number(value, 4)
 
 
 def compute(values: Mapping[str, str]) -> FitPage:
@@ -226,7 +240,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
             ResultItem(
                 key="r_squared",
                 label=_("Fit (R²)"),
-                value=loc.number(result.r_squared, 6),
+                value=loc.number(r_squared_shown(result.r_squared, 6), 6),
                 sentence=say(said["r_squared"], STATEMENTS, loc, unit),
             )
         )

@@ -10,6 +10,7 @@ request). The API's JSON is ``dpscale predict --json``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import date
 from functools import lru_cache
 
@@ -27,7 +28,8 @@ from dpscale.model.query import (
     NEEDS_PRESET,
 )
 from dpscale.plotting import ChartLayout
-from dpscale.spec.prediction import PREDICTION, calibration, measured_fit
+from dpscale.spec.measured_runs import fill_from_runs, resolve
+from dpscale.spec.prediction import PREDICTION
 from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
@@ -64,11 +66,24 @@ def compute(values: Mapping[str, str]) -> Prediction:
     page, query = _parse_all(data)
     run = query.measured is not None and query.measured.strip().startswith("run:")
     if page.calibrate or run:
-        scenario = query.scenario()
-        if page.calibrate:
-            scenario = calibration(page.calibrate, files=False).apply(scenario)
-        fit = measured_fit(scenario, str(query.measured), files=False) if run else None
-        return Prediction(predict(query, scenario, fit), None)
+        # As the CLI: what the runs measured fills what the query leaves out, and a run of
+        # another job gives only what transfers, with its one line (spec.measured_runs).
+        measured = query.measured if run else None
+        filled = fill_from_runs(
+            dict(query), calibrate=page.calibrate, measured=measured, files=False
+        )
+        query = query.model_copy(
+            update={**{name: filled.values[name] for name in filled.filled}, "measured": None}
+        )
+        resolved = resolve(
+            query.scenario(),
+            calibrate=page.calibrate,
+            measured=measured,
+            files=False,
+            filled=filled,
+        )
+        result = predict(query, resolved.scenario, resolved.fit)
+        return Prediction(replace(result, transfers=resolved.transfers), None)
     inputs = tuple(sorted(data.items()))
     if len(query.device_counts()) > CACHED_POINTS:
         return Prediction(predict(query), inputs)
@@ -76,9 +91,10 @@ def compute(values: Mapping[str, str]) -> Prediction:
 
 
 CACHED_POINTS = 1024
-"""Predictions kept in memory have at most this many device counts (76 kB each at most, 20 MB
-for the 256 kept); longer ones, up to 10,000 counts (0.65 MB), are computed each time: 256 of
-them once held 166 MB, and at 100,000 counts one server grew to 4 GB."""
+"""Predictions kept in memory have at most this many device counts (115 kB each at most, 30 MB
+for the 256 kept, measured with tracemalloc); longer ones, up to 10,000 counts (1.0 MB), are
+computed each time: 256 of them once held 166 MB, and at 100,000 counts one server grew to
+4 GB."""
 
 
 @lru_cache(maxsize=256)

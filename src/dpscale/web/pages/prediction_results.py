@@ -14,6 +14,7 @@ from dpscale.spec.prediction import (
     ALGORITHM_NAMES,
     LIMITS,
     LINES,
+    MEASURED_KEYS,
     PREDICTION,
     STRATEGY_NAMES,
     Column,
@@ -241,7 +242,17 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     )
     notes.extend(
         say(said[key], LINES, loc)
-        for key in ("baseline", "wait", "memory", "memory_over", "calibration", "band")
+        for key in (
+            "transfer",
+            "transfer_2",
+            "baseline",
+            "wait",
+            "memory",
+            "memory_over",
+            "calibration",
+            "band",
+            *MEASURED_KEYS,
+        )
         if key in said
     )
     return Presentation(items=tuple(items), notes=tuple(notes))

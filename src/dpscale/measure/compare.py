@@ -1,0 +1,248 @@
+"""Measured against predicted, in one place: a stored run beside ``dpscale predict`` for its job.
+
+``dpscale runs show ID --predict`` (and ``dpscale measure ... --compare``, right after the
+run) builds the prediction for the very job the run measured and sets each world size's
+measured figures beside the predicted ones. The job comes from the run
+(:func:`dpscale.model.transfer.run_job`): its parameters (counted from its tensors), the
+gradients' precision, micro-batch and accumulation, strategy (with the HSDP shard group),
+layers and optimizer. The hardware facts are the ones the run measured:
+
+- the bus bandwidth and latency of its collectives (:mod:`dpscale.model.calibrate`, as
+  ``--calibrate RUN``: inside a node on one node, the network's across nodes; a run that
+  measured no collectives, ``--no-collectives``, has none, and is refused in one line);
+- the devices per node (the ranks on its first node);
+- the jitter: the step time's coefficient of variation on one device (or the fewest);
+- the per-device throughput measured on one device; without a one-device result, the one at
+  the fewest devices as the baseline (``--baseline-devices``).
+
+The fixed cost per step is *not* taken from the run: it is the step model's own (the
+wrapper's 1.4-5.6 % of a micro-step, in the band), so the comparison shows what the model
+leaves out. The device's memory bandwidth is not measured and stays in the band.
+
+Memory: the run counts the bytes of parameters, gradients and optimizer state a rank holds
+(``memory_per_device_bytes``); beside it stands the prediction's ``model_state_bytes``, the
+same three (activations are not measured on CPU).
+
+A ``--script`` run states no model: it is refused in one line, naming what is missing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dpscale.validation import InputError
+
+__all__ = ["MEASURED_KEYS", "Comparison", "compare_run", "print_comparison"]
+
+MEASURED_KEYS = (
+    "efficiency",
+    "step_time_p50_s",
+    "compute_time_s",
+    "comm_time_s",
+    "exposed_comm_time_s",
+    "step_overhead_s",
+    "memory_per_device_bytes",
+)
+"""What each world size's measured row gives, where the run has it."""
+PREDICTED_KEYS = (
+    "efficiency",
+    "efficiency_low",
+    "efficiency_high",
+    "step_time_s",
+    "compute_time_s",
+    "comm_time_s",
+    "exposed_comm_time_s",
+    "overhead_time_s",
+    "model_state_bytes",
+)
+
+
+def _fail(run_id: str, message: str) -> InputError:
+    return InputError.single("run_id", f"run {run_id} {message}", run_id)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Each world size's measured figures beside the prediction's, and the prediction."""
+
+    run_id: str
+    rows: tuple[dict[str, Any], ...]
+    prediction: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "rows": list(self.rows), "prediction": self.prediction}
+
+
+def _rows(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    results = run.get("results")
+    listed = results if isinstance(results, list) else []
+    rows = [row for row in listed if isinstance(row, Mapping)]
+    return sorted(
+        (row for row in rows if isinstance(row.get("devices"), int) and row["devices"] >= 1),
+        key=lambda row: int(row["devices"]),
+    )
+
+
+def _per_node(run: Mapping[str, Any], largest: int) -> int:
+    env = run.get("environment") if isinstance(run.get("environment"), Mapping) else {}
+    assert isinstance(env, Mapping)
+    nodes = env.get("node_hosts")
+    if isinstance(nodes, list) and nodes and isinstance(nodes[0], Mapping):
+        ranks = nodes[0].get("ranks")
+        if isinstance(ranks, list) and ranks:
+            return len(ranks)
+    return largest
+
+
+def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
+    from dpscale.model.calibrate import calibration_from_run
+    from dpscale.model.hardware import Hardware
+    from dpscale.model.scenario import Scenario
+    from dpscale.model.transfer import run_job
+
+    config = run.get("config") if isinstance(run.get("config"), Mapping) else {}
+    assert isinstance(config, Mapping)
+    rows = _rows(run)
+    if not rows:
+        raise _fail(run_id, "has no results to compare")
+    job = run_job(run)
+    missing = [
+        name
+        for name, value in (("params", job.params), ("micro-batch", job.micro_batch))
+        if value is None
+    ]
+    if missing or job.strategy is None:
+        what = "a --script run" if config.get("strategy") == "script" else "this run"
+        raise _fail(
+            run_id,
+            f"states no model ({what}: no {', '.join(missing or ['strategy'])}); "
+            "only a run of the built-in model can be predicted for comparison",
+        )
+    if not run.get("collectives"):
+        raise _fail(
+            run_id,
+            "measured no collectives (--no-collectives): there is no bandwidth to predict "
+            "with; measure again with collectives",
+        )
+    try:
+        calibration = calibration_from_run(dict(run), run_id)
+    except InputError as err:
+        raise _fail(run_id, err.issues[0].sentence(None)) from None
+    first = rows[0]
+    rate = first.get("per_device_throughput")
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < math.inf:
+        raise _fail(run_id, f"has no per-device throughput at {first['devices']} devices")
+    cv = first.get("step_time_cv")
+    jitter = (
+        float(cv) * math.sqrt(job.grad_accum or 1)
+        if isinstance(cv, int | float) and math.isfinite(cv)
+        else None
+    )
+    optimizer = first.get("optimizer") or config.get("optimizer")
+    group = max((int(row.get("shard_group_size") or 0) for row in rows), default=0)
+    largest = int(rows[-1]["devices"])
+    # The bandwidth the collectives measured; apply() puts it on the link it crossed.
+    bandwidth = calibration.bus_bandwidth
+    scenario = Scenario(
+        params=float(job.params or 0.0),
+        grad_dtype=job.grad_dtype or "fp32",  # type: ignore[arg-type]
+        micro_batch=int(job.micro_batch or 1),
+        grad_accum=int(job.grad_accum or 1),
+        per_device_throughput=float(rate),
+        hardware=Hardware(
+            devices_per_node=_per_node(run, largest),
+            intra_bandwidth=bandwidth,
+            inter_bandwidth=bandwidth,
+            name=f"run {run_id}",
+        ),
+        strategy=job.strategy,  # type: ignore[arg-type]
+        optimizer=optimizer if isinstance(optimizer, str) else None,
+        jitter=jitter,
+        layers=job.layers,
+        shard_group_size=group if job.strategy == "hsdp" else 0,
+        unit=str(first.get("unit") or "samples/s"),
+        baseline_devices=int(first["devices"]),
+    )
+    return calibration.apply(scenario)
+
+
+def compare_run(run: Mapping[str, Any], run_id: str) -> Comparison:
+    """The run's results beside ``predict``'s for its job (module docstring)."""
+    from dpscale.model.predict import predict_scenario
+
+    scenario = _scenario(run, run_id)
+    rows = _rows(run)
+    devices = [int(row["devices"]) for row in rows]
+    result = predict_scenario(scenario, devices)
+    paired = []
+    for row, point in zip(rows, result.points(), strict=True):
+        measured = {key: row[key] for key in MEASURED_KEYS if key in row}
+        predicted = {key: point[key] for key in PREDICTED_KEYS if key in point}
+        efficiency = row.get("efficiency")
+        within = (
+            predicted["efficiency_low"] <= efficiency <= predicted["efficiency_high"]
+            if isinstance(efficiency, int | float)
+            else None
+        )
+        paired.append(
+            {
+                "devices": int(row["devices"]),
+                "measured": measured,
+                "predicted": predicted,
+                "within_band": within,
+            }
+        )
+    return Comparison(run_id, tuple(paired), result.to_dict())
+
+
+def _ms(value: object) -> str:
+    return f"{float(value) * 1e3:,.1f}" if isinstance(value, int | float) else "-"
+
+
+def _pair(m: Mapping[str, Any], p: Mapping[str, Any], measured: str, predicted: str) -> str:
+    return f"{_ms(m.get(measured))} / {_ms(p.get(predicted))}"
+
+
+def print_comparison(comparison: Comparison, console: Any = None) -> None:
+    """One table: each world size measured (m) beside predicted (p), with the band."""
+    from dpscale.terminal import Table
+    from dpscale.terminal import console as terminal
+    from dpscale.units import format_bytes
+
+    console = console or terminal()
+    table = Table(
+        title=f"Run {comparison.run_id}: measured (m) against predicted (p) for the same job"
+    )
+    columns = ("N", "E m", "E p", "Band %", "In band", "Compute ms m/p", "Comm ms m/p")
+    for name in (*columns, "Exposed ms m/p", "Fixed ms m/p", "Memory m/p"):
+        table.add_column(name, justify="right")
+    for row in comparison.rows:
+        m, p = row["measured"], row["predicted"]
+
+        memory = m.get("memory_per_device_bytes")
+        within = row["within_band"]
+        table.add_row(
+            f"{row['devices']:,}",
+            f"{m['efficiency'] * 100:.1f} %" if "efficiency" in m else "-",
+            f"{p['efficiency'] * 100:.1f} %",
+            f"{p['efficiency_low'] * 100:.1f}-{p['efficiency_high'] * 100:.1f}",
+            "?" if within is None else ("yes" if within else "NO"),
+            _pair(m, p, "compute_time_s", "compute_time_s"),
+            _pair(m, p, "comm_time_s", "comm_time_s"),
+            _pair(m, p, "exposed_comm_time_s", "exposed_comm_time_s"),
+            _pair(m, p, "step_overhead_s", "overhead_time_s"),
+            (format_bytes(memory) if isinstance(memory, int | float) else "-")
+            + " / "
+            + format_bytes(p["model_state_bytes"]),
+        )
+    console.print(table)
+    hw = comparison.prediction["hardware"]
+    console.print(
+        f"Predicted with what the run measured: {hw['calibration']}; jitter "
+        f"{(comparison.prediction['inputs'].get('jitter') or 0) * 100:.3g} %; the fixed cost "
+        "per step is the model's own (in the band). Memory: parameters, gradients and "
+        "optimizer state per device."
+    )

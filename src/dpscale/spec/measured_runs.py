@@ -1,0 +1,162 @@
+"""A prediction's ``--calibrate`` and ``--measured`` resolved the same way on every surface.
+
+The CLI, the page and the API name a measurement by a stored run's id (the CLI also by a file).
+Before the query is read, :func:`fill_from_runs` fills what the named runs measured and the
+query leaves out: the bandwidth a calibration measured (``--calibrate RUN`` no longer asks for
+the very figure it replaces), and, from a run of the same job, its one-device throughput.
+After, :func:`resolve` compares each stored run's job with the query's
+(:mod:`dpscale.model.transfer`): a run of the same job calibrates the prediction in full
+(:func:`~dpscale.spec.prediction.measured_fit`); a run of another job gives only what
+transfers, and says so in one line (:class:`~dpscale.model.transfer.Transfer`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dpscale.validation import InputError
+
+if TYPE_CHECKING:
+    from dpscale.model.calibrate import Calibration
+    from dpscale.model.measured import MeasuredFit
+    from dpscale.model.scenario import Scenario
+    from dpscale.model.transfer import Transfer
+
+__all__ = ["THROUGHPUT_INPUTS", "Filled", "Resolved", "fill_from_runs", "resolve", "run_id_of"]
+
+_RUN = "run:"
+THROUGHPUT_INPUTS = ("per_device_throughput", "mfu", "flops_per_sample", "achieved_tflops")
+"""The inputs that state the per-device throughput: given, the run's never replaces it."""
+
+
+def run_id_of(measured: str | None) -> str | None:
+    """The stored run's id in ``--measured run:ID``, else None."""
+    if measured is None or not measured.strip().startswith(_RUN):
+        return None
+    return measured.strip().removeprefix(_RUN).strip()
+
+
+def _calibrate_run(calibrate: str | None, files: bool) -> str | None:
+    """``--calibrate``'s value when it names a stored run (the CLI reads a file first)."""
+    if calibrate is None or (files and Path(calibrate).is_file()):
+        return None
+    return calibrate
+
+
+@dataclass(frozen=True)
+class Filled:
+    """The query's values with what the runs measured, and which values they filled."""
+
+    values: dict[str, Any]
+    filled: frozenset[str] = field(default_factory=frozenset)
+    calibration: Calibration | None = None
+
+
+def fill_from_runs(
+    values: Mapping[str, Any], *, calibrate: str | None, measured: str | None, files: bool
+) -> Filled:
+    """``values`` (the query's inputs by field, None where not given) with what the runs fill.
+
+    The calibration's bus bandwidth fills the intra-node bandwidth when it was measured on one
+    node, the network's when across nodes, unless given or a hardware preset gives it. A
+    stored ``--measured`` run's one-device throughput fills the per-device throughput when
+    no input states one (:func:`resolve` refuses it if the run measured another job).
+    """
+    from dpscale.spec.prediction import calibration as read_calibration
+    from dpscale.units import format_bandwidth
+
+    out = dict(values)
+    filled: set[str] = set()
+    cal = None
+    if calibrate is not None:
+        cal = read_calibration(calibrate, files=files)
+        if not out.get("hardware"):
+            per_node = out.get("devices_per_node")
+            nodes = cal.nodes or (
+                math.ceil(cal.devices / per_node) if isinstance(per_node, int) else 1
+            )
+            name = "inter_node_bandwidth" if nodes > 1 else "intra_node_bandwidth"
+            if out.get(name) is None:
+                out[name] = format_bandwidth(cal.bus_bandwidth)
+                filled.add(name)
+    run_id = run_id_of(measured)
+    if run_id is not None and all(out.get(name) is None for name in THROUGHPUT_INPUTS):
+        from dpscale.model.transfer import run_job
+
+        one = run_job(_stored_run(run_id, "measured")).one_device
+        if one is not None:
+            out["per_device_throughput"] = one
+            filled.add("per_device_throughput")
+    return Filled(out, frozenset(filled), cal)
+
+
+def _stored_run(run_id: str, name: str) -> dict[str, Any]:
+    from dpscale.spec.prediction import _stored_run as stored
+
+    return stored(run_id, name)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The scenario to predict, the fit of a run of the same job, and each run of another."""
+
+    scenario: Scenario
+    fit: MeasuredFit | None = None
+    transfers: tuple[Transfer, ...] = ()
+
+
+def resolve(
+    scenario: Scenario,
+    *,
+    calibrate: str | None,
+    measured: str | None,
+    files: bool,
+    filled: Filled | None = None,
+) -> Resolved:
+    """``scenario`` calibrated by ``calibrate`` and, for a stored or file ``measured``, its fit
+    or what transfers (module docstring). Inline points are the caller's (``predict`` fits
+    them)."""
+    from dpscale.model.transfer import Transfer as Taken
+    from dpscale.model.transfer import differences, run_job, transfer
+    from dpscale.spec.prediction import calibration as read_calibration
+    from dpscale.spec.prediction import is_inline, measured_fit
+
+    transfers: list[Transfer] = []
+    typed = filled is None or "per_device_throughput" not in filled.filled
+    cal_run = _calibrate_run(calibrate, files)
+    if calibrate is not None:
+        cal = filled.calibration if filled is not None and filled.calibration else None
+        cal = cal or read_calibration(calibrate, files=files)
+        if cal_run is not None:
+            job = run_job(_stored_run(cal_run, "calibrate"))
+            differs = differences(job, scenario, typed_throughput=False)
+            if differs:
+                transfers.append(Taken(cal_run, differs, calibration=cal))
+        scenario = cal.apply(scenario)
+    if measured is None or is_inline(measured, files=files):
+        return Resolved(scenario, None, tuple(transfers))
+    run_id = run_id_of(measured)
+    if run_id is None:
+        return Resolved(scenario, measured_fit(scenario, measured, files=files), tuple(transfers))
+    run = _stored_run(run_id, "measured")
+    differs = differences(run_job(run), scenario, typed_throughput=typed)
+    if not differs:
+        return Resolved(scenario, measured_fit(scenario, measured, files=files), tuple(transfers))
+    if not typed:
+        said = ", ".join(d.run for d in differs)
+        raise InputError.single(
+            "per_device_throughput",
+            f"is required: run {run_id} measured another job ({said}), so its throughput is "
+            "not this query's",
+        )
+    taken = transfer(run, run_id, scenario, typed_throughput=typed, network=calibrate is None)
+    scenario = taken.apply(scenario)
+    if cal_run == run_id and scenario.calibration is not None:
+        # One line per run: its network figures came in through --calibrate.
+        taken = replace(taken, calibration=scenario.calibration)
+    transfers = [t for t in transfers if t.run_id != run_id] + [taken]
+    return Resolved(scenario, None, tuple(transfers))

@@ -1,0 +1,88 @@
+"""The fit's notes never contradict each other or the statements beside them (issue 26):
+exact, noisy, outlier, rising, flat and falling point sets, with and without a node size."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from dpscale.fit import Points, fit
+from dpscale.said import english
+from dpscale.spec.fit import STATEMENTS, fit_json, statements
+
+SETS = {
+    "exact linear": [(1, 100), (2, 200), (4, 400), (8, 800)],
+    "exact amdahl": [(1, 100), (2, 200 / 1.05), (4, 400 / 1.15), (8, 800 / 1.35)],
+    "noisy node step": [(1, 100), (2, 195), (4, 371), (8, 735), (16, 1290), (32, 2450)],
+    "outlier": [(1, 100), (2, 196), (4, 388), (8, 540), (16, 1530), (32, 3000)],
+    "rising": [(1, 100), (2, 210), (4, 440), (8, 900)],
+    "flat": [(1, 100), (2, 100), (4, 100), (8, 100)],
+    "falling": [(1, 100), (2, 190), (4, 341), (8, 547), (16, 717), (32, 706), (64, 524)],
+    "tiny fall": [(1, 100), (2, 199), (4, 396), (8, 790), (16, 1560), (32, 3100), (64, 3099)],
+    "two superlinear": [(8, 7900), (16, 16500)],
+    "full nodes": [(8, 7900), (16, 15500), (32, 30200)],
+}
+
+
+def _said(
+    points: list[tuple[int, float]], node: int | None
+) -> tuple[dict[str, Any], list[str], str]:
+    result = fit(Points.of(points), devices_per_node=node)
+    data = fit_json(result)
+    shown = [english(said, STATEMENTS) for said in statements(data).values()]
+    return data, [*shown, *data["notes"]], data["selection"]["reason"]
+
+
+@pytest.mark.parametrize("node", [None, 8])
+@pytest.mark.parametrize("name", list(SETS))
+def test_notes_do_not_contradict(name: str, node: int | None) -> None:
+    data, lines, _ = _said(SETS[name], node)
+    text = "\n".join(lines)
+    codes = {note["code"] for note in data["note_codes"]}
+    between = "passes between the points" in text
+    perfect = "R² = 1.0000" in text
+    # A curve that misses a point is not a perfect fit, nor one through every point.
+    assert not (between and perfect), text
+    assert not (between and "interpolating" in codes), text
+    if "interpolating" in codes:
+        result = fit(Points.of(SETS[name]), devices_per_node=node)
+        curve = result.fitted.throughput([n for n, _ in SETS[name]])
+        assert all(abs(c / x - 1) < 1e-6 for c, (_, x) in zip(curve, SETS[name], strict=True))
+    # "No loss" and "superlinear" say the fit is linear scaling: then it is.
+    if codes & {"no_loss", "superlinear"}:
+        assert all(
+            p["efficiency"] > 1 - 1e-6 for p in data["predictions"] if not p["extrapolated"]
+        ), text
+        assert not ({"no_loss"} & codes and between), text
+    # An Akaike weight is quoted the same way wherever it is quoted.
+    quoted: dict[str, set[str]] = {}
+    for model, weight in re.findall(r"(\w+)[^;:]*?Akaike weight ([0-9.e+-]+ ?%)", text):
+        quoted.setdefault(model, set()).add(weight)
+    assert all(len(weights) == 1 for weights in quoted.values()), quoted
+    # Kept by the physics although AICc weighs another model more: said in a sentence.
+    weights = {c["model"]: c.get("weight") for c in data["selection"]["candidates"]}
+    kept = data["selection"]["method"] == "physics"
+    if kept and weights.get("comm") is not None:
+        rival = max(weights[m] or 0 for m in weights if m != "comm")
+        assert ("AICc alone would pick" in text) == (rival > weights["comm"]), text
+
+
+def test_the_default_page_example_says_why_the_physics_beats_aicc() -> None:
+    """The web fit page's example keeps comm at an Akaike weight of 0.02 %: one sentence
+    says the information criterion alone would pick Amdahl, and why comm is kept."""
+    data, lines, reason = _said(SETS["noisy node step"], 8)
+    assert data["model"] == "comm"
+    assert "no other model fits the points more closely" in reason
+    note = next(line for line in lines if line.startswith("AICc alone"))
+    assert note.startswith("AICc alone would pick amdahl (Akaike weight 99.98 %; comm 0.025 %)")
+    assert "describes how a data-parallel step works" in note
+
+
+def test_a_small_fall_is_not_shown_as_a_perfect_fit() -> None:
+    """USL follows the fall at 64 devices to within 1e-6 of R²: still not R² = 1."""
+    data, lines, _ = _said(SETS["falling"], None)
+    assert data["model"] == "usl"
+    assert 0.9999 < data["r_squared"] < 1
+    assert "R² = 0.9999 over 7 points" in lines
