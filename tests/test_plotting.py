@@ -27,7 +27,10 @@ PREDICTION = predict(
     )
 )
 CHARTS: dict[str, tuple[Callable[[], str], tuple[str, ...]]] = {
-    "fit": (lambda: plot_svg(FIT), ("95 % prediction interval", "Ideal (100 %)", "Measured")),
+    "fit": (
+        lambda: plot_svg(FIT),
+        ("95% prediction interval", "Ideal efficiency: 100%", "Measured"),
+    ),
     "prediction": (
         lambda: efficiency_svg(PREDICTION),
         ("scaling efficiency E(N)", "one node (8)", "target", "band"),

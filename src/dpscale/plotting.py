@@ -49,6 +49,7 @@ __all__ = [
     "NARROW_SIZE",
     "STYLE",
     "TARGET",
+    "WIDE_COLUMNS",
     "ChartLayout",
     "PlotFormat",
     "drawing",
@@ -74,6 +75,8 @@ NARROW_SIZE = (3.6, 4.6)
 card is 12 px high (11 * 4/3 * 290 / 346)."""
 NARROW_COLUMNS = 34
 """How many characters of 11 pt text a legend line under a narrow chart holds beside its key."""
+WIDE_COLUMNS = 44
+"""The same for each of a wide chart's two legend columns (720 CSS px)."""
 
 INK, ACCENT, MUTED, TARGET = "#1d2733", "#0b6bcb", "#5c6b7a", "#b3261e"
 
@@ -130,16 +133,17 @@ def new_figure(width: float, height: float) -> Figure:
     return figure
 
 
-def legend_below(figure: Figure, *axes: Any) -> None:
-    """The legend of ``axes``' lines under them, one entry a row, each wrapped to the width: a
-    narrow chart has no room for one over its data."""
+def legend_below(figure: Figure, *axes: Any, columns: int = 1) -> None:
+    """The legend of ``axes``' lines under them, in ``columns`` (one on a narrow chart), each
+    entry wrapped to its column: a legend inside the axes covered a line wherever the data
+    happened to run (the dotted node boundary, a falling curve), one under them never does."""
     handles: list[Any] = []
     labels: list[str] = []
     for each in axes:
         more, texts = each.get_legend_handles_labels()
         handles += more
-        labels += [wrap(text, NARROW_COLUMNS) for text in texts]
-    figure.legend(handles, labels, loc="outside lower center", frameon=False)
+        labels += [wrap(text, NARROW_COLUMNS if columns == 1 else WIDE_COLUMNS) for text in texts]
+    figure.legend(handles, labels, loc="outside lower center", frameon=False, ncols=columns)
 
 
 def wrap(text: str, columns: int) -> str:
@@ -153,7 +157,17 @@ def wrap(text: str, columns: int) -> str:
     >>> print(wrap("不確かな入力の範囲", 10))
     不確かな入
     力の範囲
+    >>> print(wrap("スケーリングの当てはめ：アムダールの法則", 28))
+    スケーリングの当てはめ：
+    アムダールの法則
+    >>> print(wrap("スケーリングの当てはめ：通信モデル（リング all-reduce）", 28))
+    スケーリングの当てはめ：
+    通信モデル（リング
+    all-reduce）
     """
+    head, colon, tail = text.partition("：")  # a full-width colon ends a phrase: break there
+    if colon and tail and _columns(text) > columns and _columns(head + colon) <= columns:
+        return f"{head}{colon}\n{wrap(tail, columns)}"
     lines: list[str] = []
     line = ""
     for word in _words(text):
@@ -165,11 +179,28 @@ def wrap(text: str, columns: int) -> str:
     return "\n".join([*lines, line.rstrip()])
 
 
+def _katakana(char: str) -> bool:
+    return "\u30a0" <= char <= "\u30ff"
+
+
 def _words(text: str) -> Iterator[str]:
-    """Each word with the spaces after it, and each wide character alone."""
+    """Each word with the spaces after it, and each wide character alone, except that a run of
+    katakana (a loanword: アムダール) stays whole: a phone's title broke "アム / ダール"."""
     word = ""
     for char in text:
-        if _columns(char) == 2:
+        if _katakana(char):
+            if word and not _katakana(word[-1]):
+                yield word
+                word = ""
+            word += char
+        elif word and _katakana(word[-1]):
+            yield word
+            word = ""
+            if _columns(char) == 2:
+                yield char
+            else:
+                word = char
+        elif _columns(char) == 2:
             if word:
                 yield word
             yield char

@@ -33,6 +33,7 @@ __all__ = [
     "MAX_DIGITS",
     "UnitError",
     "format_bandwidth",
+    "format_binary_bytes",
     "format_bytes",
     "format_count",
     "format_duration",
@@ -213,6 +214,19 @@ def format_bytes(n_bytes: float) -> str:
     '26.2 MB'
     """
     return _scaled(n_bytes, _BYTE_STEPS)
+
+
+_BINARY_STEPS = ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B"))
+
+
+def format_binary_bytes(n_bytes: float) -> str:
+    """Bytes for people in binary units, as the pages write every size: a bucket's "25 MiB"
+    placeholder sat beside results in "26.2 MB" (bandwidths stay decimal, as links are sold).
+
+    >>> format_binary_bytes(26214400), format_binary_bytes(2.6e9)
+    ('25 MiB', '2.42 GiB')
+    """
+    return _scaled(n_bytes, _BINARY_STEPS)
 
 
 def format_bandwidth(bytes_per_s: float) -> str:

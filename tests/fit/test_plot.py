@@ -20,11 +20,11 @@ def test_svg_has_points_curve_band_and_ideal_line() -> None:
     assert svg.startswith("<?xml")
     for label in (
         "Measured",
-        "Fitted (",
-        "95 % prediction interval",
+        "Fitted: ",
+        "95% prediction interval",
         "Ideal (linear from the 1-device baseline)",
         "Efficiency",
-        "Ideal (100 %)",
+        "Ideal efficiency: 100%",
     ):
         assert label in svg
     assert svg == plot_svg(result())  # same input, same bytes

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -427,3 +428,52 @@ def test_the_presets_at_80_columns_cut_nothing(
     )
     body = [line for line in out.splitlines() if "│" in line]
     assert expected <= Counter(_words("\n".join(body)))
+
+
+def test_the_presets_at_80_columns_keep_each_title_on_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: at 80 columns the Title column folded over five lines ("Cloud / instance: /
+    AWS / ..."); now each title has a line of its own, its figures the line under it."""
+    _, out, _ = run(capsys, "predict", "--list-hardware", "--json")
+    presets = json.loads(out)["presets"]
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = run(capsys, "predict", "--list-hardware")
+    lines = out.splitlines()
+    for preset in presets:
+        (line,) = [line for line in lines if f"│ {preset['name']} " in line]
+        assert f"│ {preset['title']} " in line
+        figures = lines[lines.index(line) + 1]
+        v = preset["values"]
+        assert (
+            f"│ {v['devices_per_node']} per node · {v['intra_node_bandwidth']} intra-node · "
+            f"{v['inter_node_bandwidth']} network · {v['transport']} "
+        ) in figures
+    assert max(len(line) for line in lines) <= 80
+    monkeypatch.setenv("COLUMNS", "200")  # room for one line a preset: the full table
+    _, out, _ = run(capsys, "predict", "--list-hardware")
+    header = next(line for line in out.splitlines() if "Name" in line)
+    assert header.split("┃")[1:-1] == [
+        f" {h} ".ljust(len(cell))
+        for h, cell in zip(
+            ("Name", "Title", "Per node", "Intra-node", "Network", "Transport"),
+            header.split("┃")[1:-1],
+            strict=True,
+        )
+    ]
+    assert len(out.splitlines()) == len(presets) + 5
+
+
+def test_the_plot_writes_device_counts_as_the_page_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 27: the CLI chart's ticks were 2^3 ... 2^10 where the page writes 8 ... 1,024; its
+    legend sat over the dotted node boundary (now under the axes)."""
+    chart = tmp_path / "e.svg"
+    args = ["--devices", "8,16,64,256,1024", "--plot", str(chart)]
+    status, _, _ = run(capsys, *DESIGN_EXAMPLE[:-2], *args)
+    assert status == 0
+    svg = chart.read_text()
+    ticks = re.findall(r">([^<>]+)</text>", svg)
+    assert {"8", "16", "64", "256", "1,024"} <= set(ticks)
+    assert "mathdefault" not in svg  # no 2^{10}

@@ -63,7 +63,7 @@ def test_invalid_input_is_told_at_the_field_while_typing(page: object) -> None:
     expect(page.locator("#in-efficiency")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("[data-result]")).to_have_count(0)
     page.fill("#in-efficiency", "50")
-    expect(result(page, "actual_throughput")).to_have_text("64,000 samples/s")
+    expect(result(page, "actual_throughput")).to_have_text("64,000 サンプル/秒")
     expect(page.locator('[data-error-for="efficiency"]')).to_have_text("")
 
 
@@ -98,10 +98,10 @@ def test_reset_goes_back_to_the_defaults(page: object) -> None:
 def test_share_link_reopens_the_inputs_and_language_switch_keeps_them(page: object) -> None:
     page.goto("/ja/data-parallel-scaling?devices=8&throughput=100&efficiency=50&unit=tokens/s")
     assert page.input_value("#in-devices") == "8"
-    expect(result(page, "actual_throughput")).to_have_text("400 tokens/s")
+    expect(result(page, "actual_throughput")).to_have_text("400 トークン/秒")
     expect(page.locator("html")).to_have_attribute("lang", "ja")
     page.fill("#in-throughput", "300")
-    expect(result(page, "actual_throughput")).to_have_text("1,200 tokens/s")
+    expect(result(page, "actual_throughput")).to_have_text("1,200 トークン/秒")
     page.click(".language-menu summary")
     page.click('a[hreflang="en"][data-keep-query]')
     expect(page.locator("html")).to_have_attribute("lang", "en")
@@ -330,7 +330,7 @@ def test_without_javascript_the_form_and_feedback_still_work(
         expect(page).to_have_url(
             re.compile(r"/ja/data-parallel-scaling\?devices=16&throughput=2000")
         )
-        expect(result(page, "actual_throughput")).to_have_text("28,800 samples/s")
+        expect(result(page, "actual_throughput")).to_have_text("28,800 サンプル/秒")
         comment = f"JavaScript なし {uuid.uuid4()}"
         page.check('input[name="helpful"][value="yes"]')
         page.fill("#feedback-comment", comment)

@@ -40,10 +40,11 @@ def test_worked_example_in_japanese(client: httpx.Client) -> None:
     html = client.get("/ja/data-parallel-scaling?devices=64&throughput=2000&efficiency=90").text
     assert '<html lang="ja"' in html
     assert "<h1>データ並列スケーリングの計算</h1>" in html
-    assert result_value(html, "actual_throughput") == "115,200 samples/s"
+    # Units as a Japanese calculator writes them (issue 27).
+    assert result_value(html, "actual_throughput") == "115,200 サンプル/秒"
     assert result_value(html, "speedup") == "57.6 倍"
     assert sentence(html, "actual_throughput") == (
-        "理想値 128,000 samples/s に効率 90% を掛けると 115,200 samples/s になります。"
+        "理想値 128,000 サンプル/秒 に効率 90% を掛けると 115,200 サンプル/秒 になります。"
     )
 
 
@@ -274,7 +275,7 @@ def test_fragment_gives_the_live_parts(client: httpx.Client) -> None:
 
 def test_embed_view_is_compact_and_links_back(client: httpx.Client) -> None:
     html = client.get("/embed/ja/data-parallel-scaling?devices=8&throughput=100&efficiency=50").text
-    assert "400 samples/s" in html
+    assert "400 サンプル/秒" in html
     assert re.search(
         r'href="[^"]*/ja/data-parallel-scaling\?devices=8[^"]*"[^>]*target="_blank"', html
     )

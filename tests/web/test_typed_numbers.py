@@ -13,6 +13,7 @@ from html import unescape
 import httpx
 import pytest
 
+from dpscale.web.i18n import localizer
 from dpscale.web.typed_numbers import canonical_number, read_number
 
 NNBSP = "\u202f"
@@ -98,7 +99,10 @@ def test_a_page_reads_numbers_in_its_locale(
         f"/{code}/{PAGE}", params={"devices": "64", "throughput": typed, "efficiency": "90"}
     )
     assert response.status_code == 200
-    assert _value(response.text, "actual_throughput") == f"{actual} samples/s"
+    assert (
+        _value(response.text, "actual_throughput")
+        == f"{actual} {localizer(code).unit('samples/s')}"
+    )
     assert f'value="{typed}"' in unescape(response.text)  # the box keeps what was typed
 
 
@@ -164,7 +168,10 @@ def test_full_width_digits_read_as_ascii_ones(
         f"/{code}/{PAGE}", params={"devices": "６４", "throughput": typed, "efficiency": "９０ ％"}
     )
     assert response.status_code == 200
-    assert _value(response.text, "actual_throughput") == f"{actual} samples/s"
+    assert (
+        _value(response.text, "actual_throughput")
+        == f"{actual} {localizer(code).unit('samples/s')}"
+    )
     assert f'value="{typed}"' in unescape(response.text)  # the box keeps what was typed
     assert 'aria-invalid="true"' not in response.text
 

@@ -115,20 +115,33 @@ def _print_presets(as_json: bool) -> None:
         return
     from dpscale.terminal import Table, console
 
-    table = Table(title="Hardware presets (--hardware NAME)")
-    for column in ("Name", "Title", "Per node", "Intra-node", "Network", "Transport"):
-        table.add_column(column)
-    for preset in presets:
-        v = preset.values
-        table.add_row(
+    title = "Hardware presets (--hardware NAME)"
+    headers = ("Name", "Title", "Per node", "Intra-node", "Network", "Transport")
+    rows = [
+        (
             preset.name,
             preset.title,
-            str(v["devices_per_node"]),
-            str(v["intra_node_bandwidth"]),
-            str(v["inter_node_bandwidth"]),
-            str(v["transport"]),
+            *(str(preset.values[key]) for key in ("devices_per_node", "intra_node_bandwidth")),
+            *(str(preset.values[key]) for key in ("inter_node_bandwidth", "transport")),
         )
-    console().print(table)
+        for preset in presets
+    ]
+    table = Table(title=title)
+    for column in headers:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    out = console()
+    if out.measure(table, options=out.options.update_width(10_000)).maximum > out.width:
+        # Too narrow for one line a preset (80 columns): the title folded over five lines.
+        # Each preset's title then has a line of its own, its figures the line under it.
+        table = Table(title=title)
+        table.add_column("Name")
+        table.add_column("Title")
+        for name, text, per_node, intra, network, transport in rows:
+            figures = f"{per_node} per node · {intra} intra-node · {network} network · {transport}"
+            table.add_row(name, f"{text}\n{figures}")
+    out.print(table)
 
 
 def _limit(limited_by: str, algorithm: str, devices: int) -> str:

@@ -34,15 +34,19 @@ class PlotLabels:
     devices: str = "Devices"
     throughput: str = "Throughput"
     measured: str = "Measured"
-    fitted: str = "Fitted ({model})"
-    band: str = "95 % prediction interval"
+    fitted: str = "Fitted: {model}"
+    """No parentheses of its own: a model's title has some ("ring all-reduce")."""
+    band: str = "{percent} prediction interval"
     ideal: str = "Ideal (linear from the {devices}-device baseline)"
     predicted: str = "Predicted"
     efficiency: str = "Efficiency"
-    ideal_efficiency: str = "Ideal (100 %)"
+    ideal_efficiency: str = "Ideal efficiency: {percent}"
     number: Callable[[float], str] = "{:,.0f}".format
     """Writes a device count on the axis and in the ideal line's label (a page passes its
     language's: 1.024 in German)."""
+    percent: Callable[[float], str] = "{:.0%}".format
+    """Writes a fraction as a percentage, on the axis and in the labels (a page passes its
+    language's, the one its text uses: "90%" in English, "90 %" in German)."""
     model: Callable[[str], str] = str
     """Names the fitted model (its id, ``comm``) in the title and the legend (a page passes its
     language's title of the model: "Kommunikationsmodell (Ring-All-Reduce)")."""
@@ -92,7 +96,11 @@ def _figure(result: FitResult, labels: PlotLabels, layout: ChartLayout = "wide")
     figure = plotting.new_figure(width, height * 1.75) if narrow else plotting.new_figure(7.0, 7.5)
     top, axes = figure.subplots(2, 1, sharex=True, height_ratios=(1.1, 1.0))
     top.fill_between(grid, efficiency_low * 100, efficiency_high * 100, color="#4c78a8", alpha=0.18)
-    top.axhline(100, linestyle="--", color="#888888", label=labels.ideal_efficiency)
+    # Dotted, where the ideal throughput below is dashed: two grey lines told apart in the legend.
+    top.axhline(
+        100, linestyle=":", linewidth=1.6, color="#888888",
+        label=labels.ideal_efficiency.format(percent=labels.percent(1.0)),
+    )  # fmt: skip
     top.plot(grid, efficiency * 100, color="#4c78a8")
     top.scatter(
         points.devices,
@@ -113,14 +121,14 @@ def _figure(result: FitResult, labels: PlotLabels, layout: ChartLayout = "wide")
             capsize=3,
         )
     top.set_ylim(max(0.0, float(np.min(efficiency_low)) * 100 - 5), 105)
-    top.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{labels.number(value)} %"))
+    top.yaxis.set_major_formatter(FuncFormatter(lambda value, _: labels.percent(value / 100)))
     top.set_ylabel(labels.efficiency)
     title = labels.title.format(model=model)
     # the title's larger text holds fewer characters a line than the legend's
     top.set_title(plotting.wrap(title, 28) if narrow else title, loc="left")
     top.grid(True, which="major", alpha=0.3)
-    top.legend(loc="lower left", fontsize="small")
-    axes.fill_between(grid, low, high, color="#4c78a8", alpha=0.18, label=labels.band)
+    band = labels.band.format(percent=labels.percent(0.95))
+    axes.fill_between(grid, low, high, color="#4c78a8", alpha=0.18, label=band)
     axes.plot(
         grid,
         ideal,
@@ -148,15 +156,14 @@ def _figure(result: FitResult, labels: PlotLabels, layout: ChartLayout = "wide")
     axes.set_xscale("log", base=2)
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: labels.number(value)))
     axes.set_yscale("log")
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: labels.number(value)))
     axes.set_xlabel(labels.devices)
     axes.set_ylabel(labels.throughput)
     axes.grid(True, which="major", alpha=0.3)
+    # One legend for both panels, under them: inside, each covered its curve somewhere.
+    plotting.legend_below(figure, top, axes, columns=1 if narrow else 2)
     if narrow:
-        top.get_legend().remove()
-        plotting.legend_below(figure, top, axes)
         axes.xaxis.set_major_locator(_fewer_ticks(grid))
-    else:
-        axes.legend(loc="upper left", fontsize="small")
     return figure
 
 

@@ -34,7 +34,7 @@ def efficiency_figure(result: PredictionResult, *, title: str | None = None) -> 
     Make it inside :func:`dpscale.plotting.drawing` (as :func:`efficiency_svg` does) for the
     shared style and to keep other threads' charts out of it while it is drawn and saved.
     """
-    from matplotlib.ticker import PercentFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, PercentFormatter
 
     points = result.points()
     devices = [point["devices"] for point in points]
@@ -63,12 +63,18 @@ def efficiency_figure(result: PredictionResult, *, title: str | None = None) -> 
         )
     if devices and max(devices) > 2 * max(min(devices), 1):
         axes.set_xscale("log", base=2)
+        # Device counts as the page writes them (8 ... 1,024), not as powers (2^3 ... 2^10).
+        powers = [2**i for i in range(64) if min(devices) <= 2**i <= max(devices)]
+        axes.xaxis.set_major_locator(FixedLocator(powers[:: max(1, len(powers) // 10 + 1)]))
+        axes.xaxis.set_minor_locator(NullLocator())
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
     axes.set_xlabel("devices N")
     axes.set_ylabel("scaling efficiency E(N)")
     axes.yaxis.set_major_formatter(PercentFormatter(xmax=1))
     axes.set_ylim(0, 1.05)
     axes.grid(True, alpha=0.3)
-    axes.legend(loc="lower left")
+    # Under the axes: inside, the dotted node boundary ran through it.
+    plotting.legend_below(figure, axes, columns=2)
     axes.set_title(title or f"Predicted data-parallel efficiency ({result.scenario.hardware.name})")
     return figure
 

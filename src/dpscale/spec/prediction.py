@@ -123,8 +123,19 @@ class Prediction:
     """The table of points, one row per device count."""
 
     def table(self, surface: Surface) -> tuple[Column, ...]:
-        """The columns ``surface`` shows, in order."""
-        return tuple(column for column in self.columns if surface in column.surfaces)
+        """The columns ``surface`` shows, in order.
+
+        The page puts what limits the step beside the efficiency: the whole table is wider
+        than the results' column at 1280 px, and "Limited by" is its most useful diagnostic,
+        so it must be in sight without scrolling. The terminal keeps it last (scripts and the
+        README's console blocks read that order).
+        """
+        shown = tuple(column for column in self.columns if surface in column.surfaces)
+        if surface == "terminal":
+            return shown
+        rest = [column for column in shown if column.kind != "limit"]
+        at = next(i for i, column in enumerate(rest) if column.kind == "percent") + 1
+        return (*rest[:at], *(c for c in shown if c.kind == "limit"), *rest[at:])
 
     def input(self, name: str) -> Input | None:
         return next((item for item in self.inputs if item.name == name), None)

@@ -93,7 +93,7 @@ def _figure(
     axes.set_xlim(0, top * 1.02)
     axes.set_ylim(0, max(float(ideal[-1]), 1.0) * 1.05)
     axes.set_xlabel(_("Number of devices"))
-    axes.set_ylabel(_("Throughput (%(unit)s)", unit=unit))
+    axes.set_ylabel(_("Throughput (%(unit)s)", unit=loc.unit(unit)))
     number = FuncFormatter(lambda value, _pos: loc.number(value, 4))
     axes.xaxis.set_major_locator(MaxNLocator(nbins=4 if narrow else 8, integer=True))
     axes.xaxis.set_major_formatter(number)

@@ -84,14 +84,27 @@ def _shown(f: InputField, text: str, loc: Localizer) -> str:
     return text
 
 
-def _placeholder(f: InputField) -> str:
-    """What an optional field left empty means: its input model's own default ("samples/s")."""
+def _suffix(suffix: str, loc: Localizer) -> str:
+    """The unit shown after a box: "%" as it is; a count's word (台) only in a language whose
+    catalogue gives it a word of its own (English translates it as itself: none)."""
+    if suffix in ("", "%"):
+        return suffix
+    word = loc.gettext(suffix)
+    return "" if word == suffix else word
+
+
+def _placeholder(f: InputField, loc: Localizer) -> str:
+    """What an optional field left empty means: its input model's own default ("samples/s"),
+    a number in the locale's format and to no more digits than a result shows (2/3 is
+    "0.6667", not "0.6666666666666666")."""
     info = f.model.model_fields.get(f.name)
     if f.required or f.choices or info is None:
         return ""
     default = info.default
     if default is None or default is PydanticUndefined or isinstance(default, bool):
         return ""
+    if isinstance(default, float):
+        return loc.number(default, 4)
     return str(default)
 
 
@@ -107,11 +120,11 @@ def _field_constants(calc: Calculator, code: str) -> tuple[tuple[InputField, dic
                 "label": loc.gettext(f.label),
                 "help": loc.gettext(f.help) if f.help else "",
                 "default": f.default,
-                "suffix": f.suffix,
+                "suffix": _suffix(f.suffix, loc),
                 "inputmode": modes[f.kind],
                 "required": f.required,
                 "suggestions": f.suggestions,
-                "placeholder": _placeholder(f),
+                "placeholder": _placeholder(f, loc),
             },
         )
         for f in calc.fields
@@ -137,7 +150,7 @@ EMBED_HEIGHTS = {
     "effective-batch-size": 720,  # 691
     "pipeline-bubble": 740,  # 705
     "scaling-prediction": 2610,  # 2,557: the table of every device count and the notes
-    "scaling-fit": 2340,  # 2,314: the tables, the unit and every fit note (no chart)
+    "scaling-fit": 2660,  # 2,613: the tables (each with its scroll line), the unit, every note
 }
 """Default iframe height (px) of each embed: its content at 640 px wide, with the worked
 example's inputs; tests/web/test_embed.py checks that the content fits. The snippet's script

@@ -47,6 +47,7 @@ __all__ = [
     "LANGUAGES",
     "LOCALES_DIR",
     "N_",
+    "UNITS",
     "Language",
     "Localizer",
     "catalogue_path",
@@ -91,6 +92,10 @@ _BY_CODE = {lang.code: lang for lang in LANGUAGES}
 def N_(message: str) -> str:  # noqa: N802 - the gettext convention for "mark, translate later"
     """Mark ``message`` for extraction; it is translated where it is shown."""
     return message
+
+
+UNITS = (N_("samples/s"), N_("tokens/s"), N_("images/s"), N_("sequences/s"), N_("steps/s"))
+"""The throughput units offered on the pages, each worded in every language."""
 
 
 def language(code: str) -> Language | None:
@@ -261,6 +266,17 @@ class Localizer:
         ('a, b, or c', 'a和b')
         """
         return str(format_list(list(items), style=style, locale=self.locale))
+
+    def unit(self, text: str) -> str:
+        """A throughput's unit as the language writes it (サンプル/秒 for samples/s in
+        Japanese); a unit of the visitor's own, not among :data:`UNITS`, as typed.
+
+        >>> localizer("ja").unit("tokens/s"), localizer("en").unit("tokens/s")
+        ('トークン/秒', 'tokens/s')
+        >>> localizer("ja").unit("frames/s")
+        'frames/s'
+        """
+        return self.gettext(text) if text in UNITS else text
 
     def quantity(self, text: str) -> str:
         """A quantity as :mod:`dpscale.units` writes it ("2.6 GB", "130 GB/s") with its number

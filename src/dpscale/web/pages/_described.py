@@ -42,6 +42,21 @@ def _numbers(ctx: Mapping[str, object], loc: Localizer) -> dict[str, str]:
     }
 
 
+COUNTERS = {
+    "devices": N_("counter: devices"),
+    "baseline_devices": N_("counter: devices"),
+    "devices_per_node": N_("counter: devices"),
+    "shard_group_size": N_("counter: devices"),
+    "grad_accum": N_("counter: steps"),
+    "throughput_grad_accum": N_("counter: steps"),
+    "stages": N_("counter: stages"),
+    "micro_batches": N_("counter: micro-batches"),
+    "layers": N_("counter: layers"),
+}
+"""The word a count's box shows after it, in a language that writes one after a number (台,
+回 in Japanese): a catalogue that translates it as itself (English) shows none."""
+
+
 def fields(description: Description) -> tuple[InputField, ...]:
     return input_fields(description.inputs)
 
@@ -60,7 +75,7 @@ def input_fields(
             help=item.help,
             default=item.fresh,
             example=item.example if item.preset else "",
-            suffix="%" if item.kind == "percent" else "",
+            suffix="%" if item.kind == "percent" else COUNTERS.get(item.name, ""),
             kind="decimal" if item.kind == "percent" else item.kind,
             required=item.required,
             suggestions=item.suggestions,
@@ -86,6 +101,8 @@ def presenter(description: Description) -> Callable[[Any, Localizer], Presentati
         # Each parameter written once: every result reads all of them (and its aliases), and
         # writing them again for each was a sixth of building a page.
         written = {name: write(param, {}, loc) for name, param in params.items()}
+        if isinstance(params.get("unit"), str):  # a throughput's unit, in the language
+            written["unit"] = loc.unit(written["unit"])
         items = []
         for item in shown:
             values = dict(item.read(written))

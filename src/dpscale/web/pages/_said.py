@@ -28,7 +28,7 @@ from dpscale.spec.prediction import (
     STRATEGY_NAMES,
     TRANSPORT_NAMES,
 )
-from dpscale.units import format_bandwidth, format_bytes, format_duration
+from dpscale.units import format_bandwidth, format_binary_bytes, format_duration
 from dpscale.web.i18n import Localizer
 
 __all__ = ["NAMES", "say", "write"]
@@ -46,7 +46,12 @@ NAMES: Mapping[str, Mapping[str, str]] = {
 or a name no language changes); a code missing from its table is shown as it is."""
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-_QUANTITIES = {"bytes": format_bytes, "bandwidth": format_bandwidth, "duration": format_duration}
+# Sizes in binary units, as the fields' placeholders ("25 MiB"); bandwidths decimal.
+_QUANTITIES = {
+    "bytes": format_binary_bytes,
+    "bandwidth": format_bandwidth,
+    "duration": format_duration,
+}
 
 
 def _name(names: str, code: str, loc: Localizer) -> str:
@@ -76,7 +81,7 @@ def write(value: Value, words: Mapping[str, Wording], loc: Localizer, unit: str 
     if isinstance(value, Percentage):
         return loc.percent(value.value, value.digits)
     if isinstance(value, Amount):
-        return f"{loc.number(value.value, 4)} {unit}"
+        return f"{loc.number(value.value, 4)} {loc.unit(unit)}"
     if isinstance(value, Number):
         return loc.number(value.value, value.digits or 6)
     raise TypeError(value)

@@ -93,12 +93,12 @@ class FitPage:
     def predictions(self, loc: Localizer) -> Shown:
         """The predictions table of ``_fit_details.html``, from its description."""
         rows = [asdict(row) for row in self.result.predictions]
-        return _shown(PREDICTIONS, rows, loc, self.unit)
+        return _shown(PREDICTIONS, rows, loc, loc.unit(self.unit))
 
     def parameters(self, loc: Localizer) -> Shown:
         """The fitted parameters' table of ``_fit_details.html``, from its description."""
         rows = [{"name": name, **p} for name, p in self.result.parameters().items()]
-        return _shown(PARAMETERS, rows, loc, self.unit)
+        return _shown(PARAMETERS, rows, loc, loc.unit(self.unit))
 
     def comparison(self, loc: Localizer) -> str:
         """How the model was chosen beyond the reason, as the terminal says it: how the closer
@@ -175,7 +175,7 @@ def _amount(loc: Localizer, value: float) -> str:
 
 def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
-    result, unit = page.result, page.unit
+    result, unit = page.result, loc.unit(page.unit)
     base = result.baseline
     baseline = say(base.said(), SAID, loc, unit)
     last = result.predictions[-1]
@@ -253,15 +253,16 @@ def chart(page: FitPage, loc: Localizer, layout: ChartLayout) -> str:
     labels = PlotLabels(
         title=_("Scaling fit: {model}"),
         devices=_("Devices"),
-        throughput=_("Throughput (%(unit)s)", unit=page.unit),
+        throughput=_("Throughput (%(unit)s)", unit=loc.unit(page.unit)),
         measured=_("Measured"),
-        fitted=_("Fitted ({model})"),
-        band=_("95 % prediction interval"),
+        fitted=_("Fitted: {model}"),
+        band=_("{percent} prediction interval"),
         ideal=_("Ideal (linear from the {devices}-device baseline)"),
         predicted=_("Predicted"),
         efficiency=_("Efficiency"),
-        ideal_efficiency=_("Ideal (100 %)"),
+        ideal_efficiency=_("Ideal efficiency: {percent}"),
         number=loc.number,
+        percent=lambda fraction: loc.percent(fraction, 3),
         model=lambda name: _(MODEL_TITLES[name]),
     )
     return plot_svg(page.result, labels, layout)

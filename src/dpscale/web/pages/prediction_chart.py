@@ -135,10 +135,8 @@ def _figure(result: PredictionResult, loc: Localizer, layout: ChartLayout) -> Fi
     axes.set_ylim(0, 1.05)
     axes.set_xlabel(_("Number of devices"))
     axes.set_ylabel(_("Scaling efficiency"))
-    if narrow:
-        plotting.legend_below(figure, axes)
-    else:
-        axes.legend(loc="lower left", frameon=False)
+    # Under the axes: inside, the dotted node boundary ran through it.
+    plotting.legend_below(figure, axes, columns=1 if narrow else 2)
     return figure
 
 

@@ -21,7 +21,7 @@ from dpscale.spec.prediction import (
     Kind,
     lines,
 )
-from dpscale.units import format_bytes
+from dpscale.units import format_binary_bytes
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages._said import say, write
 from dpscale.web.registry import Presentation, ResultItem
@@ -129,7 +129,7 @@ class Prediction:
                         efficiency=loc.percent(p["efficiency"]),
                         band=_band(loc, p["efficiency_low"], p["efficiency_high"]),
                         exposed_ms=_ms(loc, p["exposed_comm_time_s"]),
-                        memory=loc.quantity(format_bytes(p["memory_per_device_bytes"])),
+                        memory=loc.quantity(format_binary_bytes(p["memory_per_device_bytes"])),
                         fits="–"
                         if fits is None
                         else loc.gettext(N_("Yes") if fits else N_("No: too little memory")),
@@ -179,7 +179,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     result = prediction.result
     sc, hw = result.scenario, result.scenario.hardware
     last = result.last_point()
-    devices, unit = num(last["devices"]), sc.unit
+    devices, unit = num(last["devices"]), loc.unit(sc.unit)
     efficiency = loc.percent(last["efficiency"])
     items = [
         ResultItem(
@@ -212,7 +212,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
                 throughput=num(sc.baseline_throughput or sc.per_device_throughput),
                 unit=unit,
                 efficiency=efficiency,
-                actual=num(last["actual_throughput"]),
+                actual=num(last["actual_throughput"], 4),  # as the headline above it
                 speedup=num(last["speedup"], 4),
             ),
             primary=True,
@@ -228,7 +228,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
         ResultItem(
             key="gradients",
             label=_("Gradients exchanged per step"),
-            value=loc.quantity(format_bytes(sc.gradient_bytes)),
+            value=loc.quantity(format_binary_bytes(sc.gradient_bytes)),
             sentence=say(said["gradients"], LINES, loc),
         )
     )
@@ -337,7 +337,7 @@ def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> l
         ResultItem(
             key="best_bucket",
             label=_("Best bucket size at %(devices)s devices", devices=at),
-            value=loc.quantity(format_bytes(a.best_bucket_bytes)),
+            value=loc.quantity(format_binary_bytes(a.best_bucket_bytes)),
             sentence=say(said["best_bucket"], LINES, loc),
         )
     )

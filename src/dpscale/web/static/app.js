@@ -71,7 +71,8 @@
     var pending = null;
     var count = 0;
 
-    function update() {
+    /* ``then`` runs once this update's regions are in: the Calculate button's focus move. */
+    function update(then) {
       var params = new URLSearchParams();
       new FormData(form).forEach(function (value, name) {
         params.append(name, String(value).trim());
@@ -103,6 +104,7 @@
           form.removeAttribute("aria-busy");
           form.setAttribute("data-state", data.valid ? "valid" : "invalid");
           form.setAttribute("data-updates", String(mine));
+          if (typeof then === "function") then();
         })
         .catch(function (error) {
           if (error.name !== "AbortError") form.removeAttribute("aria-busy");
@@ -114,7 +116,16 @@
     form.addEventListener("change", later);
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      update();
+      update(function () {
+        // The results' region, or its first error: where the answer to the press is.
+        var invalid = form.querySelector('[aria-invalid="true"]');
+        var results = document.querySelector('[data-live="results"]');
+        var target = invalid || results;
+        if (!target) return;
+        if (target === results) results.setAttribute("tabindex", "-1");
+        target.focus();
+        target.scrollIntoView({ block: "nearest" });
+      });
     });
 
     each("[data-reset]", function (link) {
