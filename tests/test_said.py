@@ -129,5 +129,13 @@ def test_the_json_form_holds_plain_values() -> None:
 
 
 def test_the_page_names_every_table_a_name_can_name() -> None:
-    assert set(NAMES) == {"model", "strategy", "transport", "optimizer", "band_input"}
+    assert set(NAMES) == {
+        "model",
+        "strategy",
+        "transport",
+        "optimizer",
+        "band_input",
+        "run_field",  # what a stored run of another job states (spec.measured_runs)
+        "run_use",  # and what of it the prediction uses
+    }
     assert say(ASSUMED, WORDS, localizer("ja")) == "仮定：Adam"
