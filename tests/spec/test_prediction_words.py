@@ -145,8 +145,8 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
         "x 96 % (rdma) = 24 GB/s per node; inside a node 235 GB/s per device.",
         "At 256 devices the step also waits 5.63 ms for the slowest device and pays 12.19 ms of "
         "fixed costs; the optimizer step (assumed adam) is 26.75 ms of the compute.",
-        "Band: the stated ranges of network_share, jitter, overlap_slowdown, framework_overhead, "
-        "optimizer, ring_plateau, inter_node_latency, framework_setup.",
+        "Band (90 % level): the stated ranges of network_share, jitter, overlap_slowdown, "
+        "framework_overhead, optimizer, ring_plateau, inter_node_latency, framework_setup.",
         "Largest device count that keeps efficiency >= 90 %: 8.",
         "At 256 devices (predicted 53.9 %), 90 % needs --grad-accum 8 or --micro-batch 32 (if "
         "it fits in memory).",
@@ -166,14 +166,16 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
         "of fixed costs; the optimizer step (assumed: Adam) is 26.75 ms of the compute." in en
     )
     assert (
-        "The band spans the stated ranges of what the inputs leave open: Share of the network "
+        "The band (90% level) spans the stated ranges of what the inputs leave open: Share of "
+        "the network "
         "bandwidth achieved, Step-time jitter, Slowdown of overlapped compute, Fixed overhead "
         "per step, Optimizer, Ring latency factor across nodes, Network latency per hop, and "
         "Setup losses across nodes." in en
     )
     ja = page_sentences(values, "ja")
     assert (
-        "予測幅は、入力で決まっていない次の値を記載の範囲で動かして求めています：ネットワーク帯域"
+        "予測幅（水準90%）は、入力で決まっていない次の値を記載の範囲で動かして求めています："
+        "ネットワーク帯域"
         "のうち実際に出る割合、ステップ時間のばらつき、オーバーラップ中の計算の減速、ステップあたりの固定"
         "オーバーヘッド、オプティマイザ、ノード間のリングのレイテンシ係数、ネットワークのホップ"
         "あたりレイテンシ、ノードをまたぐセットアップの損失。" in ja

@@ -1097,8 +1097,11 @@ LINES: Mapping[str, Wording] = {
         "{jitter}; the band is the fit's (two standard deviations).",
     ),
     "band_ranges": Wording(
-        N_("The band spans the stated ranges of what the inputs leave open: %(inputs)s."),
-        "Band: the stated ranges of {inputs}.",
+        N_(
+            "The band (%(level)s level) spans the stated ranges of what the inputs leave open: "
+            "%(inputs)s."
+        ),
+        "Band ({level} level): the stated ranges of {inputs}.",
     ),
     "max_devices": Wording(
         N_(
@@ -1264,7 +1267,12 @@ def lines(result: PredictionResult) -> dict[str, Said]:
         else:
             said["band"] = Said("band_measured", {**fitted, "source": str(sc.measured)})
     elif result.band_inputs:
-        said["band"] = Said("band_ranges", {"inputs": Names(result.band_inputs, "band_input")})
+        from dpscale.model.band import BAND_LEVEL
+
+        said["band"] = Said(
+            "band_ranges",
+            {"level": Percentage(BAND_LEVEL, 2), "inputs": Names(result.band_inputs, "band_input")},
+        )
     if result.measured_fit is not None:
         for statement in result.measured_fit.said():
             said["measured_" + statement.code.removeprefix("calibration_")] = statement
