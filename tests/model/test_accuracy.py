@@ -225,3 +225,15 @@ def test_sharded_llm_series_held_out() -> None:
     assert figures["inside_band"] >= 0.84  # 45 of 53
     assert figures["mean_band_width_pp"] <= 13.4
     assert skipped["tensor parallel besides"] == 22
+
+
+def test_the_figures_the_pages_quote_are_the_benchmarks(scored: list[object]) -> None:
+    from dpscale.model.accuracy import DDP, LLM
+
+    llm, _ = bench.score_llm(bench.read_rows(bench.LLM_DATA))
+    for quoted, rows in ((DDP, scored), (LLM, llm)):
+        figures = bench.summary(rows)
+        assert quoted.rows == figures["rows"]
+        assert quoted.median_pp == round(figures["median_pp"], 1)
+        assert quoted.worst_pp == round(figures["worst_pp"], 1)
+        assert quoted.inside == round(figures["inside_band"], 2)

@@ -237,8 +237,22 @@ def _article(calc: Calculator, code: str) -> Markup:
         example=example,
         example_inputs=example_inputs,
         formulas=_formulas(calc, loc),
+        accuracy=_accuracy(loc),
     )
     return Markup(html)
+
+
+def _accuracy(loc: Localizer) -> dict[str, str]:
+    """The prediction's accuracy figures (:mod:`dpscale.model.accuracy`), written for ``loc``."""
+    from dpscale.model.accuracy import DDP, LLM
+
+    words: dict[str, str] = {}
+    for name, figures in (("ddp", DDP), ("llm", LLM)):
+        words[f"{name}_rows"] = loc.number(figures.rows)
+        words[f"{name}_median"] = loc.number(figures.median_pp)
+        words[f"{name}_worst"] = loc.number(figures.worst_pp)
+        words[f"{name}_inside"] = loc.percent(figures.inside, 2)
+    return words
 
 
 def prepare_articles() -> None:
