@@ -61,7 +61,7 @@ def test_each_surface_writes_every_kind_of_value() -> None:
         "Number": ("1,300,000,000", "1.300.000.000"),
         "Percentage": ("96.1 %", "96,1\u00a0%"),
         "Amount": ("28,910", "28.910 tokens/s"),
-        "Quantity": ("2.6 GB", "2,42 GiB"),  # the pages write sizes in binary units
+        "Quantity": ("2.42 GiB", "2,42 GiB"),  # sizes in binary units on every surface
         "Name": ("fsdp", "FSDP (Full Shard)"),
         "Names": ("jitter, optimizer", "Schwankung der Schrittzeit und Optimierer"),
         "Said": ("assumed adam", "angenommen: Adam"),

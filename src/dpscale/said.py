@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dpscale.units import format_bandwidth, format_bytes, format_duration
+from dpscale.units import format_bandwidth, format_binary_bytes, format_duration
 
 __all__ = [
     "Amount",
@@ -214,7 +214,13 @@ def percent(fraction: float, digits: int = 4) -> str:
     return f"{number(fraction * 100, digits)} %"
 
 
-_QUANTITIES = {"bytes": format_bytes, "bandwidth": format_bandwidth, "duration": format_duration}
+_QUANTITIES = {
+    # Sizes in binary units on every surface, as the inputs take them ("25 MiB"); bandwidths
+    # decimal, as links are sold.
+    "bytes": format_binary_bytes,
+    "bandwidth": format_bandwidth,
+    "duration": format_duration,
+}
 
 
 class _English(string.Formatter):

@@ -140,7 +140,7 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
     out = terminal(capsys, values)
     # The README's console block (tests/test_readme.py checks it whole).
     assert out[-6:] == [
-        "Gradients: 2.6 GB (1,300,000,000 x bf16), ddp in buckets of 26.2 MB. Compute per "
+        "Gradients: 2.42 GiB (1,300,000,000 x bf16), ddp in buckets of 25 MiB. Compute per "
         "micro-step 200 ms (8 / 40 samples/s), backward 66.7 % of it. Network: 25 GB/s nominal "
         "x 96 % (rdma) = 24 GB/s per node; inside a node 235 GB/s per device.",
         "At 256 devices the step also waits 5.63 ms for the slowest device and pays 12.19 ms of "
@@ -150,7 +150,7 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
         "Largest device count that keeps efficiency >= 90 %: 8.",
         "At 256 devices (predicted 53.9 %), 90 % needs --grad-accum 8 or --micro-batch 32 (if "
         "it fits in memory).",
-        "Best bucket size there: 134 MB (exposed communication 136.4 ms, efficiency 56.46 %).",
+        "Best bucket size there: 128 MiB (exposed communication 136.4 ms, efficiency 56.46 %).",
     ]
     en = page_sentences(values, "en")
     assert (
@@ -322,7 +322,7 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     assert say_page(made[-5], localizer("en")) == "Even 2 devices fall below 90%."
     assert say_terminal(made[-4]) == (
         "Sharded: 1,300,000,000 parameters, fsdp over groups of 256 devices; each of 19 layers "
-        "moves 137 MB per all-gather and 137 MB per reduction, one layer ahead of the compute."
+        "moves 131 MiB per all-gather and 131 MiB per reduction, one layer ahead of the compute."
     )
     # Every uncertain input the band may vary has a name on the page.
     custom = {**README, "hardware": "", "devices_per_node": "4", "intra_node_bandwidth": "130 GB/s"}

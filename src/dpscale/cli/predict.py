@@ -182,7 +182,7 @@ def _points_table(result: Any) -> Any:
 def _comparison_table(result: Any) -> Any:
     """``--compare-strategies``: each strategy's efficiency, exposed time and memory per count."""
     from dpscale.terminal import Table
-    from dpscale.units import format_bytes
+    from dpscale.units import format_binary_bytes
 
     table = Table(title="Strategies side by side (memory per device; band %)")
     for column in ("Strategy", "N", "E(N)", "Band %", "Exposed ms", "Memory", "Fits"):
@@ -196,7 +196,7 @@ def _comparison_table(result: Any) -> Any:
                 percent(p["efficiency"]),
                 _CELLS["band"](p["efficiency_low"], p["efficiency_high"]),
                 number(p["exposed_comm_time_s"] * 1e3),
-                format_bytes(p["memory_per_device_bytes"]),
+                format_binary_bytes(p["memory_per_device_bytes"]),
                 "?" if fits is None else ("yes" if fits else "NO"),
             )
     return table

@@ -38,7 +38,7 @@ from dpscale.fit.data import MAX_DEVICES
 from dpscale.fit.models import Parameter, ScalingModel
 from dpscale.model import PredictQuery, Scenario
 from dpscale.model.band import band_steps
-from dpscale.units import format_bandwidth, format_bytes
+from dpscale.units import format_bandwidth, format_binary_bytes
 from dpscale.validation import InputError, parse
 
 __all__ = ["FACTS", "Physics", "check_finite", "physics_from", "physics_model"]
@@ -98,8 +98,9 @@ class Physics:
         """The facts as a sentence's subject: what shapes the comm term."""
         sc, hw = self.scenario, self.scenario.hardware
         return (
-            f"{sc.params:,.0f} parameters in {sc.grad_dtype} ({format_bytes(sc.gradient_bytes)} "
-            f"of gradients), micro-batch {sc.micro_batch:,} x {sc.grad_accum:,}, "
+            f"{sc.params:,.0f} parameters in {sc.grad_dtype} "
+            f"({format_binary_bytes(sc.gradient_bytes)} of gradients), "
+            f"micro-batch {sc.micro_batch:,} x {sc.grad_accum:,}, "
             f"{hw.devices_per_node:,} devices a node at {format_bandwidth(hw.intra_bandwidth)}, "
             f"network {format_bandwidth(hw.inter_bandwidth)} over {hw.transport}"
         )
