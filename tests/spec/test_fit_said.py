@@ -227,9 +227,9 @@ def test_the_page_states_the_reasons_details() -> None:
     flat = compute({"points": STEP, "at": "512"})
     assert flat.comparison(localizer("en")) == (
         "Models that fit the points more closely, but not "
-        "decisively (F test at the 1 % level): Amdahl's law: F = 7, not above 7.85 and "
+        "decisively (F test at the 1% level): Amdahl's law: F = 7, not above 7.85 and "
         "Universal Scalability Law: F = 6, not above 9.15; noise estimated from the residuals, "
-        "assuming 2% run-to-run noise worth 3 points (95 % between 1.1% and 7.5%). AICc: "
+        "assuming 2% run-to-run noise worth 3 points (95% between 1.1% and 7.5%). AICc: "
         "Amdahl's law -25.1, Communication-aware model (ring all-reduce) -15.4, and Universal "
         "Scalability Law 4.9."
     )

@@ -146,5 +146,5 @@ def test_an_open_end_is_worded_by_each_surface() -> None:
         "points reach)."
     )
     assert say(statement, STATEMENTS, localizer("en"), "samples/s") == (
-        "Efficiency falls below 99% there (95 % interval ? to beyond 2,048)."
+        "Efficiency falls below 99% there (95% interval ? to beyond 2,048)."
     )

@@ -57,3 +57,22 @@ def test_no_sentence_is_left_in_english(code: str, messages: list[str]) -> None:
         and entry.string == message_id
     ]
     assert copied == []
+
+
+@pytest.mark.parametrize("lang", LANGUAGES, ids=lambda lang: lang.code)
+def test_literal_percentages_are_written_as_the_locale_writes_them(lang: object) -> None:
+    # "90 %" in a sentence beside "90%" in the results was one page in two styles (issue #27):
+    # a sentence's own percentages follow Localizer.percent's pattern.
+    from dpscale.web.i18n import Language, percent_style
+
+    assert isinstance(lang, Language)
+    with catalogue_path(lang.code).open("rb") as source:
+        catalog = read_po(source)
+    written = localizer(lang.code).percent(0.95)
+    unlike = [
+        str(entry.string)
+        for entry in catalog
+        if entry.id and percent_style(str(entry.string), lang.locale) != entry.string
+    ]
+    assert unlike == []
+    assert percent_style("95 %", lang.locale) == written

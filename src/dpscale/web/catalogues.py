@@ -3,8 +3,10 @@
 Extracts every message from the web package (the rules are in ``babel.cfg``), writes the
 template ``locales/messages.pot``, and updates each language's ``messages.po``: new messages
 are added untranslated, changed ones are marked fuzzy, and the English catalogue is filled
-with the English text itself. A translator then fills in the empty and fuzzy entries;
-``tests/web/test_catalogues.py`` fails until every catalogue is complete.
+with the English text itself; every translation's literal percentages are written as its
+locale writes a percentage (:func:`~dpscale.web.i18n.percent_style`). A translator then
+fills in the empty and fuzzy entries; ``tests/web/test_catalogues.py`` fails until every
+catalogue is complete.
 
 To add a language: create ``locales/<code>/LC_MESSAGES/messages.po`` (copy the English one and
 blank its translations), add its :class:`~dpscale.web.i18n.Language` to
@@ -22,7 +24,7 @@ from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po, write_po
 
 from dpscale.model.presets import load_preset, preset_names
-from dpscale.web.i18n import LANGUAGES, LOCALES_DIR, catalogue_path
+from dpscale.web.i18n import LANGUAGES, LOCALES_DIR, catalogue_path, percent_style
 
 __all__ = ["PLACEHOLDER", "extract", "placeholders", "update"]
 
@@ -73,11 +75,15 @@ def update() -> None:
             catalog = Catalog(locale=lang.locale, project="dpscale", fuzzy=False)
         catalog.update(template, no_fuzzy_matching=False)
         catalog.obsolete.clear()
-        if lang.code == "en":
-            for message in catalog:
-                if message.id:
-                    message.string = message.id
-                    message.flags.discard("fuzzy")
+        for message in catalog:
+            if not message.id:
+                continue
+            if lang.code == "en":
+                message.string = message.id
+                message.flags.discard("fuzzy")
+            if isinstance(message.string, str):
+                # A sentence's literal percentages as the page writes its numbers.
+                message.string = percent_style(message.string, lang.locale)
         catalog.fuzzy = False
         with path.open("wb") as out:
             write_po(out, catalog, sort_output=True, include_previous=False)

@@ -53,6 +53,7 @@ __all__ = [
     "catalogue_path",
     "language",
     "localizer",
+    "percent_style",
     "preferred_language",
 ]
 
@@ -170,6 +171,30 @@ def _symbols(identifier: str) -> _Symbols | None:
     if not plain or not hundred:
         return None
     return _Symbols(get_decimal_symbol(locale), get_group_symbol(locale), (before, after))
+
+
+_LITERAL_PERCENT = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)?)[ \u00a0\u202f]?(%%|%|\uff05)(?![(\w])")
+
+
+def percent_style(text: str, locale: str) -> str:
+    """A message's literal percentages ("95 %", "1 %%" in a formatted one) written as the
+    locale writes a percentage (:meth:`Localizer.percent`): one style per page, the numbers
+    the code formats and the ones a sentence states alike.
+
+    >>> percent_style("95 % interval; F test at the 1 %% level", "en")
+    '95% interval; F test at the 1%% level'
+    >>> percent_style("95% intervalle", "fr") == "95\u00a0% intervalle"
+    True
+    """
+    symbols = _symbols(locale)
+    before, after = symbols.percent if symbols is not None else ("", "%")
+    space = after[:-1] if after.endswith("%") else ""
+
+    def one(match: re.Match[str]) -> str:
+        sign = "%%" if match.group(2) == "%%" else "%"
+        return f"{before}{match.group(1)}{space}{sign}"
+
+    return _LITERAL_PERCENT.sub(one, text)
 
 
 def _plain(value: float, symbols: _Symbols) -> str | None:
