@@ -376,6 +376,11 @@ def run_world_size(
             preexec_fn=_die_with_launcher,
             pass_fds=passed,
         )
+    if store_socket is not None:
+        # The agent serves the store on its own copy. Left open here, this one would go on
+        # accepting connections no one answers once the agent is gone: telling the others
+        # why the run ended then waited on it for ever.
+        store_socket.close()
     notify({"type": "launch", "world_size": world_size, "pid": proc.pid})
     offset = 0
     progress: dict[int, tuple[Any, ...]] = {}
