@@ -214,7 +214,7 @@ def test_sharded_llm_series_held_out() -> None:
     # The 36 published FSDP/ZeRO series of data/published_llm_scaling.csv (LLM_SOURCES.md):
     # every count predicted from its series' smallest, nothing estimated from them. As
     # measured (docs/predict.md): 53 rows, median 1.4 pp, worst 8.6, mean signed +0.5,
-    # 85 % inside the band at 13.2 pp mean width (before the per-layer schedule: worst 66.5;
+    # 85 % inside the band at 13.3 pp mean width (before the per-layer schedule: worst 66.5;
     # before both edges came from one budget: 72 % at 10.7 pp).
     scored, skipped = bench.score_llm(bench.read_rows(bench.LLM_DATA))
     figures = bench.summary(scored)

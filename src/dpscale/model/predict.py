@@ -308,16 +308,13 @@ def predict_scenario(
             measured_fit=measured,
         )
     else:
-        spread = band(scenario, counts)
-        # Never below 0; without a baseline, never above the ideal (issue 25).
-        low = np.maximum(spread.low, 0.0)
-        high = spread.high if scenario.baseline_devices > 1 else np.minimum(spread.high, 1.0)
+        spread = band(scenario, counts)  # within [0, the ideal] already (band.band)
         result = PredictionResult(
             scenario,
             step,
             answers,
-            low,
-            high,
+            spread.low,
+            spread.high,
             spread.inputs,
             reference=reference,
             memory=used,

@@ -22,9 +22,24 @@ package imports nothing but the standard library.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["batch_size", "missing"]
+if TYPE_CHECKING:
+    from dpscale.measure.steptimer import StepTimer
+
+__all__ = ["batch_size", "missing", "timer_if_told"]
+
+
+def timer_if_told(
+    samples_per_step: float | None, tokens_per_step: float | None, warmup: int, report: bool
+) -> StepTimer | None:
+    """The adapter's StepTimer now where a figure per step is given (a bad one is refused
+    where it is typed); None where the adapter counts the samples at the first step."""
+    if samples_per_step is None and tokens_per_step is None:
+        return None
+    from dpscale.measure.steptimer import StepTimer
+
+    return StepTimer(samples_per_step, tokens_per_step, warmup, report=report)
 
 
 def batch_size(batch: Any) -> int | None:

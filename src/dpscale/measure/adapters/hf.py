@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpscale.measure.adapters import missing
+from dpscale.measure.adapters import missing, timer_if_told
 from dpscale.measure.steptimer import StepTimer
 
 try:
@@ -37,12 +37,7 @@ class StepTimerCallback(TrainerCallback):  # type: ignore[misc]  # transformers'
         *,
         report: bool = True,
     ) -> None:
-        if samples_per_step is not None or tokens_per_step is not None:
-            self.timer: StepTimer | None = StepTimer(
-                samples_per_step, tokens_per_step, warmup, report=report
-            )
-        else:
-            self.timer = None
+        self.timer = timer_if_told(samples_per_step, tokens_per_step, warmup, report)
         self._warmup = warmup
         self._report = report
         self._running = False

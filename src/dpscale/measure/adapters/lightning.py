@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpscale.measure.adapters import batch_size, missing
+from dpscale.measure.adapters import batch_size, missing, timer_if_told
 from dpscale.measure.steptimer import StepTimer
 
 try:
@@ -38,13 +38,7 @@ class StepTimerCallback(Callback):  # type: ignore[misc]  # Lightning's class, u
         report: bool = True,
     ) -> None:
         super().__init__()
-        if samples_per_step is not None or tokens_per_step is not None:
-            # Checked now, not at the first batch: a bad figure is refused where it is typed.
-            self.timer: StepTimer | None = StepTimer(
-                samples_per_step, tokens_per_step, warmup, report=report
-            )
-        else:
-            self.timer = None
+        self.timer = timer_if_told(samples_per_step, tokens_per_step, warmup, report)
         self._warmup = warmup
         self._report = report
         self._running = False
