@@ -211,3 +211,92 @@ def test_to_frame_without_pandas_says_what_to_install() -> None:
         dpscale.calc(devices=64, throughput=2000, efficiency=90).to_frame()
     assert str(raised.value) == PANDAS_MISSING
     assert "pip install pandas" in PANDAS_MISSING
+
+
+def _store_toy_run() -> str:
+    """A stored run of a 1M-parameter fp32 model on two devices, with its collectives."""
+    from dpscale.store.runs import save_run
+
+    def row(devices: int, throughput: float) -> dict[str, object]:
+        return {
+            "devices": devices,
+            "throughput": throughput,
+            "per_device_throughput": throughput / devices,
+            "efficiency": throughput / devices / 500.0,
+            "unit": "samples/s",
+            "samples_per_step": 8 * devices,
+            "steps": 10,
+            "step_time_p50_s": 8 * devices / throughput,
+            "step_time_p95_s": 8 * devices / throughput * 1.1,
+            "step_time_cv": 0.05,
+            "step_overhead_s": 0.001 * devices,
+            "param_bytes": 4_000_000,
+            "grad_bytes": 4_000_000,
+        }
+
+    sizes = (65_536, 1_048_576, 4_194_304)
+    save_run(
+        {
+            "run_id": "toy",
+            "backend": "gloo",
+            "partial": False,
+            "environment": {"hosts": ["box"]},
+            "config": {"model_params": 1_000_000, "layers": 2, "micro_batch": 8,
+                       "grad_accum": 1, "precision": "fp32", "strategy": "ddp"},
+            "results": [row(1, 500.0), row(2, 900.0)],
+            "collectives": [
+                {"op": "all_reduce", "devices": 2, "bytes": size, "time_s": 1e-4 + size / 1e9,
+                 "algbw": size / (1e-4 + size / 1e9), "busbw": size / (1e-4 + size / 1e9)}
+                for size in sizes
+            ],
+        }
+    )  # fmt: skip
+    return "toy"
+
+
+def test_predict_reads_stored_runs_as_the_cli_does(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    run_id = _store_toy_run()
+    job = {"params": "1M", "micro_batch": 8, "devices_per_node": 2,
+           "inter_node_bandwidth": "1 GB/s", "devices": [1, 2, 4]}  # fmt: skip
+    cli = ["predict", "--params", "1M", "--micro-batch", "8", "--devices-per-node", "2",
+           "--inter-node-bandwidth", "1 GB/s", "--devices", "1,2,4"]  # fmt: skip
+    # The same job: its points calibrate, its one-device throughput and network fill the query.
+    same = dpscale.predict(**job, measured=f"run:{run_id}")
+    assert same.to_dict() == _cli_json(capsys, *cli, "--measured", f"run:{run_id}")
+    assert same.to_dict()["inputs"]["measured"] == f"run {run_id}"
+    assert same.to_dict()["inputs"]["per_device_throughput"] == 500.0
+    # Another job: what transfers, and the line that says so; the typed throughput kept.
+    other = {**job, "params": "8B", "per_device_throughput": 3}
+    report = dpscale.predict(**other, measured=f"run:{run_id}")
+    cli_other = [*cli[:2], "8B", *cli[3:], "--per-device-throughput", "3"]
+    assert report.to_dict() == _cli_json(capsys, *cli_other, "--measured", f"run:{run_id}")
+    (taken,) = report.result.transfers
+    assert taken.used == ("network", "jitter", "fixed_cost")
+    assert report.to_dict()["inputs"]["per_device_throughput"] == 3
+    # --calibrate with typed points: the run's network, and the points still calibrate.
+    points = "1:500,2:900"
+    calibrated = dpscale.predict(
+        **job, per_device_throughput=500, calibrate=run_id, measured=points
+    )
+    assert calibrated.to_dict()["inputs"]["measured"] == "measured points"  # they calibrated
+    assert calibrated.to_dict() == _cli_json(
+        capsys, *cli, "--per-device-throughput", "500", "--calibrate", run_id, "--measured", points
+    )
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"measured": "run:nope"}, "measured: no stored run named 'nope'"),
+        ({"calibrate": 3}, "calibrate: must be a stored run's id or a file's path (text)"),
+        ({"calibrate": "nope"}, "calibrate: no file and no stored run named 'nope'"),
+    ],
+)
+def test_predict_names_a_missing_run(
+    sqlite_url: str, inputs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(dpscale.InputError) as raised:
+        dpscale.predict(**PREDICT, **inputs)
+    assert str(raised.value) == message

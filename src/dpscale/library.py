@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -196,20 +197,34 @@ def predict(**inputs: Any) -> PredictReport:
     options in snake_case (the fields of :class:`dpscale.model.query.PredictQuery`), with
     ``target_efficiency`` and ``jitter`` in percent as on the command line.
 
+    ``measured`` takes ``"8:7900,16:15500"`` pairs, a file (CSV or ``dpscale measure --json``)
+    or ``"run:ID"``, a stored run; ``calibrate`` a stored run's id or a file (nccl-tests output,
+    ``dpscale measure --json``). Stored runs are read from the database ``dpscale runs`` uses
+    (``DPSCALE_DATABASE_URL``). A run of another job keeps what transfers, as the CLI does,
+    and says so in ``result.transfers``.
+
     Raises :class:`dpscale.InputError` naming each bad or unknown keyword.
     """
-    from dpscale.model import predict as run
     from dpscale.model.query import PercentInputs, PredictQuery
+    from dpscale.spec.measured_runs import predict_with_runs
 
     in_percent = set(PercentInputs.model_fields)
-    _unknown("predict", inputs, {*PredictQuery.model_fields, *in_percent})
+    _unknown("predict", inputs, {*PredictQuery.model_fields, *in_percent, "calibrate"})
+    calibrate = inputs.pop("calibrate", None)
+    if calibrate is not None and not isinstance(calibrate, str):
+        raise InputError.single(
+            "calibrate", "must be a stored run's id or a file's path (text)", _item(calibrate)
+        )
     percentages = _read(
         PercentInputs, {k: v for k, v in inputs.items() if k in in_percent}
     ).fractions()
+    measured = inputs.get("measured")
+    if isinstance(measured, os.PathLike):
+        inputs["measured"] = os.fspath(measured)
     query = _read(
         PredictQuery, {k: v for k, v in inputs.items() if k not in in_percent} | percentages
     )
-    result = run(query)
+    result = predict_with_runs(query, calibrate=calibrate, files=True)
     names = [item.name for item in fields(PredictPoint)]
     return PredictReport(
         points=tuple(PredictPoint(**{k: p[k] for k in names}) for p in result.points()),

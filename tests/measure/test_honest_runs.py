@@ -89,8 +89,10 @@ def stored(runs: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> 
 
 EIGHT_B = (
     "predict", "--params", "8B", "--grad-dtype", "bf16", "--micro-batch", "4",
-    "--per-device-throughput", "3", "--hardware", "dgx-h100", "--devices", "8,64,512",
+    "--per-device-throughput", "3", "--devices-per-node", "8",
+    "--inter-node-bandwidth", "200 GB/s", "--devices", "8,64,512",
 )  # fmt: skip
+"""No preset and no intra-node bandwidth: the run's collectives (one node) fill it."""
 
 
 def _within_ideal(points: list[dict[str, Any]]) -> None:
@@ -137,6 +139,33 @@ def test_a_toy_run_gives_an_8b_query_only_what_transfers(
         "3 samples/s query takes only its network bandwidth and latency, jitter and fixed "
         "cost per step (scaled by layers)."
     ]
+
+
+@pytest.mark.distributed
+def test_a_run_on_other_devices_gives_none_and_a_typed_bandwidth_is_kept(
+    capsys: pytest.CaptureFixture[str], stored: dict[str, str]
+) -> None:
+    # A CPU gloo run told nothing of a DGX H100's NVLink, jitter or per-tensor costs, yet its
+    # 1.3 GB/s once replaced the preset's 350 GB/s (0.4 % at 8 devices).
+    measured = ("--measured", f"run:{stored['ddp']}", "--json")
+    on_h100 = [a for a in EIGHT_B if a not in ("--devices-per-node", "8")]
+    on_h100 = [*on_h100[: on_h100.index("--inter-node-bandwidth")], "--hardware", "dgx-h100"]
+    status, out, err = run(capsys, *on_h100, "--devices", "8,64", *measured)
+    assert status == 0, err
+    got = json.loads(out)
+    (taken,) = got["run_transfers"]
+    assert taken["differs"][-1] == "hardware"
+    assert (taken["run"]["hardware"], taken["query"]["hardware"]) == ("on CPUs", "dgx-h100")
+    assert taken["used"] == []
+    assert taken["notice"].endswith("dgx-h100 query takes none of its figures")
+    assert got["hardware"]["intra_node_bandwidth_bytes_per_s"] == pytest.approx(350e9)
+    assert got["points"][0]["efficiency"] > 0.5
+    # A bandwidth the user typed stays; jitter and the fixed cost still come from the run.
+    status, out, err = run(capsys, *EIGHT_B, "--intra-node-bandwidth", "100 GB/s", *measured)
+    assert status == 0, err
+    got = json.loads(out)
+    assert got["run_transfers"][0]["used"] == ["jitter", "fixed_cost"]
+    assert got["hardware"]["intra_node_bandwidth_bytes_per_s"] == pytest.approx(100e9)
 
 
 def _per_device(value: float) -> str:

@@ -8,6 +8,7 @@ from html import unescape
 from typing import Any
 
 import httpx
+import pytest
 
 from dpscale.store.runs import save_run
 from dpscale.web.i18n import localizer
@@ -40,8 +41,9 @@ def _row(devices: int, throughput: float, overhead: float, cv: float) -> dict[st
     }
 
 
-def _toy_run(url: str) -> str:
-    """A run of the built-in 1M-parameter model in fp32 (its figures as a CPU gloo run's)."""
+def _toy_run(url: str, environment: dict[str, Any] | None = None) -> str:
+    """A run of the built-in 1M-parameter model in fp32 (its figures as a CPU gloo run's);
+    its environment names no devices unless given."""
     run_id = f"toy-{uuid.uuid4().hex[:8]}"
     sizes = (65_536, 1_048_576, 4_194_304)
     save_run(
@@ -49,7 +51,7 @@ def _toy_run(url: str) -> str:
             "run_id": run_id,
             "backend": "gloo",
             "partial": False,
-            "environment": {"hosts": ["box"]},
+            "environment": {"hosts": ["box"], **(environment or {})},
             "config": {
                 "model_params": 1_000_000,
                 "layers": 2,
@@ -121,3 +123,19 @@ def test_calibrate_on_the_page_needs_no_intra_node_bandwidth(
     assert "run_transfers" not in got  # the same job: nothing to say
     bandwidth = got["hardware"]["intra_node_bandwidth_bytes_per_s"]
     assert abs(bandwidth - 1e9) < 1e3  # the collectives' 1 GB/s
+    # Typed points beside --calibrate still calibrate (the page once dropped them).
+    got = client.get(f"{API}?{query}&measured=1:500,2:600").json()
+    assert got["inputs"]["measured"] == "measured points"
+    assert got["points"][1]["efficiency"] == pytest.approx(0.6, abs=0.01)
+
+
+def test_a_run_on_cpus_gives_a_gpu_preset_none_of_its_figures(
+    client: httpx.Client, live_server: LiveServer
+) -> None:
+    run_id = _toy_run(live_server.database_url, environment={"backend": "gloo"})
+    got = client.get(f"{API}?{EIGHT_B}&measured=run:{run_id}").json()
+    (taken,) = got["run_transfers"]
+    assert (taken["differs"][-1], taken["used"]) == ("hardware", [])
+    japanese = _notes(client.get(f"/ja/scaling-prediction?{EIGHT_B}&measured=run:{run_id}").text)
+    line = next(note for note in japanese if note.startswith(f"実行 {run_id} "))
+    assert "ハードウェア" in line

@@ -16,6 +16,8 @@ states about its job; :func:`differences` names each fact in which it is not the
     unit             samples/s against tokens/s: the points are in another unit
     throughput       the per-device throughput the user typed, against the run's own on one
                      device, beyond 5 % (the same job measured twice agrees within that)
+    hardware         the devices the run ran on (its ``environment``: CPUs under gloo, or the
+                     GPU model in its device names) against a hardware preset's GPUs
 
 A fact the run does not state (a ``--script`` run names no model) is not a difference: the
 user's own script is taken as the job the query describes.
@@ -23,7 +25,8 @@ user's own script is taken as the job the query describes.
 Where something differs, only what does not depend on the job transfers (:func:`transfer`):
 
 - the network: the bus bandwidth and latency the run measured (its collectives), as
-  ``--calibrate`` takes them;
+  ``--calibrate`` takes them, but not in place of a bandwidth the user typed (``--calibrate
+  RUN`` replaces it when asked to);
 - the jitter: the run's coefficient of variation of the step, at its most devices, per
   micro-step (times the square root of the run's accumulation: a step of ``a`` independent
   micro-steps varies ``1 / sqrt(a)`` as much);
@@ -39,6 +42,9 @@ Where something differs, only what does not depend on the job transfers (:func:`
   a share of the step carried over (the model's default, 1.4-5.6 %) would charge it the
   toy's launch-bound step, often several times its compute. A run that states no layers (a
   ``--script`` run) gives no fixed cost: the band keeps its stated range.
+
+None of it transfers from other devices than the query's preset names: a laptop's gloo
+figures say nothing of NVLink, nor its jitter and per-tensor costs of a GPU's.
 
 Nothing the user typed is replaced: a typed ``--jitter`` or ``--step-overhead`` is kept, and the
 per-device throughput is never the run's when the run measured another job.
@@ -71,11 +77,13 @@ cost per step (scaled by layers)'
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from dpscale.model.calibrate import Calibration, calibration_from_run
+from dpscale.model.presets import load_preset, preset_names
 from dpscale.model.scenario import Scenario
 from dpscale.model.step import BYTES_PER_VALUE
 from dpscale.units import format_count
@@ -89,6 +97,9 @@ __all__ = [
     "RunJob",
     "Transfer",
     "differences",
+    "gpu_model",
+    "query_device",
+    "replaced_bandwidth",
     "run_job",
     "transfer",
 ]
@@ -136,6 +147,43 @@ class RunJob:
     unit: str | None = None
     one_device: float | None = None
     """The per-device throughput measured on one device."""
+    device: str | None = None
+    """What the run ran on: ``"CPU"``, a GPU model (``"H100"``), or None (not stated)."""
+
+
+_GPU_MODEL = re.compile(r"(GB200|B200|B100|H200|H100|H800|A100|A800|V100|MI3\d\dX?)", re.I)
+"""A GPU model as device names and preset titles write it ("NVIDIA H100 80GB HBM3")."""
+
+
+def gpu_model(text: str) -> str | None:
+    """The GPU model named in ``text`` (GB200's GPUs are B200s).
+
+    >>> gpu_model("NVIDIA H100 80GB HBM3"), gpu_model("NVIDIA GB200 NVL72 rack"), gpu_model("x")
+    ('H100', 'B200', None)
+    """
+    found = _GPU_MODEL.search(text)
+    return None if found is None else found.group(1).upper().removeprefix("G")
+
+
+def _run_device(run: Mapping[str, Any]) -> str | None:
+    env = run.get("environment")
+    if not isinstance(env, Mapping):
+        return None
+    names = env.get("device_names")
+    named = [gpu_model(n) for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    if any(named):
+        return next(n for n in named if n)
+    if env.get("backend") == "gloo" and env.get("cuda_version") is None:
+        return "CPU"
+    return None
+
+
+def query_device(sc: Scenario) -> str | None:
+    """The devices a query's hardware preset names: its GPU model, ``"GPU"`` where the title
+    names none; None without a preset."""
+    if sc.hardware.name not in preset_names():
+        return None
+    return gpu_model(load_preset(sc.hardware.name).title) or "GPU"
 
 
 def run_job(run: Mapping[str, Any]) -> RunJob:
@@ -170,6 +218,7 @@ def run_job(run: Mapping[str, Any]) -> RunJob:
         layers=_count(config.get("layers")),
         unit=first.get("unit") if isinstance(first.get("unit"), str) else None,
         one_device=_number(one[0].get("per_device_throughput")) if one else None,
+        device=_run_device(run),
     )
 
 
@@ -249,6 +298,13 @@ def differences(job: RunJob, sc: Scenario, *, typed_throughput: bool) -> tuple[D
                 _throughput(sc.per_device_throughput, sc.unit),
             )
         )
+    wanted = query_device(sc)
+    # A GPU model is compared where the preset names one; CPUs are never a preset's GPUs.
+    if job.device not in (None, wanted) and wanted is not None and wanted != "GPU":
+        ran = "on CPUs" if job.device == "CPU" else f"on {job.device} GPUs"
+        found.append(Difference("hardware", ran, sc.hardware.name))
+    elif job.device == "CPU" and wanted == "GPU":
+        found.append(Difference("hardware", "on CPUs", sc.hardware.name))
     return tuple(found)
 
 
@@ -317,19 +373,27 @@ def transfer(
     *,
     typed_throughput: bool,
     network: bool = True,
+    typed: frozenset[str] = frozenset(),
 ) -> Transfer:
     """What of ``run`` transfers to ``sc`` (module docstring); ``network=False`` leaves the
-    collectives out (the query has its own calibration)."""
+    collectives out (the query has its own calibration); ``typed`` names the bandwidths the
+    user typed, which the run's never replace."""
     job = run_job(run)
     found = differences(job, sc, typed_throughput=typed_throughput)
     rows = _rows(run)
     calibration = None
-    if network and run.get("collectives"):
+    other_devices = any(d.field == "hardware" for d in found)
+    if network and not other_devices and run.get("collectives"):
         try:
             calibration = calibration_from_run(dict(run), run_id)
         except InputError:
             calibration = None  # no collective on two or more devices: nothing to take
+        if calibration is not None and replaced_bandwidth(calibration, sc) in typed:
+            calibration = None
     jitter = None
+    if other_devices:
+        # Jitter and the per-tensor costs are the machine's as much as the network is.
+        return Transfer(run_id, found)
     if sc.jitter is None:
         for row in rows:
             cv = row.get("step_time_cv")
@@ -344,6 +408,12 @@ def transfer(
         if largest is not None:
             overhead = max(0.0, largest - (alone or 0.0)) * sc.units / job.layers
     return Transfer(run_id, found, calibration, jitter, overhead)
+
+
+def replaced_bandwidth(cal: Calibration, sc: Scenario) -> str:
+    """The input a calibration replaces: the network's across nodes, else inside a node."""
+    nodes = cal.nodes or math.ceil(cal.devices / sc.hardware.devices_per_node)
+    return "inter_node_bandwidth" if nodes > 1 else "intra_node_bandwidth"
 
 
 def _seconds(value: object) -> float | None:

@@ -23,10 +23,20 @@ from dpscale.validation import InputError
 if TYPE_CHECKING:
     from dpscale.model.calibrate import Calibration
     from dpscale.model.measured import MeasuredFit
+    from dpscale.model.predict import PredictionResult
+    from dpscale.model.query import PredictQuery
     from dpscale.model.scenario import Scenario
     from dpscale.model.transfer import Transfer
 
-__all__ = ["THROUGHPUT_INPUTS", "Filled", "Resolved", "fill_from_runs", "resolve", "run_id_of"]
+__all__ = [
+    "THROUGHPUT_INPUTS",
+    "Filled",
+    "Resolved",
+    "fill_from_runs",
+    "predict_with_runs",
+    "resolve",
+    "run_id_of",
+]
 
 _RUN = "run:"
 THROUGHPUT_INPUTS = ("per_device_throughput", "mfu", "flops_per_sample", "achieved_tflops")
@@ -62,7 +72,8 @@ def fill_from_runs(
     """``values`` (the query's inputs by field, None where not given) with what the runs fill.
 
     The calibration's bus bandwidth fills the intra-node bandwidth when it was measured on one
-    node, the network's when across nodes, unless given or a hardware preset gives it. A
+    node, the network's when across nodes, unless given or a hardware preset gives it; without
+    ``--calibrate``, a stored ``--measured`` run's collectives fill it the same way. A
     stored ``--measured`` run's one-device throughput fills the per-device throughput when
     no input states one (:func:`resolve` refuses it if the run measured another job).
     """
@@ -72,8 +83,12 @@ def fill_from_runs(
     out = dict(values)
     filled: set[str] = set()
     cal = None
-    if calibrate is not None:
+    run_id = run_id_of(measured)
+    if calibrate is None and run_id is not None:
+        cal = _run_network(run_id)
+    elif calibrate is not None:
         cal = read_calibration(calibrate, files=files)
+    if cal is not None:
         if not out.get("hardware"):
             per_node = out.get("devices_per_node")
             nodes = cal.nodes or (
@@ -83,7 +98,8 @@ def fill_from_runs(
             if out.get(name) is None:
                 out[name] = format_bandwidth(cal.bus_bandwidth)
                 filled.add(name)
-    run_id = run_id_of(measured)
+        if calibrate is None:
+            cal = None  # a --measured run's network is resolve()'s to take or leave
     if run_id is not None and all(out.get(name) is None for name in THROUGHPUT_INPUTS):
         from dpscale.model.transfer import run_job
 
@@ -92,6 +108,29 @@ def fill_from_runs(
             out["per_device_throughput"] = one
             filled.add("per_device_throughput")
     return Filled(out, frozenset(filled), cal)
+
+
+def _run_network(run_id: str) -> Calibration | None:
+    """The network a stored run's collectives measured, None where it ran none."""
+    from dpscale.model.calibrate import calibration_from_run
+
+    run = _stored_run(run_id, "measured")
+    if not run.get("collectives"):
+        return None
+    try:
+        return calibration_from_run(run, run_id)
+    except InputError:
+        return None  # no collective on two or more devices
+
+
+def _typed_bandwidths(filled: Filled | None) -> frozenset[str]:
+    """The bandwidths the user typed (not a run's, not a preset's)."""
+    if filled is None:
+        return frozenset()
+    names = ("intra_node_bandwidth", "inter_node_bandwidth")
+    return frozenset(
+        name for name in names if filled.values.get(name) is not None and name not in filled.filled
+    )
 
 
 def _stored_run(run_id: str, name: str) -> dict[str, Any]:
@@ -153,10 +192,50 @@ def resolve(
             f"is required: run {run_id} measured another job ({said}), so its throughput is "
             "not this query's",
         )
-    taken = transfer(run, run_id, scenario, typed_throughput=typed, network=calibrate is None)
+    taken = transfer(
+        run,
+        run_id,
+        scenario,
+        typed_throughput=typed,
+        network=calibrate is None,
+        typed=_typed_bandwidths(filled),
+    )
     scenario = taken.apply(scenario)
     if cal_run == run_id and scenario.calibration is not None:
         # One line per run: its network figures came in through --calibrate.
         taken = replace(taken, calibration=scenario.calibration)
     transfers = [t for t in transfers if t.run_id != run_id] + [taken]
     return Resolved(scenario, None, tuple(transfers))
+
+
+def predict_with_runs(
+    query: PredictQuery, *, calibrate: str | None, files: bool
+) -> PredictionResult:
+    """``query`` predicted as ``dpscale predict`` does, with ``calibrate`` (a stored run's id,
+    or a file where ``files``) and a ``measured`` that names a run or a file: what they
+    measured fills what the query leaves out (:func:`fill_from_runs`), a run of another job
+    gives only what transfers (:func:`resolve`), and typed points still calibrate.
+
+    The page and :func:`dpscale.predict` call this; the CLI does the same in its own order,
+    so that a missing option is told with every other one.
+    """
+    from dpscale.model.predict import predict
+    from dpscale.spec.prediction import is_inline
+
+    given = query.measured
+    inline = given is None or is_inline(given, files=files)
+    if calibrate is None and inline:
+        return predict(query)
+    measured = None if inline else given
+    filled = fill_from_runs(dict(query), calibrate=calibrate, measured=measured, files=files)
+    query = query.model_copy(
+        update={
+            **{name: filled.values[name] for name in filled.filled},
+            "measured": given if inline else None,  # typed points: predict fits them
+        }
+    )
+    resolved = resolve(
+        query.scenario(), calibrate=calibrate, measured=measured, files=files, filled=filled
+    )
+    result = predict(query, resolved.scenario, resolved.fit)
+    return replace(result, transfers=resolved.transfers)

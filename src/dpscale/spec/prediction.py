@@ -939,6 +939,7 @@ RUN_FIELD_NAMES = {
     "strategy": N_("strategy"),
     "unit": N_("throughput unit"),
     "throughput": N_("per-device throughput"),
+    "hardware": N_("hardware"),
 }
 """What a stored run's job may differ in from the query's (:mod:`dpscale.model.transfer`)."""
 

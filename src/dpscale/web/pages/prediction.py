@@ -10,7 +10,6 @@ request). The API's JSON is ``dpscale predict --json``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import date
 from functools import lru_cache
 
@@ -28,7 +27,7 @@ from dpscale.model.query import (
     NEEDS_PRESET,
 )
 from dpscale.plotting import ChartLayout
-from dpscale.spec.measured_runs import fill_from_runs, resolve
+from dpscale.spec.measured_runs import predict_with_runs, run_id_of
 from dpscale.spec.prediction import PREDICTION
 from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
@@ -64,26 +63,10 @@ def compute(values: Mapping[str, str]) -> Prediction:
     """As ``dpscale predict``: target and jitter in percent ("90", "90%"); a run id calibrates."""
     data = dict(values)
     page, query = _parse_all(data)
-    run = query.measured is not None and query.measured.strip().startswith("run:")
-    if page.calibrate or run:
+    if page.calibrate or run_id_of(query.measured) is not None:
         # As the CLI: what the runs measured fills what the query leaves out, and a run of
         # another job gives only what transfers, with its one line (spec.measured_runs).
-        measured = query.measured if run else None
-        filled = fill_from_runs(
-            dict(query), calibrate=page.calibrate, measured=measured, files=False
-        )
-        query = query.model_copy(
-            update={**{name: filled.values[name] for name in filled.filled}, "measured": None}
-        )
-        resolved = resolve(
-            query.scenario(),
-            calibrate=page.calibrate,
-            measured=measured,
-            files=False,
-            filled=filled,
-        )
-        result = predict(query, resolved.scenario, resolved.fit)
-        return Prediction(replace(result, transfers=resolved.transfers), None)
+        return Prediction(predict_with_runs(query, calibrate=page.calibrate, files=False), None)
     inputs = tuple(sorted(data.items()))
     if len(query.device_counts()) > CACHED_POINTS:
         return Prediction(predict(query), inputs)
