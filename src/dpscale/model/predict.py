@@ -38,8 +38,8 @@ from dpscale.model.memory import Memory, memory
 from dpscale.model.query import PredictQuery
 from dpscale.model.questions import best_bucket, grad_accum_for, max_devices, micro_batch_for
 from dpscale.model.scenario import Scenario, evaluate, from_baseline
-from dpscale.model.step import Step
-from dpscale.model.strategies import Strategy, row
+from dpscale.model.step import BYTES_PER_VALUE, Step
+from dpscale.model.strategies import Strategy, default_bucket_bytes, row
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -339,7 +339,10 @@ def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
         scenario = replace(
             scenario, per_device_throughput=scenario.baseline_throughput, baseline_throughput=None
         )
-    return replace(scenario, strategy=name, shard_group_size=group)
+    bucket = scenario.bucket_bytes
+    if not scenario.bucket_stated:
+        bucket = default_bucket_bytes(name, BYTES_PER_VALUE[scenario.grad_dtype])
+    return replace(scenario, strategy=name, shard_group_size=group, bucket_bytes=bucket)
 
 
 def predict(

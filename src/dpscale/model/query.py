@@ -42,11 +42,12 @@ from dpscale.model.presets import load_preset
 from dpscale.model.scenario import Scenario
 from dpscale.model.step import (
     BACKWARD_FRACTION,
+    BYTES_PER_VALUE,
     DDP_BUCKET_BYTES,
     OVERLAP_SLOWDOWN,
     GradDtype,
 )
-from dpscale.model.strategies import Strategy, row
+from dpscale.model.strategies import Strategy, default_bucket_bytes, row
 from dpscale.units import (
     UnitError,
     format_bandwidth,
@@ -233,7 +234,9 @@ class PredictQuery(BaseModel):
     transport: Transport | None = Field(default=None, description="Network transport.")
     devices: str = Field(default="1..1024", max_length=400, description="Device counts.")
     bucket_size: str = Field(
-        default=DEFAULT_BUCKET_SIZE, max_length=40, description="DDP bucket size."
+        default=DEFAULT_BUCKET_SIZE,
+        max_length=40,
+        description="Gradient bucket size (DDP's 25 MiB; zero2: DeepSpeed's 5e8 values).",
     )
     algorithm: Algorithm = Field(default="auto", description="All-reduce algorithm.")
     strategy: Strategy = Field(default="ddp", description="Data-parallel strategy.")
@@ -483,7 +486,12 @@ class PredictQuery(BaseModel):
             throughput_grad_accum=self.throughput_grad_accum,
             per_device_throughput=1.0,
             hardware=hardware,
-            bucket_bytes=_quantity("bucket_size", self.bucket_size, parse_bytes, MAX_BUCKET, True),
+            bucket_bytes=(
+                _quantity("bucket_size", self.bucket_size, parse_bytes, MAX_BUCKET, True)
+                if "bucket_size" in self.model_fields_set or not row(self.strategy).bucket_values
+                else default_bucket_bytes(self.strategy, BYTES_PER_VALUE[self.grad_dtype])
+            ),
+            bucket_stated="bucket_size" in self.model_fields_set,
             backward_fraction=fraction,
             overlap=self.overlap,
             overlap_slowdown=(

@@ -70,6 +70,9 @@ class Scenario:
     per_device_throughput: float
     hardware: Hardware
     bucket_bytes: float = DDP_BUCKET_BYTES
+    bucket_stated: bool = True
+    """False where ``bucket_bytes`` is the strategy's default (another strategy has its own:
+    :func:`~dpscale.model.strategies.default_bucket_bytes`)."""
     backward_fraction: float = BACKWARD_FRACTION
     overlap: bool = True
     overlap_slowdown: float = OVERLAP_SLOWDOWN

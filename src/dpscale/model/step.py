@@ -81,7 +81,13 @@ from dpscale.model.collectives import (
 )
 from dpscale.model.costs import straggler_time
 from dpscale.model.hardware import NET_HOP_LATENCY_S, NVLINK_HOP_LATENCY_S
-from dpscale.model.strategies import STRATEGIES, Strategy, column, group_size
+from dpscale.model.strategies import (
+    DDP_BUCKET_BYTES,
+    STRATEGIES,
+    Strategy,
+    column,
+    group_size,
+)
 
 __all__ = [
     "BACKWARD_FRACTION",
@@ -101,8 +107,6 @@ BYTES_PER_VALUE: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 BACKWARD_FRACTION = 2 / 3
 """Share of a micro-step's compute spent in backward (6N = 2N forward + 4N backward)."""
-DDP_BUCKET_BYTES = 25 * 1024 * 1024
-"""torch.nn.parallel.DistributedDataParallel(bucket_cap_mb=25): 25 MiB."""
 OVERLAP_SLOWDOWN = 0.189
 """Average slowdown of compute overlapped with communication (arXiv 2507.03114)."""
 

@@ -569,11 +569,15 @@ PREDICTION = Prediction(
         Input(
             name="bucket_size",
             model=QUERY,
-            terminal_help="DDP gradient bucket size (default %(default)s, as DDP's).",
+            terminal_help=(
+                "Gradient bucket size (default %(default)s, as DDP's; zero2: 5e8 values, as "
+                "DeepSpeed's)."
+            ),
             metavar="SIZE",
-            label=N_("DDP bucket size"),
+            label=N_("Gradient bucket size"),
             help=N_(
-                "Gradients leave in buckets of this size as backward produces them. Empty: 25 MiB."
+                "Gradients leave in buckets of this size as backward produces them. Empty: "
+                "25 MiB, as DDP's; for ZeRO-2, 5e8 values, as DeepSpeed's."
             ),
             kind="text",
             advanced=True,
