@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 from dpscale.measure.config import MeasureConfig
+from dpscale.measure.training import _nothing, timer
 
 __all__ = [
     "SEQ_LEN",
@@ -225,10 +225,6 @@ def _padded(model: Any, shard: int) -> int:
     return total
 
 
-def _nothing() -> None:
-    pass
-
-
 def time_sharded_training(
     config: MeasureConfig,
     *,
@@ -255,18 +251,7 @@ def time_sharded_training(
             return torch.optim.Adam(model.parameters(), lr=1e-4)
         return torch.optim.SGD(model.parameters(), lr=1e-4)
 
-    def timed(run: Callable[[], None]) -> list[float]:
-        times = []
-        for _ in range(config.steps):
-            if cuda:
-                torch.cuda.synchronize(device)
-            began = time.perf_counter()
-            run()
-            if cuda:
-                torch.cuda.synchronize(device)
-            times.append(time.perf_counter() - began)
-            on_iteration()
-        return times
+    timed = timer(config.steps, device, on_iteration)
 
     def time_compute() -> list[float]:
         """The compute alone: an unsharded copy, no communication (freed on return)."""

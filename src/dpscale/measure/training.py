@@ -164,6 +164,31 @@ def _nothing() -> None:
     pass
 
 
+def timer(
+    steps: int, device: Any, on_iteration: Callable[[], None] = _nothing
+) -> Callable[[Callable[[], None]], list[float]]:
+    """A function that runs its argument ``steps`` times and gives each run's seconds, the
+    device synchronised before and after each where it is CUDA (its kernels run late)."""
+    import torch
+
+    cuda = device.type == "cuda"
+
+    def timed(run: Callable[[], None]) -> list[float]:
+        times = []
+        for _ in range(steps):
+            if cuda:
+                torch.cuda.synchronize(device)
+            began = time.perf_counter()
+            run()
+            if cuda:
+                torch.cuda.synchronize(device)
+            times.append(time.perf_counter() - began)
+            on_iteration()
+        return times
+
+    return timed
+
+
 class TrainingTimes(TypedDict):
     """One rank's timed steps, in seconds: synchronised, compute alone, gradients alone; and
     the bytes of parameters, gradients and optimizer state it holds
@@ -252,18 +277,7 @@ def time_training(
         for bucket in buckets:
             dist.all_reduce(bucket, group=group)
 
-    def timed(run: Callable[[], None]) -> list[float]:
-        times = []
-        for _ in range(config.steps):
-            if cuda:
-                torch.cuda.synchronize(device)
-            began = time.perf_counter()
-            run()
-            if cuda:
-                torch.cuda.synchronize(device)
-            times.append(time.perf_counter() - began)
-            on_iteration()
-        return times
+    timed = timer(config.steps, device, on_iteration)
 
     for _ in range(config.warmup_steps):
         step(True)
