@@ -23,6 +23,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po, write_po
 
+from dpscale.model.llm import load_model, model_names
 from dpscale.model.presets import load_preset, preset_names
 from dpscale.web.i18n import LANGUAGES, LOCALES_DIR, catalogue_path, percent_style
 
@@ -58,6 +59,10 @@ def extract() -> Catalog:
     for name in preset_names():
         location = [(f"../model/presets/{name}.toml", 1)]
         template.add(load_preset(name).title, None, location)
+    # And each model preset by its title ("Llama 3 8B (also Llama 3.1 8B)").
+    for name in model_names():
+        location = [(f"../model/models/{name}.toml", 1)]
+        template.add(load_model(name).title, None, location)
     return template
 
 
