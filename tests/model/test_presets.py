@@ -29,3 +29,21 @@ def test_known_figures() -> None:
     assert load_preset("aws-p5-efa").hardware.inter_bandwidth == 400e9  # 3,200 Gbit/s
     assert load_preset("pcie-100gbe").hardware.transport == "tcp"
     assert load_preset("dgx2").hardware.devices_per_node == 16
+
+
+@pytest.mark.parametrize(
+    ("name", "mib"),
+    [
+        # nvidia-smi's total (MiB): NVIDIA/nccl#1264 and modal-labs/modal-client#2797 for the
+        # H100 and the A100; "80 GB" read as 80e9 bytes was 74.5 GiB, 5 GB short on an H100.
+        ("dgx-h100", 81559),
+        ("aws-p5-efa", 81559),
+        ("dgx-a100", 81920),
+        ("hgx-h200", 143771),
+        ("dgx-b200", 183359),
+        ("gb200-nvl72", 189471),
+        ("dgx1-v100", 32768),
+    ],
+)
+def test_device_memory_is_what_the_device_reports(name: str, mib: int) -> None:
+    assert load_preset(name).hardware.memory_capacity == mib * 2**20
