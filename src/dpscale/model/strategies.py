@@ -107,9 +107,9 @@ class StrategyRow:
 
     ZeRO-2 is DeepSpeed's stage 2 (PyTorch's own is FSDP's SHARD_GRAD_OP, a row of its own);
     ZeRO-1 is also PyTorch's ``ZeroRedundancyOptimizer`` beside DDP, which reduces in DDP's
-    buckets and broadcasts each rank's updated shard in turn, and InternEvo's, which reduces
-    and broadcasts one owner's parameters at a time: pieces of DDP's order at scale, so it
-    keeps DDP's bucket (DeepSpeed's ZeRO-1: state ``--bucket-size``, 1 GB for bf16)."""
+    buckets and broadcasts each rank's updated shard in turn, and InternEvo's, which does the
+    same: N pieces of P/N after the step, of DDP's bucket's order at scale, so it keeps DDP's
+    bucket (DeepSpeed's ZeRO-1: state ``--bucket-size``, 1 GB for bf16)."""
 
 
 STRATEGY_TABLE: tuple[StrategyRow, ...] = (
