@@ -300,3 +300,18 @@ def test_predict_names_a_missing_run(
     with pytest.raises(dpscale.InputError) as raised:
         dpscale.predict(**PREDICT, **inputs)
     assert str(raised.value) == message
+
+
+def test_fit_reads_a_stored_run_as_the_cli_does(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    run_id = _store_toy_run()
+    report = dpscale.fit(run=run_id, at=[4])
+    assert report.to_dict() == _cli_json(capsys, "fit", "--run", run_id, "--at", "4")
+    assert [p.devices for p in report.predictions] == [4]
+    with pytest.raises(dpscale.InputError) as raised:
+        dpscale.fit(run="nope")
+    assert str(raised.value) == "run: no stored measurement run with id 'nope'"
+    with pytest.raises(dpscale.InputError) as raised:
+        dpscale.fit(run=run_id, points={1: 500, 2: 900})
+    assert str(raised.value) == "run: give points or run, not both"

@@ -276,13 +276,26 @@ def fit(**inputs: Any) -> FitReport:
     """Fit a scaling model to measured points; the keywords are the fields of
     :class:`dpscale.fit.FitQuery`: ``points`` ({8: 7900, 16: 15500}, pairs or text),
     ``at`` (device counts), ``model``, ``target_efficiency`` in percent, ....
+    ``run="ID"`` instead of ``points`` fits a stored measurement run (``dpscale fit --run``),
+    its devices per node taken where ``devices_per_node`` is not given.
 
     Raises :class:`dpscale.InputError` naming each bad or unknown keyword.
     """
     from dpscale.fit.query import FitQuery
     from dpscale.fit.query import fit as run
 
-    _unknown("fit", inputs, FitQuery.model_fields)
+    _unknown("fit", inputs, {*FitQuery.model_fields, "run"})
+    run_id = inputs.pop("run", None)
+    if run_id is not None:
+        from dpscale.spec.fit import stored_run_points
+
+        if not isinstance(run_id, str):
+            raise InputError.single("run", "must be a stored run's id (text)", _item(run_id))
+        if inputs.get("points") is not None:
+            raise InputError.single("run", "give points or run, not both")
+        inputs["points"], node = stored_run_points(run_id)
+        if inputs.get("devices_per_node") is None and node is not None:
+            inputs["devices_per_node"] = node
     result = run(_read(FitQuery, inputs))
     names = [item.name for item in fields(FitPoint)]
     return FitReport(

@@ -49,24 +49,6 @@ def _read_text(path: str) -> str:
         fail(str(err))
 
 
-def _run_points(run_id: str) -> tuple[str, Any]:
-    """The points of a stored measurement run as CSV text, and the run itself."""
-    from dpscale.fit.data import points_from_run
-    from dpscale.store.runs import get_run  # the store extra; main() names it when missing
-    from dpscale.validation import InputError
-
-    try:
-        run = get_run(run_id)
-    except LookupError:
-        run = None
-    if not run:
-        fail(f"--run: no stored measurement run with id {run_id!r}")
-    try:
-        return points_from_run(run).to_csv(), run
-    except InputError as err:
-        fail("; ".join(issue.sentence(f"--run {run_id}") for issue in err.issues))
-
-
 def _terminal_inputs() -> tuple[Input, ...]:
     from dpscale.spec.fit import FIT_INPUTS
 
@@ -90,18 +72,27 @@ def run_fit(
     if sum(given is not None for given in (file, run, points)) != 1:
         fail("give a FILE of points, --points or --run ID (one of them)")
     labels = {item.name: item.option for item in _terminal_inputs()} | {"plot": "--plot"}
-    stored: Any = None
+    node: int | None = None
     if points is not None:
         # devices:throughput pairs, read as the page and the API read them (fit/data.py).
         text, labels["points"] = points, "--points"
     elif file is not None:
         text, labels["points"] = _read_text(file), file
     else:
-        text, stored = _run_points(str(run))
+        from dpscale.spec.fit import stored_run_points
+
+        try:
+            text, node = stored_run_points(str(run))
+        except InputError as err:
+            where = {"run": "--run"}
+            fail(
+                "; ".join(
+                    issue.sentence(where.get(issue.field, f"--run {run}")) for issue in err.issues
+                )
+            )
         labels["points"] = f"--run {run}"
-    if options.get("devices_per_node") is None and isinstance(stored, dict):
-        node = stored.get("devices_per_node")
-        options["devices_per_node"] = str(node) if isinstance(node, int) else None
+    if options.get("devices_per_node") is None and node is not None:
+        options["devices_per_node"] = str(node)
     query = read_input(FitQuery, {"points": text, **options}, labels)
     try:
         result = fit_query(query)

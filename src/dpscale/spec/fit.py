@@ -54,8 +54,30 @@ __all__ = [
     "fit_json",
     "r_squared_shown",
     "statements",
+    "stored_run_points",
     "terminal",
 ]
+
+
+def stored_run_points(run_id: str, field: str = "run") -> tuple[str, int | None]:
+    """``fit --run ID`` on every surface: the stored run's points as CSV text, and the devices
+    per node its first node ran (None where it does not say). The raw step times stay in the
+    store (a fit reads the results only; two million of them took seconds to load).
+
+    Raises :class:`dpscale.validation.InputError` naming ``field`` for a run that is not there,
+    and as :func:`~dpscale.fit.data.points_from_run` does for results that give no points."""
+    from dpscale.fit.data import points_from_run
+    from dpscale.store.runs import get_run
+    from dpscale.validation import InputError
+
+    try:
+        run = get_run(run_id, timings=False)
+    except LookupError:
+        raise InputError.single(field, f"no stored measurement run with id {run_id!r}") from None
+    text = points_from_run(run).to_csv()
+    node = run.get("devices_per_node")
+    return text, node if isinstance(node, int) and not isinstance(node, bool) else None
+
 
 EXAMPLE = "devices,throughput\n1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
 """A node step measured at 1-32 devices, 8 a node: the article's worked example."""
