@@ -597,7 +597,9 @@ MEASURE = click.Command(
             ["script", "--script"],
             metavar="FILE",
             help="Your training script (timing its steps with dpscale.measure.StepTimer), "
-            "run under torchrun at each world size; its arguments follow --.",
+            "run under torchrun at each world size; its arguments follow --. Across nodes "
+            "(--nnodes, --nproc-per-node, --node-rank, --rdzv-endpoint on each node): whole "
+            "nodes, or up to --nproc-per-node on node 0 alone.",
         ),
         click.Option(
             ["compare", "--compare"],

@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import re
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +55,7 @@ from dpscale.measure.config import default_world_sizes
 from dpscale.measure.handshake import (
     Channel,
     ChannelError,
+    RendezvousRefusedError,
     _printable,
     handshake_channels,
     listen,
@@ -82,6 +84,7 @@ REPORT_S = 15.0
 """After a failure, how long node 0 waits for the other nodes' own reports."""
 MAX_STEPS = 10_000_000
 """Most step times a rank's record may hold."""
+_RUN_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
 _LOST = ("gloo", "nccl", "connection closed", "connection reset", "broken pipe", "disterror")
 
 
@@ -242,12 +245,15 @@ class _Job:
                 nodes = size // per if size > per else 1
                 taking = [rank for rank in peers.channels if rank < nodes]
                 peers.reports.clear()
+                sock = None
+                if nodes > 1:  # bound before the others are told: their agents dial it
+                    try:
+                        sock = listener if listener is not None else listen(self.shape, must=True)
+                    except RendezvousRefusedError as err:
+                        raise ScriptError(f"{err} (at world size {size})") from None
+                    listener = None
                 for rank in taking:
                     peers.send(rank, {"op": "launch", "size": size, "run_id": run_id})
-                sock = None
-                if nodes > 1:
-                    sock = listener if listener is not None else listen(self.shape, must=True)
-                    listener = None
                 records, own = {}, None
                 try:
                     records = self._launch(
@@ -353,7 +359,8 @@ class _Job:
         try:
             while True:
                 message = lead.next()
-                run_id = str(message.get("run_id") or run_id or "")[:64] or None
+                named = str(message.get("run_id"))
+                run_id = named if _RUN_ID.fullmatch(named) else run_id
                 if run_id:
                     folder.name(f"measure-{run_id}-node-{self.shape.node_rank}")
                 if message["op"] == "end":
@@ -368,17 +375,16 @@ class _Job:
                 size = lead.size_of(message)
                 try:
                     records = self._launch(size, folder, lead.look)
-                except _StoppedError:
+                except (_StoppedError, _EndedError):
                     raise
                 except ScriptError as err:
-                    lead.send({"op": "failed", "size": size, "error": str(err)})
-                    lead.await_stop(str(err))
+                    lead.await_stop(size, str(err))
                     raise  # (await_stop raises the line node 0 chose)
                 ranks.update(records)
                 lead.send({"op": "done", "size": size, "records": _wire(records)})
         except KeyboardInterrupt:
             self.keep = True
-            with contextlib.suppress(ChannelError):
+            with contextlib.suppress(ScriptError):
                 lead.send({"op": "interrupted"})
             raise
         except ScriptError:
@@ -537,7 +543,7 @@ class _Lead:
         try:
             self.channel.send(body)
         except ChannelError as err:
-            raise ScriptError(f"lost node 0 ({err}); every rank of this node was stopped") from None
+            raise _EndedError(f"lost node 0 ({err}); every rank of this node was stopped") from None
 
     def _receive(self, wait_s: float) -> dict[str, Any] | None:
         now = time.monotonic()
@@ -547,7 +553,7 @@ class _Lead:
         try:
             message = self.channel.receive(wait_s)
         except ChannelError as err:
-            raise ScriptError(
+            raise _EndedError(
                 f"lost {self.channel.name} ({err}); every rank of this node was stopped"
             ) from None
         now = time.monotonic()
@@ -558,7 +564,7 @@ class _Lead:
             if message.get("op") == "beat":
                 return None
         elif now - self.heard > self.silent_s:
-            raise ScriptError(
+            raise _EndedError(
                 f"{self.channel.name} sent nothing for {self.silent_s:g} s (see --timeout); "
                 "every rank of this node was stopped"
             )
@@ -590,8 +596,13 @@ class _Lead:
             )
         return size
 
-    def await_stop(self, own: str) -> None:
-        """After this node's failure: node 0's line for every node (or this one's own)."""
+    def await_stop(self, size: int, own: str) -> None:
+        """After this node's failure: report it; node 0's line for every node (or this
+        node's own when node 0 is gone)."""
+        try:
+            self.send({"op": "failed", "size": size, "error": own})
+        except ScriptError:
+            raise ScriptError(own) from None
         deadline = time.monotonic() + REPORT_S + self.silent_s
         while time.monotonic() < deadline:
             try:
