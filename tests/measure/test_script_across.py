@@ -1,5 +1,5 @@
-"""``dpscale measure --script`` across nodes, for real: two ``dpscale measure`` processes on
-this machine play two nodes (gloo, the rendezvous on localhost, a /tmp of their own each),
+"""``dpscale measure --script`` across nodes, for real: ``dpscale measure`` processes on this
+machine play two or three nodes (gloo, the rendezvous on localhost, a /tmp of their own each),
 running the shipped DDP example or a tiny failing script. Every test checks that no process
 survives (each node's processes carry a marker in their environment) and that no /tmp is
 left behind; the channel's HMAC is checked on real sockets.
@@ -67,17 +67,18 @@ def _ctrl_c_as_in_a_shell() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start(root: Path, script: str, per_node: int, *args: str) -> list[Node]:
-    """``dpscale measure --script`` as node 0 and node 1; ``args[i]`` may differ by node
-    where given as a pair."""
+def _start(root: Path, script: str, per_node: int, *args: str, count: int = 2) -> list[Node]:
+    """``dpscale measure --script`` as nodes 0 to ``count - 1``; an argument may differ by
+    node, given as ``"for node 0|for node 1"``."""
     port = _free_port()
     nodes = []
-    for rank in (0, 1):
+    for rank in range(count):
         tmp = root / f"tmp-node{rank}"
         tmp.mkdir()
         marker = uuid.uuid4().hex
         command = [sys.executable, "-m", "dpscale", "measure", "--script", script]
-        command += ["--nnodes", "2", "--nproc-per-node", str(per_node), "--node-rank", str(rank)]
+        command += ["--nnodes", str(count), "--nproc-per-node", str(per_node)]
+        command += ["--node-rank", str(rank)]
         command += ["--rdzv-endpoint", f"127.0.0.1:{port}", "--backend", "gloo", "--json"]
         command += [arg.split("|")[rank] if "|" in arg else arg for arg in args]
         env = dict(os.environ, TMPDIR=str(tmp), DPSCALE_TEST_NODE=marker)
@@ -134,42 +135,46 @@ def _one_line(node: Node) -> str:
 
 
 @pytest.mark.distributed
-def test_two_nodes_store_one_run_at_whole_node_sizes(tmp_path: Path, sqlite_url: str) -> None:
-    nodes = _start(tmp_path, EXAMPLE, 1, "--", "--steps", "8", "--width", "64")
+def test_three_nodes_store_one_run_at_whole_node_sizes(tmp_path: Path, sqlite_url: str) -> None:
+    """World size 1 on node 0 alone, 2 on nodes 0 and 1 (node 2 waits), 3 on all three (the
+    endpoint's port bound again for the second launch)."""
+    nodes = _start(tmp_path, EXAMPLE, 1, "--", "--steps", "8", "--width", "64", count=3)
     _finish(nodes)
-    lead, other = nodes
+    lead, *others = nodes
     assert lead.process.returncode == 0, lead.err
     payload = json.loads(lead.out)
     config = payload["config"]
     assert (config["strategy"], config["script"]) == ("script", EXAMPLE)
     assert config["script_args"] == ["--steps", "8", "--width", "64"]
-    assert (config["nnodes"], config["nproc_per_node"], config["world_sizes"]) == (2, 1, [1, 2])
-    one, two = payload["results"]
-    # world size 1 on node 0 alone, 2 over both nodes (the whole-node sizes by default)
-    assert [(row["devices"], row["nodes"], row["crosses_nodes"]) for row in (one, two)] == [
+    # the whole-node sizes by default: 1, 2, 4, ... nodes up to --nnodes
+    assert (config["nnodes"], config["nproc_per_node"], config["world_sizes"]) == (3, 1, [1, 2, 3])
+    rows = payload["results"]
+    assert [(row["devices"], row["nodes"], row["crosses_nodes"]) for row in rows] == [
         (1, 1, False),
         (2, 2, True),
+        (3, 3, True),
     ]
-    assert (one["steps"], two["steps"]) == (5, 5)  # 8 steps, 3 of them warm-up
-    assert (one["samples_per_step"], two["samples_per_step"]) == (32, 64)
-    assert two["efficiency"] == pytest.approx(
-        two["per_device_throughput"] / one["per_device_throughput"]
-    )
-    assert [len(timing["rank_times_s"]) for timing in payload["timings"]] == [1, 2]
+    assert [row["steps"] for row in rows] == [5, 5, 5]  # 8 steps, 3 of them warm-up
+    assert [row["samples_per_step"] for row in rows] == [32, 64, 96]
+    for row in rows:
+        assert row["efficiency"] == pytest.approx(
+            row["per_device_throughput"] / rows[0]["per_device_throughput"]
+        )
+    assert [len(timing["rank_times_s"]) for timing in payload["timings"]] == [1, 2, 3]
     host = socket.gethostname()
     assert payload["environment"]["node_hosts"] == [
-        {"node_rank": 0, "host": host, "ranks": [0]},
-        {"node_rank": 1, "host": host, "ranks": [1]},
+        {"node_rank": rank, "host": host, "ranks": [rank]} for rank in range(3)
     ]
     assert [run["run_id"] for run in list_runs()] == [payload["run_id"]]
     assert get_run(payload["run_id"]) == payload
-    assert other.process.returncode == 0, other.err
-    note = json.loads(other.out)
-    assert (note["lead"], note["run_id"], note["ranks"]) == (False, payload["run_id"], [1])
-    assert note["note"] == (
-        f"node 1 (rank 1) took part in run {payload['run_id']}; rank 0 on {host} gathers, "
-        "stores and prints it"
-    )
+    for rank, other in enumerate(others, start=1):
+        assert other.process.returncode == 0, other.err
+        note = json.loads(other.out)
+        assert (note["lead"], note["run_id"], note["ranks"]) == (False, payload["run_id"], [rank])
+        assert note["note"] == (
+            f"node {rank} (rank {rank}) took part in run {payload['run_id']}; rank 0 on {host} "
+            "gathers, stores and prints it"
+        )
     _assert_clean(nodes)
     assert not (tmp_path / "state").exists()  # no logs kept without --keep-logs
 

@@ -364,7 +364,7 @@ class _Job:
                 if run_id:
                     folder.name(f"measure-{run_id}-node-{self.shape.node_rank}")
                 if message["op"] == "end":
-                    return {
+                    note = {
                         "lead": False,
                         "run_id": run_id,
                         "node_rank": self.shape.node_rank,
@@ -372,6 +372,7 @@ class _Job:
                         "lead_host": _printable(str(message.get("lead_host")), 255),
                         "error": None,
                     }
+                    break
                 size = lead.size_of(message)
                 try:
                     records = self._launch(size, folder, lead.look)
@@ -392,6 +393,7 @@ class _Job:
             raise
         finally:
             folder.close(keep=self.keep)
+        return note | ({"logs": str(folder.kept)} if self.keep else {})
 
 
 def _wire(records: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
