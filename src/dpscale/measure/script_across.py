@@ -26,9 +26,10 @@ times each, on a channel whose messages are at most 64 MiB), summarises them wit
 a note naming the lead.
 
 When the script fails on any node at any world size (or times no step, or hangs), that node
-stops its ranks and reports the failure; node 0 stops its own ranks, waits up to
-:data:`REPORT_S` for the other nodes' reports, chooses the cause (a failure that is not only
-a lost connection to a peer, else the first) and sends it to every node: each prints the same
+stops its ranks and reports the failure; node 0 stops its own ranks and chooses the cause:
+its own failure unless it reads as only a lost connection to a peer, else, after up to
+:data:`REPORT_S` for the other nodes' reports, one of theirs that does not (else the first).
+It sends the cause to every node: each prints the same
 line, naming the world size, the node and the failing rank's last lines, and nothing is
 stored. Ctrl-C (or SIGTERM) on any node stops every node the same way.
 
@@ -322,6 +323,8 @@ class _Job:
         self, peers: _Peers, taking: list[int], size: int, own: str | None
     ) -> dict[int, dict[str, Any]]:
         """The other nodes' records at ``size``; ScriptError (the cause) on any failure."""
+        if own is not None and not looks_lost(own):
+            raise ScriptError(own)  # a cause of its own: no other report could say more
         failed = own is not None or peers.failed()
         deadline = time.monotonic() + (REPORT_S if failed else self.silent_s)
         while any(rank not in peers.reports for rank in taking):
