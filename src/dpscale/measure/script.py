@@ -162,6 +162,7 @@ def run_script_at(
     node: ClusterShape | None = None,
     store_socket: socket.socket | None = None,
     check: Callable[[], None] | None = None,
+    place: str = "",
 ) -> dict[int, dict[str, Any]]:
     """Every rank's StepTimer record at ``world_size``; raises :class:`ScriptError`.
 
@@ -169,7 +170,8 @@ def run_script_at(
     node's part of one torchrun job over them, through :mod:`dpscale.measure.agent` (serving
     the store on ``store_socket`` where this node hosts it): this node's ranks' records.
     ``check`` is called at each look (every :data:`POLL_S`); what it raises ends the world
-    size, every rank of this node stopped.
+    size, every rank of this node stopped. ``place`` (e.g. `` on node 0 (host)``) follows
+    the world size in messages.
     """
     from dpscale.measure.agent import FD_ENV
     from dpscale.measure.launch import _die_with_launcher
@@ -186,7 +188,7 @@ def run_script_at(
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "inductor"))
     if backend != "auto":
         env["DPSCALE_BACKEND"] = backend
-    where = f"at world size {world_size}"
+    where = f"at world size {world_size}{place}"
     ranks = range(world_size)
     command = script_command(world_size, script, args, log_dir)
     if node is not None:

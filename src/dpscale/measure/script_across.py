@@ -221,6 +221,7 @@ class _Job:
                 node=part,
                 store_socket=sock,
                 check=check,
+                place="" if part else f" on node 0 ({self.host})",
             )
         except (_StoppedError, _EndedError):
             self.keep = True
