@@ -24,9 +24,12 @@ from typing import Any
 
 import pytest
 
+from dpscale.measure import script_across
 from dpscale.measure.handshake import Channel, ChannelError, handshake_channels
 from dpscale.measure.nodes import ClusterShape
+from dpscale.measure.script_across import across_sizes, checked_records
 from dpscale.store.runs import get_run, list_runs
+from dpscale.validation import InputError
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "train_ddp.py")
 ENDS_S = 600.0
@@ -297,3 +300,61 @@ def _last_mac(channel: Channel, body: dict[str, Any]) -> str:
 
 def _raw(channel: Channel, message: dict[str, Any]) -> None:
     channel.conn.sendall(json.dumps(message, sort_keys=True).encode() + b"\n")
+
+
+GOOD = {"samples_per_step": 8, "tokens_per_step": None, "step_times_s": [0.1, 0.2], "host": "b"}
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ({"2": GOOD, "3": GOOD, "0": GOOD}, "records of ranks other than 2 to 3"),
+        ({"2": GOOD, "3": "many"}, "rank 3: step times missing"),
+        ({"2": GOOD, "3": {**GOOD, "step_times_s": []}}, "rank 3: step times missing"),
+        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, float("nan")]}}, "not a finite"),
+        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, -1]}}, "not a finite number above 0"),
+        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, True]}}, "not a finite number"),
+        ({"2": GOOD, "3": {**GOOD, "samples_per_step": None}}, "samples or tokens per step"),
+        ({"2": GOOD, "3": {**GOOD, "samples_per_step": 1e400}}, "samples or tokens per step"),
+    ],
+)
+def test_records_from_another_node_are_held_to_bounds(records: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        checked_records(records, range(2, 4))
+
+
+def test_a_record_holds_at_most_max_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(script_across, "MAX_STEPS", 2)
+    assert len(checked_records({"2": GOOD, "3": GOOD}, range(2, 4))) == 2
+    too_many = {**GOOD, "step_times_s": [0.1, 0.1, 0.1]}
+    with pytest.raises(ValueError, match="rank 3: step times missing or more than 2"):
+        checked_records({"2": GOOD, "3": too_many}, range(2, 4))
+
+
+def test_records_keep_only_what_is_summarised() -> None:
+    record = {**GOOD, "pid": 7, "extra": "x" * 100}
+    assert checked_records({"2": record, "3": GOOD}, range(2, 4))[2] == {
+        "samples_per_step": 8,
+        "tokens_per_step": None,
+        "step_times_s": [0.1, 0.2],
+        "cuda": False,
+        "host": "b",
+    }
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ((2, 6), "must not exceed --nnodes x --nproc-per-node = 4"),
+        ((3,), "multiples of --nproc-per-node 2) or at most 2 (node 0 alone); 3 is neither"),
+    ],
+)
+def test_world_sizes_across_nodes_are_whole_nodes_or_node_0_alone(
+    sizes: tuple[int, ...], message: str
+) -> None:
+    shape = ClusterShape(nnodes=2, nproc_per_node=2, node_rank=0, rdzv_endpoint="h:1")
+    assert across_sizes(None, shape) == (2, 4)
+    assert across_sizes((4, 1, 2), shape) == (1, 2, 4)
+    with pytest.raises(InputError) as refused:
+        across_sizes(sizes, shape)
+    assert message in refused.value.issues[0].sentence("--world-sizes")

@@ -206,7 +206,7 @@ class _Job:
     ) -> dict[int, dict[str, Any]]:
         """This node's ranks' records at ``size``; ScriptError with the log's place."""
         per = self.shape.nproc_per_node
-        nodes = max(1, size // per) if size > per else 1
+        nodes = size // per if size > per else 1
         part = self.shape.model_copy(update={"nnodes": nodes}) if nodes > 1 else None
         work = folder.root / f"world-{size}"
         try:
