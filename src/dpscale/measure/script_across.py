@@ -83,6 +83,8 @@ BEAT_S = 1.0
 """How often each side tells the other it is there."""
 REPORT_S = 15.0
 """After a failure, how long node 0 waits for the other nodes' own reports."""
+REBIND_S = 10.0
+"""How long node 0 tries to bind the endpoint's port again for a launch."""
 MAX_STEPS = 10_000_000
 """Most step times a rank's record may hold."""
 _RUN_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -232,6 +234,22 @@ class _Job:
 
     # -- node 0 ---------------------------------------------------------------------------
 
+    def _bind_again(self, size: int) -> socket.socket:
+        """The endpoint's port for another launch, retried for up to :data:`REBIND_S` (a
+        connection of the launch before may hold it a moment longer)."""
+        deadline = time.monotonic() + REBIND_S
+        why = f"node 0 cannot listen on --rdzv-endpoint {self.shape.rdzv_endpoint}"
+        while time.monotonic() < deadline:
+            try:
+                bound = listen(self.shape, must=True)
+            except RendezvousRefusedError as err:
+                why = str(err)
+            else:
+                if bound is not None:
+                    return bound
+            time.sleep(POLL_S)
+        raise ScriptError(f"{why} (at world size {size}, for {REBIND_S:g} s)")
+
     def lead(
         self, sizes: Sequence[int], listener: socket.socket | None, channels: list[Channel]
     ) -> dict[str, Any]:
@@ -249,10 +267,7 @@ class _Job:
                 peers.reports.clear()
                 sock = None
                 if nodes > 1:  # bound before the others are told: their agents dial it
-                    try:
-                        sock = listener if listener is not None else listen(self.shape, must=True)
-                    except RendezvousRefusedError as err:
-                        raise ScriptError(f"{err} (at world size {size})") from None
+                    sock = listener if listener is not None else self._bind_again(size)
                     listener = None
                 for rank in taking:
                     peers.send(rank, {"op": "launch", "size": size, "run_id": run_id})
