@@ -15,6 +15,7 @@ from dpscale.measure.script import summarise_script
 from dpscale.store.runs import get_run, list_runs
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "train_ddp.py")
+ACROSS = ("--script", EXAMPLE, "--nnodes", "2", "--rdzv-endpoint", "h:1")
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -152,7 +153,16 @@ def _state(pid: int) -> str:
             "--world-sizes: must not exceed --nproc 2",
         ),
         (("--", "--steps", "3"), "extra arguments '--steps 3' are for --script only"),
-        (("--script", EXAMPLE, "--nnodes", "2"), "--nnodes: --script runs on one machine"),
+        (("--script", EXAMPLE, "--nnodes", "2"), "--rdzv-endpoint: is needed with --nnodes"),
+        (
+            # 3 is neither on node 0 alone (at most 2) nor whole nodes (4)
+            (*ACROSS, "--nproc-per-node", "2", "--world-sizes", "3"),
+            "--world-sizes: across nodes must be whole nodes",
+        ),
+        (
+            ACROSS,
+            "--node-rank: is needed with --script across nodes",
+        ),
     ],
 )
 def test_bad_script_options_give_one_line(

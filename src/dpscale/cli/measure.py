@@ -184,7 +184,15 @@ def measure(
         given += [name for name, on in (("launch_line", launch_line), ("sbatch", sbatch)) if on]
         given += [name for name in ("collectives", "training") if not options[name]]
         _measure_script(
-            script, script_args, options, given, store=store, as_json=as_json, keep=keep_logs
+            script,
+            script_args,
+            options,
+            given,
+            store=store,
+            as_json=as_json,
+            keep=keep_logs,
+            node_fields=node_fields,
+            token=rdzv_token or "",
         )
         return
     if launch_line or sbatch:
@@ -291,21 +299,18 @@ def _measure_script(
     store: bool,
     as_json: bool,
     keep: bool = False,
+    node_fields: dict[str, Any] | None = None,
+    token: str = "",
 ) -> None:
-    """``dpscale measure --script``: the user's script at each world size, stored as a run."""
+    """``dpscale measure --script``: the user's script at each world size, stored as a run
+    (across nodes: this command on every node, node 0 stores the run)."""
     from pathlib import Path
 
     from dpscale.measure import INSTALL_HINT
     from dpscale.measure.config import OPTION_NAMES, read_config
     from dpscale.validation import InputError
 
-    across = [name for name in given if name in _NODE_HELP]
-    if across:
-        fail(
-            f"{_label(across[0], OPTION_NAMES)}: --script runs on one machine for now; across "
-            "nodes, start the script with torchrun on each node (StepTimer prints rank 0's line)"
-        )
-    other = [name for name in given if name not in _SCRIPT_OPTIONS]
+    other = [name for name in given if name not in (*_SCRIPT_OPTIONS, *_NODE_HELP)]
     if other:
         fail(f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script")
     if not Path(script).is_file():
@@ -314,22 +319,28 @@ def _measure_script(
         import torch  # noqa: F401  (only to say how to install it when it is missing)
     except ImportError:
         fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
+    from dpscale.measure.handshake import RendezvousRefusedError
     from dpscale.measure.launch import world_sizes_for
     from dpscale.measure.script import ScriptError, measure_script
+    from dpscale.measure.script_across import across_sizes, measure_script_across
     from dpscale.measure.worker import resolve_backend
 
     try:
+        shape = _shape(node_fields or {}, nproc_given=options["nproc"] is not None)
         wanted = {key: options[key] for key in _SCRIPT_OPTIONS}
         config = read_config(wanted | {"collectives": False})
-        if options["world_sizes"] is not None and options["nproc"] is None:
-            config = config.model_copy(update={"nproc": max(config.world_sizes or (1,))})
-        sizes = world_sizes_for(config, resolve_backend(config.backend))
+        if shape is not None:
+            sizes = across_sizes(config.world_sizes, shape)
+        else:
+            if options["world_sizes"] is not None and options["nproc"] is None:
+                config = config.model_copy(update={"nproc": max(config.world_sizes or (1,))})
+            sizes = world_sizes_for(config, resolve_backend(config.backend))
     except InputError as err:
         fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        payload = _script_with_progress(
-            lambda on_event: measure_script(
+
+    def run(on_event: Any) -> dict[str, Any]:
+        if shape is None:
+            return measure_script(
                 script,
                 script_args,
                 sizes,
@@ -338,9 +349,27 @@ def _measure_script(
                 nproc=config.nproc,
                 on_event=on_event,
                 keep_logs=keep,
-            ),
-            len(sizes),
+            )
+        return measure_script_across(
+            script,
+            script_args,
+            sizes,
+            shape,
+            token=token,
+            backend=config.backend,
+            timeout_s=config.timeout_s,
+            on_event=on_event,
+            keep_logs=keep,
+            on_refused=_note,
         )
+
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        payload = _script_with_progress(run, len(sizes))
+    except InputError as err:
+        fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
+    except RendezvousRefusedError as err:
+        fail(f"{err}; no rank started")
     except ScriptError as err:
         fail(str(err))
     except KeyboardInterrupt:
@@ -348,6 +377,9 @@ def _measure_script(
         raise click.exceptions.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if payload.get("lead") is False:
+        _print_note(payload, as_json=as_json)
+        return
     run_id = _store(payload) if store else None
     if as_json:
         print_json(payload)
@@ -565,7 +597,9 @@ MEASURE = click.Command(
             ["script", "--script"],
             metavar="FILE",
             help="Your training script (timing its steps with dpscale.measure.StepTimer), "
-            "run under torchrun at each world size; its arguments follow --.",
+            "run under torchrun at each world size; its arguments follow --. Across nodes "
+            "(--nnodes, --nproc-per-node, --node-rank, --rdzv-endpoint on each node): whole "
+            "nodes, or up to --nproc-per-node on node 0 alone.",
         ),
         click.Option(
             ["compare", "--compare"],

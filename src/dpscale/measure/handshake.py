@@ -22,6 +22,12 @@ measure --nnodes N`` runs this handshake on the rendezvous endpoint itself:
 * every wait is bounded (``--rdzv-timeout``) and a wait that ends says what it waited for
   and for how long.
 
+``dpscale measure --script`` across nodes keeps each admitted node's connection open after
+the handshake (:func:`handshake_channels`): a :class:`Channel` whose every message carries an
+HMAC (the token as key) over the handshake's two nonces, the direction, a sequence number and
+the message, so that a message altered, replayed, reflected or sent on a connection that did
+not pass the handshake is refused; each message is bounded in size (:data:`MAX_MESSAGE`).
+
 What it does not do: encrypt anything, or keep a process that skips the handshake from
 connecting to torchrun's store once the run has started (the store has no authentication;
 see SECURITY.md). Without a token the HMAC key is empty: settings are still compared, and
@@ -51,10 +57,14 @@ from typing import Any
 from dpscale.measure.nodes import ClusterShape
 
 __all__ = [
+    "MAX_MESSAGE",
     "TOKEN_ENV",
+    "Channel",
+    "ChannelError",
     "RendezvousRefusedError",
     "first_difference",
     "handshake",
+    "handshake_channels",
     "mac",
     "settings_of",
 ]
@@ -63,12 +73,18 @@ TOKEN_ENV = "DPSCALE_RDZV_TOKEN"
 PROTOCOL = "dpscale-rdzv/1"
 MAX_LINE = 64 * 1024
 """Longest message a peer may send (settings are a few hundred bytes)."""
+MAX_MESSAGE = 64 * 1024 * 1024
+"""Longest message on a kept :class:`Channel` (a node's step times: a few MB at most)."""
 PEER_S = 10.0
 """How long one connected peer may take over each of its messages."""
 RETRY_S = 0.2
 """Pause between a joining node's attempts to reach the host."""
 
 Note = Callable[[str], None]
+
+
+class ChannelError(Exception):
+    """A kept channel closed, or a message on it that is not the peer's (one line)."""
 
 
 class RendezvousRefusedError(Exception):
@@ -82,11 +98,14 @@ def mac(key: bytes, label: bytes, *parts: bytes) -> str:
 
 
 def settings_of(config: Any, shape: ClusterShape) -> dict[str, Any]:
-    """What must be the same on every node: every measurement setting, the cluster's shape
-    (less this node's rank and how it names the endpoint) and dpscale's version."""
+    """What must be the same on every node: every measurement setting (a config, or a
+    mapping of them), the cluster's shape (less this node's rank and how it names the
+    endpoint) and dpscale's version."""
     from dpscale import __version__
 
-    settings: dict[str, Any] = dict(config.model_dump(mode="json"))
+    settings: dict[str, Any] = (
+        dict(config) if isinstance(config, Mapping) else dict(config.model_dump(mode="json"))
+    )
     settings.update(
         nnodes=shape.nnodes,
         nproc_per_node=shape.nproc_per_node,
@@ -107,8 +126,15 @@ def first_difference(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> str 
 def _option(key: str) -> str:
     from dpscale.measure.config import OPTION_NAMES
 
-    names = {**OPTION_NAMES, "dpscale_version": "dpscale's version"}
+    names = {**OPTION_NAMES, "dpscale_version": "dpscale's version", **SCRIPT_NAMES}
     return names.get(key, "--" + key.replace("_", "-"))
+
+
+SCRIPT_NAMES = {
+    "script": "--script (the file's name)",
+    "script_sha256": "the script's contents (SHA-256)",
+    "script_args": "the script's arguments",
+}
 
 
 def _shown(value: Any) -> str:
@@ -126,6 +152,7 @@ class _Peer:
     conn: socket.socket
     hello: dict[str, Any]
     address: str
+    challenge: str = ""
 
     @property
     def name(self) -> str:
@@ -142,24 +169,30 @@ class _Lines:
     """Newline-delimited JSON over a socket, each message bounded in size and time."""
 
     conn: socket.socket
-    buffer: bytes = field(default=b"")
+    buffer: bytearray = field(default_factory=bytearray)
+    limit: int = MAX_LINE
 
     def send(self, message: Mapping[str, Any]) -> None:
         self.conn.sendall(json.dumps(message, sort_keys=True).encode() + b"\n")
 
     def read(self, deadline: float) -> dict[str, Any]:
-        while b"\n" not in self.buffer:
+        # A bytearray grows in place and only the new bytes are searched: a message of
+        # many megabytes (a node's step times) costs linear time, not quadratic.
+        searched = 0
+        while (end := self.buffer.find(b"\n", searched)) < 0:
+            searched = len(self.buffer)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
             self.conn.settimeout(left)
-            chunk = self.conn.recv(4096)
+            chunk = self.conn.recv(65536)
             if not chunk:
                 raise ConnectionError("closed")
             self.buffer += chunk
-            if len(self.buffer) > MAX_LINE:
+            if len(self.buffer) > self.limit:
                 raise ValueError("message too long")
-        line, _, self.buffer = self.buffer.partition(b"\n")
+        line = bytes(self.buffer[:end])
+        del self.buffer[: end + 1]
         message = json.loads(line.decode("utf-8"))
         if not isinstance(message, dict):
             raise ValueError("not an object")
@@ -204,6 +237,76 @@ def listen(shape: ClusterShape, *, must: bool) -> socket.socket | None:
     return None
 
 
+@dataclass
+class Channel:
+    """An admitted node's connection, kept after the handshake for the run's own messages.
+
+    Each message is ``{"body": ..., "mac": ...}``, the HMAC keyed with the token over this
+    handshake's challenge and nonce (``session``), the sender's side, the message's sequence
+    number and the body; :meth:`receive` refuses any other (:class:`ChannelError`).
+    """
+
+    conn: socket.socket
+    key: bytes
+    session: bytes
+    lead: bool
+    """Whether this end is the host's (node 0's)."""
+    name: str
+    node_rank: int | None = None
+    sent: int = 0
+    received: int = 0
+    lines: _Lines = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lines = _Lines(self.conn, limit=MAX_MESSAGE)
+
+    def _mac(self, lead: bool, number: int, body: bytes) -> str:
+        side = b"lead" if lead else b"node"
+        return mac(self.key, b"message", self.session, side, str(number).encode(), body)
+
+    def send(self, body: Mapping[str, Any]) -> None:
+        """One message; :class:`ChannelError` when the connection is gone."""
+        encoded = json.dumps(body, sort_keys=True).encode()
+        try:
+            self.lines.send({"body": body, "mac": self._mac(self.lead, self.sent, encoded)})
+        except OSError as err:
+            raise ChannelError(f"the connection to {self.name} broke ({err})") from None
+        self.sent += 1
+
+    def receive(self, wait_s: float) -> dict[str, Any] | None:
+        """The next message, or None when none came within ``wait_s`` (at least a
+        millisecond: what has arrived is read)."""
+        try:
+            message = self.lines.read(time.monotonic() + max(wait_s, 0.001))
+        except TimeoutError:
+            return None
+        except (OSError, ValueError, ConnectionError, RecursionError) as err:
+            raise ChannelError(f"the connection to {self.name} broke ({err})") from None
+        body = message.get("body")
+        encoded = json.dumps(body, sort_keys=True).encode()
+        proof = str(message.get("mac", "")).encode()
+        expected = self._mac(not self.lead, self.received, encoded).encode()
+        if not isinstance(body, dict) or not hmac.compare_digest(proof, expected):
+            raise ChannelError(f"a message from {self.name} failed its HMAC check")
+        self.received += 1
+        return body
+
+    def close(self, drain_s: float = PEER_S) -> None:
+        """Close without losing what either side sent last: this side's end first, then
+        what the peer still sends is read until it closes too (at most ``drain_s``). A
+        socket closed with unread data resets the connection, and the peer's kernel then
+        drops what it had not read yet (a last message)."""
+        with contextlib.suppress(OSError):
+            self.conn.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + drain_s
+            while (left := deadline - time.monotonic()) > 0:
+                self.conn.settimeout(left)
+                if not self.conn.recv(65536):
+                    break
+        with contextlib.suppress(OSError):
+            self.conn.close()
+
+
 def handshake(
     shape: ClusterShape,
     settings: Mapping[str, Any],
@@ -214,18 +317,47 @@ def handshake(
 ) -> socket.socket | None:
     """This node's side of the handshake; the listening socket for torchrun's store where
     this node hosts it, else None. Raises :class:`RendezvousRefusedError` with one line."""
+    listener, _ = _shake(shape, settings, token, wait_s=wait_s, note=note, keep=False)
+    return listener
+
+
+def handshake_channels(
+    shape: ClusterShape,
+    settings: Mapping[str, Any],
+    token: str,
+    *,
+    wait_s: float,
+    note: Note | None = None,
+) -> tuple[socket.socket | None, list[Channel]]:
+    """The handshake, its connections kept: on the host, the listening socket and a
+    :class:`Channel` to each other node (by node rank); elsewhere None and the one channel
+    to the host."""
+    return _shake(shape, settings, token, wait_s=wait_s, note=note, keep=True)
+
+
+def _shake(
+    shape: ClusterShape,
+    settings: Mapping[str, Any],
+    token: str,
+    *,
+    wait_s: float,
+    note: Note | None,
+    keep: bool,
+) -> tuple[socket.socket | None, list[Channel]]:
     key = token.encode("utf-8")
     static = shape.node_rank is not None
     listener = listen(shape, must=shape.node_rank == 0) if shape.node_rank in (0, None) else None
     if listener is None:
-        _join(shape, settings, key, wait_s=wait_s)
-        return None
+        channel = _join(shape, settings, key, wait_s=wait_s, keep=keep)
+        return None, [channel] if channel is not None else []
     try:
-        _host(shape, settings, key, listener, wait_s=wait_s, static=static, note=note)
+        channels = _host(
+            shape, settings, key, listener, wait_s=wait_s, static=static, note=note, keep=keep
+        )
     except BaseException:
         listener.close()
         raise
-    return listener
+    return listener, channels
 
 
 def _host(
@@ -237,7 +369,8 @@ def _host(
     wait_s: float,
     static: bool,
     note: Note | None,
-) -> None:
+    keep: bool = False,
+) -> list[Channel]:
     start = time.monotonic()
     deadline = start + wait_s
     peers: list[_Peer] = []
@@ -277,7 +410,7 @@ def _host(
                 good = hmac.compare_digest(
                     proof.encode(), mac(key, b"hello", challenge.encode(), body).encode()
                 )
-                peer = _Peer(conn, hello.get("body") or {}, where)
+                peer = _Peer(conn, hello.get("body") or {}, where, challenge)
                 if not good or not isinstance(hello.get("body"), dict):
                     message = f"{here} refused the agent from {where}: wrong rendezvous token"
                     lines.send({"ok": False, "error": message})
@@ -302,15 +435,34 @@ def _host(
     except BaseException as err:
         refuse_all(str(err) if isinstance(err, RendezvousRefusedError) else f"{here} stopped")
         raise
-    for peer in peers:
+    channels: list[Channel] = []
+    for peer in sorted(peers, key=lambda peer: str(peer.hello.get("node_rank"))):
         lines = _Lines(peer.conn)
         nonce = str(peer.hello.get("nonce", "")).encode()
+        if keep:
+            session = peer.challenge.encode() + b":" + nonce
+            rank = peer.hello.get("node_rank")
+            try:
+                lines.send({"ok": True, "mac": mac(key, b"go", nonce)})
+            except OSError:
+                message = f"{peer.name} left before the run started"
+                for other in peers:  # the nodes admitted already see their channel close
+                    if other.conn not in [channel.conn for channel in channels]:
+                        with contextlib.suppress(OSError):
+                            _Lines(other.conn).send({"ok": False, "error": message})
+                    other.conn.close()
+                raise RendezvousRefusedError(f"{peer.name} left before the run started") from None
+            channels.append(
+                Channel(peer.conn, key, session, True, peer.name, rank if static else None)
+            )
+            continue
         with contextlib.suppress(OSError):
             lines.send({"ok": True, "mac": mac(key, b"go", nonce)})
             # The node closes first: its side keeps TIME_WAIT, the listening port stays clean.
             with contextlib.suppress(OSError, TimeoutError, ValueError, ConnectionError):
                 lines.read(time.monotonic() + PEER_S)
         peer.conn.close()
+    return channels
 
 
 def _check(
@@ -337,7 +489,9 @@ def _check(
     )
 
 
-def _join(shape: ClusterShape, settings: Mapping[str, Any], key: bytes, *, wait_s: float) -> None:
+def _join(
+    shape: ClusterShape, settings: Mapping[str, Any], key: bytes, *, wait_s: float, keep: bool
+) -> Channel | None:
     start = time.monotonic()
     deadline = start + wait_s
     last = "no answer"
@@ -355,7 +509,7 @@ def _join(shape: ClusterShape, settings: Mapping[str, Any], key: bytes, *, wait_
             time.sleep(RETRY_S)
             continue
         break
-    with conn:
+    try:
         lines = _Lines(conn)
         nonce = secrets.token_hex(16)
         body = {
@@ -399,3 +553,14 @@ def _join(shape: ClusterShape, settings: Mapping[str, Any], key: bytes, *, wait_
                 f"the rendezvous on {shape.rdzv_endpoint} does not hold the same token; "
                 "no rank started"
             )
+    except BaseException:
+        conn.close()
+        raise
+    if not keep:
+        conn.close()
+        return None
+    conn.settimeout(None)
+    session = str(greeting.get("challenge", "")).encode() + b":" + nonce.encode()
+    channel = Channel(conn, key, session, False, f"node 0 ({shape.host})", 0)
+    channel.lines.buffer = lines.buffer  # what node 0 sent after its answer, read already
+    return channel

@@ -33,6 +33,7 @@ from dpscale.validation import InputError, parse
 
 __all__ = [
     "ClusterShape",
+    "agent_command",
     "expand_nodelist",
     "launch_line",
     "read_shape",
@@ -146,13 +147,19 @@ def torchrun_node_command(
     torchrun keeps its own logs in the run folder (``--log-dir``), not in a temporary folder
     of its own that nothing removes.
     """
+    command = agent_command(shape, run_dir / "torchelastic", hosting=hosting)
+    command += ["-m", WORKER_MODULE]
+    command += ["--config-file", str(config_file), "--out", str(run_dir), "--no-report"]
+    return command
+
+
+def agent_command(shape: ClusterShape, log_dir: Path, *, hosting: bool | None = None) -> list[str]:
+    """torchrun's options on this node, through :mod:`dpscale.measure.agent`, up to the
+    program it runs (the worker, or ``dpscale measure --script``'s script)."""
     command = [sys.executable, "-m", AGENT_MODULE, *_rendezvous(shape)]
     if hosting is not None and shape.node_rank is None:
         command.append(f"--rdzv-conf=is_host={int(hosting)}")
-    command += ["--max-restarts=0", "--monitor-interval=0.1"]
-    command += [f"--log-dir={run_dir / 'torchelastic'}", "-m", WORKER_MODULE]
-    command += ["--config-file", str(config_file), "--out", str(run_dir), "--no-report"]
-    return command
+    return [*command, "--max-restarts=0", "--monitor-interval=0.1", f"--log-dir={log_dir}"]
 
 
 def launch_line(shape: ClusterShape, worker_options: Sequence[str], out: str) -> str:

@@ -38,11 +38,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dpscale.measure.nodes import ClusterShape
 from dpscale.measure.report import add_efficiency, new_run_id
 from dpscale.measure.rundir import RunFolder
 from dpscale.measure.steptimer import ENV_DIR, timer_file
 
-__all__ = ["ScriptError", "last_lines", "measure_script", "script_command"]
+__all__ = [
+    "ScriptError",
+    "last_lines",
+    "measure_script",
+    "run_script_at",
+    "script_command",
+    "script_payload",
+    "summarise_script",
+    "timing_of",
+]
 
 POLL_S = 0.1
 STARTUP_S = 60.0
@@ -83,33 +93,38 @@ def last_lines(text: str, count: int = LAST_LINES) -> str:
     return " | ".join(lines[-count:])[-600:]
 
 
-def _rank_output(log_dir: Path, rank: int) -> str:
-    """Rank ``rank``'s stderr (else stdout) as torchrun redirected it."""
+def _rank_output(log_dir: Path, rank: int, first: int = 0) -> str:
+    """Rank ``rank``'s stderr (else stdout) as torchrun redirected it (in folders by local
+    rank: ``first`` is this node's first rank)."""
     for name in ("stderr.log", "stdout.log"):
-        for path in sorted(log_dir.glob(f"*/attempt_*/{rank}/{name}")):
+        for path in sorted(log_dir.glob(f"*/attempt_*/{rank - first}/{name}")):
             text = path.read_text(encoding="utf-8", errors="replace")
             if text.strip():
                 return text
     return ""
 
 
-def _failed_output(log_dir: Path, torchrun_log: str, world_size: int) -> str:
-    """The last lines of the rank that failed first (torchrun's root cause), else of any
-    rank, else of torchrun itself."""
+def _failed_output(log_dir: Path, torchrun_log: str, ranks: range) -> str:
+    """The last lines of the rank (of ``ranks``, this node's) that failed first (torchrun's
+    root cause), else of any rank, else of torchrun itself."""
+    return _failed_rank(log_dir, torchrun_log, ranks)[1]
+
+
+def _failed_rank(log_dir: Path, torchrun_log: str, ranks: range) -> tuple[int | None, str]:
     from dpscale.measure.launch import _torchrun_failures
 
     codes, root = _torchrun_failures(torchrun_log)
-    order = ([root] if root is not None else []) + sorted(codes) + list(range(world_size))
+    order = ([root] if root is not None else []) + sorted(codes) + list(ranks)
     for rank in order:
-        text = _rank_output(log_dir, rank)
+        text = _rank_output(log_dir, rank, ranks.start) if rank in ranks else ""
         if text:
-            return last_lines(text)
-    return last_lines(torchrun_log) or "no output"
+            return rank, last_lines(text)
+    return None, last_lines(torchrun_log) or "no output"
 
 
-def _read_timers(folder: Path, world_size: int) -> dict[int, dict[str, Any]]:
+def _read_timers(folder: Path, ranks: range) -> dict[int, dict[str, Any]]:
     records = {}
-    for rank in range(world_size):
+    for rank in ranks:
         path = timer_file(folder, rank)
         try:
             records[rank] = json.loads(path.read_text(encoding="utf-8"))
@@ -144,9 +159,23 @@ def run_script_at(
     backend: str,
     timeout_s: float,
     on_event: EventHandler | None = None,
+    node: ClusterShape | None = None,
+    store_socket: socket.socket | None = None,
+    check: Callable[[], None] | None = None,
+    place: str = "",
 ) -> dict[int, dict[str, Any]]:
-    """Every rank's StepTimer record at ``world_size``; raises :class:`ScriptError`."""
+    """Every rank's StepTimer record at ``world_size``; raises :class:`ScriptError`.
+
+    Across nodes (``node``: the nodes taking part, and this one's rank among them) this
+    node's part of one torchrun job over them, through :mod:`dpscale.measure.agent` (serving
+    the store on ``store_socket`` where this node hosts it): this node's ranks' records.
+    ``check`` is called at each look (every :data:`POLL_S`); what it raises ends the world
+    size, every rank of this node stopped. ``place`` (e.g. `` on node 0 (host)``) follows
+    the world size in messages.
+    """
+    from dpscale.measure.agent import FD_ENV
     from dpscale.measure.launch import _die_with_launcher
+    from dpscale.measure.nodes import agent_command
 
     notify = on_event or (lambda event: None)
     timers = work / "steps"
@@ -159,17 +188,29 @@ def run_script_at(
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "inductor"))
     if backend != "auto":
         env["DPSCALE_BACKEND"] = backend
-    where = f"at world size {world_size}"
+    where = f"at world size {world_size}{place}"
+    ranks = range(world_size)
+    command = script_command(world_size, script, args, log_dir)
+    if node is not None:
+        first = (node.node_rank or 0) * node.nproc_per_node
+        ranks = range(first, first + node.nproc_per_node)
+        where += f" on node {node.node_rank} ({socket.gethostname()})"
+        command = [*agent_command(node, log_dir), "--redirects=3", script, *args]
+        env[FD_ENV] = str(store_socket.fileno()) if store_socket is not None else ""
+    passed = (store_socket.fileno(),) if store_socket is not None else ()
     with log.open("wb") as stream:
         proc = subprocess.Popen(
-            script_command(world_size, script, args, log_dir),
+            command,
             stdout=stream,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=env,
             start_new_session=True,
             preexec_fn=_die_with_launcher,
+            pass_fds=passed,
         )
+    if store_socket is not None:
+        store_socket.close()  # the agent serves the store on its own copy
     notify({"type": "launch", "world_size": world_size, "pid": proc.pid})
     pids: set[int] = set()
     progress: dict[int, int] = {}
@@ -180,7 +221,7 @@ def run_script_at(
                 code: int | None = proc.wait(timeout=POLL_S)
             except subprocess.TimeoutExpired:
                 code = None
-            records = _read_timers(timers, world_size)
+            records = _read_timers(timers, ranks)
             pids.update(int(record["pid"]) for record in records.values())
             seen = {rank: int(record["seen"]) for rank, record in records.items()}
             now = time.monotonic()
@@ -189,24 +230,27 @@ def run_script_at(
                 notify({"type": "status", "world_size": world_size, "steps": min(seen.values())})
             if code is not None:
                 break
+            if check is not None:
+                check()
             allowed = timeout_s if any(seen.values()) else max(timeout_s, STARTUP_S)
             if now - last_progress > allowed:
                 what = "timed no step" if not any(seen.values()) else "timed no further step"
                 torchrun_log = log.read_text(encoding="utf-8", errors="replace")
                 raise ScriptError(
                     f"the script {what} for {allowed:g} s {where} (see --timeout); stopped; "
-                    f"its last lines: {_failed_output(log_dir, torchrun_log, world_size)}"
+                    f"its last lines: {_failed_output(log_dir, torchrun_log, ranks)}"
                 )
     finally:
         _stop(proc, pids)
     torchrun_log = log.read_text(encoding="utf-8", errors="replace")
     if code != 0:
+        rank, tail = _failed_rank(log_dir, torchrun_log, ranks)
+        which = f"rank {rank}, " if node is not None and rank is not None else ""
         raise ScriptError(
-            f"the script failed {where} (exit status {code}); its last lines: "
-            f"{_failed_output(log_dir, torchrun_log, world_size)}"
+            f"the script failed {where} ({which}exit status {code}); its last lines: {tail}"
         )
-    records = _read_timers(timers, world_size)
-    missing = [rank for rank in range(world_size) if not records.get(rank, {}).get("step_times_s")]
+    records = _read_timers(timers, ranks)
+    missing = [rank for rank in ranks if not records.get(rank, {}).get("step_times_s")]
     if missing:
         record = records.get(missing[0])
         why = (
@@ -216,7 +260,8 @@ def run_script_at(
             else f"timed no step after its {record['warmup']} warm-up steps "
             f"({record['seen']} seen; run more steps)"
         )
-        tail = last_lines(_rank_output(log_dir, missing[0])) or last_lines(torchrun_log)
+        tail = last_lines(_rank_output(log_dir, missing[0], ranks.start))
+        tail = tail or last_lines(torchrun_log)
         raise ScriptError(
             f"rank {missing[0]} of the script {why} {where}; its last lines: {tail or 'no output'}"
         )
@@ -245,7 +290,9 @@ def summarise_script(world_size: int, records: dict[int, dict[str, Any]]) -> dic
     )
 
 
-def _environment(backend: str, world_size: int, cuda: bool) -> dict[str, Any]:
+def _environment(
+    backend: str, world_size: int, cuda: bool, node_hosts: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     import torch
 
     from dpscale.measure.worker import _cpu_name
@@ -256,6 +303,7 @@ def _environment(backend: str, world_size: int, cuda: bool) -> dict[str, Any]:
         else [_cpu_name()]
     )
     host = socket.gethostname()
+    node_hosts = node_hosts or [{"node_rank": 0, "host": host, "ranks": list(range(world_size))}]
     return {
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
@@ -264,9 +312,50 @@ def _environment(backend: str, world_size: int, cuda: bool) -> dict[str, Any]:
         "cuda_version": torch.version.cuda,
         "device_count": world_size,
         "device_names": names,
-        "hosts": [host],
-        "nodes": 1,
-        "node_hosts": [{"node_rank": 0, "host": host, "ranks": list(range(world_size))}],
+        "hosts": sorted({str(node["host"]) for node in node_hosts}),
+        "nodes": len(node_hosts),
+        "node_hosts": node_hosts,
+    }
+
+
+def timing_of(size: int, records: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The run's ``timings`` entry of one world size: every rank's step times."""
+    return {
+        "kind": "training",
+        "op": None,
+        "devices": size,
+        "bytes": None,
+        "rank_times_s": [records[rank]["step_times_s"] for rank in sorted(records)],
+    }
+
+
+def script_payload(
+    run_id: str,
+    results: list[dict[str, Any]],
+    timings: list[dict[str, Any]],
+    config: dict[str, Any],
+    *,
+    cuda: bool,
+    node_hosts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The run in the shape of the built-in run's JSON; ``config`` as the caller states it
+    (``backend`` as asked: the run's backend is resolved here)."""
+    from dpscale.measure.report import _tidy
+
+    backend = str(config["backend"])
+    resolved = backend if backend != "auto" else ("nccl" if cuda else "gloo")
+    sizes = config["world_sizes"]
+    return {
+        "run_id": run_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "backend": resolved,
+        "partial": False,
+        "error": None,
+        "environment": _environment(resolved, max(sizes), cuda, node_hosts),
+        "config": config,
+        "results": _tidy(add_efficiency(results)),
+        "collectives": [],
+        "timings": timings,
     }
 
 
@@ -285,8 +374,6 @@ def measure_script(
 
     Raises :class:`ScriptError` (nothing measured is kept) when a world size fails.
     """
-    from dpscale.measure.report import _tidy
-
     run_id = new_run_id()
     folder = RunFolder(None, run_id)
     folder.name(f"measure-{run_id}")
@@ -316,40 +403,21 @@ def measure_script(
             cuda = cuda or any(record.get("cuda") for record in records.values())
             row = summarise_script(size, records)
             results.append(row)
-            timings.append(
-                {
-                    "kind": "training",
-                    "op": None,
-                    "devices": size,
-                    "bytes": None,
-                    "rank_times_s": [records[r]["step_times_s"] for r in sorted(records)],
-                }
-            )
+            timings.append(timing_of(size, records))
             if on_event is not None:
                 on_event({"type": "measurement", "world_size": size, "summary": row})
     finally:
         folder.close(keep=keep)
-    resolved = backend if backend != "auto" else ("nccl" if cuda else "gloo")
-    payload: dict[str, Any] = {
-        "run_id": run_id,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "backend": resolved,
-        "partial": False,
-        "error": None,
-        "environment": _environment(resolved, max(world_sizes), cuda),
-        "config": {
-            "strategy": "script",
-            "script": script,
-            "script_args": list(args),
-            "world_sizes": sorted(set(world_sizes)),
-            "nproc": nproc or max(world_sizes),
-            "backend": backend,
-            "timeout_s": timeout_s,
-        },
-        "results": _tidy(add_efficiency(results)),
-        "collectives": [],
-        "timings": timings,
+    config = {
+        "strategy": "script",
+        "script": script,
+        "script_args": list(args),
+        "world_sizes": sorted(set(world_sizes)),
+        "nproc": nproc or max(world_sizes),
+        "backend": backend,
+        "timeout_s": timeout_s,
     }
+    payload = script_payload(run_id, results, timings, config, cuda=cuda)
     if keep_logs:
         payload["logs"] = str(folder.kept)
     return payload
