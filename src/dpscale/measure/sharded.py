@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dpscale.measure.config import MeasureConfig
-from dpscale.measure.training import _nothing, timer
+from dpscale.measure.timing import nothing, timer
 
 __all__ = [
     "SEQ_LEN",
@@ -231,7 +231,7 @@ def time_sharded_training(
     mesh: Any,
     device: Any,
     rank: int,
-    on_iteration: Callable[[], None] = _nothing,
+    on_iteration: Callable[[], None] = nothing,
 ) -> dict[str, Any]:
     """This rank's times (``step``, ``compute``, ``comm``, ``all_gather``,
     ``reduce_scatter``, ``all_reduce``, each one per timed step) and its memory."""

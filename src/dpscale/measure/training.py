@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
 import numpy as np
 
 from dpscale.measure.config import MeasureConfig
+from dpscale.measure.timing import nothing, timer
 
 __all__ = [
     "TrainingTimes",
@@ -160,35 +160,6 @@ def summarise_training(
     }
 
 
-def _nothing() -> None:
-    pass
-
-
-def timer(
-    steps: int, device: Any, on_iteration: Callable[[], None] = _nothing
-) -> Callable[[Callable[[], None]], list[float]]:
-    """A function that runs its argument ``steps`` times and gives each run's seconds, the
-    device synchronised before and after each where it is CUDA (its kernels run late)."""
-    import torch
-
-    cuda = device.type == "cuda"
-
-    def timed(run: Callable[[], None]) -> list[float]:
-        times = []
-        for _ in range(steps):
-            if cuda:
-                torch.cuda.synchronize(device)
-            began = time.perf_counter()
-            run()
-            if cuda:
-                torch.cuda.synchronize(device)
-            times.append(time.perf_counter() - began)
-            on_iteration()
-        return times
-
-    return timed
-
-
 class TrainingTimes(TypedDict):
     """One rank's timed steps, in seconds: synchronised, compute alone, gradients alone; and
     the bytes of parameters, gradients and optimizer state it holds
@@ -217,7 +188,7 @@ def time_training(
     group: Any,
     device: Any,
     rank: int,
-    on_iteration: Callable[[], None] = _nothing,
+    on_iteration: Callable[[], None] = nothing,
 ) -> TrainingTimes:
     """This rank's times for ``config.steps`` timed steps (after ``config.warmup_steps``
     untimed ones), then as many compute-only steps and gradient all-reduces.
