@@ -1,8 +1,16 @@
-"""Fixtures for the measurement tests: a run as the launcher assembles it."""
+"""Fixtures for the measurement tests: a run as the launcher assembles it; nodes played by
+``dpscale measure`` processes on this machine (the across-nodes tests of the built-in model and
+of ``--script``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +19,64 @@ from dpscale.measure.collectives import summarise_collective
 from dpscale.measure.config import MeasureConfig
 from dpscale.measure.report import payload_from_streams
 from dpscale.measure.training import summarise_training
+
+ENDS_S = 600.0
+"""Generous bound on a run's end: a loaded 2-core machine takes a minute over a small one."""
+
+
+@dataclass
+class Node:
+    """One node's ``dpscale measure``: its process, its own /tmp, the marker in the
+    environment of every process it starts."""
+
+    process: subprocess.Popen[str]
+    tmp: Path
+    marker: str
+    out: str = ""
+    err: str = ""
+
+    def finish(self) -> None:
+        self.out, self.err = self.process.communicate(timeout=ENDS_S)
+
+    def statuses(self) -> list[dict[str, Any]]:
+        found = []
+        for path in self.tmp.glob("dpscale-measure-*/job/rank-*.json"):
+            try:
+                found.append(json.loads(path.read_text()))
+            except (OSError, ValueError):  # replaced while read: the next look sees it
+                continue
+        return found
+
+
+def survivors(marker: str) -> list[int]:
+    """Processes whose environment carries ``marker`` (every process of one node)."""
+    needle = f"DPSCALE_TEST_NODE={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def ctrl_c_as_in_a_shell() -> None:
+    """In the child before it runs: SIGINT's default action, which Python turns into
+    KeyboardInterrupt, also where the suite was started with SIGINT ignored (``nohup
+    ./test.sh``, some CI runners): an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def assert_clean(nodes: Sequence[Node]) -> None:
+    """No process of any node survives, and no node left anything in its /tmp."""
+    for node in nodes:
+        assert survivors(node.marker) == []
+        assert list(node.tmp.iterdir()) == []
 
 
 @pytest.fixture

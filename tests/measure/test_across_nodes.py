@@ -17,13 +17,14 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dpscale.store.runs import get_run, list_runs
+
+from .conftest import ENDS_S, Node, assert_clean, ctrl_c_as_in_a_shell
 
 pytestmark = pytest.mark.distributed
 
@@ -33,59 +34,12 @@ QUICK += ("--model-params", "100k", "--steps", "20", "--warmup-steps", "1", "--j
 # 16 MiB all-reduces take long enough to act during them, even on a fast machine.
 FAULTY = ("--no-training", "--sizes", "4KiB,16MiB", "--iterations", "50", "--warmup", "1")
 FAULTY += ("--backend", "gloo", "--timeout", "60s", "--json")
-ENDS_S = 600.0
-"""Generous bound on a run's end: a loaded 2-core machine takes a minute over a small one."""
 
 
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-@dataclass
-class Node:
-    process: subprocess.Popen[str]
-    tmp: Path
-    marker: str
-    out: str = ""
-    err: str = ""
-
-    def finish(self) -> None:
-        self.out, self.err = self.process.communicate(timeout=ENDS_S)
-
-    def statuses(self) -> list[dict[str, Any]]:
-        found = []
-        for path in self.tmp.glob("dpscale-measure-*/job/rank-*.json"):
-            try:
-                found.append(json.loads(path.read_text()))
-            except (OSError, ValueError):  # replaced while read: the next look sees it
-                continue
-        return found
-
-
-def _survivors(marker: str) -> list[int]:
-    """Processes whose environment carries ``marker`` (every process of one node)."""
-    needle = f"DPSCALE_TEST_NODE={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in environ.split(b"\0") and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def _ctrl_c_as_in_a_shell() -> None:
-    """In the child before it runs: SIGINT's default action, which Python turns into
-    KeyboardInterrupt, also where the suite was started with SIGINT ignored (``nohup
-    ./test.sh``, some CI runners): an ignored signal stays ignored across exec."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _start_nodes(
@@ -109,7 +63,7 @@ def _start_nodes(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=_ctrl_c_as_in_a_shell,
+            preexec_fn=ctrl_c_as_in_a_shell,
         )
         nodes.append(Node(process, tmp, marker))
     return nodes
@@ -138,12 +92,6 @@ def _wait_for(condition: Any, nodes: Sequence[Node], what: str) -> Any:
         with contextlib.suppress(subprocess.TimeoutExpired):
             nodes[0].process.wait(timeout=0.05)
     pytest.fail(f"no {what} within {ENDS_S:g} s")
-
-
-def _assert_clean(nodes: Sequence[Node]) -> None:
-    for node in nodes:
-        assert _survivors(node.marker) == []
-        assert list(node.tmp.iterdir()) == []
 
 
 @pytest.fixture(scope="module")
@@ -259,7 +207,7 @@ def test_predict_calibrated_on_the_run_holds_what_it_measured(two_nodes: dict[st
 
 
 def test_a_finished_run_leaves_nothing_behind(two_nodes: dict[str, Any]) -> None:
-    _assert_clean(two_nodes["nodes"])
+    assert_clean(two_nodes["nodes"])
     assert not (two_nodes["root"] / "state").exists()  # no logs kept without --keep-logs
 
 
@@ -303,7 +251,7 @@ def test_a_killed_rank_on_the_second_node_is_named_with_its_node(
     note = json.loads(other.out)
     assert note["error"].startswith(expected)
     assert note["run_id"] == payload["run_id"]
-    _assert_clean(nodes)
+    assert_clean(nodes)
 
 
 def test_ctrl_c_on_rank_0s_node_gives_the_log_and_stops_both_nodes(
@@ -346,7 +294,7 @@ def test_ctrl_c_on_rank_0s_node_gives_the_log_and_stops_both_nodes(
         error.startswith(f"rank 1 (node 1, {host}) of world size 2 failed: ")
         and error.endswith("; a rank on another node stopped first (that node's output says why)")
     )
-    _assert_clean(nodes)
+    assert_clean(nodes)
 
 
 def test_hsdp_across_nodes_shards_within_a_node_and_replicates_across(tmp_path: Path) -> None:
@@ -371,4 +319,4 @@ def test_hsdp_across_nodes_shards_within_a_node_and_replicates_across(tmp_path: 
     assert two["all_gather_time_s"] == 0.0
     assert two["replicate_all_reduce_time_s"] > 0
     assert two["memory_per_device_bytes"] == one["memory_per_device_bytes"]
-    _assert_clean(nodes)
+    assert_clean(nodes)

@@ -19,7 +19,6 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,9 @@ from dpscale.measure.script_across import across_sizes, checked_records
 from dpscale.store.runs import get_run, list_runs
 from dpscale.validation import InputError
 
+from .conftest import ENDS_S, Node, assert_clean, ctrl_c_as_in_a_shell
+
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "train_ddp.py")
-ENDS_S = 600.0
-"""Generous bound on a run's end: a loaded 2-core machine takes a minute over a small one."""
 BROKEN = """\
 import os
 from dpscale.measure import StepTimer
@@ -63,22 +62,6 @@ def _free_port() -> int:
     pytest.fail("no free port below the ephemeral range")
 
 
-@dataclass
-class Node:
-    process: subprocess.Popen[str]
-    tmp: Path
-    marker: str
-    out: str = ""
-    err: str = ""
-
-    def finish(self) -> None:
-        self.out, self.err = self.process.communicate(timeout=ENDS_S)
-
-
-def _ctrl_c_as_in_a_shell() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _start(root: Path, script: str, per_node: int, *args: str, count: int = 2) -> list[Node]:
     """``dpscale measure --script`` as nodes 0 to ``count - 1``; an argument may differ by
     node, given as ``"for node 0|for node 1"``."""
@@ -101,7 +84,7 @@ def _start(root: Path, script: str, per_node: int, *args: str, count: int = 2) -
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=_ctrl_c_as_in_a_shell,
+            preexec_fn=ctrl_c_as_in_a_shell,
         )
         nodes.append(Node(process, tmp, marker))
     return nodes
@@ -116,28 +99,6 @@ def _finish(nodes: Sequence[Node]) -> None:
             if node.process.poll() is None:
                 node.process.kill()
             node.process.wait()
-
-
-def _survivors(marker: str) -> list[int]:
-    needle = f"DPSCALE_TEST_NODE={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in environ.split(b"\0") and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def _assert_clean(nodes: Sequence[Node]) -> None:
-    for node in nodes:
-        assert _survivors(node.marker) == []
-        assert list(node.tmp.iterdir()) == []
 
 
 def _one_line(node: Node) -> str:
@@ -187,7 +148,7 @@ def test_three_nodes_store_one_run_at_whole_node_sizes(tmp_path: Path, sqlite_ur
             f"node {rank} (rank {rank}) took part in run {payload['run_id']}; rank 0 on {host} "
             "gathers, stores and prints it"
         )
-    _assert_clean(nodes)
+    assert_clean(nodes)
     assert not (tmp_path / "state").exists()  # no logs kept without --keep-logs
 
 
@@ -206,7 +167,7 @@ def test_different_script_arguments_are_refused_on_both_nodes(
             "start every node with the same settings; no rank started"
         )
     assert list_runs() == []
-    _assert_clean(nodes)
+    assert_clean(nodes)
 
 
 @pytest.mark.distributed
@@ -235,7 +196,7 @@ def test_a_script_failing_on_node_1_gives_its_line_on_both_nodes(
     assert log.is_relative_to(tmp_path / "state")
     assert list(log.rglob("stderr.log"))
     assert list_runs() == []
-    _assert_clean(nodes)
+    assert_clean(nodes)
 
 
 @pytest.mark.distributed
@@ -263,7 +224,7 @@ def test_ctrl_c_on_node_1_stops_both_nodes(tmp_path: Path, sqlite_url: str) -> N
     assert line.startswith("dpscale: error: node 1 (")
     assert "was interrupted (Ctrl-C or SIGTERM); every rank was stopped; nothing stored" in line
     assert list_runs() == []
-    _assert_clean(nodes)
+    assert_clean(nodes)
 
 
 def test_a_message_altered_on_the_wire_is_refused() -> None:
