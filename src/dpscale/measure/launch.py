@@ -157,6 +157,25 @@ def _die_with_launcher() -> None:
         ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
+def start_launcher(
+    command: list[str], log: Path, env: dict[str, str], pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """torchrun (or this node's agent) started as every measurement starts it: its output in
+    ``log``, no stdin, a session of its own (its group is stopped as one), killed if this
+    process dies, ``pass_fds`` kept open for it (the rendezvous socket it serves)."""
+    with log.open("wb") as stream:
+        return subprocess.Popen(
+            command,
+            stdout=stream,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_launcher,
+            pass_fds=pass_fds,
+        )
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, already dead and waiting to be reaped, does not)."""
     try:
@@ -365,17 +384,7 @@ def run_world_size(
         env["DPSCALE_FAILURE_STORE"] = node.rdzv_endpoint
         env[AGENT_FD_ENV] = str(store_socket.fileno()) if store_socket is not None else ""
 
-    with outcome.log.open("wb") as log:
-        proc = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-            preexec_fn=_die_with_launcher,
-            pass_fds=passed,
-        )
+    proc = start_launcher(command, outcome.log, env, passed)
     if store_socket is not None:
         # The agent serves the store on its own copy. Left open here, this one would go on
         # accepting connections no one answers once the agent is gone: telling the others

@@ -174,7 +174,7 @@ def run_script_at(
     the world size in messages.
     """
     from dpscale.measure.agent import FD_ENV
-    from dpscale.measure.launch import _die_with_launcher
+    from dpscale.measure.launch import start_launcher
     from dpscale.measure.nodes import agent_command
 
     notify = on_event or (lambda event: None)
@@ -198,17 +198,7 @@ def run_script_at(
         command = [*agent_command(node, log_dir), "--redirects=3", script, *args]
         env[FD_ENV] = str(store_socket.fileno()) if store_socket is not None else ""
     passed = (store_socket.fileno(),) if store_socket is not None else ()
-    with log.open("wb") as stream:
-        proc = subprocess.Popen(
-            command,
-            stdout=stream,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-            preexec_fn=_die_with_launcher,
-            pass_fds=passed,
-        )
+    proc = start_launcher(command, log, env, passed)
     if store_socket is not None:
         store_socket.close()  # the agent serves the store on its own copy
     notify({"type": "launch", "world_size": world_size, "pid": proc.pid})
