@@ -62,6 +62,30 @@ def test_predict_takes_python_values_and_gives_the_commands_json(
     assert report.to_dict()["questions"]["target_efficiency"] == 0.9  # 90 %, as on the CLI
 
 
+def test_predict_takes_the_per_device_throughput_from_measured_points(tmp_path: Path) -> None:
+    # Typed or in a file, points on 8, 16 and 32 devices give it (the fewest per device) and
+    # efficiency is relative to 8 devices, as `dpscale fit` with the same facts has it.
+    job = {"params": "25.6M", "micro_batch": 32, "hardware": "dgx1-v100", "devices": [8, 64]}
+    typed = dpscale.predict(**job, measured="8:7900,16:15500,32:30200")
+    points = tmp_path / "points.csv"
+    points.write_text("devices,throughput\n8,7900\n16,15500\n32,30200\n", encoding="utf-8")
+    from_file = dpscale.predict(**job, measured=points)
+    fitted = dpscale.fit(points="8:7900,16:15500,32:30200", at=[64], **job_facts(job))
+    for report in (typed, from_file):
+        assert report.result.scenario.baseline_devices == 8
+        assert report.points[0].efficiency == pytest.approx(1.0)
+        assert report.points[1].efficiency == pytest.approx(
+            fitted.predictions[0].efficiency, rel=1e-9
+        )
+    assert typed.points[1].actual_throughput == pytest.approx(
+        from_file.points[1].actual_throughput, rel=1e-12
+    )
+
+
+def job_facts(job: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in job.items() if k != "devices"}
+
+
 def test_the_report_is_frozen() -> None:
     report = dpscale.calc(devices=64, throughput=2000, efficiency=90)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -40,30 +40,30 @@ def test_fit_with_facts_gives_predict_measureds_numbers(
     fitted = _json(capsys, "fit", "--points", points, "--at", at, *FACTS, "--hardware", hardware)
     fewest, throughput = points.split(",")[0].split(":")
     per_device = float(throughput) / int(fewest)
-    predicted = _json(
-        capsys,
-        "predict",
-        *FACTS,
-        "--hardware",
-        hardware,
-        "--per-device-throughput",
-        repr(per_device),
-        "--devices",
-        at,
-        "--measured",
-        points,
-    )
+    common = [*FACTS, "--hardware", hardware, "--devices", at, "--measured", points]
+    typed = _json(capsys, "predict", *common, "--per-device-throughput", repr(per_device))
+    # Left out, the points give the per-device throughput: the same numbers.
+    untyped = _json(capsys, "predict", *common)
     assert fitted["selection"]["method"] == "calibrated"
-    assert predicted["inputs"]["measured"] == "measured points"
-    for fit_row, predict_row in zip(fitted["predictions"], predicted["points"], strict=True):
-        assert fit_row["devices"] == predict_row["devices"]
-        assert fit_row["throughput"] == pytest.approx(predict_row["actual_throughput"], rel=1e-9)
-        assert fit_row["throughput_low"] == pytest.approx(
-            predict_row["actual_throughput_low"], rel=1e-9
-        )
-        assert fit_row["throughput_high"] == pytest.approx(
-            predict_row["actual_throughput_high"], rel=1e-9
-        )
+    for predicted in (typed, untyped):
+        assert predicted["inputs"]["measured"] == "measured points"
+        # Efficiency is relative to what the fit takes: one device, or the fewest measured.
+        assert predicted["inputs"]["baseline_devices"] == int(fewest)
+        for fit_row, predict_row in zip(fitted["predictions"], predicted["points"], strict=True):
+            assert fit_row["devices"] == predict_row["devices"]
+            for fit_key, predict_key in (
+                ("throughput", "actual_throughput"),
+                ("throughput_low", "actual_throughput_low"),
+                ("throughput_high", "actual_throughput_high"),
+                ("efficiency", "efficiency"),
+                ("efficiency_low", "efficiency_low"),
+                ("efficiency_high", "efficiency_high"),
+            ):
+                assert fit_row[fit_key] == pytest.approx(predict_row[predict_key], rel=1e-9)
+            assert predict_row["efficiency_high"] <= 1.0
+            assert predict_row["actual_throughput_high"] <= predict_row["ideal_throughput"] * (
+                1 + 1e-12
+            )
 
 
 def test_the_fit_example_gives_one_answer_with_or_without_the_node_size(

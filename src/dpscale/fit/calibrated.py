@@ -97,11 +97,14 @@ class CalibratedFit(ModelFit):
 
     def interval(self, devices: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The calibration's point and band (two standard deviations, module
-        :mod:`dpscale.model.measured`), never above the ideal."""
-        p = self._fit().predict(devices)
-        centre = np.asarray(p.throughput, dtype=float)
+        :mod:`dpscale.model.measured`); from the baseline on, never above the ideal line (as
+        a scaling law's: :meth:`ModelFit.interval`)."""
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
+        p = self._fit().predict(n)
+        bound = np.where(n >= self.baseline_devices, self.ideal(n), np.inf)
+        centre = np.minimum(np.asarray(p.throughput, dtype=float), bound)
         low = np.minimum(np.asarray(p.throughput_low, dtype=float), centre)
-        high = np.maximum(np.asarray(p.throughput_high, dtype=float), centre)
+        high = np.minimum(np.maximum(np.asarray(p.throughput_high, dtype=float), centre), bound)
         return centre, low, high
 
     def efficiency_interval(

@@ -292,19 +292,25 @@ def predict_scenario(
     used = memory(scenario, counts)
     if measured is not None:
         fitted = measured.predict(counts)
-        # Never below 0 nor above the ideal, the point inside its band (issue 25).
-        efficiency = np.clip(np.asarray(fitted.efficiency), 0.0, 1.0)
-        low = np.clip(np.minimum(fitted.efficiency_low, efficiency), 0.0, 1.0)
-        high = np.clip(np.maximum(fitted.efficiency_high, efficiency), 0.0, 1.0)
+        shown, reference = _measured_baseline(scenario, measured)
+        # Never below 0 nor, from the baseline on, above the ideal; the point inside its band
+        # (issue 25). Below a baseline of several devices, fewer may well be more efficient.
+        top = np.where(counts >= shown.baseline_devices, 1.0, np.inf)
+        efficiency = np.clip(np.asarray(fitted.efficiency) / reference, 0.0, top)
+        low = np.clip(np.minimum(fitted.efficiency_low / reference, efficiency), 0.0, top)
+        high = np.clip(np.maximum(fitted.efficiency_high / reference, efficiency), 0.0, top)
+        if target_efficiency is not None and reference != 1.0:
+            answers = _answers(scenario, target_efficiency, max(devices), reference)
         result = PredictionResult(
-            scenario,
+            shown,
             step,
             answers,
             low,
             high,
             ("measured",),
+            reference=reference,
             memory=used,
-            point=efficiency,
+            point=efficiency * reference,
             measured_fit=measured,
         )
     else:
@@ -329,6 +335,21 @@ def predict_scenario(
         for name in COMPARED
     )
     return replace(result, comparison=comparison)
+
+
+def _measured_baseline(scenario: Scenario, measured: MeasuredFit) -> tuple[Scenario, float]:
+    """What a calibrated prediction's efficiency is relative to, as ``dpscale fit`` has it:
+    one device where a point ran on one, else the fewest devices measured (the fitted curve
+    there, the single-device step being the calibration's estimate). The scenario shown says
+    so (``baseline_devices``, and the throughput per device measured there)."""
+    counts = [n for n, _ in measured.points]
+    fewest = min(counts)
+    if fewest == 1:
+        return scenario, 1.0
+    at_fewest = float(np.asarray(measured.predict([fewest]).efficiency)[0])
+    per_device = sum(x for n, x in measured.points if n == fewest) / counts.count(fewest) / fewest
+    shown = replace(scenario, baseline_devices=fewest, baseline_throughput=per_device)
+    return shown, at_fewest
 
 
 def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:

@@ -33,6 +33,7 @@ __all__ = [
     "Filled",
     "Resolved",
     "fill_from_runs",
+    "needs_throughput",
     "predict_with_runs",
     "resolve",
     "run_id_of",
@@ -76,6 +77,9 @@ def fill_from_runs(
     ``--calibrate``, a stored ``--measured`` run's collectives fill it the same way. A
     stored ``--measured`` run's one-device throughput fills the per-device throughput when
     no input states one (:func:`resolve` refuses it if the run measured another job).
+    Measured points typed or in a file fill it too: the one-device point, else the fewest
+    devices' throughput per device. Either way the calibration sets the single-device step
+    from the points (:mod:`dpscale.model.measured`), so the value only starts it.
     """
     from dpscale.spec.prediction import calibration as read_calibration
     from dpscale.units import format_bandwidth
@@ -100,14 +104,26 @@ def fill_from_runs(
                 filled.add(name)
         if calibrate is None:
             cal = None  # a --measured run's network is resolve()'s to take or leave
-    if run_id is not None and all(out.get(name) is None for name in THROUGHPUT_INPUTS):
-        from dpscale.model.transfer import run_job
-
-        one = run_job(_stored_run(run_id, "measured")).one_device
+    if measured is not None and all(out.get(name) is None for name in THROUGHPUT_INPUTS):
+        one = _one_device(measured, run_id, files=files)
         if one is not None:
             out["per_device_throughput"] = one
             filled.add("per_device_throughput")
     return Filled(out, frozenset(filled), cal)
+
+
+def _one_device(measured: str, run_id: str | None, *, files: bool) -> float | None:
+    """The per-device throughput ``--measured`` states: a stored run's one-device result
+    (None without one), else the points' one-device value or their fewest devices' per
+    device."""
+    if run_id is not None:
+        from dpscale.model.transfer import run_job
+
+        return run_job(_stored_run(run_id, "measured")).one_device
+    from dpscale.spec.prediction import measured_points
+
+    devices, throughput = measured_points(measured, files=files)[0]
+    return throughput / devices
 
 
 def _run_network(run_id: str) -> Calibration | None:
@@ -208,6 +224,14 @@ def resolve(
     return Resolved(scenario, None, tuple(transfers))
 
 
+def needs_throughput(query: PredictQuery) -> bool:
+    """Whether ``query`` has measured points and no input stating the per-device throughput
+    (the points then give it: :func:`fill_from_runs`)."""
+    return query.measured is not None and all(
+        getattr(query, name) is None for name in THROUGHPUT_INPUTS
+    )
+
+
 def predict_with_runs(
     query: PredictQuery, *, calibrate: str | None, files: bool
 ) -> PredictionResult:
@@ -224,10 +248,10 @@ def predict_with_runs(
 
     given = query.measured
     inline = given is None or is_inline(given, files=files)
-    if calibrate is None and inline:
+    if calibrate is None and inline and not needs_throughput(query):
         return predict(query)
     measured = None if inline else given
-    filled = fill_from_runs(dict(query), calibrate=calibrate, measured=measured, files=files)
+    filled = fill_from_runs(dict(query), calibrate=calibrate, measured=given, files=files)
     query = query.model_copy(
         update={
             **{name: filled.values[name] for name in filled.filled},

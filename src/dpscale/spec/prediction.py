@@ -68,6 +68,7 @@ __all__ = [
     "is_inline",
     "lines",
     "measured_fit",
+    "measured_points",
     "preset_choices",
     "terminal_help",
 ]
@@ -212,36 +213,55 @@ def calibration(reference: str, *, files: bool) -> Calibration:
     return calibration_from_run(run, reference)
 
 
+def _pairs(points: Any) -> list[tuple[int, float]]:
+    """``(devices, throughput)`` pairs of :class:`dpscale.fit.data.Points`, as typed pairs are
+    read (repeats averaged, each checked)."""
+    from dpscale.model.measured import parse_measured
+
+    text = ",".join(
+        f"{int(n)}:{float(x)!r}" for n, x in zip(points.devices, points.throughput, strict=True)
+    )
+    return parse_measured(text)
+
+
+def _renamed(err: InputError) -> InputError:
+    return InputError.single("measured", "; ".join(i.sentence(None) for i in err.issues))
+
+
 def measured_fit(scenario: Scenario, reference: str, *, files: bool) -> MeasuredFit:
     """``--measured`` given as a stored run (``run:ID``) or, on the CLI, a CSV file as
     ``dpscale fit`` reads: the points it holds, fitted as the typed pairs are."""
-    from dpscale.fit.data import (
-        MAX_TEXT,
-        PointsFileError,
-        parse_points,
-        points_from_run,
-        read_points_file,
-    )
-    from dpscale.model.measured import calibrate_measured, measured_from_run, parse_measured
-
-    def pairs(points: Any) -> list[tuple[int, float]]:
-        text = ",".join(
-            f"{int(n)}:{float(x)!r}" for n, x in zip(points.devices, points.throughput, strict=True)
-        )
-        return parse_measured(text)
-
-    def renamed(err: InputError) -> InputError:
-        return InputError.single("measured", "; ".join(i.sentence(None) for i in err.issues))
+    from dpscale.fit.data import points_from_run
+    from dpscale.model.measured import calibrate_measured, measured_from_run
 
     stripped = reference.strip()
     if stripped.startswith(_RUN):
         run_id = stripped.removeprefix(_RUN).strip()
         run = _stored_run(run_id, "measured")
         try:
-            points = pairs(points_from_run(run))
+            points = _pairs(points_from_run(run))
         except InputError as err:
-            raise renamed(err) from None
+            raise _renamed(err) from None
         return calibrate_measured(scenario, **measured_from_run(run, run_id, points))
+    return calibrate_measured(
+        scenario, file_points(reference, files=files), source=Path(reference).name
+    )
+
+
+def measured_points(reference: str, *, files: bool) -> list[tuple[int, float]]:
+    """The ``(devices, total throughput)`` pairs of ``--measured`` typed as pairs or, where
+    ``files``, a CSV file (not a stored run: :func:`measured_fit` reads its timings too)."""
+    from dpscale.model.measured import parse_measured
+
+    if is_inline(reference, files=files):
+        return parse_measured(reference)
+    return file_points(reference, files=files)
+
+
+def file_points(reference: str, *, files: bool) -> list[tuple[int, float]]:
+    """The pairs of a CSV file as ``dpscale fit`` reads it (the CLI and the library only)."""
+    from dpscale.fit.data import MAX_TEXT, PointsFileError, parse_points, read_points_file
+
     path = Path(reference)
     if not files or not path.exists():
         raise InputError.single(
@@ -258,10 +278,9 @@ def measured_fit(scenario: Scenario, reference: str, *, files: bool) -> Measured
     if len(text) > MAX_TEXT:
         raise InputError([FieldIssue("measured", Rule(number=False, max_length=MAX_TEXT), text)])
     try:
-        points = pairs(parse_points(text))
+        return _pairs(parse_points(text))
     except InputError as err:
-        raise renamed(err) from None
-    return calibrate_measured(scenario, points, source=path.name)
+        raise _renamed(err) from None
 
 
 def preset_choices() -> tuple[tuple[str, str], ...]:
@@ -443,7 +462,8 @@ PREDICTION = Prediction(
         Input(
             name="per_device_throughput",
             model=QUERY,
-            terminal_help="One device alone, in samples/s (the unit of --micro-batch).",
+            terminal_help="One device alone, in samples/s (the unit of --micro-batch); with "
+            "--measured points, left out, the points give it.",
             metavar="FLOAT",
             label=N_("Throughput of one device"),
             help=N_(

@@ -27,7 +27,7 @@ from dpscale.model.query import (
     NEEDS_PRESET,
 )
 from dpscale.plotting import ChartLayout
-from dpscale.spec.measured_runs import predict_with_runs, run_id_of
+from dpscale.spec.measured_runs import needs_throughput, predict_with_runs, run_id_of
 from dpscale.spec.prediction import PREDICTION
 from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
@@ -63,8 +63,8 @@ def compute(values: Mapping[str, str]) -> Prediction:
     """As ``dpscale predict``: target and jitter in percent ("90", "90%"); a run id calibrates."""
     data = dict(values)
     page, query = _parse_all(data)
-    if page.calibrate or run_id_of(query.measured) is not None:
-        # As the CLI: what the runs measured fills what the query leaves out, and a run of
+    if page.calibrate or run_id_of(query.measured) is not None or needs_throughput(query):
+        # As the CLI: what was measured fills what the query leaves out, and a run of
         # another job gives only what transfers, with its one line (spec.measured_runs).
         return Prediction(predict_with_runs(query, calibrate=page.calibrate, files=False), None)
     inputs = tuple(sorted(data.items()))
