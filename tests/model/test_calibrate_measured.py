@@ -147,3 +147,38 @@ def test_calibration_beats_the_ruler_on_the_shared_series(method: str) -> None:
     assert round(100 * mine["worst"], 1) == 6.7
     assert (mine["inside"], mine["banded"]) == (15, 16)
     assert round(100 * mine["half_width"], 1) == 5.8
+
+
+@pytest.mark.parametrize("points", ["8:2456,16:4896,32:9500", "1:329,8:2456,16:4896,32:9500"])
+def test_a_calibrated_predictions_answers_are_read_off_its_own_curve(points: str) -> None:
+    # The answers once came from the step model while the table came from the fit: 97.3 %
+    # at 1,024 devices beside a table saying 93.5 % (and 100.2 % once efficiency was taken
+    # relative to 8 devices).
+    from dpscale.spec.measured_runs import predict_with_runs
+
+    def predict(query: PredictQuery):  # type: ignore[no-untyped-def]
+        return predict_with_runs(query, calibrate=None, files=False)
+
+    query = PredictQuery(
+        params="25.6M",
+        micro_batch=32,
+        hardware="dgx1-v100",
+        devices="8,64,1024",
+        measured=points,
+        target_efficiency=0.95 if points.startswith("8:") else 0.90,
+    )
+    result = predict(query)
+    answers = result.answers
+    assert answers is not None
+    rows = result.points()
+    assert answers.efficiency_at_devices == pytest.approx(rows[-1]["efficiency"], rel=1e-9)
+    assert answers.best_bucket_efficiency is not None
+    assert answers.best_bucket_efficiency <= 1.0
+    assert answers.max_devices is not None
+    edge = predict(
+        query.model_copy(update={"devices": f"{answers.max_devices},{answers.max_devices + 1}"})
+    ).points()
+    if answers.max_devices < 65_536:
+        assert edge[0]["efficiency"] >= answers.target_efficiency > edge[1]["efficiency"]
+    else:
+        assert edge[0]["efficiency"] >= answers.target_efficiency

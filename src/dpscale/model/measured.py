@@ -259,6 +259,25 @@ class MeasuredFit:
             variance = variance + ((np.asarray(slow.step_time) - central) / 2) ** 2
         return step, np.sqrt(variance)
 
+    def efficiency(self, devices: ArrayLike) -> Any:
+        """The point of :meth:`predict` alone (no band), against one device: cheap enough to
+        read the curve at every count up to tens of thousands."""
+        n = np.atleast_1d(np.asarray(devices, dtype=float))
+        return self._throughput(n, self._step(n)) / (n * self.scenario.per_device_throughput)
+
+    def _throughput(self, n: Any, step: Any) -> Any:
+        """Throughput from the fitted step; unless the points rise at their largest counts,
+        efficiency does not rise beyond them."""
+        sc = self.scenario
+        samples = n * sc.micro_batch * sc.tokens_per_sample * sc.grad_accum
+        throughput = samples / step
+        largest = float(self.largest_measured)
+        if not self.rising:
+            at_largest = float(self._step(np.array([largest]))[0])
+            cap = samples / at_largest
+            throughput = np.where(n > largest, np.minimum(throughput, cap), throughput)
+        return throughput
+
     def predict(self, devices: ArrayLike) -> MeasuredPrediction:
         sc = self.scenario
         n = np.atleast_1d(np.asarray(devices, dtype=float))
@@ -268,13 +287,8 @@ class MeasuredFit:
         best = max(y / m for m, y in self.points)
         ideal = n * sc.per_device_throughput
         ceiling = n * max(sc.per_device_throughput, best)
-        throughput = samples / step
+        throughput = self._throughput(n, step)
         largest = float(self.largest_measured)
-        if not self.rising:
-            # Efficiency may not rise beyond the measured counts unless the points rise.
-            at_largest = float(self._step(np.array([largest]))[0])
-            cap = samples / at_largest
-            throughput = np.where(n > largest, np.minimum(throughput, cap), throughput)
         step = samples / throughput
         low = samples / (step + 2 * sd)
         high = np.minimum(samples / np.maximum(step - 2 * sd, 1e-300), ceiling)

@@ -36,7 +36,13 @@ from dpscale.model.measured import (
 )
 from dpscale.model.memory import Memory, memory
 from dpscale.model.query import PredictQuery
-from dpscale.model.questions import best_bucket, grad_accum_for, max_devices, micro_batch_for
+from dpscale.model.questions import (
+    MAX_DEVICES_SEARCH,
+    best_bucket,
+    grad_accum_for,
+    max_devices,
+    micro_batch_for,
+)
 from dpscale.model.scenario import Scenario, evaluate, from_baseline
 from dpscale.model.step import BYTES_PER_VALUE, Step
 from dpscale.model.strategies import Strategy, default_bucket_bytes, row
@@ -299,8 +305,10 @@ def predict_scenario(
         efficiency = np.clip(np.asarray(fitted.efficiency) / reference, 0.0, top)
         low = np.clip(np.minimum(fitted.efficiency_low / reference, efficiency), 0.0, top)
         high = np.clip(np.maximum(fitted.efficiency_high / reference, efficiency), 0.0, top)
-        if target_efficiency is not None and reference != 1.0:
-            answers = _answers(scenario, target_efficiency, max(devices), reference)
+        if target_efficiency is not None:
+            answers = _measured_answers(
+                scenario, measured, target_efficiency, max(devices), reference, shown
+            )
         result = PredictionResult(
             shown,
             step,
@@ -335,6 +343,42 @@ def predict_scenario(
         for name in COMPARED
     )
     return replace(result, comparison=comparison)
+
+
+def _measured_answers(
+    scenario: Scenario,
+    measured: MeasuredFit,
+    target: float,
+    at_devices: int,
+    reference: float,
+    shown: Scenario,
+) -> Answers:
+    """The answers of a calibrated prediction, read off the calibration's curve (relative to
+    its baseline, as the table): the largest count keeping the target and the efficiency at
+    ``at_devices``. What the points did not measure (another accumulation, micro-batch or
+    bucket size) is the step model's change with the calibration's correction at
+    ``at_devices`` (its efficiency over the step model's) kept as it is."""
+    counts = np.arange(1, MAX_DEVICES_SEARCH + 1, dtype=float)
+    top = np.where(counts >= shown.baseline_devices, 1.0, np.inf)
+    curve = np.minimum(np.asarray(measured.efficiency(counts)) / reference, top)
+    ok = curve >= target
+    here = float(curve[at_devices - 1]) if at_devices <= MAX_DEVICES_SEARCH else None
+    modelled = float(evaluate(scenario, devices=at_devices).efficiency)
+    fitted = float(np.asarray(measured.efficiency([at_devices]))[0])
+    correction = fitted / modelled
+    absolute = target * reference / correction
+    bucket = best_bucket(scenario, devices=at_devices)
+    return Answers(
+        target_efficiency=target,
+        max_devices=int(counts[ok][-1]) if ok.any() else None,
+        at_devices=at_devices,
+        efficiency_at_devices=here if here is not None else min(fitted / reference, 1.0),
+        grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
+        micro_batch_needed=micro_batch_for(scenario, absolute, devices=at_devices),
+        best_bucket_bytes=bucket.bucket_bytes,
+        best_bucket_exposed_comm_time_s=bucket.exposed_comm_time_s,
+        best_bucket_efficiency=min(bucket.efficiency * correction / reference, 1.0),
+    )
 
 
 def _measured_baseline(scenario: Scenario, measured: MeasuredFit) -> tuple[Scenario, float]:
