@@ -32,8 +32,9 @@ What is estimated, with ``k`` measured device counts (a one-device point counts)
 A value the user states (``--jitter``, ``--step-overhead``, a run's measured ``step_time_cv``,
 a ``--calibrate``d network) is kept as stated; one not estimated keeps its stated range in the
 band. Estimates are bounded: no cost below zero. The fit is weighted least squares on relative
-residuals (``scipy.optimize.lsq_linear``). With two or more points beyond the parameters, the
-worst externally studentized residual is tested at the Bonferroni 1 % level (as ``dpscale
+residuals (``scipy.optimize.lsq_linear`` by BVLS, so that an estimate held at its bound is
+exactly there). With two or more points beyond the parameters, the worst externally
+studentized residual is tested at the Bonferroni 1 % level (as ``dpscale
 fit`` does): a point beyond it is flagged, down-weighted to the edge of what the noise
 explains, and named in :meth:`MeasuredFit.notes`.
 
@@ -589,7 +590,7 @@ def _fit(
         return {}, np.zeros((0, 0)), floor, np.zeros_like(measured), residual
     design = np.column_stack([columns[name] * root for name in free])
     lower = np.array([_LOWER[name] for name in free])
-    solved = optimize.lsq_linear(design, target, bounds=(lower, np.inf)).x
+    solved = optimize.lsq_linear(design, target, bounds=(lower, np.inf), method="bvls").x
     at_bound = np.isclose(solved, lower) & np.isfinite(lower)
     solved = np.where(at_bound, lower, solved)  # held at its bound: exactly there
     estimates = dict(zip(free, (float(v) for v in solved), strict=True))
