@@ -232,6 +232,28 @@ def test_bad_new_inputs_give_one_line(
 
 
 @pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("8:abc", "--measured: cannot read '8:abc'"),
+        ("1:130", "--measured: give at least one point on more than one device"),
+        # The points stand for the per-device throughput nobody typed: they are named.
+        ("65536:0.001,131072:0.002", "--measured: gives 1.53e-08 per device at 65,536 devices"),
+        ("missing.csv", "--measured: no file 'missing.csv'"),
+    ],
+)
+def test_points_standing_for_the_throughput_are_named_when_bad(
+    capsys: pytest.CaptureFixture[str], value: str, words: str
+) -> None:
+    job = ("predict", "--params", "25.6M", "--micro-batch", "32", "--hardware", "dgx1-v100")
+    status, out, err = run(capsys, *job, "--measured", value)
+    assert status == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert words in err
+    assert "--per-device-throughput:" not in err
+
+
+@pytest.mark.parametrize(
     ("content", "words"),
     [
         # Read with errors="replace", the bytes were quoted back: "found G$\ufffdC\ufffdV]".

@@ -120,9 +120,18 @@ def _one_device(measured: str, run_id: str | None, *, files: bool) -> float | No
         from dpscale.model.transfer import run_job
 
         return run_job(_stored_run(run_id, "measured")).one_device
+    from dpscale.model.query import MIN_THROUGHPUT
     from dpscale.spec.prediction import measured_points
 
     devices, throughput = measured_points(measured, files=files)[0]
+    if throughput / devices < MIN_THROUGHPUT:
+        raise InputError.single(
+            "measured",
+            f"gives {throughput / devices:.3g} per device at {devices:,} devices, the fewest "
+            f"measured; at least {MIN_THROUGHPUT:g} is needed (or give the per-device "
+            "throughput)",
+            measured,
+        )
     return throughput / devices
 
 
