@@ -11,6 +11,7 @@ import pytest
 
 from dpscale.cli.main import main
 from dpscale.model.calibrate import Calibration
+from dpscale.model.memory import MemoryAdvice
 from dpscale.model.transfer import Difference, Transfer
 from dpscale.said import Either, Names, Said, Wording, english
 from dpscale.spec.prediction import (
@@ -19,6 +20,7 @@ from dpscale.spec.prediction import (
     MEASURED_KEYS,
     TERMINAL_ORDER,
     _calibrated,
+    _memory_fix,
     _transfer,
     lines,
 )
@@ -306,6 +308,13 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     ):
         calibrated = lines(compute({**README, "measured": points, **extra}).result)
         calibrations += [calibrated[key] for key in MEASURED_KEYS if key in calibrated]
+    # What would fit where the job does not (issue 24, item 3): each single change, the
+    # leanest combination, and nothing.
+    calibrations += [
+        _memory_fix(MemoryAdvice(64, 2, 1, ("fsdp", "hsdp"), None), "ddp"),
+        _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 4)), "ddp"),
+        _memory_fix(MemoryAdvice(8, None, None, (), None), "fsdp"),
+    ]
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):
@@ -357,3 +366,46 @@ def test_both_surfaces_read_the_words_from_the_table(
     values = {**README, "target_efficiency": "90"}
     assert "Keeps 90 %: 8" in terminal(capsys, values)
     assert "Keeps 90% to 8." in page_sentences(values, "en")
+
+
+def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[str]) -> None:
+    """Llama 3 8B under DDP on 64 H100s, micro-batch 4 at seq 8,192: 120 GiB of model states
+    alone; no single change fits, FSDP with activation checkpointing at micro-batch 4 does."""
+    values = {
+        "model": "llama3-8b",
+        "hardware": "dgx-h100",
+        "strategy": "ddp",
+        "mfu": "40",
+        "unit": "tokens",
+        "micro_batch": "4",
+        "devices": "8,64",
+    }
+    result = compute(values).result
+    assert result.memory_advice is not None
+    assert result.memory_advice.to_dict() == {
+        "devices": 64,
+        "micro_batch": None,
+        "checkpointing_micro_batch": None,
+        "strategies": [],
+        "combined": {"strategy": "fsdp", "micro_batch": 4},
+    }
+    fix = (
+        "It would fit at 64 devices with --strategy fsdp, --activation-checkpointing and "
+        "--micro-batch at most 4."
+    )
+    assert any(line.endswith(fix) for line in terminal(capsys, values))
+    assert (
+        "Mit FSDP (Full Shard), Activation Checkpointing und einem Micro-Batch von "
+        "höchstens 4 würde es auf 64 Geräten passen." in page_sentences(values, "de")
+    )
+    # ZeRO-1 holds 8B at micro-batch 2 with activation checkpointing: one change is enough.
+    zero1 = compute({**values, "strategy": "zero1"}).result
+    assert zero1.memory_advice is not None
+    assert zero1.memory_advice.checkpointing_micro_batch == 2
+    # Where it fits, nothing is said.
+    assert (
+        compute(
+            {**values, "strategy": "fsdp", "activation_checkpointing": "true"}
+        ).result.memory_advice
+        is None
+    )

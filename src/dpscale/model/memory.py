@@ -28,7 +28,8 @@ within the device's memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
 from dpscale.model.step import BYTES_PER_VALUE
 from dpscale.model.strategies import model_state_bytes, optimizer_state_bytes, row
 
-__all__ = ["MOMENT_BYTES", "Memory", "memory"]
+__all__ = ["MOMENT_BYTES", "Memory", "MemoryAdvice", "memory", "memory_advice"]
 
 MOMENT_BYTES: dict[str, float] = {
     "none": 0.0,
@@ -127,3 +128,106 @@ def memory(
         activations=activations,
         capacity=sc.hardware.memory_capacity,
     )
+
+
+@dataclass(frozen=True)
+class MemoryAdvice:
+    """What would fit at ``devices`` where the job as stated does not (one change at a time,
+    each keeping the rest as stated; ``combined`` only where no single change fits)."""
+
+    devices: int
+    micro_batch: int | None
+    """The largest smaller micro-batch that fits (None: none does, or activations unknown)."""
+    checkpointing_micro_batch: int | None
+    """With activation checkpointing (where it is off), the largest micro-batch up to the
+    stated one that fits."""
+    strategies: tuple[str, ...]
+    """The other strategies that fit as the job is stated."""
+    combined: tuple[str, int] | None
+    """Where no single change fits: the strategy holding the least, with activation
+    checkpointing, and the largest micro-batch up to the stated one that fits."""
+
+    @property
+    def fixed(self) -> bool:
+        """Whether anything tried fits."""
+        return bool(
+            self.micro_batch or self.checkpointing_micro_batch or self.strategies or self.combined
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        combined = self.combined
+        return {
+            "devices": self.devices,
+            "micro_batch": self.micro_batch,
+            "checkpointing_micro_batch": self.checkpointing_micro_batch,
+            "strategies": list(self.strategies),
+            "combined": None
+            if combined is None
+            else {"strategy": combined[0], "micro_batch": combined[1]},
+        }
+
+
+def memory_advice(
+    scenario: Scenario, devices: int, strategies: Iterable[str]
+) -> MemoryAdvice | None:
+    """What would fit at ``devices`` if the job as stated does not (None where it fits or
+    the device's memory is unknown): a smaller micro-batch, activation checkpointing, or
+    another of ``strategies`` (each as ``--compare-strategies`` shards it).
+
+    >>> from dpscale.model.hardware import Hardware
+    >>> sc = Scenario(params=8.03e9, grad_dtype="fp32", micro_batch=4, grad_accum=1,
+    ...     per_device_throughput=9000.0, hardware=Hardware(8, 350e9, 400e9,
+    ...     memory_capacity=80e9), strategy="ddp", param_dtype="bf16", layers=32,
+    ...     hidden_size=4096, seq_len=8192, vocab_size=128256, tokens_per_sample=8192)
+    >>> advice = memory_advice(sc, 64, ("ddp", "zero1", "zero2", "fsdp", "hsdp"))
+    >>> advice.micro_batch, advice.checkpointing_micro_batch, advice.strategies, advice.combined
+    (None, None, (), ('fsdp', 4))
+    """
+    stated = memory(scenario, [devices])
+    if stated.fits is None or bool(np.asarray(stated.fits)[0]):
+        return None
+    known = scenario.seq_len is not None
+    smaller = _largest_fitting(scenario, devices, scenario.micro_batch - 1) if known else None
+    checkpointing = None
+    if known and not scenario.activation_checkpointing:
+        checkpointed = replace(scenario, activation_checkpointing=True)
+        checkpointing = _largest_fitting(checkpointed, devices, scenario.micro_batch)
+    others = [_sharded_as(scenario, name) for name in strategies if name != scenario.strategy]
+    fitting = tuple(
+        other.strategy for other in others if bool(np.asarray(memory(other, [devices]).fits)[0])
+    )
+    combined = None
+    if not (smaller or checkpointing or fitting) and known:
+        least = min(
+            [scenario, *others],
+            key=lambda sc: float(np.asarray(memory(sc, [devices]).total)[0]),
+        )
+        lean = replace(least, activation_checkpointing=True)
+        most = _largest_fitting(lean, devices, scenario.micro_batch)
+        combined = None if most is None else (least.strategy, most)
+    return MemoryAdvice(devices, smaller, checkpointing, fitting, combined)
+
+
+def _sharded_as(scenario: Scenario, name: str) -> Scenario:
+    """The job's memory under strategy ``name`` (a shard group only where it has one)."""
+    group = scenario.shard_group_size if row(name).group != "one" else 0
+    return replace(scenario, strategy=name, shard_group_size=group)  # type: ignore[arg-type]
+
+
+def _largest_fitting(scenario: Scenario, devices: int, at_most: int) -> int | None:
+    """The largest micro-batch up to ``at_most`` whose memory fits at ``devices``: memory
+    grows with the micro-batch, so a bisection (at most 24 steps for 10,000,000)."""
+
+    def fits(size: int) -> bool:
+        return bool(np.asarray(memory(scenario, [float(devices)], micro_batch=size).fits)[0])
+
+    if at_most < 1 or not fits(1):
+        return None
+    low, high = 1, at_most  # fits(low) holds; the answer lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low

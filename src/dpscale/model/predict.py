@@ -34,7 +34,7 @@ from dpscale.model.measured import (
     calibrate_measured,
     parse_measured,
 )
-from dpscale.model.memory import Memory, memory
+from dpscale.model.memory import Memory, MemoryAdvice, memory, memory_advice
 from dpscale.model.query import PredictQuery
 from dpscale.model.questions import (
     MAX_DEVICES_SEARCH,
@@ -100,6 +100,9 @@ class PredictionResult:
     transfers: tuple[Transfer, ...] = ()
     """Stored runs of another job the prediction took only what transfers from
     (:mod:`dpscale.model.transfer`), each with its one line."""
+    memory_advice: MemoryAdvice | None = None
+    """Where the job does not fit at the most devices asked: what would
+    (:func:`~dpscale.model.memory.memory_advice`)."""
 
     def points(self) -> list[dict[str, Any]]:
         return self._rows(slice(None))
@@ -232,6 +235,8 @@ class PredictionResult:
             payload["questions"] = self.answers.to_dict()
         if self.transfers:
             payload["run_transfers"] = [taken.to_dict() for taken in self.transfers]
+        if self.memory_advice is not None:
+            payload["memory_advice"] = self.memory_advice.to_dict()
         if self.comparison:
             payload["strategies"] = [
                 {"strategy": other.scenario.strategy, "points": other.points()}
@@ -269,8 +274,10 @@ def predict_scenario(
     measured: MeasuredFit | None = None,
     *,
     compare: bool = False,
+    advise: bool = True,
 ) -> PredictionResult:
-    """The prediction for a resolved scenario (for callers that calibrated it)."""
+    """The prediction for a resolved scenario (for callers that calibrated it); ``advise``:
+    say what would fit where it does not (not for the strategies compared beside it)."""
     counts = np.asarray(devices, dtype=float)
     if measured is not None:
         if scenario.baseline_devices > 1:
@@ -333,13 +340,16 @@ def predict_scenario(
             reference=reference,
             memory=used,
         )
+    advice = memory_advice(scenario, max(devices), COMPARED) if advise else None
+    if advice is not None:
+        result = replace(result, memory_advice=advice)
     if not compare:
         return result
     same = measured is None
     comparison = tuple(
         replace(result, answers=None)
         if same and name == scenario.strategy
-        else predict_scenario(_as_strategy(scenario, name), devices)
+        else predict_scenario(_as_strategy(scenario, name), devices, advise=False)
         for name in COMPARED
     )
     return replace(result, comparison=comparison)

@@ -43,6 +43,7 @@ from dpscale.validation import FieldIssue, InputError, Rule
 if TYPE_CHECKING:
     from dpscale.model.calibrate import Calibration
     from dpscale.model.measured import MeasuredFit
+    from dpscale.model.memory import MemoryAdvice
     from dpscale.model.predict import PredictionResult
     from dpscale.model.scenario import Scenario
     from dpscale.model.transfer import Transfer
@@ -1065,6 +1066,31 @@ LINES: Mapping[str, Wording] = {
         N_("It does not fit at %(devices)s devices: %(total)s needed, %(capacity)s there."),
         "DOES NOT FIT at {devices} devices: {total} needed, {capacity} there.",
     ),
+    "memory_fix": Wording(
+        N_("It would fit at %(devices)s devices with %(options)s."),
+        "It would fit at {devices} devices with {options}.",
+    ),
+    "memory_no_fix": Wording(
+        N_(
+            "Nothing tried fits at %(devices)s devices: not even micro-batch 1 with activation "
+            "checkpointing under %(strategy)s."
+        ),
+        "Nothing tried fits at {devices} devices: not even --micro-batch 1 "
+        "--activation-checkpointing under --strategy {strategy}.",
+    ),
+    "fit_micro_batch": Wording(
+        N_("a micro-batch of at most %(micro_batch)s"),
+        "--micro-batch at most {micro_batch}",
+    ),
+    "fit_checkpointing": Wording(
+        N_("activation checkpointing and a micro-batch of at most %(micro_batch)s"),
+        "--activation-checkpointing and --micro-batch at most {micro_batch}",
+    ),
+    "fit_strategy": Wording(N_("%(strategy)s"), "--strategy {strategy}"),
+    "fit_combined": Wording(
+        N_("%(strategy)s, activation checkpointing and a micro-batch of at most %(micro_batch)s"),
+        "--strategy {strategy}, --activation-checkpointing and --micro-batch at most {micro_batch}",
+    ),
     "compute": Wording(
         "",
         "Compute per micro-step {micro} ms ({micro_batch} / {throughput} {unit}), "
@@ -1191,7 +1217,7 @@ TERMINAL_ORDER = (
     ("gradients", "compute", "network"),
     ("baseline",),
     ("wait",),
-    ("memory", "memory_over"),
+    ("memory", "memory_over", "memory_fix"),
     ("calibration",),
     ("band",),
     MEASURED_KEYS,
@@ -1360,7 +1386,30 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
                 "memory_over",
                 {key: words[key] for key in ("devices", "total", "capacity")},
             )
+    if result.memory_advice is not None:
+        said["memory_fix"] = _memory_fix(result.memory_advice, sc.strategy)
     return said
+
+
+def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
+    """What would fit where the job does not: each single change, or the leanest one."""
+    devices = Count(advice.devices)
+    options: list[Said] = []
+    if advice.micro_batch:
+        options.append(Said("fit_micro_batch", {"micro_batch": Count(advice.micro_batch)}))
+    if advice.checkpointing_micro_batch:
+        options.append(
+            Said("fit_checkpointing", {"micro_batch": Count(advice.checkpointing_micro_batch)})
+        )
+    options += [Said("fit_strategy", {"strategy": Name(s, "strategy")}) for s in advice.strategies]
+    if advice.combined is not None:
+        name, batch = advice.combined
+        options.append(
+            Said("fit_combined", {"strategy": Name(name, "strategy"), "micro_batch": Count(batch)})
+        )
+    if not options:
+        return Said("memory_no_fix", {"devices": devices, "strategy": Name(strategy, "strategy")})
+    return Said("memory_fix", {"devices": devices, "options": Either(tuple(options))})
 
 
 def _transfer(taken: Transfer) -> Said:

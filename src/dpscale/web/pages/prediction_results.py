@@ -249,6 +249,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "wait",
             "memory",
             "memory_over",
+            "memory_fix",
             "calibration",
             "band",
             *MEASURED_KEYS,
