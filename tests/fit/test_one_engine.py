@@ -85,7 +85,9 @@ def test_the_fit_example_gives_one_answer_with_or_without_the_node_size(
     assert "No devices per node given" in " ".join(plain["notes"])
     said = " ".join(node["notes"])
     assert "No point lies below a full node of 8 devices (the node size given)" in said
-    assert facts["selection"]["reason"].startswith("the job's facts (25,600,000 parameters")
+    assert facts["selection"]["reason"].startswith(
+        "the job's facts (a DDP job: 25,600,000 parameters"
+    )
     assert facts["notes"][0] == (
         "Estimated from the points: the single-device step, the network share, the jitter."
     )

@@ -98,7 +98,7 @@ class Physics:
         """The facts as a sentence's subject: what shapes the comm term."""
         sc, hw = self.scenario, self.scenario.hardware
         return (
-            f"{sc.params:,.0f} parameters in {sc.grad_dtype} "
+            f"a DDP job: {sc.params:,.0f} parameters in {sc.grad_dtype} "
             f"({format_binary_bytes(sc.gradient_bytes)} of gradients), "
             f"micro-batch {sc.micro_batch:,} x {sc.grad_accum:,}, "
             f"{hw.devices_per_node:,} devices a node at {format_bandwidth(hw.intra_bandwidth)}, "
