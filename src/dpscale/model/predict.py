@@ -279,6 +279,7 @@ def predict_scenario(
     """The prediction for a resolved scenario (for callers that calibrated it); ``advise``:
     say what would fit where it does not (not for the strategies compared beside it)."""
     counts = np.asarray(devices, dtype=float)
+    stated = scenario
     if measured is not None:
         if scenario.baseline_devices > 1:
             raise InputError.single(
@@ -345,14 +346,29 @@ def predict_scenario(
         result = replace(result, memory_advice=advice)
     if not compare:
         return result
-    same = measured is None
+    # The stated strategy is this very result (calibrated, where points were measured); each
+    # other one is predicted from the stated inputs and the same baseline (the throughput per
+    # device measured there, so its efficiency is relative to the same count), with the
+    # stated band: the points measured the stated strategy, not the others.
+    others = result.scenario if measured is None else _measured_base(stated, measured)
     comparison = tuple(
-        replace(result, answers=None)
-        if same and name == scenario.strategy
-        else predict_scenario(_as_strategy(scenario, name), devices, advise=False)
+        replace(result, answers=None, memory_advice=None)
+        if name == scenario.strategy
+        else predict_scenario(_as_strategy(others, name), devices, advise=False)
         for name in COMPARED
     )
     return replace(result, comparison=comparison)
+
+
+def _measured_base(stated: Scenario, measured: MeasuredFit) -> Scenario:
+    """The stated job with the measured points' baseline: one device's throughput where a
+    point ran on one, else the fewest devices' per device, measured there."""
+    fewest = min(n for n, _ in measured.points)
+    values = [x for n, x in measured.points if n == fewest]
+    per_device = sum(values) / len(values) / fewest
+    if fewest == 1:
+        return replace(stated, per_device_throughput=per_device)
+    return replace(stated, baseline_devices=fewest, baseline_throughput=per_device)
 
 
 def _measured_answers(
