@@ -213,6 +213,9 @@ def test_measured_inline_and_csv_agree(capsys: pytest.CaptureFixture[str], tmp_p
         ("--jitter", "80%", "--jitter must be a number from 0 to 50 (got 80%)"),
         ("--jitter", "abc", "--jitter must be a number from 0 to 50 (got abc)"),
         ("--device-memory-bandwidth", "fast", "--device-memory-bandwidth: cannot read"),
+        # A size in sizes (it once said "1e+15 s"), and 0 not offered as allowed.
+        ("--device-memory", "1e30B", "--device-memory: must be above 0 and at most 909 TiB"),
+        ("--device-memory", "0B", "--device-memory: must be above 0 and at most 909 TiB"),
         ("--measured", "8:abc", "--measured: cannot read '8:abc'"),
         ("--measured", "1:130", "--measured: give at least one point on more than one device"),
         ("--measured", "run:no-such-run", "--measured: no stored run named"),

@@ -388,6 +388,7 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
         "checkpointing_micro_batch": None,
         "strategies": [],
         "combined": {"strategy": "fsdp", "micro_batch": 4},
+        "leanest": "fsdp",
     }
     fix = (
         "It would fit at 64 devices with --strategy fsdp, --activation-checkpointing and "
@@ -409,3 +410,37 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
         ).result.memory_advice
         is None
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        # Nothing fits: the leanest strategy is the one named, not the stated one.
+        (
+            {"micro_batch": "10000000", "seq_len": "1000000", "devices": "1000000"},
+            "Nothing tried fits at 1,000,000 devices: not even --micro-batch 1 "
+            "--activation-checkpointing under --strategy fsdp.",
+        ),
+        # No sequence length, no activations counted: only another strategy can help, and
+        # only where the memory line says the job does not fit is it said.
+        ({"model": "", "params": "8e9", "seq_len": ""}, None),
+    ],
+)
+def test_what_would_fit_at_the_edges(
+    capsys: pytest.CaptureFixture[str], extra: dict[str, str], words: str | None
+) -> None:
+    values = {
+        "model": "llama3-8b",
+        "hardware": "dgx-h100",
+        "strategy": "ddp",
+        "per_device_throughput": "100",
+        "micro_batch": "8",
+        "devices": "8",
+        **extra,
+    }
+    values = {key: value for key, value in values.items() if value}
+    out = terminal(capsys, values)
+    if words is None:
+        assert not any("would fit" in line or "Nothing tried" in line for line in out)
+    else:
+        assert any(line.endswith(words) for line in out)

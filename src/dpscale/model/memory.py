@@ -146,6 +146,9 @@ class MemoryAdvice:
     combined: tuple[str, int] | None
     """Where no single change fits: the strategy holding the least, with activation
     checkpointing, and the largest micro-batch up to the stated one that fits."""
+    leanest: str = ""
+    """Where no single change fits: the strategy holding the least (tried with activation
+    checkpointing at micro-batch 1 at least)."""
 
     @property
     def fixed(self) -> bool:
@@ -164,6 +167,7 @@ class MemoryAdvice:
             "combined": None
             if combined is None
             else {"strategy": combined[0], "micro_batch": combined[1]},
+            "leanest": self.leanest or None,
         }
 
 
@@ -196,16 +200,18 @@ def memory_advice(
     fitting = tuple(
         other.strategy for other in others if bool(np.asarray(memory(other, [devices]).fits)[0])
     )
-    combined = None
-    if not (smaller or checkpointing or fitting) and known:
+    combined, leanest = None, ""
+    if not (smaller or checkpointing or fitting):
         least = min(
             [scenario, *others],
-            key=lambda sc: float(np.asarray(memory(sc, [devices]).total)[0]),
+            key=lambda sc: float(np.asarray(memory(sc, [devices], micro_batch=1).total)[0]),
         )
-        lean = replace(least, activation_checkpointing=True)
-        most = _largest_fitting(lean, devices, scenario.micro_batch)
-        combined = None if most is None else (least.strategy, most)
-    return MemoryAdvice(devices, smaller, checkpointing, fitting, combined)
+        leanest = least.strategy
+        if known:
+            lean = replace(least, activation_checkpointing=True)
+            most = _largest_fitting(lean, devices, scenario.micro_batch)
+            combined = None if most is None else (least.strategy, most)
+    return MemoryAdvice(devices, smaller, checkpointing, fitting, combined, leanest)
 
 
 def _sharded_as(scenario: Scenario, name: str) -> Scenario:

@@ -51,6 +51,7 @@ from dpscale.model.strategies import Strategy, default_bucket_bytes, row
 from dpscale.units import (
     UnitError,
     format_bandwidth,
+    format_binary_bytes,
     format_bytes,
     format_duration,
     parse_bandwidth,
@@ -557,11 +558,14 @@ def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -
         low, shown = MIN_BANDWIDTH, format_bandwidth
     elif field == "bucket_size":
         low, shown = MIN_BUCKET_BYTES, format_bytes
+    elif field == "device_memory":
+        low, shown = 0.0, format_binary_bytes  # as the memory per device is written
     else:
         low, shown = 0.0, format_duration
     if value < low or (positive and value <= 0) or value > high:
-        floor = shown(low) if low else "0"
-        raise InputError.single(
-            field, f"must be from {floor} to {shown(high)} (got {text!r})", text
-        )
+        if positive and not low:
+            allowed = f"must be above 0 and at most {shown(high)}"
+        else:
+            allowed = f"must be from {shown(low) if low else '0'} to {shown(high)}"
+        raise InputError.single(field, f"{allowed} (got {text!r})", text)
     return value

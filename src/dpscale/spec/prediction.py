@@ -1386,8 +1386,8 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
                 "memory_over",
                 {key: words[key] for key in ("devices", "total", "capacity")},
             )
-    if result.memory_advice is not None:
-        said["memory_fix"] = _memory_fix(result.memory_advice, sc.strategy)
+            if result.memory_advice is not None:
+                said["memory_fix"] = _memory_fix(result.memory_advice, sc.strategy)
     return said
 
 
@@ -1408,7 +1408,8 @@ def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
             Said("fit_combined", {"strategy": Name(name, "strategy"), "micro_batch": Count(batch)})
         )
     if not options:
-        return Said("memory_no_fix", {"devices": devices, "strategy": Name(strategy, "strategy")})
+        leanest = advice.leanest or strategy
+        return Said("memory_no_fix", {"devices": devices, "strategy": Name(leanest, "strategy")})
     return Said("memory_fix", {"devices": devices, "options": Either(tuple(options))})
 
 
