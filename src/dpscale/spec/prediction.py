@@ -883,16 +883,17 @@ PREDICTION = Prediction(
             model=QUERY,
             terminal_help=(
                 'Measured total throughput per device count: "1:362.4,8:2722,16:5099", a CSV '
-                "file as dpscale fit reads, or a stored run (run:ID); calibrates fixed cost and "
-                "jitter. A run of another job gives only its network, jitter and fixed cost "
-                "(scaled by layers), and says so."
+                "file as dpscale fit reads, or a stored run (run:ID); calibrates the prediction "
+                "on them and, without --per-device-throughput, gives it. A run of another job "
+                "gives only its network, jitter and fixed cost (scaled by layers), and says so."
             ),
             metavar="POINTS|FILE|run:ID",
             label=N_("Measured throughputs"),
             help=N_(
                 "Total throughput you measured at a few device counts, with the same batch: "
-                "1:362.4,8:2722,16:5099, or run:ID for a stored run. Calibrates the fixed cost "
-                "and the jitter; the band becomes the fit's."
+                "1:362.4,8:2722,16:5099, or run:ID for a stored run. The prediction is "
+                "calibrated on them (the band becomes the fit's); with the throughput of one "
+                "device left empty, they give it."
             ),
             kind="text",
             advanced=True,
