@@ -290,19 +290,7 @@ def predict_scenario(
         scenario = measured.scenario
     else:
         scenario = from_baseline(scenario)
-    # One device is the model's own reference: its efficiency there may be below 1 (the
-    # optimizer step spread over less accumulation than the throughput was measured with).
-    reference = (
-        float(evaluate(scenario, devices=scenario.baseline_devices).efficiency)
-        if scenario.baseline_devices > 1
-        else 1.0
-    )
     step = evaluate(scenario, devices=counts)
-    answers = (
-        _answers(scenario, target_efficiency, max(devices), reference)
-        if target_efficiency is not None
-        else None
-    )
     used = memory(scenario, counts)
     if measured is not None:
         fitted = measured.predict(counts)
@@ -313,10 +301,11 @@ def predict_scenario(
         efficiency = np.clip(np.asarray(fitted.efficiency) / reference, 0.0, top)
         low = np.clip(np.minimum(fitted.efficiency_low / reference, efficiency), 0.0, top)
         high = np.clip(np.maximum(fitted.efficiency_high / reference, efficiency), 0.0, top)
-        if target_efficiency is not None:
-            answers = _measured_answers(
-                scenario, measured, target_efficiency, max(devices), reference, shown
-            )
+        answers = (
+            _measured_answers(scenario, measured, target_efficiency, max(devices), reference, shown)
+            if target_efficiency is not None
+            else None
+        )
         result = PredictionResult(
             shown,
             step,
@@ -330,6 +319,18 @@ def predict_scenario(
             measured_fit=measured,
         )
     else:
+        # One device is the model's own reference: its efficiency there may be below 1 (the
+        # optimizer step spread over less accumulation than the throughput was measured with).
+        reference = (
+            float(evaluate(scenario, devices=scenario.baseline_devices).efficiency)
+            if scenario.baseline_devices > 1
+            else 1.0
+        )
+        answers = (
+            _answers(scenario, target_efficiency, max(devices), reference)
+            if target_efficiency is not None
+            else None
+        )
         spread = band(scenario, counts)  # within [0, the ideal] already (band.band)
         result = PredictionResult(
             scenario,
@@ -360,12 +361,16 @@ def predict_scenario(
     return replace(result, comparison=comparison)
 
 
+def _fewest(measured: MeasuredFit) -> tuple[int, float]:
+    """The fewest devices measured and the throughput per device measured there."""
+    devices, throughput = min(measured.points)
+    return devices, throughput / devices
+
+
 def _measured_base(stated: Scenario, measured: MeasuredFit) -> Scenario:
     """The stated job with the measured points' baseline: one device's throughput where a
     point ran on one, else the fewest devices' per device, measured there."""
-    fewest = min(n for n, _ in measured.points)
-    values = [x for n, x in measured.points if n == fewest]
-    per_device = sum(values) / len(values) / fewest
+    fewest, per_device = _fewest(measured)
     if fewest == 1:
         return replace(stated, per_device_throughput=per_device)
     return replace(stated, baseline_devices=fewest, baseline_throughput=per_device)
@@ -412,12 +417,10 @@ def _measured_baseline(scenario: Scenario, measured: MeasuredFit) -> tuple[Scena
     one device where a point ran on one, else the fewest devices measured (the fitted curve
     there, the single-device step being the calibration's estimate). The scenario shown says
     so (``baseline_devices``, and the throughput per device measured there)."""
-    counts = [n for n, _ in measured.points]
-    fewest = min(counts)
+    fewest, per_device = _fewest(measured)
     if fewest == 1:
         return scenario, 1.0
-    at_fewest = float(np.asarray(measured.predict([fewest]).efficiency)[0])
-    per_device = sum(x for n, x in measured.points if n == fewest) / counts.count(fewest) / fewest
+    at_fewest = float(np.asarray(measured.efficiency([fewest]))[0])
     shown = replace(scenario, baseline_devices=fewest, baseline_throughput=per_device)
     return shown, at_fewest
 
