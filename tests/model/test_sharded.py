@@ -216,3 +216,28 @@ def _env() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def test_no_bucket_size_is_advised_where_the_strategy_has_no_buckets() -> None:
+    # FSDP and HSDP move one wrapped unit per collective: "Best bucket size there: 64 KiB" was
+    # advice about a setting they do not have. DDP, ZeRO-1 and ZeRO-2 keep it.
+    from dpscale.model.predict import predict
+    from dpscale.model.query import PredictQuery
+    from dpscale.spec.prediction import lines
+
+    for strategy, has_buckets in (("fsdp", False), ("hsdp", False), ("ddp", True), ("zero2", True)):
+        query = PredictQuery(
+            model="llama3-8b",
+            hardware="dgx-h100",
+            strategy=strategy,
+            micro_batch=1,
+            unit="tokens",
+            mfu=0.4,
+            devices="8,64,1024",
+            target_efficiency=0.9,
+        )
+        result = predict(query)
+        assert result.answers is not None
+        assert (result.answers.best_bucket_bytes is not None) is has_buckets, strategy
+        assert ("best_bucket" in lines(result)) is has_buckets, strategy
+        assert ("best_bucket_bytes" in result.to_dict()["questions"]) is True

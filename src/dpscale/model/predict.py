@@ -38,6 +38,7 @@ from dpscale.model.memory import Memory, MemoryAdvice, memory, memory_advice
 from dpscale.model.query import PredictQuery
 from dpscale.model.questions import (
     MAX_DEVICES_SEARCH,
+    BucketAnswer,
     best_bucket,
     grad_accum_for,
     max_devices,
@@ -67,9 +68,10 @@ class Answers:
     efficiency_at_devices: float
     grad_accum_needed: int | None
     micro_batch_needed: int | None
-    best_bucket_bytes: float
-    best_bucket_exposed_comm_time_s: float
-    best_bucket_efficiency: float
+    best_bucket_bytes: float | None
+    """None where the strategy moves one wrapped unit per collective (no bucket to size)."""
+    best_bucket_exposed_comm_time_s: float | None
+    best_bucket_efficiency: float | None
 
     def to_dict(self) -> dict[str, Any]:
         return {key: tidy(value) for key, value in self.__dict__.items()}
@@ -251,7 +253,7 @@ def tidy_dict(values: dict[str, Any]) -> dict[str, Any]:
 
 def _answers(scenario: Scenario, target: float, at_devices: int, reference: float) -> Answers:
     """The answers for a target relative to the baseline: ``target x E(B)`` against one."""
-    bucket = best_bucket(scenario, devices=at_devices)
+    bucket = _best_bucket(scenario, at_devices)
     here = evaluate(scenario, devices=at_devices)
     absolute = target * reference
     return Answers(
@@ -261,10 +263,16 @@ def _answers(scenario: Scenario, target: float, at_devices: int, reference: floa
         efficiency_at_devices=float(here.efficiency) / reference,
         grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
         micro_batch_needed=micro_batch_for(scenario, absolute, devices=at_devices),
-        best_bucket_bytes=bucket.bucket_bytes,
-        best_bucket_exposed_comm_time_s=bucket.exposed_comm_time_s,
-        best_bucket_efficiency=bucket.efficiency / reference,
+        best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
+        best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,
+        best_bucket_efficiency=None if bucket is None else bucket.efficiency / reference,
     )
+
+
+def _best_bucket(scenario: Scenario, devices: int) -> BucketAnswer | None:
+    """The bucket size that exposes least, where the strategy has buckets (DDP, ZeRO-1 and
+    ZeRO-2; FSDP and HSDP move one wrapped unit per collective)."""
+    return None if row(scenario.strategy).per_unit else best_bucket(scenario, devices=devices)
 
 
 def predict_scenario(
@@ -398,7 +406,7 @@ def _measured_answers(
     fitted = float(np.asarray(measured.efficiency([at_devices]))[0])
     correction = fitted / modelled
     absolute = target * reference / correction
-    bucket = best_bucket(scenario, devices=at_devices)
+    bucket = _best_bucket(scenario, at_devices)
     return Answers(
         target_efficiency=target,
         max_devices=int(counts[ok][-1]) if ok.any() else None,
@@ -406,9 +414,11 @@ def _measured_answers(
         efficiency_at_devices=here if here is not None else min(fitted / reference, 1.0),
         grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
         micro_batch_needed=micro_batch_for(scenario, absolute, devices=at_devices),
-        best_bucket_bytes=bucket.bucket_bytes,
-        best_bucket_exposed_comm_time_s=bucket.exposed_comm_time_s,
-        best_bucket_efficiency=min(bucket.efficiency * correction / reference, 1.0),
+        best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
+        best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,
+        best_bucket_efficiency=None
+        if bucket is None
+        else min(bucket.efficiency * correction / reference, 1.0),
     )
 
 

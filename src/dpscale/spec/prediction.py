@@ -1498,13 +1498,14 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
         said["target"] = Said("target_needs", {**at, "changes": Either(tuple(needed))})
     else:
         said["target"] = Said("target_out_of_reach", at)
-    said["best_bucket"] = Said(
-        "best_bucket",
-        {
-            "best": Quantity(a.best_bucket_bytes, "bytes"),
-            "exposed": _ms(a.best_bucket_exposed_comm_time_s),
-            "efficiency": Percentage(a.best_bucket_efficiency),
-            "now": Quantity(sc.bucket_bytes, "bytes"),
-        },
-    )
+    if a.best_bucket_bytes is not None:
+        said["best_bucket"] = Said(
+            "best_bucket",
+            {
+                "best": Quantity(a.best_bucket_bytes, "bytes"),
+                "exposed": _ms(a.best_bucket_exposed_comm_time_s or 0.0),
+                "efficiency": Percentage(a.best_bucket_efficiency or 0.0),
+                "now": Quantity(sc.bucket_bytes, "bytes"),
+            },
+        )
     return said

@@ -334,12 +334,13 @@ def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> l
                 sentence=say(change, LINES, loc),
             )
         )
-    items.append(
-        ResultItem(
-            key="best_bucket",
-            label=_("Best bucket size at %(devices)s devices", devices=at),
-            value=loc.quantity(format_binary_bytes(a.best_bucket_bytes)),
-            sentence=say(said["best_bucket"], LINES, loc),
+    if a.best_bucket_bytes is not None:  # a strategy with buckets
+        items.append(
+            ResultItem(
+                key="best_bucket",
+                label=_("Best bucket size at %(devices)s devices", devices=at),
+                value=loc.quantity(format_binary_bytes(a.best_bucket_bytes)),
+                sentence=say(said["best_bucket"], LINES, loc),
+            )
         )
-    )
     return items
