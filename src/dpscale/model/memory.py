@@ -39,7 +39,7 @@ from dpscale.model.costs import OPTIMIZER_BYTES
 from dpscale.model.llm import activation_bytes
 from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
 from dpscale.model.step import BYTES_PER_VALUE
-from dpscale.model.strategies import model_state_bytes, optimizer_state_bytes, row
+from dpscale.model.strategies import Strategy, model_state_bytes, optimizer_state_bytes, row
 
 __all__ = ["MOMENT_BYTES", "Memory", "MemoryAdvice", "memory", "memory_advice"]
 
@@ -150,13 +150,6 @@ class MemoryAdvice:
     """Where no single change fits: the strategy holding the least (tried with activation
     checkpointing at micro-batch 1 at least)."""
 
-    @property
-    def fixed(self) -> bool:
-        """Whether anything tried fits."""
-        return bool(
-            self.micro_batch or self.checkpointing_micro_batch or self.strategies or self.combined
-        )
-
     def to_dict(self) -> dict[str, Any]:
         combined = self.combined
         return {
@@ -172,7 +165,7 @@ class MemoryAdvice:
 
 
 def memory_advice(
-    scenario: Scenario, devices: int, strategies: Iterable[str]
+    scenario: Scenario, devices: int, strategies: Iterable[Strategy]
 ) -> MemoryAdvice | None:
     """What would fit at ``devices`` if the job as stated does not (None where it fits or
     the device's memory is unknown): a smaller micro-batch, activation checkpointing, or
@@ -214,10 +207,10 @@ def memory_advice(
     return MemoryAdvice(devices, smaller, checkpointing, fitting, combined, leanest)
 
 
-def _sharded_as(scenario: Scenario, name: str) -> Scenario:
+def _sharded_as(scenario: Scenario, name: Strategy) -> Scenario:
     """The job's memory under strategy ``name`` (a shard group only where it has one)."""
     group = scenario.shard_group_size if row(name).group != "one" else 0
-    return replace(scenario, strategy=name, shard_group_size=group)  # type: ignore[arg-type]
+    return replace(scenario, strategy=name, shard_group_size=group)
 
 
 def _largest_fitting(scenario: Scenario, devices: int, at_most: int) -> int | None:
