@@ -1397,16 +1397,23 @@ def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
     devices = Count(advice.devices)
     options: list[Said] = []
     if advice.micro_batch:
-        options.append(Said("fit_micro_batch", {"micro_batch": Count(advice.micro_batch)}))
+        smaller = Count(advice.micro_batch, grouped=False)  # an option's value: no comma
+        options.append(Said("fit_micro_batch", {"micro_batch": smaller}))
     if advice.checkpointing_micro_batch:
         options.append(
-            Said("fit_checkpointing", {"micro_batch": Count(advice.checkpointing_micro_batch)})
+            Said(
+                "fit_checkpointing",
+                {"micro_batch": Count(advice.checkpointing_micro_batch, grouped=False)},
+            )
         )
     options += [Said("fit_strategy", {"strategy": Name(s, "strategy")}) for s in advice.strategies]
     if advice.combined is not None:
         name, batch = advice.combined
         options.append(
-            Said("fit_combined", {"strategy": Name(name, "strategy"), "micro_batch": Count(batch)})
+            Said(
+                "fit_combined",
+                {"strategy": Name(name, "strategy"), "micro_batch": Count(batch, grouped=False)},
+            )
         )
     if not options:
         leanest = advice.leanest or strategy
