@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,26 @@ class Node:
     marker: str
     out: str = ""
     err: str = ""
+
+    @classmethod
+    def start(cls, root: Path, rank: int, command: list[str]) -> Node:
+        """``command`` (a ``dpscale measure`` across nodes) as node ``rank``: its own /tmp under
+        ``root``, a marker in its environment, the state directory the nodes share, and
+        Ctrl-C as a shell delivers it."""
+        tmp = root / f"tmp-node{rank}"
+        tmp.mkdir()
+        marker = uuid.uuid4().hex
+        env = dict(os.environ, TMPDIR=str(tmp), DPSCALE_TEST_NODE=marker)
+        env["XDG_STATE_HOME"] = str(root / "state")
+        process = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=ctrl_c_as_in_a_shell,
+        )
+        return cls(process, tmp, marker)
 
     def finish(self) -> None:
         self.out, self.err = self.process.communicate(timeout=ENDS_S)

@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import pytest
 
 from dpscale.store.runs import get_run, list_runs
 
-from .conftest import ENDS_S, Node, assert_clean, ctrl_c_as_in_a_shell
+from .conftest import ENDS_S, Node, assert_clean
 
 pytestmark = pytest.mark.distributed
 
@@ -48,24 +47,11 @@ def _start_nodes(
     port = _free_port()
     nodes = []
     for rank in (0, 1):
-        tmp = root / f"tmp-node{rank}"
-        tmp.mkdir()
-        marker = uuid.uuid4().hex
         command = [sys.executable, "-m", "dpscale", "measure", "--nnodes", "2"]
         command += ["--nproc-per-node", str(nproc_per_node)]
         command += ["--node-rank", str(rank)] if node_ranks else []
         command += ["--rdzv-endpoint", f"127.0.0.1:{port}", *options]
-        env = dict(os.environ, TMPDIR=str(tmp), DPSCALE_TEST_NODE=marker)
-        env["XDG_STATE_HOME"] = str(root / "state")
-        process = subprocess.Popen(
-            command,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=ctrl_c_as_in_a_shell,
-        )
-        nodes.append(Node(process, tmp, marker))
+        nodes.append(Node.start(root, rank, command))
     return nodes
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
 import signal
 import socket
@@ -17,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ from dpscale.measure.script_across import across_sizes, checked_records
 from dpscale.store.runs import get_run, list_runs
 from dpscale.validation import InputError
 
-from .conftest import ENDS_S, Node, assert_clean, ctrl_c_as_in_a_shell
+from .conftest import ENDS_S, Node, assert_clean
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "train_ddp.py")
 BROKEN = """\
@@ -68,25 +66,12 @@ def _start(root: Path, script: str, per_node: int, *args: str, count: int = 2) -
     port = _free_port()
     nodes = []
     for rank in range(count):
-        tmp = root / f"tmp-node{rank}"
-        tmp.mkdir()
-        marker = uuid.uuid4().hex
         command = [sys.executable, "-m", "dpscale", "measure", "--script", script]
         command += ["--nnodes", str(count), "--nproc-per-node", str(per_node)]
         command += ["--node-rank", str(rank)]
         command += ["--rdzv-endpoint", f"127.0.0.1:{port}", "--backend", "gloo", "--json"]
         command += [arg.split("|")[rank] if "|" in arg else arg for arg in args]
-        env = dict(os.environ, TMPDIR=str(tmp), DPSCALE_TEST_NODE=marker)
-        env["XDG_STATE_HOME"] = str(root / "state")
-        process = subprocess.Popen(
-            command,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=ctrl_c_as_in_a_shell,
-        )
-        nodes.append(Node(process, tmp, marker))
+        nodes.append(Node.start(root, rank, command))
     return nodes
 
 
