@@ -71,6 +71,11 @@ def test_the_cli_keeps_every_flag_and_reads_its_help_from_the_model() -> None:
     grad_dtype = PREDICTION.input("grad_dtype")
     assert grad_dtype is not None
     assert terminal_help(grad_dtype) == "Gradient precision: fp32, bf16, fp16, fp8. Default: fp32."
+    # Choices read from files when shown are listed too, not left as an empty gap.
+    model = PREDICTION.input("model")
+    assert model is not None
+    assert terminal_help(model).startswith("Model preset: llama2-70b, llama2-7b, llama3-70b, ")
+    assert "mpt-70b" in terminal_help(model)
 
 
 def test_the_page_fields_are_the_described_ones() -> None:

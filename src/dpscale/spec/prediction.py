@@ -168,7 +168,9 @@ def terminal_help(item: Input) -> str:
     """The CLI help of ``item`` with the model's default and choices filled in."""
     choices = band = ""
     if "%(choices)s" in item.terminal_help:
-        choices = ", ".join(item.rule.choices)
+        # Choices read from files when shown (the model presets) are not in the rule.
+        offered = item.rule.choices or tuple(value for value, _ in item.offered() if value)
+        choices = ", ".join(offered)
     if item.name in _BAND_RANGES:
         module, constant, percent = _BAND_RANGES[item.name]
         low, high = getattr(import_module(f"dpscale.model.{module}"), constant)
