@@ -222,6 +222,50 @@ def test_band_is_finite_ordered_and_one_at_one_device(
     assert np.all((b.low >= 0) & (b.low <= b.efficiency + 1e-12))
     assert np.all((b.efficiency <= b.high + 1e-12) & (b.high <= 1))
     assert b.low[0] == b.high[0] == 1.0
+    # The budget names what the band varies, each share finite and not negative, and the band
+    # below the point is their root sum of squares (where it does not stop at 0).
+    assert set(b.budget) == set(b.inputs)
+    shares = np.array([np.asarray(share, dtype=float) for share in b.budget.values()])
+    assert np.all(np.isfinite(shares))
+    assert np.all(shares >= 0)
+    total = np.sqrt(np.sum(shares**2, axis=0))
+    above_zero = b.efficiency - total > 0
+    assert np.allclose((b.efficiency - b.low)[above_zero], total[above_zero], rtol=1e-9, atol=1e-12)
+
+
+def test_the_band_budget_names_each_inputs_share_and_what_removes_the_largest() -> None:
+    # The README's job on a DGX A100 with a 200 Gbit/s network, 1 to 256 devices: across 32
+    # nodes the setup losses are the largest share; stating the optimizer removes its.
+    query = {
+        "params": "1.3B",
+        "grad_dtype": "bf16",
+        "micro_batch": 8,
+        "per_device_throughput": 40,
+        "hardware": "dgx-a100",
+        "inter_node_bandwidth": "200 Gbit/s",
+        "devices": "1,8,256",
+    }
+    result = predict(PredictQuery(**query))
+    budget = dict(result.band_budget_at_most())
+    assert next(iter(budget)) == "framework_setup"
+    assert round(100 * budget["framework_setup"], 1) == 9.5
+    assert round(100 * budget["optimizer"], 1) == 2.2
+    point = result.points()[-1]
+    assert math.isclose(
+        point["efficiency"] - point["efficiency_low"],
+        math.sqrt(sum(share**2 for share in budget.values())),
+        rel_tol=1e-9,
+    )
+    payload = result.to_dict()["band_budget"]
+    assert payload["devices"] == 256
+    assert list(payload["half_widths"]) == list(budget)
+    told = dict(predict(PredictQuery(**query, optimizer="adam")).band_budget_at_most())
+    assert "optimizer" not in told
+    assert told["framework_setup"] == pytest.approx(budget["framework_setup"], rel=1e-3)
+    # A calibration's band is the fit's: no stated ranges to share it out.
+    measured = predict(PredictQuery(**query, measured="1:40,8:290,16:520"))
+    assert measured.band_budget == {}
+    assert "band_budget" not in measured.to_dict()
 
 
 def test_horovod_fusion_cycle_shrinks_the_last_message() -> None:

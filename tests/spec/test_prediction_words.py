@@ -84,6 +84,8 @@ CASES = {
         {**README, "target_efficiency": "90%"},
         {
             "band": "band_ranges",
+            "band_budget": "band_budget",
+            "band_largest": "band_largest_setup",
             "max_devices": "max_devices",
             "target": "target_needs",
             "grad_accum_needed": "grad_accum_needed",
@@ -112,6 +114,10 @@ CASES = {
         {"band": "band_measured_points", "target": "target_needs"},
     ),
     "one device": ({**README, "devices": "1", "target_efficiency": "80"}, {"band": "band_ranges"}),
+    "one node": (
+        {**README, "devices": "1,8"},
+        {"band": "band_ranges", "band_budget": "band_budget", "band_largest": "band_largest"},
+    ),
 }
 
 
@@ -148,7 +154,11 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
         "At 256 devices the step also waits 5.63 ms for the slowest device and pays 12.19 ms of "
         "fixed costs; the optimizer step (assumed adam) is 26.75 ms of the compute.",
         "Band (90 % level): the stated ranges of network_share, jitter, overlap_slowdown, "
-        "framework_overhead, optimizer, ring_plateau, inter_node_latency, framework_setup.",
+        "framework_overhead, optimizer, ring_plateau, inter_node_latency, framework_setup. "
+        "At 256 devices each alone (pp each side): framework_setup +-9.5, optimizer +-2.2, "
+        "inter_node_latency +-1.2, network_share +-1.1, jitter +-1, framework_overhead +-0.57; "
+        "together +-10 (in quadrature). Largest share: framework_setup; --measured points from "
+        "two or more nodes (or a measured --step-overhead) replace it with your own job's.",
         "Largest device count that keeps efficiency >= 90 %: 8.",
         "At 256 devices (predicted 53.9 %), 90 % needs --grad-accum 8 or --micro-batch 32 (if "
         "it fits in memory).",

@@ -74,7 +74,7 @@ waits. ``benchmarks/bench_accuracy.py`` reports the band's held-out coverage bes
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -156,6 +156,10 @@ class Band:
     high: Any
     inputs: tuple[str, ...]
     """The uncertain inputs that were varied (the ones the user did not state)."""
+    budget: dict[str, Any] = field(default_factory=dict)
+    """Each varied input's share of the band, by its public name: the half-width it would give
+    alone at each count (``k u``; the setup loss's ``central x loss``), before the edges stop
+    at 0 and the ideal. The band's half-width is their root sum of squares."""
 
 
 def _ranges(scenario: Scenario) -> dict[str, tuple[Any, Any]]:
@@ -239,10 +243,21 @@ def combine(values: Any) -> tuple[Any, Any, Any]:
     (0.8731, 0.9269)
     """
     central = values[0]
-    ends = values[1:]
-    spans = ends[1::2] - ends[0::2]
-    half = COVERAGE_FACTOR * np.sqrt(np.sum(spans**2, axis=0) / 12.0)
+    half = np.sqrt(np.sum(half_widths(values) ** 2, axis=0))
     return central, central - half, central + half
+
+
+def half_widths(values: Any) -> Any:
+    """Each input's half-width alone, ``k |e(2i+2) - e(2i+1)| / sqrt(12)``, one row an input,
+    from a stack laid out as :func:`band_steps` lays it out.
+
+    >>> [round(float(x), 4) for x in half_widths(np.array([0.9, 0.86, 0.9, 0.87, 0.91]))]
+    [0.019, 0.019]
+    """
+    ends = np.asarray(values)[1:]
+    half = COVERAGE_FACTOR * np.abs(ends[1::2] - ends[0::2]) / np.sqrt(12.0)
+    # An input that changes nothing differs by rounding alone (1e-16): none of the band.
+    return np.where(half < 1e-12, 0.0, half)
 
 
 def with_setup_loss(
@@ -282,7 +297,9 @@ def band(scenario: Scenario, devices: ArrayLike) -> Band:
     stack = np.asarray(step.efficiency)
     # At one device the model's efficiency is its own reference (it may be below 1).
     reference = stack[..., -1:] if base > 1 else 1.0
-    central, low, high = combine(stack[..., :-1] / reference)
+    relative = stack[..., :-1] / reference
+    central, low, high = combine(relative)
+    budget = dict(zip(names, half_widths(relative), strict=True))
     if setup_loss_applies(scenario):
         per_node = scenario.hardware.devices_per_node
         nodes = np.ceil(counts / per_node)
@@ -291,9 +308,11 @@ def band(scenario: Scenario, devices: ArrayLike) -> Band:
         low = with_setup_loss(central, low, loss)
         high = with_setup_loss(central, high, loss, above=True)
         names = (*names, "framework_setup")
+        budget["framework_setup"] = central * loss
     return Band(
         efficiency=central,
         low=np.clip(low, 0.0, central),
         high=np.clip(high, central, np.maximum(central, 1.0)),
         inputs=tuple(PUBLIC_NAMES.get(name, name) for name in names),
+        budget={PUBLIC_NAMES.get(name, name): value for name, value in budget.items()},
     )

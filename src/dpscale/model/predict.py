@@ -20,7 +20,7 @@ or, with ``measured`` points, from the calibration's fit (:mod:`dpscale.model.me
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -105,6 +105,14 @@ class PredictionResult:
     memory_advice: MemoryAdvice | None = None
     """Where the job does not fit at the most devices asked: what would
     (:func:`~dpscale.model.memory.memory_advice`)."""
+    band_budget: dict[str, Any] = field(default_factory=dict)
+    """A stated-input band's budget (:attr:`dpscale.model.band.Band.budget`): each varied
+    input's half-width alone at each count; empty for a calibration's band."""
+
+    def band_budget_at_most(self) -> list[tuple[str, float]]:
+        """The budget at the most devices asked, largest share first (ties by name)."""
+        last = {name: float(np.asarray(value)[-1]) for name, value in self.band_budget.items()}
+        return sorted(last.items(), key=lambda item: (-item[1], item[0]))
 
     def points(self) -> list[dict[str, Any]]:
         return self._rows(slice(None))
@@ -239,6 +247,11 @@ class PredictionResult:
             payload["run_transfers"] = [taken.to_dict() for taken in self.transfers]
         if self.memory_advice is not None:
             payload["memory_advice"] = self.memory_advice.to_dict()
+        if self.band_budget:
+            payload["band_budget"] = {
+                "devices": int(np.asarray(self.step.devices)[-1]),
+                "half_widths": {name: tidy(value) for name, value in self.band_budget_at_most()},
+            }
         if self.comparison:
             payload["strategies"] = [
                 {"strategy": other.scenario.strategy, "points": other.points()}
@@ -349,6 +362,7 @@ def predict_scenario(
             spread.inputs,
             reference=reference,
             memory=used,
+            band_budget=spread.budget,
         )
     advice = memory_advice(scenario, max(devices), COMPARED) if advise else None
     if advice is not None:

@@ -19,6 +19,7 @@ and the page resolve a stored run the same way (the page never reads a file).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import import_module
@@ -1157,6 +1158,29 @@ LINES: Mapping[str, Wording] = {
         ),
         "Band ({level} level): the stated ranges of {inputs}.",
     ),
+    "band_budget": Wording(
+        N_(
+            "At %(devices)s devices each of them alone would move an edge of the band by "
+            "(percentage points): %(shares)s; together, in quadrature, ±%(total)s."
+        ),
+        "At {devices} devices each alone (pp each side): {shares:, }; together +-{total} "
+        "(in quadrature).",
+    ),
+    "band_share": Wording(N_("%(input)s ±%(points)s"), "{input} +-{points}"),
+    "band_largest": Wording(
+        N_(
+            "A measured value for “%(input)s” in place of its range would remove the largest share."
+        ),
+        "Largest share: {input}; stating {option} removes it.",
+    ),
+    "band_largest_setup": Wording(
+        N_(
+            "The largest share is the setup losses across nodes: measured points from two or "
+            "more nodes would replace it with your own job's."
+        ),
+        "Largest share: framework_setup; --measured points from two or more nodes (or a "
+        "measured --step-overhead) replace it with your own job's.",
+    ),
     "max_devices": Wording(
         N_(
             "Up to %(devices)s devices the predicted efficiency stays at or above %(target)s "
@@ -1222,7 +1246,7 @@ TERMINAL_ORDER = (
     ("wait",),
     ("memory", "memory_over", "memory_fix"),
     ("calibration",),
-    ("band",),
+    ("band", "band_budget", "band_largest"),
     MEASURED_KEYS,
     ("max_devices",),
     ("target",),
@@ -1327,12 +1351,59 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             "band_ranges",
             {"level": Percentage(BAND_LEVEL, 2), "inputs": Names(result.band_inputs, "band_input")},
         )
+        said.update(_band_budget(result, last["devices"]))
     if result.measured_fit is not None:
         for statement in result.measured_fit.said():
             said["measured_" + statement.code.removeprefix("calibration_")] = statement
     if result.answers is not None:
         said.update(_answers(result))
     return said
+
+
+BAND_OPTIONS = {
+    "network_share": "--calibrate (nccl-tests output)",
+    "jitter": "--jitter",
+    "overlap_slowdown": "--overlap-slowdown",
+    "framework_overhead": "--step-overhead",
+    "optimizer": "--optimizer",
+    "device_memory_bandwidth": "--device-memory-bandwidth",
+    "ring_plateau": "--calibrate (nccl-tests output across nodes)",
+    "inter_node_latency": "--inter-node-latency (or --calibrate)",
+}
+"""What states each input the band varies (but the setup loss), as the terminal names it."""
+SHARE_SHOWN = 0.0005
+"""The smallest share of the band (0.05 percentage points) :func:`_band_budget` lists."""
+
+
+def _band_budget(result: PredictionResult, devices: int) -> dict[str, Said]:
+    """Each input's share of the band at the most devices asked, largest first, and what
+    would remove the largest: none on one device, where the band is the point."""
+    shares = [(name, share) for name, share in result.band_budget_at_most() if share >= SHARE_SHOWN]
+    if devices <= 1 or not shares:
+        return {}
+    total = math.sqrt(sum(share**2 for _, share in result.band_budget_at_most()))
+    budget = Said(
+        "band_budget",
+        {
+            "devices": Count(devices),
+            "shares": tuple(
+                Said("band_share", {"input": Name(name, "band_input"), "points": _points(share)})
+                for name, share in shares
+            ),
+            "total": _points(total),
+        },
+    )
+    largest = shares[0][0]
+    if largest == "framework_setup":
+        return {"band_budget": budget, "band_largest": Said("band_largest_setup")}
+    option = BAND_OPTIONS[largest]
+    named = Said("band_largest", {"input": Name(largest, "band_input"), "option": option})
+    return {"band_budget": budget, "band_largest": named}
+
+
+def _points(share: float) -> Number:
+    """A share of efficiency in percentage points, two significant digits."""
+    return Number(100 * share, 2)
 
 
 def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:

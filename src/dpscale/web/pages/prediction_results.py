@@ -252,6 +252,8 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "memory_fix",
             "calibration",
             "band",
+            "band_budget",
+            "band_largest",
             *MEASURED_KEYS,
         )
         if key in said
