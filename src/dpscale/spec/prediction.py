@@ -1168,9 +1168,7 @@ LINES: Mapping[str, Wording] = {
     ),
     "band_share": Wording(N_("%(input)s ±%(points)s"), "{input} +-{points}"),
     "band_largest": Wording(
-        N_(
-            "A measured value for “%(input)s” in place of its range would remove the largest share."
-        ),
+        N_("Stating “%(input)s” instead of leaving its range open would remove the largest share."),
         "Largest share: {input}; stating {option} removes it.",
     ),
     "band_largest_setup": Wording(
