@@ -39,6 +39,7 @@ __all__ = [
     "INVALID",
     "MISSING",
     "TOO_LONG",
+    "UNIT_PATTERN",
     "FieldIssue",
     "InputError",
     "Percent",
@@ -59,6 +60,12 @@ INVALID = "invalid"
 """Code of an issue: the value breaks the field's rule (read the rule, not ``ctx``)."""
 TOO_LONG = "too_long"
 """Code of an issue: the text is longer than a surface reads (its rule is the length)."""
+
+UNIT_PATTERN = r"^[^\x00-\x1f\x7f<>\"'&]{1,24}$"
+"""A throughput's unit as every surface takes it: 1 to 24 characters, none a control
+character or one a page would read as markup."""
+_PATTERN_TEXTS = {UNIT_PATTERN: "1 to 24 characters, without < > \" ' & or control characters"}
+"""What a pattern allows, in English, as the object of "must be" (a pattern says nothing)."""
 
 if TYPE_CHECKING:
     import numpy as np
@@ -130,6 +137,8 @@ class Rule:
     choices: tuple[str, ...] = ()
     max_length: int | None = None
     min_length: int | None = None
+    text: str | None = None
+    """What a pattern allows, where the field has one (:data:`UNIT_PATTERN`)."""
 
     def describe(self) -> str:
         """The rule in English, as the object of "must be".
@@ -143,6 +152,8 @@ class Rule:
         >>> Rule(number=False, min_length=1, max_length=24).describe()
         'a text of 1 to 24 characters'
         """
+        if self.text is not None:
+            return self.text
         if self.choices:
             return "one of: " + ", ".join(self.choices)
         if not self.number:
@@ -453,7 +464,11 @@ def rule_of(model: type[BaseModel], field: str) -> Rule:
     low = high = None
     low_open = high_open = False
     max_length = min_length = None
+    text = None
     for meta in metadata:
+        pattern = getattr(meta, "pattern", None)
+        if isinstance(pattern, str) and pattern in _PATTERN_TEXTS:
+            text = _PATTERN_TEXTS[pattern]
         if isinstance(meta, annotated_types.Ge):
             low = float(typing.cast(float, meta.ge))
         elif isinstance(meta, annotated_types.Gt):
@@ -478,6 +493,7 @@ def rule_of(model: type[BaseModel], field: str) -> Rule:
         choices=choices,
         max_length=max_length,
         min_length=min_length,
+        text=text,
     )
 
 

@@ -234,8 +234,23 @@ def test_batch_target_past_the_most_steps_names_the_target_not_grad_accum(
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
-        ("--unit", "tokens\n/s", "--unit must be a valid value (got tokens\\x0a/s)"),
-        ("--unit", "\x1b[2J", "--unit must be a valid value (got \\x1b[2J)"),
+        (
+            "--unit",
+            "tokens\n/s",
+            "--unit must be 1 to 24 characters, without < > \" ' & or control characters "
+            "(got tokens\\x0a/s)",
+        ),
+        (
+            "--unit",
+            "\x1b[2J",
+            "--unit must be 1 to 24 characters, without < > \" ' & or control characters "
+            "(got \\x1b[2J)",
+        ),
+        (
+            "--unit",
+            "<b>",
+            "--unit must be 1 to 24 characters, without < > \" ' & or control characters (got <b>)",
+        ),
         ("--efficiency", "90%%", "--efficiency must be a number from 0 to 100 (got 90%%)"),
         (
             "--devices",

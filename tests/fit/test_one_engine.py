@@ -86,9 +86,84 @@ def test_the_fit_example_gives_one_answer_with_or_without_the_node_size(
     said = " ".join(node["notes"])
     assert "No point lies below a full node of 8 devices (the node size given)" in said
     assert facts["selection"]["reason"].startswith(
-        "the job's facts (a DDP job: 25,600,000 parameters"
+        "the job's facts (a ddp job: 25,600,000 parameters in fp32"
     )
     assert facts["notes"][0] == (
         "Estimated from the points: the single-device step, the network share, the jitter."
     )
     assert facts["notes"][1].startswith("No point ran on one device, so the fixed per-step cost")
+
+
+MPT_70B = [
+    "--params", "64862437376", "--layers", "80", "--strategy", "fsdp", "--param-dtype", "bf16",
+    "--grad-dtype", "fp32", "--micro-batch", "8", "--seq-len", "2048",
+    "--activation-checkpointing", "--optimizer", "adamw", "--hardware", "dgx-h100",
+]  # fmt: skip
+"""MPT-70B as llm-foundry's H100 table runs it (FULL_SHARD, amp_bf16, micro-batch 8 of 2,048
+tokens, activation checkpointing); its tokens/s at 128, 256 and 512 GPUs as the points."""
+MPT_POINTS = "128:135424,256:264960,512:515584"
+
+
+def test_a_sharded_job_in_tokens_is_the_same_computation_on_both_commands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fitted = _json(capsys, "fit", "--points", MPT_POINTS, "--at", "512,1024", "-u", "tokens/s",
+                   *MPT_70B)  # fmt: skip
+    predicted = _json(capsys, "predict", "--measured", MPT_POINTS, "--devices", "512,1024",
+                      "--unit", "tokens", *MPT_70B)  # fmt: skip
+    assert fitted["selection"]["method"] == "calibrated"
+    assert fitted["selection"]["reason"].startswith(
+        "the job's facts (an fsdp job: 64,862,437,376 parameters, 80 layers, gathered in bf16 "
+        "and reduced in fp32, micro-batch 8 x 1"
+    )
+    assert predicted["inputs"]["strategy"] == "fsdp"
+    for fit_row, predict_row in zip(fitted["predictions"], predicted["points"], strict=True):
+        for fit_key, predict_key in (
+            ("throughput", "actual_throughput"),
+            ("throughput_low", "actual_throughput_low"),
+            ("throughput_high", "actual_throughput_high"),
+            ("efficiency", "efficiency"),
+        ):
+            assert fit_row[fit_key] == pytest.approx(predict_row[predict_key], rel=1e-9)
+    # 973,323 tokens/s at 1,024 (90.0 %); the 512 GPUs measured 515,584.
+    assert round(fitted["predictions"][1]["throughput"]) == 973_323
+    # The strategy is what the fit computes: the same points as a DDP job give another curve.
+    ddp = [*MPT_70B[: MPT_70B.index("--strategy")], *MPT_70B[MPT_70B.index("--param-dtype") :]]
+    as_ddp = _json(capsys, "fit", "--points", MPT_POINTS, "--at", "1024", "-u", "tokens/s", *ddp)
+    assert as_ddp["selection"]["reason"].startswith("the job's facts (a ddp job")
+    assert as_ddp["predictions"][0]["throughput"] != pytest.approx(
+        fitted["predictions"][1]["throughput"], rel=1e-3
+    )
+
+
+def test_a_unit_or_a_switch_left_off_asks_for_no_physics() -> None:
+    from dpscale.fit import FitQuery, fit
+
+    plain = fit(FitQuery(points=POINTS, at="512"))
+    for extra in ({"unit": "tokens/s"}, {"activation_checkpointing": False}, {"no_sync": False}):
+        same = fit(FitQuery(points=POINTS, at="512", **extra))
+        assert same.selection.method == plain.selection.method != "calibrated"
+        assert same.predictions == plain.predictions
+    on = fit(FitQuery(points=POINTS, at="512", activation_checkpointing=True, params="25.6M",
+                      micro_batch=32, hardware="dgx1-v100"))  # fmt: skip
+    assert on.selection.method == "calibrated"
+
+
+def test_a_sharded_fact_out_of_range_is_named_as_predict_names_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["fit", "--points", POINTS, *FACTS, "--hardware", "dgx1-v100", "--layers", "0"])
+    assert exited.value.code == 2
+    assert "--layers" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["fit", "--points", POINTS, *FACTS, "--hardware", "dgx1-v100", "--strategy", "zero9"])
+    assert exited.value.code == 2
+    assert "--strategy" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["fit", "--points", POINTS, *FACTS, "--hardware", "dgx1-v100",
+              "--shard-group-size", "8"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "--shard-group-size" in err
+    assert "does not apply to ddp" in err

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpscale.calculators._result import Result
-from dpscale.validation import Percent, check_array, parse
+from dpscale.validation import UNIT_PATTERN, Percent, check_array, parse
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,7 +50,6 @@ MAX_DEVICES = 10_000_000
 """Far beyond any cluster built; bounds the arithmetic so results stay finite."""
 MAX_THROUGHPUT = 1e15
 """Per device, in any unit: a trillion tokens/s per device is already absurd."""
-UNIT_PATTERN = r"^[^\x00-\x1f\x7f<>\"'&]{1,24}$"
 
 
 class ScalingInput(BaseModel):

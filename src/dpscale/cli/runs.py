@@ -324,7 +324,7 @@ def _text(path: Path, data: bytes) -> str:
 def _unit(unit: str) -> str:
     import re
 
-    from dpscale.calculators.scaling import UNIT_PATTERN
+    from dpscale.validation import UNIT_PATTERN
 
     if not re.fullmatch(UNIT_PATTERN, unit):
         fail(f"--unit must be 1 to 24 printable characters, such as tokens/s (got {unit!r})")

@@ -38,6 +38,7 @@ from dpscale.fit.data import MAX_DEVICES
 from dpscale.fit.models import Parameter, ScalingModel
 from dpscale.model import PredictQuery, Scenario
 from dpscale.model.band import band_steps
+from dpscale.model.strategies import row
 from dpscale.units import format_bandwidth, format_binary_bytes
 from dpscale.validation import InputError, parse
 
@@ -53,9 +54,20 @@ FACTS = (
     "inter_node_bandwidth",
     "transport",
     "optimizer",
+    "strategy",
+    "param_dtype",
+    "layers",
+    "shard_group_size",
+    "seq_len",
+    "activation_checkpointing",
+    "no_sync",
+    "bucket_size",
 )
 """The inputs of ``dpscale predict`` that ``dpscale fit`` takes, by the same names and rules
-(``devices_per_node`` is the fit's own); any one of them given asks for the physics."""
+(``devices_per_node`` is the fit's own): the job, its strategy (a sharded one moves what its
+row of :data:`dpscale.model.strategies.STRATEGY_TABLE` says) and its hardware. Any one of
+them given (a switch: turned on) asks for the physics. The points' ``unit`` goes with them
+(``tokens/s`` with ``seq_len``: a sample is that many tokens), but alone asks for nothing."""
 
 _PLACEHOLDERS = {"per_device_throughput": 1.0, "devices": "1", "step_overhead": "0 s"}
 """What the fit supplies itself: the throughput is fitted (``λ``), and the fixed cost per
@@ -95,25 +107,42 @@ class Physics:
         return self._cache[key]
 
     def describe(self) -> str:
-        """The facts as a sentence's subject: what shapes the comm term."""
+        """The facts as a sentence's subject: what shapes the comm term.
+
+        >>> physics_from({"params": "8B", "strategy": "fsdp", "layers": 32, "micro_batch": 1,
+        ...               "hardware": "dgx-h100", "param_dtype": "bf16"}).describe()[:66]
+        'an fsdp job: 8,000,000,000 parameters, 32 layers, gathered in bf16'
+        """
         sc, hw = self.scenario, self.scenario.hardware
+        article = "an" if sc.strategy[0] in "fh" else "a"  # "an fsdp", "an hsdp", "a zero1"
+        sharded = row(sc.strategy).gathers
+        what = (
+            f", {sc.units:,} layers, gathered in {sc.param_dtype or sc.grad_dtype} and reduced "
+            f"in {sc.grad_dtype}"
+            if sharded
+            else f" in {sc.grad_dtype} ({format_binary_bytes(sc.gradient_bytes)} of gradients)"
+        )
         return (
-            f"a DDP job: {sc.params:,.0f} parameters in {sc.grad_dtype} "
-            f"({format_binary_bytes(sc.gradient_bytes)} of gradients), "
+            f"{article} {sc.strategy} job: {sc.params:,.0f} parameters{what}, "
             f"micro-batch {sc.micro_batch:,} x {sc.grad_accum:,}, "
             f"{hw.devices_per_node:,} devices a node at {format_bandwidth(hw.intra_bandwidth)}, "
             f"network {format_bandwidth(hw.inter_bandwidth)} over {hw.transport}"
         )
 
 
-def physics_from(facts: Mapping[str, Any], devices_per_node: int | None = None) -> Physics | None:
+def physics_from(
+    facts: Mapping[str, Any], devices_per_node: int | None = None, unit: str | None = None
+) -> Physics | None:
     """The physics of the facts given (None when none is), checked by ``dpscale predict``'s
-    own rules: :class:`dpscale.validation.InputError` names the field at fault."""
-    given = {name: facts[name] for name in FACTS if facts.get(name) not in (None, "")}
+    own rules: :class:`dpscale.validation.InputError` names the field at fault. ``unit`` is
+    the points' (tokens with a sequence length: the micro-batch is in samples)."""
+    given = {name: facts[name] for name in FACTS if facts.get(name) not in (None, "", False)}
     if not given:
         return None
     if devices_per_node is not None:
         given["devices_per_node"] = devices_per_node
+    if unit is not None:
+        given["unit"] = unit
     return Physics(parse(PredictQuery, {**given, **_PLACEHOLDERS}).scenario())
 
 

@@ -31,8 +31,9 @@ from dpscale.model import PredictQuery
 from dpscale.model.costs import Optimizer
 from dpscale.model.hardware import Transport
 from dpscale.model.step import GradDtype
+from dpscale.model.strategies import Strategy
 from dpscale.units import UnitError, parse_count
-from dpscale.validation import TargetFraction, TargetPercent, parse
+from dpscale.validation import UNIT_PATTERN, TargetFraction, TargetPercent, parse
 
 __all__ = ["FitOptions", "FitQuery", "fit"]
 
@@ -101,13 +102,33 @@ class FitQuery(BaseModel):
     ] = None
     transport: Annotated[Transport | None, _ABOUT["transport"]] = None
     optimizer: Annotated[Optimizer | None, _ABOUT["optimizer"]] = None
+    strategy: Annotated[Strategy | None, _ABOUT["strategy"]] = None
+    param_dtype: Annotated[GradDtype | None, _ABOUT["param_dtype"]] = None
+    layers: Annotated[Annotated[int, *_RULES["layers"]] | None, _ABOUT["layers"]] = None
+    shard_group_size: Annotated[
+        Annotated[int, *_RULES["shard_group_size"]] | None, _ABOUT["shard_group_size"]
+    ] = None
+    seq_len: Annotated[Annotated[int, *_RULES["seq_len"]] | None, _ABOUT["seq_len"]] = None
+    activation_checkpointing: Annotated[bool | None, _ABOUT["activation_checkpointing"]] = None
+    no_sync: Annotated[bool | None, _ABOUT["no_sync"]] = None
+    bucket_size: Annotated[Annotated[str, *_RULES["bucket_size"]] | None, _ABOUT["bucket_size"]] = (
+        None
+    )
+    unit: str = Field(
+        default="samples/s",
+        pattern=UNIT_PATTERN,
+        description="Unit of the measured throughputs (tokens/s with seq_len: a sample is "
+        "seq_len tokens).",
+    )
 
     def device_counts(self) -> tuple[int, ...]:
         return parse_device_counts(self.at, "at")
 
     def physics(self) -> Physics | None:
-        """The stated hardware, checked by ``dpscale predict``'s rules; None without facts."""
-        return physics_from(self.model_dump(include=set(FACTS)), self.devices_per_node)
+        """The stated job, checked by ``dpscale predict``'s rules; None without facts."""
+        return physics_from(
+            self.model_dump(include=set(FACTS)), self.devices_per_node, unit=self.unit
+        )
 
 
 class FitOptions(BaseModel):
@@ -134,7 +155,7 @@ def fit(
 
     ``data`` is a :class:`FitQuery` (its fields then give every option; the target in percent)
     or :class:`Points` with the options as keywords (the target as a fraction; ``facts``: the
-    inputs of ``dpscale predict`` named in :data:`dpscale.fit.physics.FACTS`).
+    inputs of ``dpscale predict`` named in :data:`dpscale.fit.physics.FACTS`, and ``unit``).
     Raises :class:`dpscale.validation.InputError` naming the field (and line) at fault.
     """
     if isinstance(data, FitQuery):
@@ -165,5 +186,5 @@ def fit(
         at=tuple(sorted(set(options.at))),
         devices_per_node=options.devices_per_node,
         target_efficiency=options.target_efficiency,
-        physics=physics_from(facts or {}, options.devices_per_node),
+        physics=physics_from(facts or {}, options.devices_per_node, (facts or {}).get("unit")),
     )

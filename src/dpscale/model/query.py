@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES, UNIT_PATTERN
+from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.collectives import Algorithm
 from dpscale.model.costs import Optimizer
 from dpscale.model.hardware import Hardware, Transport
@@ -59,7 +59,7 @@ from dpscale.units import (
     parse_count,
     parse_duration,
 )
-from dpscale.validation import InputError, Percent, TargetFraction, TargetPercent
+from dpscale.validation import UNIT_PATTERN, InputError, Percent, TargetFraction, TargetPercent
 
 __all__ = [
     "MAX_POINTS",

@@ -27,9 +27,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.fit import FitQuery
 from dpscale.said import Amount, Count, Number, Percentage, Said, Wording, english
 from dpscale.spec.description import N_, Input
@@ -49,7 +46,6 @@ __all__ = [
     "SAID",
     "STATEMENTS",
     "Column",
-    "FitPageInputs",
     "Table",
     "fit_json",
     "r_squared_shown",
@@ -87,16 +83,6 @@ MODEL_TITLES = {
     "amdahl": N_("Amdahl's law"),
     "usl": N_("Universal Scalability Law"),
 }
-
-
-class FitPageInputs(BaseModel):
-    """What the page and the API take besides :class:`~dpscale.fit.FitQuery`'s fields."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    unit: str = Field(
-        default="samples/s", pattern=UNIT_PATTERN, description="Unit of the measured throughputs."
-    )
 
 
 def _prediction(name: str) -> Input:
@@ -185,15 +171,17 @@ FIT_INPUTS: tuple[Input, ...] = (
     ),
     Input(
         name="unit",
-        model=FitPageInputs,
+        model=FitQuery,
         label=N_("Throughput unit"),
         help=N_("The unit of the measured throughputs: it carries through to the results."),
+        terminal_help="Unit of the measured throughputs (default samples/s); tokens/s with "
+        "--seq-len: a sample is that many tokens.",
+        short="-u",
         example="samples/s",
         kind="text",
         advanced=True,
         suggestions=UNITS,
         invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
-        terminal=False,
     ),
     _fact("params"),
     _fact("grad_dtype", choices=(("", "-"), *_prediction("grad_dtype").choices)),
@@ -208,6 +196,22 @@ FIT_INPUTS: tuple[Input, ...] = (
     _fact("inter_node_bandwidth"),
     _fact("transport"),
     _fact("optimizer"),
+    _fact("strategy", choices=(("", "-"), *_prediction("strategy").choices)),
+    _fact("param_dtype"),
+    _fact("layers"),
+    _fact("shard_group_size"),
+    _fact(
+        "seq_len",
+        help=N_(
+            "Tokens per sample: with the throughputs in tokens/s, each sample of the "
+            "micro-batch is this many tokens."
+        ),
+        terminal_help="Tokens per sample: with --unit tokens/s, each sample of the micro-batch "
+        "is this many tokens.",
+    ),
+    _fact("activation_checkpointing", switch=True),
+    _fact("no_sync", switch=True),
+    _fact("bucket_size"),
 )
 """Every input of ``dpscale fit`` and the fit page, in the page's order."""
 

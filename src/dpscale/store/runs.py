@@ -41,8 +41,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from dpscale.calculators.scaling import UNIT_PATTERN
 from dpscale.store.db import Base, database_url, session
+from dpscale.validation import UNIT_PATTERN
 
 __all__ = [
     "BadRunError",

@@ -36,7 +36,6 @@ from dpscale.spec.fit import (
     SAID,
     STATEMENTS,
     Column,
-    FitPageInputs,
     Table,
     fit_json,
     r_squared_shown,
@@ -166,7 +165,8 @@ def _parameter(loc: Localizer, value: float) -> str:
 
 
 def compute(values: Mapping[str, str]) -> FitPage:
-    return FitPage(fit(parse(FitQuery, values)), parse(FitPageInputs, values).unit)
+    query = parse(FitQuery, values)
+    return FitPage(fit(query), query.unit)
 
 
 def _amount(loc: Localizer, value: float) -> str:
