@@ -131,6 +131,36 @@ def test_baseline_efficiency_is_one_and_tokens_follow_the_sequence() -> None:
     assert result.scenario.micro_step_time < first["step_time_s"]
 
 
+@pytest.mark.parametrize(
+    ("strategy", "no_sync", "waited"),
+    [
+        ("ddp", False, 2.0),  # meets once a step (no_sync): the maximum of 4 summed
+        ("zero1", False, 2.0),  # reduces in the last micro-step only
+        ("zero2", False, 4.0),  # reduce-scatters in every micro-step
+        ("fsdp", False, 4.0),
+        ("fsdp", True, 4.0),  # no_sync keeps the all-gathers of every micro-step
+        ("hsdp", False, 4.0),
+    ],
+)
+def test_devices_that_meet_every_micro_step_wait_for_the_slowest_every_time(
+    strategy: str, no_sync: bool, waited: float
+) -> None:
+    # 4 micro-steps, 1 % jitter, 1,024 devices: the wait is c t w z(1024), w = sqrt(4) where
+    # the devices meet once a step, 4 (the sum of four maxima) where every micro-step ends in
+    # a collective all join.
+    from dpscale.model.costs import expected_max_normal
+
+    query = PredictQuery(
+        params="8B", layers=32, hardware="dgx-h100", strategy=strategy, no_sync=no_sync,
+        micro_batch=1, grad_accum=4, per_device_throughput=1.0, jitter=0.01, devices="1024",
+    )  # fmt: skip
+    result = predict(query)
+    t = result.scenario.micro_step_time
+    expected = 0.01 * t * waited * float(expected_max_normal(1024))
+    assert result.points()[0]["wait_time_s"] == pytest.approx(expected, rel=1e-9)
+    assert result.scenario.meets_every_micro_step is (waited == 4.0)
+
+
 def test_mfu_gives_the_throughput_from_the_peak() -> None:
     query = PredictQuery(
         model="llama3-8b", hardware="dgx-h100", micro_batch=1, unit="tokens", mfu=0.4,

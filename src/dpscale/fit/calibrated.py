@@ -166,7 +166,7 @@ def _model(physics: Physics, fit: MeasuredFit) -> ScalingModel:
     return ScalingModel(
         name="comm",
         title="Calibrated step model (the stated job; the points set what they pin down)",
-        formula="T(N) = T0(1) + l + o·[N > 1] + s·C(N) + c·t·√m·z(N), X(N) = N·b·m / T(N)",
+        formula="T(N) = T0(1) + l + o·[N > 1] + s·C(N) + c·t·w(m)·z(N), X(N) = N·b·m / T(N)",
         rate=Parameter("per_device_throughput", _RATE),
         losses=tuple(Parameter(name, _DESCRIPTIONS[name]) for name in names),
         terms=terms,

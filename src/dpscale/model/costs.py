@@ -9,7 +9,12 @@ Each is a pure, element-wise function of numpy arrays with its formula and sourc
                      step times have mean T and coefficient of variation c; z(N) is the
                      expected maximum of N standard normal variables (order statistics).
                      With m independent micro-steps of t each, T = m t and c = c_micro /
-                     sqrt(m): the wait is c_micro t sqrt(m) z(N).
+                     sqrt(m): the wait is c_micro t sqrt(m) z(N), where the devices meet
+                     once a step (DDP's ``no_sync``, ZeRO-1). Where every micro-step ends
+                     in a collective all devices join (FSDP and ZeRO-3 all-gather each
+                     micro-step; ZeRO-2 and FSDP reduce-scatter each one), each waits for
+                     its slowest: the sum of m maxima, c_micro t m z(N)
+                     (:func:`waited_micro_steps`).
     bucket copies    t_copy = 4 * G / memory_bandwidth: DDP copies G gradient bytes into its
                      buckets and back (read + write each way) unless gradients are bucket views.
     averaging pass   t_avg = 2 * G / memory_bandwidth: the sum all-reduced becomes the mean
@@ -81,6 +86,7 @@ __all__ = [
     "optimizer_bytes_per_param",
     "optimizer_step_time",
     "straggler_time",
+    "waited_micro_steps",
 ]
 
 Optimizer = Literal["none", "sgd", "momentum", "adam", "adamw", "lamb"]
@@ -151,6 +157,18 @@ def expected_max_normal(devices: ArrayLike) -> Any:
 
     n = np.maximum(np.asarray(devices, dtype=float), 1.0)
     return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
+
+
+def waited_micro_steps(micro_steps: ArrayLike, every_micro_step: ArrayLike) -> Any:
+    """Micro-steps' worth of ``c t z(N)`` a step waits for its slowest device: ``sqrt(m)``
+    where the devices meet once a step (the maximum of m summed micro-steps), ``m`` where
+    they meet after every micro-step (the sum of m maxima).
+
+    >>> [float(x) for x in waited_micro_steps([4, 4], [False, True])]
+    [2.0, 4.0]
+    """
+    m = np.asarray(micro_steps, dtype=float)
+    return np.where(np.asarray(every_micro_step, dtype=bool), m, np.sqrt(m))
 
 
 def straggler_time(step_time: ArrayLike, jitter: ArrayLike, devices: ArrayLike) -> Any:

@@ -6,7 +6,7 @@ point is a step time, ``T(N) = N b m / X(N)``. The step model (without the terms
 measurement can tell) gives ``T0(N)``, its single-device step ``T0(1)`` and its communication
 time ``C(N)``. The calibrated step is linear in what is estimated:
 
-    T(N) = T0(1) + l + o [N > 1] + s (T0(N) - T0(1)  or  C(N)) + c t sqrt(m) z(N)
+    T(N) = T0(1) + l + o [N > 1] + s (T0(N) - T0(1)  or  C(N)) + c t w(m) z(N)
 
 ``l`` the level (the single-device step beyond the stated one), ``o`` the fixed cost per
 step on more than one device, ``s`` the network share, once the points can tell it (``s = 1``
@@ -15,8 +15,10 @@ communication ``T0(N) - T0(1)`` (1: as modelled, so points the model made give i
 back), with a sharded strategy the share of the modelled communication time ``C(N)`` that
 shows in the step (the model's exposure of all-gathers and reduce-scatters is not checked
 against published runs yet), ``c`` the jitter (coefficient of variation of one device's
-micro-step, :mod:`dpscale.model.costs`), ``t = b / v`` one micro-step and ``z(N)`` the
-expected maximum of N standard normals.
+micro-step, :mod:`dpscale.model.costs`), ``t = b / v`` one micro-step, ``w(m)`` the
+micro-steps' worth it waits (``sqrt(m)``, or ``m`` where every micro-step ends in a collective:
+:func:`~dpscale.model.costs.waited_micro_steps`) and ``z(N)`` the expected maximum of N
+standard normals.
 
 What is estimated, with ``k`` measured device counts (a one-device point counts):
 
@@ -86,7 +88,12 @@ from scipy import optimize, stats
 
 from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
-from dpscale.model.costs import DEFAULT_JITTER, JITTER_RANGE, expected_max_normal
+from dpscale.model.costs import (
+    DEFAULT_JITTER,
+    JITTER_RANGE,
+    expected_max_normal,
+    waited_micro_steps,
+)
 from dpscale.model.scenario import Scenario, evaluate
 from dpscale.said import Count, Number, Said, Value
 from dpscale.validation import InputError
@@ -394,7 +401,7 @@ def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
     communication and waits the step model adds beyond one device) and the jitter."""
     base = _base(sc)
     single = float(np.asarray(evaluate(base, devices=[1.0]).step_time)[0])
-    one = sc.micro_step_time * math.sqrt(sc.grad_accum)
+    one = sc.micro_step_time * float(waited_micro_steps(sc.grad_accum, sc.meets_every_micro_step))
     multi = np.where(n > 1, 1.0, 0.0)
     step = evaluate(base, devices=n)
     physics = np.asarray(step.step_time) - single

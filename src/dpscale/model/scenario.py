@@ -120,6 +120,13 @@ class Scenario:
     """The throughput per device measured at ``baseline_devices`` (None: at one device)."""
 
     @property
+    def meets_every_micro_step(self) -> bool:
+        """Whether every micro-step ends in a collective all devices join: the strategy
+        gathers each micro-step, or reduces each one (unless ``no_sync``)."""
+        strategy = row(self.strategy)
+        return strategy.gathers or (strategy.reduces_every_micro_step and not self.no_sync)
+
+    @property
     def units(self) -> int:
         """Wrapped units: the stated layers, else the estimate from the parameters."""
         if self.layers is not None:

@@ -45,12 +45,13 @@ Beside communication a step pays (``costs``): the optimizer step, once per optim
 memory-bound, inside the one-device step ``T1 = m b / v`` (so forward and backward take
 ``b / v - t_opt / m`` per micro-step); the wait for the slowest device, ``c (b / v) sqrt(m)
 z(N)`` (``c`` the coefficient of variation of one micro-step, ``m`` independent micro-steps
-per step); Horovod fuses the tensors ready in each cycle (``HOROVOD_CYCLE_TIME``, 5 ms before
-Horovod 0.21, 1 ms since: its v0.21.0 changelog, #2468), so its messages are at most the bytes
-one cycle of backward produces; fixed costs per step on more than one device
-(``step_overhead``: the wrapper's, ``o b / v`` at the scenario's micro-batch, or a measured
-one; the micro-steps under
-``no_sync`` skip the reducer) and, for bucketed DDP, the copies into the buckets and back.
+per step), ``c (b / v) m z(N)`` where every micro-step ends in a collective all devices join
+(a row that gathers, or reduces every micro-step); Horovod fuses the tensors ready in each
+cycle (``HOROVOD_CYCLE_TIME``, 5 ms before Horovod 0.21, 1 ms since: its v0.21.0 changelog,
+#2468), so its messages are at most the bytes one cycle of backward produces; fixed costs
+per step on more than one device (``step_overhead``: the wrapper's, ``o b / v`` at the
+scenario's micro-batch, or a measured one; the micro-steps under ``no_sync`` skip the
+reducer) and, for bucketed DDP, the copies into the buckets and back.
 Efficiency is ``T1 / step time``.
 
 Everything here is element-wise over numpy arrays, so one call evaluates any number of
@@ -79,7 +80,7 @@ from dpscale.model.collectives import (
     all_reduce,
     reduce_scatter,
 )
-from dpscale.model.costs import straggler_time
+from dpscale.model.costs import straggler_time, waited_micro_steps
 from dpscale.model.hardware import NET_HOP_LATENCY_S, NVLINK_HOP_LATENCY_S
 from dpscale.model.strategies import (
     DDP_BUCKET_BYTES,
@@ -291,7 +292,8 @@ def data_parallel_step(
     compute = m * micro + t_opt * (1 - m / m_ref)
     fixed = np.asarray(step_overhead, dtype=float) + np.asarray(bucket_copy_time, dtype=float)
     overhead = np.where(multi, fixed, 0.0)
-    wait = straggler_time(micro * np.sqrt(m), jitter, topo.devices)
+    # All devices meet after every micro-step where each gathers or reduces (costs).
+    wait = straggler_time(micro * waited_micro_steps(m, gathers | every), jitter, topo.devices)
     step_time = compute + exposed_time + overhead + wait
     sharded = group > 1
     replica_bound = (replicas > 1) & (ar.time > rs.time)
