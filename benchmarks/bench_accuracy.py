@@ -51,6 +51,7 @@ import csv
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ import numpy as np
 
 from dpscale.model.band import (
     SETUP_LOSS_LEVEL,
+    Band,
+    band,
     band_steps,
     combine,
     setup_loss,
@@ -68,7 +71,7 @@ from dpscale.model.costs import OPTIMIZERS, expected_max_normal
 from dpscale.model.measured import calibrate_measured, parse_measured
 from dpscale.model.predict import predict
 from dpscale.model.query import PredictQuery
-from dpscale.model.scenario import evaluate
+from dpscale.model.scenario import Scenario, evaluate
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "model" / "data" / "published_scaling.csv"
 _FIELDS = (
@@ -559,8 +562,11 @@ def llm_query(first: dict[str, str], devices: str) -> PredictQuery:
     return PredictQuery(**values)
 
 
-def score_llm(rows: list[dict[str, str]]) -> tuple[list[Scored], dict[str, int]]:
-    """Every count above a series' smallest, predicted from the smallest's throughput."""
+def score_llm(
+    rows: list[dict[str, str]], budget: dict[str, float] | None = None
+) -> tuple[list[Scored], dict[str, int]]:
+    """Every count above a series' smallest, predicted from the smallest's throughput;
+    ``budget`` (where given) gathers each band input's squared half-width over the rows."""
     series, skipped = llm_series(rows)
     scored: list[Scored] = []
     for members in series.values():
@@ -569,9 +575,11 @@ def score_llm(rows: list[dict[str, str]]) -> tuple[list[Scored], dict[str, int]]
         if len(members) < 2:
             skipped["one count only"] += 1
             continue
-        points = predict(llm_query(first, ",".join(row["devices"] for row in members))).to_dict()[
-            "points"
-        ]
+        result = predict(llm_query(first, ",".join(row["devices"] for row in members)))
+        points = result.to_dict()["points"]
+        if budget is not None:
+            for name, shares in result.band_budget.items():
+                budget[name] = budget.get(name, 0.0) + float(np.sum(np.asarray(shares)[1:] ** 2))
         base = float(first["tokens_per_s_per_device"])
         for row, point in zip(members[1:], points[1:], strict=True):
             scored.append(
@@ -588,11 +596,91 @@ def score_llm(rows: list[dict[str, str]]) -> tuple[list[Scored], dict[str, int]]
     return scored, dict(skipped)
 
 
+def llm_bands(rows: list[dict[str, str]]) -> list[tuple[str, float, Callable[[float], Band]]]:
+    """Each scored LLM row's source, measured efficiency, and its band at any setup spread."""
+    series, _ = llm_series(rows)
+    found: list[tuple[str, float, Callable[[float], Band]]] = []
+    for members in series.values():
+        members.sort(key=lambda row: int(row["devices"]))
+        if len(members) < 2:
+            continue
+        first = members[0]
+        scenario = predict(llm_query(first, first["devices"])).scenario
+        base = float(first["tokens_per_s_per_device"])
+        for row in members[1:]:
+
+            def at(spread: float, n: int = int(row["devices"]), sc: Scenario = scenario) -> Band:
+                return band(sc, [n], spread=spread)
+
+            measured = float(row["tokens_per_s_per_device"]) / base
+            found.append((row["case"].split("-")[0], measured, at))
+    return found
+
+
+def smallest_spread(measured: float, at: Callable[[float], Band]) -> float:
+    """The smallest setup spread whose band holds ``measured`` (bisection; infinite above
+    the ideal, which no band reaches)."""
+
+    def holds(spread: float) -> bool:
+        b = at(spread)
+        return float(b.low[0]) - 1e-12 <= measured <= float(b.high[0]) + 1e-12
+
+    if holds(0.0):
+        return 0.0
+    if not holds(5.0):
+        return math.inf
+    low, high = 0.0, 5.0
+    for _ in range(40):
+        middle_ = (low + high) / 2
+        low, high = (low, middle_) if holds(middle_) else (middle_, high)
+    return high
+
+
+def print_llm_spread() -> None:
+    """The ``--llm-spread`` experiment (not adopted): the setup spread estimated from the LLM
+    rows themselves, each source held out, and from the LLM and DDP rows pooled."""
+    bands = llm_bands(read_rows(LLM_DATA))
+    llm = [(source, smallest_spread(measured, at)) for source, measured, at in bands]
+    ddp_rows = read_rows()
+    ddp = []
+    for row in ddp_rows:
+        if crosses_nodes(row):
+            s = score_row(row)
+            nodes = nodes_of(row, "devices")
+            ddp.append((_source(row), setup_score(s.predicted, s.low, s.measured, nodes, s.high)))
+
+    def scored(spreads: dict[str, float]) -> list[Scored]:
+        out = []
+        for source, measured, at in bands:
+            # An infinite quantile (rows above the ideal among the others): a band from 0.
+            b = at(min(spreads[source], 1e9))
+            out.append(
+                Scored(source, source, 0, measured, float(b.efficiency[0]), float(b.low[0]),
+                       float(b.high[0]))
+            )  # fmt: skip
+        return out
+
+    sources = sorted({source for source, _ in llm})
+    print("\nThe setup spread from the LLM rows (not adopted), each source held out:")
+    for level in (0.9, 0.8):
+        held = {s: conformal_quantile([x for t, x in llm if t != s], level) for s in sources}
+        spreads = ", ".join(f"{s} {100 * v:.1f} %" for s, v in held.items())
+        print(summary_line(f"LLM, {level:.0%} level", summary(scored(held)), width=28))
+        print(f"  spreads: {spreads}")
+    pooled = llm + ddp
+    held = {s: conformal_quantile([x for t, x in pooled if t != s]) for s in sources}
+    print(summary_line("LLM and DDP pooled, 90 %", summary(scored(held)), width=28))
+    for source in sources:
+        values = sorted(round(x, 3) for t, x in llm if t == source)
+        print(f"  {source} scores: {values}")
+
+
 def print_llm(show_rows: bool) -> None:
     """The sharded LLM series: no value of the model was estimated from them (the setup
     spread comes from the DDP rows), so every row is held out."""
     rows = read_rows(LLM_DATA)
-    scored, skipped = score_llm(rows)
+    budget: dict[str, float] = {}
+    scored, skipped = score_llm(rows, budget)
     if show_rows:
         print(table(scored))
         print()
@@ -605,6 +693,15 @@ def print_llm(show_rows: bool) -> None:
         print(summary_line(source, summary(members), width=28))
     left_out = ", ".join(f"{count} {why}" for why, count in sorted(skipped.items()))
     print(f"  left out: {left_out}")
+    # What makes the band wide on these rows (the band's budget, model/band.py): each input's
+    # share of the squared half-width summed over the rows, and its root mean square.
+    total = sum(budget.values())
+    shares = ", ".join(
+        f"{name} {100 * value / total:.1f} % (rms {100 * math.sqrt(value / len(scored)):.2f} pp)"
+        for name, value in sorted(budget.items(), key=lambda item: -item[1])
+        if value / total >= 0.001
+    )
+    print(f"  band budget (share of the half-width squared, unclipped): {shares}")
 
 
 def main() -> None:
@@ -622,12 +719,19 @@ def main() -> None:
     )
     parser.add_argument("--llm-only", action="store_true", help="only the sharded LLM series")
     parser.add_argument(
+        "--llm-spread",
+        action="store_true",
+        help="also estimate the setup spread from the LLM rows, held out by source (not adopted)",
+    )
+    parser.add_argument(
         "--midpoints",
         action="store_true",
         help="also score every uncertain input at the middle of its range (not adopted)",
     )
     args = parser.parse_args()
     print_llm(args.rows)
+    if args.llm_spread:
+        print_llm_spread()
     if args.llm_only:
         return
     rows = read_rows()

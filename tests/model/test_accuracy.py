@@ -237,3 +237,30 @@ def test_the_figures_the_pages_quote_are_the_benchmarks(scored: list[object]) ->
         assert quoted.median_pp == round(figures["median_pp"], 1)
         assert quoted.worst_pp == round(figures["worst_pp"], 1)
         assert quoted.inside == round(figures["inside_band"], 2)
+
+
+def test_the_setup_spread_from_the_llm_rows_widens_the_band() -> None:
+    # Why the LLM rows keep the DDP rows' setup spread (docs/predict.md, "Sharded LLM
+    # series"): estimated from them, each source held out, the spread only grows.
+    bands = bench.llm_bands(bench.read_rows(bench.LLM_DATA))
+    assert len(bands) == 53
+    scores = [(source, bench.smallest_spread(measured, at)) for source, measured, at in bands]
+    assert sum(score == float("inf") for _, score in scores) == 3  # above the ideal
+    sources = sorted({source for source, _ in scores})
+    held = {s: bench.conformal_quantile([x for t, x in scores if t != s], 0.8) for s in sources}
+    scored = [
+        bench.Scored(source, source, 0, measured, float(b.efficiency[0]), float(b.low[0]),
+                     float(b.high[0]))
+        for source, measured, at in bands
+        for b in [at(held[source])]
+    ]  # fmt: skip
+    figures = bench.summary(scored)
+    assert figures["inside_band"] == pytest.approx(41 / 53)
+    assert figures["mean_band_width_pp"] == pytest.approx(18.4, abs=0.05)
+    # Each row's band at the adopted spread is the one predict gives it.
+    from dpscale.model.band import SETUP_SPREAD
+
+    llm, _ = bench.score_llm(bench.read_rows(bench.LLM_DATA))
+    for (_, measured, at), row in zip(bands, llm, strict=True):
+        assert row.measured == pytest.approx(measured)
+        assert float(at(SETUP_SPREAD).low[0]) == pytest.approx(row.low, abs=1e-9)

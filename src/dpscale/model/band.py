@@ -284,12 +284,13 @@ def setup_loss_applies(scenario: Scenario) -> bool:
     return "step_overhead" not in scenario.known and scenario.measured is None
 
 
-def band(scenario: Scenario, devices: ArrayLike) -> Band:
+def band(scenario: Scenario, devices: ArrayLike, *, spread: float = SETUP_SPREAD) -> Band:
     """The efficiency band at ``devices`` for ``scenario``.
 
     With ``baseline_devices`` B > 1 every row of the stack is taken relative to its own
     efficiency at B (what was measured there is known), and the setup loss counts only the
-    nodes beyond the baseline's: ``(1 + s z(n_B)) / (1 + s z(n))``.
+    nodes beyond the baseline's: ``(1 + s z(n_B)) / (1 + s z(n))``. ``spread`` is the setup
+    loss's ``s`` (another value only for ``benchmarks/bench_accuracy.py``'s experiments).
     """
     counts = np.asarray(devices, dtype=float)
     base = float(scenario.baseline_devices)
@@ -303,7 +304,7 @@ def band(scenario: Scenario, devices: ArrayLike) -> Band:
     if setup_loss_applies(scenario):
         per_node = scenario.hardware.devices_per_node
         nodes = np.ceil(counts / per_node)
-        kept = (1 - setup_loss(nodes)) / (1 - setup_loss(np.ceil(base / per_node)))
+        kept = (1 - setup_loss(nodes, spread)) / (1 - setup_loss(np.ceil(base / per_node), spread))
         loss = np.maximum(1 - kept, 0.0)
         low = with_setup_loss(central, low, loss)
         high = with_setup_loss(central, high, loss, above=True)
