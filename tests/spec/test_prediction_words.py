@@ -13,7 +13,7 @@ from dpscale.cli.main import main
 from dpscale.model.calibrate import Calibration
 from dpscale.model.memory import MemoryAdvice
 from dpscale.model.transfer import Difference, Transfer
-from dpscale.said import Either, Names, Said, Wording, english
+from dpscale.said import Either, Said, Wording, english
 from dpscale.spec.prediction import (
     BAND_INPUT_NAMES,
     LINES,
@@ -83,8 +83,7 @@ CASES = {
     "target not reached": (
         {**README, "target_efficiency": "90%"},
         {
-            "band": "band_ranges",
-            "band_budget": "band_budget",
+            "band": "band_budget",
             "band_largest": "band_largest_setup",
             "max_devices": "max_devices",
             "target": "target_needs",
@@ -116,7 +115,7 @@ CASES = {
     "one device": ({**README, "devices": "1", "target_efficiency": "80"}, {"band": "band_ranges"}),
     "one node": (
         {**README, "devices": "1,8"},
-        {"band": "band_ranges", "band_budget": "band_budget", "band_largest": "band_largest"},
+        {"band": "band_budget", "band_largest": "band_largest"},
     ),
 }
 
@@ -153,12 +152,11 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
         "x 96 % (rdma) = 24 GB/s per node; inside a node 235 GB/s per device.",
         "At 256 devices the step also waits 5.63 ms for the slowest device and pays 12.19 ms of "
         "fixed costs; the optimizer step (assumed adam) is 26.75 ms of the compute.",
-        "Band (90 % level): the stated ranges of network_share, jitter, overlap_slowdown, "
-        "framework_overhead, optimizer, ring_plateau, inter_node_latency, framework_setup. "
-        "At 256 devices each alone (pp each side): framework_setup +-9.5, optimizer +-2.2, "
-        "inter_node_latency +-1.2, network_share +-1.1, jitter +-1, framework_overhead +-0.57; "
-        "together +-10 (in quadrature). Largest share: framework_setup; --measured points from "
-        "two or more nodes (or a measured --step-overhead) replace it with your own job's.",
+        "Band (90 % level), at 256 devices each input alone (pp each side): framework_setup "
+        "+-9.5, optimizer +-2.2, inter_node_latency +-1.2, network_share +-1.1, jitter +-1, "
+        "framework_overhead +-0.57, 2 more under +-0.05; together +-10 (in quadrature). Largest "
+        "share: framework_setup; --measured points from two or more nodes (or a measured "
+        "--step-overhead) replace it with your own job's.",
         "Largest device count that keeps efficiency >= 90 %: 8.",
         "At 256 devices (predicted 53.9 %), 90 % needs --grad-accum 8 or --micro-batch 32 (if "
         "it fits in memory).",
@@ -178,19 +176,29 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
         "of fixed costs; the optimizer step (assumed: Adam) is 26.75 ms of the compute." in en
     )
     assert (
-        "The band (90% level) spans the stated ranges of what the inputs leave open: Share of "
-        "the network "
-        "bandwidth achieved, Step-time jitter, Slowdown of overlapped compute, Fixed overhead "
-        "per step, Optimizer, Ring latency factor across nodes, Network latency per hop, and "
-        "Setup losses across nodes." in en
+        "The band (90% level) spans the stated ranges of what the inputs leave open; at 256 "
+        "devices each of them alone would move an edge of the band by (percentage points): "
+        "Setup losses across nodes ±9.5, Optimizer ±2.2, Network latency per hop ±1.2, Share of "
+        "the network bandwidth achieved ±1.1, Step-time jitter ±1, Fixed overhead per step "
+        "±0.57, and 2 more, each under ±0.05; together, in quadrature, ±10." in en
     )
     ja = page_sentences(values, "ja")
     assert (
-        "予測幅（水準90%）は、入力で決まっていない次の値を記載の範囲で動かして求めています："
-        "ネットワーク帯域"
-        "のうち実際に出る割合、ステップ時間のばらつき、オーバーラップ中の計算の減速、ステップあたりの固定"
-        "オーバーヘッド、オプティマイザ、ノード間のリングのレイテンシ係数、ネットワークのホップ"
-        "あたりレイテンシ、ノードをまたぐセットアップの損失。" in ja
+        "予測幅（水準90%）は、入力で決まっていない値を記載の範囲で動かして求めています"
+        "。256 台では、それぞれ単独で帯の端を次だけ動かします（パーセントポイント）："
+        "ノードをまたぐセットアップの損失 ±9.5、オプティマイザ ±2.2、ネットワー"
+        "クのホップあたりレイテンシ ±1.2、ネットワーク帯域のうち実際に出る割合 ±1"
+        ".1、ステップ時間のばらつき ±1、ステップあたりの固定オーバーヘッド ±0.5"
+        "7、ほか 2 項目（いずれも ±0.05 未満）。合わせると二乗和の平方根で ±"
+        "10 です。" in ja
+    )
+    # On one device the band is the point: the note names what it leaves open, without shares.
+    one = page_sentences({**values, "devices": "1"}, "en")
+    assert (
+        "The band (90% level) spans the stated ranges of what the inputs leave open: Share of "
+        "the network bandwidth achieved, Step-time jitter, Slowdown of overlapped compute, Fixed "
+        "overhead per step, Optimizer, Ring latency factor across nodes, Network latency per "
+        "hop, and Setup losses across nodes." in one
     )
 
 
@@ -345,9 +353,7 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     )
     # Every uncertain input the band may vary has a name on the page.
     custom = {**README, "hardware": "", "devices_per_node": "4", "intra_node_bandwidth": "130 GB/s"}
-    names = said(custom)["band"].ctx["inputs"]
-    assert isinstance(names, Names)
-    assert set(names.values) <= set(BAND_INPUT_NAMES)
+    assert set(compute(custom).result.band_inputs) <= set(BAND_INPUT_NAMES)
 
 
 def _nested(line: Said) -> list[Said]:

@@ -1160,13 +1160,17 @@ LINES: Mapping[str, Wording] = {
     ),
     "band_budget": Wording(
         N_(
-            "At %(devices)s devices each of them alone would move an edge of the band by "
+            "The band (%(level)s level) spans the stated ranges of what the inputs leave open; "
+            "at %(devices)s devices each of them alone would move an edge of the band by "
             "(percentage points): %(shares)s; together, in quadrature, ±%(total)s."
         ),
-        "At {devices} devices each alone (pp each side): {shares:, }; together +-{total} "
-        "(in quadrature).",
+        "Band ({level} level), at {devices} devices each input alone (pp each side): "
+        "{shares:, }; together +-{total} (in quadrature).",
     ),
     "band_share": Wording(N_("%(input)s ±%(points)s"), "{input} +-{points}"),
+    "band_rest": Wording(
+        N_("%(count)s more, each under ±%(points)s"), "{count} more under +-{points}"
+    ),
     "band_largest": Wording(
         N_("Stating “%(input)s” instead of leaving its range open would remove the largest share."),
         "Largest share: {input}; stating {option} removes it.",
@@ -1244,7 +1248,7 @@ TERMINAL_ORDER = (
     ("wait",),
     ("memory", "memory_over", "memory_fix"),
     ("calibration",),
-    ("band", "band_budget", "band_largest"),
+    ("band", "band_largest"),
     MEASURED_KEYS,
     ("max_devices",),
     ("target",),
@@ -1345,11 +1349,11 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     elif result.band_inputs:
         from dpscale.model.band import BAND_LEVEL
 
+        level = Percentage(BAND_LEVEL, 2)
         said["band"] = Said(
-            "band_ranges",
-            {"level": Percentage(BAND_LEVEL, 2), "inputs": Names(result.band_inputs, "band_input")},
+            "band_ranges", {"level": level, "inputs": Names(result.band_inputs, "band_input")}
         )
-        said.update(_band_budget(result, last["devices"]))
+        said.update(_band_budget(result, last["devices"], level))
     if result.measured_fit is not None:
         for statement in result.measured_fit.said():
             said["measured_" + statement.code.removeprefix("calibration_")] = statement
@@ -1373,30 +1377,37 @@ SHARE_SHOWN = 0.0005
 """The smallest share of the band (0.05 percentage points) :func:`_band_budget` lists."""
 
 
-def _band_budget(result: PredictionResult, devices: int) -> dict[str, Said]:
-    """Each input's share of the band at the most devices asked, largest first, and what
-    would remove the largest: none on one device, where the band is the point."""
-    shares = [(name, share) for name, share in result.band_budget_at_most() if share >= SHARE_SHOWN]
+def _band_budget(result: PredictionResult, devices: int, level: Percentage) -> dict[str, Said]:
+    """The band's level and each input's share at the most devices asked, largest first (the
+    inputs under :data:`SHARE_SHOWN` counted, not named), and what would remove the largest:
+    it replaces the list of inputs in ``band``. None on one device, where the band is the
+    point."""
+    budget = result.band_budget_at_most()
+    shares = [(name, share) for name, share in budget if share >= SHARE_SHOWN]
     if devices <= 1 or not shares:
         return {}
-    total = math.sqrt(sum(share**2 for _, share in result.band_budget_at_most()))
-    budget = Said(
+    listed: list[Said] = [
+        Said("band_share", {"input": Name(name, "band_input"), "points": _points(share)})
+        for name, share in shares
+    ]
+    if len(shares) < len(budget):
+        rest = Count(len(budget) - len(shares))
+        listed.append(Said("band_rest", {"count": rest, "points": _points(SHARE_SHOWN)}))
+    said = Said(
         "band_budget",
         {
+            "level": level,
             "devices": Count(devices),
-            "shares": tuple(
-                Said("band_share", {"input": Name(name, "band_input"), "points": _points(share)})
-                for name, share in shares
-            ),
-            "total": _points(total),
+            "shares": tuple(listed),
+            "total": _points(math.sqrt(sum(share**2 for _, share in budget))),
         },
     )
     largest = shares[0][0]
     if largest == "framework_setup":
-        return {"band_budget": budget, "band_largest": Said("band_largest_setup")}
+        return {"band": said, "band_largest": Said("band_largest_setup")}
     option = BAND_OPTIONS[largest]
     named = Said("band_largest", {"input": Name(largest, "band_input"), "option": option})
-    return {"band_budget": budget, "band_largest": named}
+    return {"band": said, "band_largest": named}
 
 
 def _points(share: float) -> Number:

@@ -149,7 +149,7 @@ EMBED_HEIGHTS = {
     "data-parallel-scaling": 740,  # measured 713 px (Chromium, worked example, 640 px wide)
     "effective-batch-size": 720,  # 691
     "pipeline-bubble": 740,  # 705
-    "scaling-prediction": 2610,  # 2,557: the table of every device count and the notes
+    "scaling-prediction": 2930,  # 2,881: the table of every device count and the notes
     "scaling-fit": 2660,  # 2,613: the tables (each with its scroll line), the unit, every note
 }
 """Default iframe height (px) of each embed: its content at 640 px wide, with the worked

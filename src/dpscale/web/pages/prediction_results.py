@@ -252,7 +252,6 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "memory_fix",
             "calibration",
             "band",
-            "band_budget",
             "band_largest",
             *MEASURED_KEYS,
         )
