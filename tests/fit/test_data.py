@@ -152,6 +152,20 @@ def test_points_from_a_stored_run() -> None:
 def test_device_counts_to_predict_at() -> None:
     assert parse_device_counts("256, 128 64;1_024") == (64, 128, 256, 1024)
     assert parse_device_counts("") == ()
+    # Ranges as predict --devices writes them: every count, and doubling to the end.
+    assert parse_device_counts("64..1000, 30-32") == (30, 31, 32, 64, 128, 256, 512, 1000)
+    for text, said in (
+        (
+            "512-64",
+            "--at: counts must be whole numbers from 1 to 10,000,000, ranges low to high "
+            "(got '512-64')",
+        ),
+        ("1-500", "--at: at most 200 device counts are accepted (got 500)"),
+        ("1..512,1-199", "--at: at most 200 device counts are accepted (got 201)"),
+    ):
+        with pytest.raises(InputError) as caught:
+            parse_device_counts(text)
+        assert caught.value.issues[0].sentence("--at") == said
     with pytest.raises(InputError) as caught:
         parse_device_counts("64,zero")
     assert caught.value.issues[0].sentence("--at") == (

@@ -372,3 +372,14 @@ def test_a_missing_link_is_told_at_its_field_in_japanese(client: httpx.Client) -
     assert error_at(page.text, "intra_node_bandwidth") == wanted
     bad = client.get(f"/ja/scaling-fit?{urlencode({'points': DDP, 'params': '-5'})}").text
     assert error_at(bad, "params") not in ("", "-5")
+
+
+def test_counts_to_predict_at_take_predicts_ranges(client: httpx.Client) -> None:
+    doubling = client.get("/api/v1/scaling-fit", params={"points": STEP, "at": "64..1000"}).json()
+    assert [row["devices"] for row in doubling["predictions"]] == [64, 128, 256, 512, 1000]
+    for at in ("512-64", "1-999"):
+        page = client.get(f"/de/scaling-fit?{urlencode({'points': STEP, 'at': at})}").text
+        assert error_at(page, "at") == (
+            "Schreiben Sie Anzahlen wie 1,8,64, Bereiche wie 1-64 (jede Anzahl) oder 1..256 "
+            "(verdoppelnd), von 1 bis 10.000.000 und höchstens 200 Anzahlen."
+        )

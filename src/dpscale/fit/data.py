@@ -437,11 +437,18 @@ def points_from_run(run: Mapping[str, Any]) -> Points:
     return _checked(_json_rows({"results": run.get("results")}))
 
 
+_RANGE = re.compile(r"^\d+(?:-|\.\.)\d+$")
+"""A range as ``dpscale predict --devices`` writes it: 64-72 (every count), 64..1024 (doubling)."""
+
+
 def parse_device_counts(text: str, field: str = "at") -> tuple[int, ...]:
-    """Device counts to predict at, from ``"128,256"`` (commas or spaces), sorted, unique.
+    """Device counts to predict at, from ``"128,256"`` (commas or spaces), sorted, unique;
+    ranges as :func:`dpscale.model.query.parse_devices` reads them.
 
     >>> parse_device_counts("256, 128 128")
     (128, 256)
+    >>> parse_device_counts("64..1000 48-50")
+    (48, 49, 50, 64, 128, 256, 512, 1000)
     >>> parse_device_counts("64,2.5")
     Traceback (most recent call last):
     ...
@@ -453,8 +460,11 @@ def parse_device_counts(text: str, field: str = "at") -> tuple[int, ...]:
         raise InputError.single(
             field, f"at most {MAX_AT} device counts are accepted (got {len(cells)})"
         )
-    counts = set()
+    counts: set[int] = set()
     for cell in cells:
+        if _RANGE.match(cell):
+            counts.update(_range(cell, field))
+            continue
         try:
             value = float(cell.replace("_", ""))
         except ValueError:
@@ -462,4 +472,17 @@ def parse_device_counts(text: str, field: str = "at") -> tuple[int, ...]:
         if not rule.admits(np.array([value]))[0]:
             raise InputError([FieldIssue(field=field, rule=rule, value=value)])
         counts.add(int(value))
+    if len(counts) > MAX_AT:
+        raise InputError.single(
+            field, f"at most {MAX_AT} device counts are accepted (got {len(counts):,})"
+        )
     return tuple(sorted(counts))
+
+
+def _range(cell: str, field: str) -> list[int]:
+    from dpscale.model.query import parse_devices
+
+    try:
+        return parse_devices(cell)
+    except InputError as err:
+        raise InputError.single(field, err.issues[0].detail or "", cell) from None

@@ -75,8 +75,8 @@ class FitQuery(BaseModel):
     at: str = Field(
         default="",
         max_length=4000,
-        description="Device counts to predict at, e.g. '128,256' (default: the measured "
-        "counts and 2, 4 and 8 times the largest).",
+        description="Device counts to predict at, e.g. '128,256', '64-72' (every count) or "
+        "'64..1024' (doubling); default: the measured counts and 2, 4 and 8 times the largest.",
     )
     devices_per_node: int | None = Field(
         default=None, ge=1, le=MAX_DEVICES, description="Devices in one node (comm model)."

@@ -276,6 +276,8 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             "This model cannot be fitted to these points; choose Automatic or measure more "
             "device counts."
         )
+    if issue.field == "at":
+        return prediction.counts_message(loc, points_data.MAX_AT)
     if issue.field in FACTS or (issue.field == "devices_per_node" and issue.rule is None):
         # predict's own facts and its checks across them: the prediction page's words.
         return prediction.explain(issue, values, loc)

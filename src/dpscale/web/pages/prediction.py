@@ -86,6 +86,17 @@ def _predict_cached(key: tuple[tuple[str, str], ...], query: PredictQuery) -> Pr
     return Prediction(predict(query), key)
 
 
+def counts_message(loc: Localizer, most: int) -> str:
+    """How to write device counts (the prediction's and the fit's), in the page's language."""
+    return loc.gettext(
+        "Write counts like 1,8,64, ranges like 1-64 (every count) or 1..256 (doubling), "
+        "from %(min_devices)s to %(max_devices)s and at most %(max_counts)s counts.",
+        min_devices=loc.number(MIN_DEVICES),
+        max_devices=loc.number(MAX_DEVICES),
+        max_counts=loc.number(most),
+    )
+
+
 def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:
     """The page's words for the checks no single field rule expresses (units, presets)."""
     _ = loc.gettext
@@ -93,13 +104,7 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
     if issue.code == NEEDS_PRESET:
         return _("Required unless you choose a hardware preset.")
     messages = {
-        "devices": _(
-            "Write counts like 1,8,64, ranges like 1-64 (every count) or 1..256 (doubling), "
-            "from %(min_devices)s to %(max_devices)s and at most %(max_counts)s counts.",
-            min_devices=loc.number(MIN_DEVICES),
-            max_devices=loc.number(MAX_DEVICES),
-            max_counts=loc.number(MAX_POINTS),
-        ),
+        "devices": counts_message(loc, MAX_POINTS),
         "intra_node_bandwidth": _(
             "Enter a bandwidth with its unit, from %(low)s to %(high)s: 130 GB/s, 200 Gbit/s.",
             low=loc.quantity(format_bandwidth(MIN_BANDWIDTH)),
