@@ -167,3 +167,22 @@ def test_a_sharded_fact_out_of_range_is_named_as_predict_names_it(
     assert exited.value.code == 2
     assert "--shard-group-size" in err
     assert "does not apply to ddp" in err
+
+
+def test_points_faster_than_the_stated_job_are_named_at_the_points(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The calibration would need a negative single-device step: each command says which of its
+    # inputs to look at instead of printing a throughput below zero.
+    job = ["--strategy", "hsdp", "--shard-group-size", "3", "--params", "70B",
+           "--hardware", "dgx-h100", "--micro-batch", "1"]  # fmt: skip
+    told = (
+        "at 128 devices the measured step takes 128 ms, but the stated job's communication and "
+        "waits alone take 3.58 s: check the strategy, the shard group size, the bandwidths and "
+        "the parameters"
+    )
+    for command, option in (("fit", "--points"), ("predict", "--measured")):
+        with pytest.raises(SystemExit) as exited:
+            main([command, option, "128:1000,256:1990", *job])
+        assert exited.value.code == 2
+        assert f"{option}: {told}" in capsys.readouterr().err

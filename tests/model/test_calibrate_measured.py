@@ -8,11 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpscale.model.hardware import Hardware
-from dpscale.model.measured import calibrate_measured, parse_measured
+from dpscale.model.measured import FASTER_THAN_STATED, calibrate_measured, parse_measured
 from dpscale.model.query import PredictQuery
 from dpscale.model.scenario import Scenario
+from dpscale.validation import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 HW = Hardware(devices_per_node=8, intra_bandwidth=130e9, inter_bandwidth=50e9)
@@ -223,3 +226,56 @@ def test_strategies_compared_beside_a_calibration_share_its_baseline() -> None:
         assert points[0]["efficiency"] == pytest.approx(1.0), name
         if name != "fsdp":
             assert points[2]["efficiency_low"] < points[2]["efficiency"], name
+
+
+def test_points_faster_than_the_stated_communication_are_told_not_fitted_negative() -> None:
+    # HSDP over groups of 3 on a 70B model: the all-reduce across the groups alone takes
+    # 3.58 s, and the points measured a 128 ms step. The level that would reconcile them is a
+    # negative single-device step (-3.5 s: a throughput of -0.29 samples/s was printed).
+    query = PredictQuery(params="70B", micro_batch=1, per_device_throughput=7.8125,
+                         hardware="dgx-h100", strategy="hsdp", shard_group_size=3,
+                         devices="128")  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        calibrate_measured(query.scenario(), [(128, 1000.0), (256, 1990.0)], source="t")
+    issue = caught.value.issues[0]
+    assert (issue.field, issue.code) == ("measured", FASTER_THAN_STATED)
+    assert issue.sentence("--measured") == (
+        "--measured: at 128 devices the measured step takes 128 ms, but the stated job's "
+        "communication and waits alone take 3.58 s: check the strategy, the shard group size, "
+        "the bandwidths and the parameters"
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    params=st.floats(1e6, 1e12),
+    strategy=st.sampled_from(["ddp", "zero1", "zero2", "fsdp", "hsdp"]),
+    per_device=st.floats(0.01, 1e4),
+    counts=st.lists(
+        st.sampled_from([2, 4, 8, 16, 32, 64, 128, 256]), min_size=2, max_size=4, unique=True
+    ),
+    efficiencies=st.lists(st.floats(0.3, 1.0), min_size=4, max_size=4),
+)
+def test_a_calibration_never_has_a_single_device_step_at_or_below_zero(
+    params: float,
+    strategy: str,
+    per_device: float,
+    counts: list[int],
+    efficiencies: list[float],
+) -> None:
+    query = PredictQuery(params=params, micro_batch=4, per_device_throughput=per_device,
+                         hardware="dgx-a100", strategy=strategy, devices="8")  # fmt: skip
+    counts = sorted(counts)
+    falling = np.minimum.accumulate(efficiencies[: len(counts)])
+    points = [(n, n * per_device * e) for n, e in zip(counts, falling, strict=False)]
+    try:
+        fit = calibrate_measured(query.scenario(), points, source="t")
+    except InputError as err:
+        told = err.issues[0].code
+    else:
+        told = None
+        assert fit.scenario.per_device_throughput > 0
+        predicted = np.asarray(fit.predict([n for n, _ in points]).throughput, dtype=float)
+        assert np.all(np.isfinite(predicted))
+        assert np.all(predicted > 0)
+    assert told in (None, FASTER_THAN_STATED)

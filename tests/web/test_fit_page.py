@@ -383,3 +383,17 @@ def test_counts_to_predict_at_take_predicts_ranges(client: httpx.Client) -> None
             "Schreiben Sie Anzahlen wie 1,8,64, Bereiche wie 1-64 (jede Anzahl) oder 1..256 "
             "(verdoppelnd), von 1 bis 10.000.000 und höchstens 200 Anzahlen."
         )
+
+
+def test_points_faster_than_the_stated_job_are_told_at_the_points(client: httpx.Client) -> None:
+    job = {"strategy": "hsdp", "shard_group_size": "3", "params": "70B", "hardware": "dgx-h100",
+           "micro_batch": "1"}  # fmt: skip
+    page = client.get("/de/scaling-fit", params={"points": "128,1000\n256,1990", **job}).text
+    assert unescape(error_at(page, "points")) == (
+        "Bei 128 Geräten dauert der gemessene Schritt 128 ms, aber allein die Kommunikation und "
+        "die Wartezeiten des angegebenen Jobs dauern 3,58 s: Prüfen Sie die Strategie, die "
+        "Shard-Gruppengröße, die Bandbreiten und die Parameter."
+    )
+    api = client.get("/api/v1/scaling-fit", params={"points": "128,1000\n256,1990", **job})
+    assert api.status_code == 422
+    assert api.json()["detail"][0]["field"] == "points"

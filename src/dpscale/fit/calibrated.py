@@ -41,6 +41,7 @@ from dpscale.fit.models import Parameter, ScalingModel
 from dpscale.fit.physics import Physics, check_finite
 from dpscale.model.measured import POINTS_SOURCE, MeasuredFit, calibrate_measured
 from dpscale.model.scenario import Scenario
+from dpscale.validation import InputError
 
 __all__ = ["SPREAD", "CalibratedFit", "calibrated_fit", "scenario_for"]
 
@@ -178,7 +179,10 @@ def calibrated_fit(physics: Physics, points: Points) -> CalibratedFit:
     """``calibrate_measured`` on the stated job and ``points`` (module docstring), as a fit."""
     scenario = scenario_for(physics, points)
     check_finite(physics, scenario.per_device_throughput)
-    fit = calibrate_measured(scenario, _pairs(points), source=POINTS_SOURCE)
+    try:
+        fit = calibrate_measured(scenario, _pairs(points), source=POINTS_SOURCE)
+    except InputError as err:  # the points are the fit's "points", not predict's "measured"
+        raise InputError([replace(issue, field="points") for issue in err.issues]) from None
     model = _model(physics, fit)
     values = fit.values()
     losses = tuple(values[p.name] for p in model.losses)

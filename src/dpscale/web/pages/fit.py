@@ -25,6 +25,7 @@ from dpscale.fit import data as points_data
 from dpscale.fit.data import MAX_TEXT
 from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
+from dpscale.model.measured import FASTER_THAN_STATED
 from dpscale.plotting import ChartLayout
 from dpscale.said import Said
 from dpscale.spec.fit import (
@@ -292,6 +293,8 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         else ""
     )
     code = issue.code
+    if code == FASTER_THAN_STATED:
+        return prediction.faster_than_stated(issue, loc)
     if code == points_data.TOO_FEW_COUNTS:
         return _("Enter measurements at two or more different device counts.")
     if code == points_data.BAD_HEADER:

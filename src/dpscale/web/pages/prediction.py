@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from dpscale.calculators.scaling import MAX_DEVICES, MIN_DEVICES
 from dpscale.model import PredictQuery, predict, preset_names
+from dpscale.model.measured import FASTER_THAN_STATED
 from dpscale.model.query import (
     MAX_BANDWIDTH,
     MAX_BUCKET,
@@ -97,12 +98,28 @@ def counts_message(loc: Localizer, most: int) -> str:
     )
 
 
+def faster_than_stated(issue: FieldIssue, loc: Localizer) -> str:
+    """Measured points faster than the stated job's communication allows (the prediction's
+    ``measured``, the fit's ``points``)."""
+    ctx = issue.ctx
+    return loc.gettext(
+        "At %(devices)s devices the measured step takes %(measured)s, but the stated job's "
+        "communication and waits alone take %(modelled)s: check the strategy, the shard group "
+        "size, the bandwidths and the parameters.",
+        devices=loc.number(int(ctx["devices"])),  # type: ignore[call-overload]
+        measured=loc.quantity(format_duration(float(ctx["measured"]))),  # type: ignore[arg-type]
+        modelled=loc.quantity(format_duration(float(ctx["modelled"]))),  # type: ignore[arg-type]
+    )
+
+
 def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:
     """The page's words for the checks no single field rule expresses (units, presets)."""
     _ = loc.gettext
     name = issue.field
     if issue.code == NEEDS_PRESET:
         return _("Required unless you choose a hardware preset.")
+    if issue.code == FASTER_THAN_STATED:
+        return faster_than_stated(issue, loc)
     messages = {
         "devices": counts_message(loc, MAX_POINTS),
         "intra_node_bandwidth": _(
