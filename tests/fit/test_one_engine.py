@@ -178,8 +178,8 @@ def test_points_faster_than_the_stated_job_are_named_at_the_points(
            "--hardware", "dgx-h100", "--micro-batch", "1"]  # fmt: skip
     told = (
         "at 128 devices the measured step takes 128 ms, but the stated job's communication and "
-        "waits alone take 3.58 s: check the strategy, the shard group size, the bandwidths and "
-        "the parameters"
+        "waits alone take 3.58 s: check the strategy, the shard group size, the bandwidths, "
+        "the parameters and the throughput's unit"
     )
     for command, option in (("fit", "--points"), ("predict", "--measured")):
         with pytest.raises(SystemExit) as exited:

@@ -242,8 +242,21 @@ def test_points_faster_than_the_stated_communication_are_told_not_fitted_negativ
     assert issue.sentence("--measured") == (
         "--measured: at 128 devices the measured step takes 128 ms, but the stated job's "
         "communication and waits alone take 3.58 s: check the strategy, the shard group size, "
-        "the bandwidths and the parameters"
+        "the bandwidths, the parameters and the throughput's unit"
     )
+
+
+def test_with_a_one_device_point_too_a_step_shorter_than_the_communication_is_told() -> None:
+    # One device measured, so the single-device step is known; the costs the fit adds are
+    # never below zero, and ZeRO-2's reduction of 70B parameters alone outlasts the points'
+    # steps: the fit had put 2.5 samples/s at 2 devices, where 2e12 were measured.
+    query = PredictQuery(params="70B", micro_batch=1, per_device_throughput=1e12,
+                         hardware="dgx-h100", strategy="zero2", devices="2")  # fmt: skip
+    points = [(1, 1e12), (2, 2e12), (4, 3.9e12)]
+    with pytest.raises(InputError) as caught:
+        calibrate_measured(query.scenario(), points, source="t")
+    issue = caught.value.issues[0]
+    assert (issue.code, issue.ctx["devices"]) == (FASTER_THAN_STATED, 2)
 
 
 @settings(max_examples=60, deadline=None)

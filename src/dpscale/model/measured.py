@@ -137,7 +137,8 @@ def _faster_than_stated(devices: float, measured_s: float, modelled_s: float) ->
         "measured",
         f"at {int(devices):,} devices the measured step takes {format_duration(measured_s)}, but "
         f"the stated job's communication and waits alone take {format_duration(modelled_s)}: "
-        "check the strategy, the shard group size, the bandwidths and the parameters",
+        "check the strategy, the shard group size, the bandwidths, the parameters and the "
+        "throughput's unit",
         code=FASTER_THAN_STATED,
         ctx=ctx,
     )
@@ -501,6 +502,13 @@ def calibrate_measured(
     # Estimated, the network share replaces the step model's exposed communication: the
     # points say how much of the modelled communication time shows in the step.
     kept["physics"] = 0.0 if "network_share" in free else 1.0
+    # What the fit cannot take away (costs are never below zero): a point whose whole step is
+    # shorter has no single-device step, not even none, that explains it.
+    extras = sum(columns[name] * kept[name] for name in columns if name not in {*free, "level"})
+    short = np.flatnonzero(measured <= extras)
+    if short.size:
+        first = int(short[np.argmin(n[short])])
+        raise _faster_than_stated(n[first], measured[first], float(extras[first]))
     floor = max(MEASUREMENT_NOISE, measurement_noise or 0.0)
     weight = np.ones_like(n)
     fitted = _fit(columns, free, kept, one_step, measured, weight, floor)

@@ -105,7 +105,7 @@ def faster_than_stated(issue: FieldIssue, loc: Localizer) -> str:
     return loc.gettext(
         "At %(devices)s devices the measured step takes %(measured)s, but the stated job's "
         "communication and waits alone take %(modelled)s: check the strategy, the shard group "
-        "size, the bandwidths and the parameters.",
+        "size, the bandwidths, the parameters and the throughput's unit.",
         devices=loc.number(int(ctx["devices"])),  # type: ignore[call-overload]
         measured=loc.quantity(format_duration(float(ctx["measured"]))),  # type: ignore[arg-type]
         modelled=loc.quantity(format_duration(float(ctx["modelled"]))),  # type: ignore[arg-type]
