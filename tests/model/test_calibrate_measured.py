@@ -229,11 +229,11 @@ def test_strategies_compared_beside_a_calibration_share_its_baseline() -> None:
 
 
 def test_points_faster_than_the_stated_communication_are_told_not_fitted_negative() -> None:
-    # HSDP over groups of 3 on a 70B model: the all-reduce across the groups alone takes
-    # 3.58 s, and the points measured a 128 ms step. The level that would reconcile them is a
-    # negative single-device step (-3.5 s: a throughput of -0.29 samples/s was printed).
+    # HSDP over groups of 4 on a 70B model: the all-reduce across the groups alone takes
+    # 3.27 s, and the points measured a 128 ms step. The level that would reconcile them is a
+    # negative single-device step (with groups of 3, -3.5 s: -0.29 samples/s was printed).
     query = PredictQuery(params="70B", micro_batch=1, per_device_throughput=7.8125,
-                         hardware="dgx-h100", strategy="hsdp", shard_group_size=3,
+                         hardware="dgx-h100", strategy="hsdp", shard_group_size=4,
                          devices="128")  # fmt: skip
     with pytest.raises(InputError) as caught:
         calibrate_measured(query.scenario(), [(128, 1000.0), (256, 1990.0)], source="t")
@@ -241,7 +241,7 @@ def test_points_faster_than_the_stated_communication_are_told_not_fitted_negativ
     assert (issue.field, issue.code) == ("measured", FASTER_THAN_STATED)
     assert issue.sentence("--measured") == (
         "--measured: at 128 devices the measured step takes 128 ms, but the stated job's "
-        "communication and waits alone take 3.58 s: check the strategy, the shard group size, "
+        "communication and waits alone take 3.27 s: check the strategy, the shard group size, "
         "the bandwidths, the parameters and the throughput's unit"
     )
 

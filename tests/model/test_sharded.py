@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from dpscale.model import PredictQuery, predict
 from dpscale.model.strategies import (
+    GROUP_NOT_A_DIVISOR,
     STRATEGIES,
     STRATEGY_TABLE,
     model_state_bytes,
@@ -191,6 +192,28 @@ def test_shard_group_size_refused_where_nothing_is_sharded() -> None:
             params=1e9, micro_batch=1, per_device_throughput=1, hardware="dgx-h100",
             shard_group_size=8,
         ).scenario()  # fmt: skip
+
+
+def test_a_stated_shard_group_divides_every_count_above_it() -> None:
+    # HSDP's device mesh is (replicas, group): 64 devices in groups of 3 is no job to predict.
+    job = {"model": "llama3-8b", "micro_batch": 1, "mfu": 0.4, "hardware": "dgx-h100",
+           "strategy": "hsdp"}  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        predict(PredictQuery(**job, shard_group_size=16, devices="1..1024,40"))
+    issue = caught.value.issues[0]
+    assert (issue.field, issue.code, issue.ctx) == (
+        "shard_group_size",
+        GROUP_NOT_A_DIVISOR,
+        {"group": 16, "devices": 40},
+    )
+    assert issue.sentence("--shard-group-size") == (
+        "--shard-group-size: 16 must divide every device count above it (got 40): the devices "
+        "form replicas of one group; ask for multiples of 16"
+    )
+    # Counts up to the group shard over all their devices; measured points are counts too.
+    assert predict(PredictQuery(**job, shard_group_size=16, devices="1..1024")).points
+    with pytest.raises(InputError, match="got 24"):
+        predict(PredictQuery(**job, shard_group_size=16, devices="32", measured="16:1,24:1.4"))
 
 
 @settings(max_examples=60, deadline=None)

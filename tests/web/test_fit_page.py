@@ -386,12 +386,12 @@ def test_counts_to_predict_at_take_predicts_ranges(client: httpx.Client) -> None
 
 
 def test_points_faster_than_the_stated_job_are_told_at_the_points(client: httpx.Client) -> None:
-    job = {"strategy": "hsdp", "shard_group_size": "3", "params": "70B", "hardware": "dgx-h100",
+    job = {"strategy": "hsdp", "shard_group_size": "4", "params": "70B", "hardware": "dgx-h100",
            "micro_batch": "1"}  # fmt: skip
     page = client.get("/de/scaling-fit", params={"points": "128,1000\n256,1990", **job}).text
     assert unescape(error_at(page, "points")) == (
         "Bei 128 Geräten dauert der gemessene Schritt 128 ms, aber allein die Kommunikation und "
-        "die Wartezeiten des angegebenen Jobs dauern 3,58 s: Prüfen Sie die Strategie, die "
+        "die Wartezeiten des angegebenen Jobs dauern 3,27 s: Prüfen Sie die Strategie, die "
         "Shard-Gruppengröße, die Bandbreiten, die Parameter und die Einheit des Durchsatzes."
     )
     api = client.get("/api/v1/scaling-fit", params={"points": "128,1000\n256,1990", **job})

@@ -660,3 +660,22 @@ def test_strategies_side_by_side_on_the_page_and_the_api(client: httpx.Client) -
     assert last["FSDP (full shard)"][1] == localizer("en").percent(fsdp["efficiency"])
     without = client.get(f"/en/scaling-prediction?{LLM}").text
     assert "data-strategy-table" not in without
+
+
+@pytest.mark.parametrize(
+    ("strategy", "devices", "told"),
+    [
+        ("ddp", "8,64", "DDP teilt nichts auf: Lassen Sie dieses Feld leer oder wählen Sie eine "
+         "Sharding-Strategie."),
+        ("hsdp", "8,64", "8 Geräte lassen sich nicht in Gruppen zu 3 aufteilen: Jede "
+         "Geräteanzahl über der Gruppengröße muss ein Vielfaches davon sein."),
+    ],
+)  # fmt: skip
+def test_a_shard_group_that_cannot_be_is_told_at_its_field(
+    client: httpx.Client, strategy: str, devices: str, told: str
+) -> None:
+    query = {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": strategy,
+             "shard_group_size": "3", "micro_batch": "1", "mfu": "40",
+             "devices": devices}  # fmt: skip
+    html = client.get("/de/scaling-prediction", params=query).text
+    assert field_error(html, "shard_group_size") == told

@@ -23,6 +23,7 @@ from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
 from dpscale.fit.physics import Physics
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.fit.selection import ModelChoice, Selection, choose
+from dpscale.model.strategies import check_shard_groups
 from dpscale.said import Amount, Count, Name, Number, Percentage, Said
 
 __all__ = ["SUPERLINEAR", "default_devices", "fit_points", "horizon"]
@@ -266,6 +267,7 @@ def fit_points(
     hardware) shapes the comm model and gives the devices per node."""
     if physics is not None:
         devices_per_node = physics.devices_per_node
+        check_shard_groups(physics.scenario.shard_group_size, [*points.devices, *at])
     fitted: ModelFit
     if physics is not None and model in ("auto", "comm"):
         # The job's facts given: the calibration of `dpscale predict --measured`, one engine.

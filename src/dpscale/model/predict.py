@@ -46,7 +46,7 @@ from dpscale.model.questions import (
 )
 from dpscale.model.scenario import Scenario, evaluate, from_baseline
 from dpscale.model.step import BYTES_PER_VALUE, Step
-from dpscale.model.strategies import Strategy, default_bucket_bytes, row
+from dpscale.model.strategies import Strategy, check_shard_groups, default_bucket_bytes, row
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -300,6 +300,10 @@ def predict_scenario(
     """The prediction for a resolved scenario (for callers that calibrated it); ``advise``:
     say what would fit where it does not (not for the strategies compared beside it)."""
     counts = np.asarray(devices, dtype=float)
+    measured_counts = [n for n, _ in measured.points] if measured is not None else []
+    check_shard_groups(
+        scenario.shard_group_size, [*devices, *measured_counts, scenario.baseline_devices]
+    )
     stated = scenario
     if measured is not None:
         if scenario.baseline_devices > 1:

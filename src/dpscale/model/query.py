@@ -47,7 +47,7 @@ from dpscale.model.step import (
     OVERLAP_SLOWDOWN,
     GradDtype,
 )
-from dpscale.model.strategies import Strategy, default_bucket_bytes, row
+from dpscale.model.strategies import NOTHING_SHARDED, Strategy, default_bucket_bytes, row
 from dpscale.units import (
     UnitError,
     format_bandwidth,
@@ -477,7 +477,9 @@ class PredictQuery(BaseModel):
             fraction = CHECKPOINTED_BACKWARD_FRACTION
         if self.shard_group_size is not None and row(self.strategy).group == "one":
             raise InputError.single(
-                "shard_group_size", f"does not apply to {self.strategy}: it shards nothing"
+                "shard_group_size",
+                f"does not apply to {self.strategy}: it shards nothing",
+                code=NOTHING_SHARDED,
             )
         scenario = Scenario(
             params=params,

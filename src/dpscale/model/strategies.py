@@ -52,19 +52,25 @@ forward uses are not fp32, an fp32 master copy (4). Mixed-precision Adam is ``p 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpscale.validation import InputError
+
 __all__ = [
+    "GROUP_NOT_A_DIVISOR",
+    "NOTHING_SHARDED",
     "SHARDED",
     "STRATEGIES",
     "STRATEGY_TABLE",
     "GroupKind",
     "Strategy",
     "StrategyRow",
+    "check_shard_groups",
     "column",
     "default_bucket_bytes",
     "group_size",
@@ -189,6 +195,38 @@ def group_size(
     stated = np.asarray(shard_group, dtype=float)
     chosen = np.where((stated > 0) & (kind != "one"), stated, own)
     return np.minimum(chosen, n)
+
+
+GROUP_NOT_A_DIVISOR = "group_not_a_divisor"
+"""The code of a stated shard group that does not divide a device count above it."""
+NOTHING_SHARDED = "nothing_sharded"
+"""The code of a shard group stated for a strategy that shards nothing (DDP)."""
+
+
+def check_shard_groups(shard_group: int, counts: Iterable[int]) -> None:
+    """A stated shard group of ``G`` devices must divide every count above ``G``: the devices
+    form ``N / G`` replicas of the group (PyTorch's 2-D DeviceMesh for HSDP, ``(N / G, G)``),
+    and counts up to ``G`` shard over all of them. ``0``: none stated.
+
+    >>> check_shard_groups(8, [1, 4, 8, 16, 1024])
+    >>> check_shard_groups(3, [2, 3, 128])
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: shard_group_size: 3 must divide every device count above \
+it (got 128): the devices form replicas of one group; ask for multiples of 3
+    """
+    if shard_group <= 0:
+        return
+    for n in sorted(int(c) for c in counts):
+        if n > shard_group and n % shard_group:
+            raise InputError.single(
+                "shard_group_size",
+                f"{shard_group:,} must divide every device count above it (got {n:,}): the "
+                f"devices form replicas of one group; ask for multiples of {shard_group:,}",
+                shard_group,
+                code=GROUP_NOT_A_DIVISOR,
+                ctx={"group": shard_group, "devices": n},
+            )
 
 
 def optimizer_state_bytes(moments_bytes: ArrayLike, param_bytes: ArrayLike) -> Any:

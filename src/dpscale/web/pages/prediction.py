@@ -27,6 +27,7 @@ from dpscale.model.query import (
     MIN_THROUGHPUT,
     NEEDS_PRESET,
 )
+from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NOTHING_SHARDED
 from dpscale.plotting import ChartLayout
 from dpscale.spec.measured_runs import needs_throughput, predict_with_runs, run_id_of
 from dpscale.spec.prediction import PREDICTION
@@ -120,6 +121,16 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         return _("Required unless you choose a hardware preset.")
     if issue.code == FASTER_THAN_STATED:
         return faster_than_stated(issue, loc)
+    if issue.code == NOTHING_SHARDED:
+        return _("DDP shards nothing: leave this empty, or choose a sharded strategy.")
+    if issue.code == GROUP_NOT_A_DIVISOR:
+        group = loc.number(int(issue.ctx["group"]))  # type: ignore[call-overload]
+        return _(
+            "%(devices)s devices do not split into groups of %(group)s: every device count "
+            "above the group must be a multiple of it.",
+            devices=loc.number(int(issue.ctx["devices"])),  # type: ignore[call-overload]
+            group=group,
+        )
     messages = {
         "devices": counts_message(loc, MAX_POINTS),
         "intra_node_bandwidth": _(
