@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from dpscale.cli.main import main
+from dpscale.spec.fit import terminal
 
 POINTS = "8:7900,16:15500,32:30200"
 FACTS = ["--params", "25.6M", "--micro-batch", "32", "--optimizer", "momentum"]
@@ -186,3 +187,19 @@ def test_points_faster_than_the_stated_job_are_named_at_the_points(
             main([command, option, "128:1000,256:1990", *job])
         assert exited.value.code == 2
         assert f"{option}: {told}" in capsys.readouterr().err
+
+
+def test_a_calibration_through_every_point_says_r_squared_shows_nothing() -> None:
+    # Two points, two estimates (the level and the network share): R² = 1 by construction,
+    # and the band is the assumed 1 % noise of a measurement, which the output says.
+    from dpscale.fit import FitQuery, fit
+
+    job = {"strategy": "fsdp", "params": "70B", "hardware": "dgx-h100", "micro_batch": 1}
+    two = fit(FitQuery(points="128,1000\n256,1990", **job))
+    said = {note.code: note for note in two.notes}
+    assert terminal(said["interpolating"]) == (
+        "2 points and 2 parameters: the curve passes through every point, so the points cannot "
+        "show their noise; the intervals assume 1% relative noise."
+    )
+    three = fit(FitQuery(points="128,1000\n256,1990\n512,3900", **job))
+    assert "interpolating" not in {note.code for note in three.notes}

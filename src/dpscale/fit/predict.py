@@ -121,7 +121,12 @@ def _notes(
     notes = []
     n, k = len(fitted.points), fitted.model.size
     if isinstance(fitted, CalibratedFit):
-        pass  # the calibration's own notes say what the points pinned down
+        # The calibration's own notes say what the points pinned down; where it estimated as
+        # many as there are points, R² = 1 says nothing, and the band is the assumed noise.
+        calibration = fitted.measured
+        if calibration is not None and n <= len(calibration.free) and _passes_through(fitted):
+            ctx = {"count": Count(n), "parameters": Count(len(calibration.free))}
+            notes.append(Said("interpolating", {**ctx, "noise": Percentage(calibration.noise, 2)}))
     elif n <= k and _passes_through(fitted):
         notes.append(
             Said(
