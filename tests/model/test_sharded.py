@@ -216,6 +216,22 @@ def test_a_stated_shard_group_divides_every_count_above_it() -> None:
         predict(PredictQuery(**job, shard_group_size=16, devices="32", measured="16:1,24:1.4"))
 
 
+def test_strategies_compared_run_as_they_do_by_default_but_hsdp_in_the_stated_group() -> None:
+    # HSDP over 16 compared: FSDP beside it shards over all 1,024 devices (it had taken the 16
+    # too, and printed HSDP's row twice: 17.3 GiB each); ZeRO shards over all devices too.
+    job = {"model": "llama3-8b", "micro_batch": 1, "mfu": 0.4, "hardware": "dgx-h100",
+           "devices": "1024", "param_dtype": "bf16", "activation_checkpointing": True}  # fmt: skip
+    compared = predict(
+        PredictQuery(**job, strategy="hsdp", shard_group_size=16, compare_strategies=True)
+    )
+    groups = {r.scenario.strategy: r.scenario.shard_group_size for r in compared.comparison}
+    assert groups == {"ddp": 0, "zero1": 0, "zero2": 0, "fsdp": 0, "hsdp": 16}
+    states = {r.scenario.strategy: r.points()[0]["model_state_bytes"] for r in compared.comparison}
+    # 18 bytes a parameter: bf16 parameters, fp32 gradients, Adam's 12 (moments and master copy)
+    assert states["fsdp"] == pytest.approx(8.03e9 * 18 / 1024)
+    assert states["hsdp"] == pytest.approx(8.03e9 * 18 / 16)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     strategy=st.sampled_from(STRATEGIES),

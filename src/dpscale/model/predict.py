@@ -454,9 +454,11 @@ def _measured_baseline(scenario: Scenario, measured: MeasuredFit) -> tuple[Scena
 
 
 def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
-    """The same job under strategy ``name``, its one-device throughput solved again from the
-    measured baseline (the strategy was part of that measurement)."""
-    group = scenario.shard_group_size if row(name).group != "one" else 0
+    """The same job under strategy ``name``, as that strategy runs by default, its one-device
+    throughput solved again from the measured baseline (the strategy was part of that
+    measurement). A stated shard group goes with HSDP, whose group it is: FSDP or ZeRO in
+    the comparison shard over all devices (FSDP over a group of 16 is HSDP's row again)."""
+    group = scenario.shard_group_size if row(name).group == "node" else 0
     if scenario.baseline_throughput is not None:
         scenario = replace(
             scenario, per_device_throughput=scenario.baseline_throughput, baseline_throughput=None
