@@ -86,3 +86,18 @@ def test_a_folder_as_the_database_is_one_line(
     assert err == f"dpscale: error: the database sqlite:///{tmp_path} cannot be used: " + (
         "unable to open database file\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("group", "commands"), [("runs", "delete, export, import, list, show"), ("feedback", "export")]
+)
+def test_a_group_without_its_command_shows_its_help_and_names_what_is_missing(
+    capsys: pytest.CaptureFixture[str], group: str, commands: str
+) -> None:
+    # It printed the help and then "dpscale runs: error: " with nothing after it.
+    with pytest.raises(SystemExit) as exited:
+        main([group])
+    assert exited.value.code == 2
+    out, err = capsys.readouterr()
+    assert f"Usage: dpscale {group} [OPTIONS] COMMAND" in out
+    assert err == f"dpscale {group}: error: name a command: {commands}\n"

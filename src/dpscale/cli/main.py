@@ -165,8 +165,11 @@ def _message(exc: click.ClickException) -> str:
             f" (Possible options: {', '.join(possible)})" if possible else ""
         )
     if isinstance(exc, click.exceptions.NoArgsIsHelpError):
-        click.echo(exc.ctx.get_help())  # a group without its command: the help, exit 2
-        return ""
+        # A group without its command: the help, then what is missing, exit 2.
+        click.echo(exc.ctx.get_help())
+        group = exc.ctx.command
+        names = group.list_commands(exc.ctx) if isinstance(group, click.Group) else []
+        return "name a command: " + ", ".join(names) if names else "name a command"
     message = exc.format_message()
     return re.sub(
         r"^Got unexpected extra arguments? \(", "Got unexpected extra argument(s) (", message
