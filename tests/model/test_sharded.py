@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from dpscale.model import PredictQuery, predict
 from dpscale.model.strategies import (
     GROUP_NOT_A_DIVISOR,
+    NODE_NOT_A_DIVISOR,
     STRATEGIES,
     STRATEGY_TABLE,
     model_state_bytes,
@@ -216,6 +217,27 @@ def test_a_stated_shard_group_divides_every_count_above_it() -> None:
         predict(PredictQuery(**job, shard_group_size=16, devices="32", measured="16:1,24:1.4"))
 
 
+def test_hsdp_without_a_stated_group_runs_on_whole_nodes() -> None:
+    job = {"model": "llama3-8b", "micro_batch": 1, "mfu": 0.4, "hardware": "dgx-h100"}
+    with pytest.raises(InputError) as caught:
+        predict(PredictQuery(**job, strategy="hsdp", devices="1-16"))
+    issue = caught.value.issues[0]
+    assert (issue.field, issue.code, issue.ctx) == (
+        "devices",
+        NODE_NOT_A_DIVISOR,
+        {"group": 8, "devices": 9},
+    )
+    assert issue.sentence("--devices") == (
+        "--devices: 9 devices are not whole nodes of 8: hsdp shards within one node unless a "
+        "shard group size is given; ask for multiples of 8"
+    )
+    # Doubling from one device, a stated group that divides, or the comparison beside DDP (the
+    # other strategies run as they do by default, unasked) are all fine.
+    assert predict(PredictQuery(**job, strategy="hsdp", devices="1..1024")).points
+    assert predict(PredictQuery(**job, strategy="hsdp", shard_group_size=3, devices="3,9")).points
+    assert predict(PredictQuery(**job, devices="1-16", compare_strategies=True)).comparison
+
+
 def test_strategies_compared_run_as_they_do_by_default_but_hsdp_in_the_stated_group() -> None:
     # HSDP over 16 compared: FSDP beside it shards over all 1,024 devices (it had taken the 16
     # too, and printed HSDP's row twice: 17.3 GiB each); ZeRO shards over all devices too.
@@ -243,6 +265,8 @@ def test_strategies_compared_run_as_they_do_by_default_but_hsdp_in_the_stated_gr
 def test_any_strategy_gives_finite_efficiencies_within_its_band(
     strategy: str, params: float, devices: list[int], grad_accum: int, no_sync: bool
 ) -> None:
+    if strategy == "hsdp":  # it shards within a node of 8: whole nodes beyond one
+        devices = [n if n <= 8 else 8 * n for n in devices]
     query = PredictQuery(
         params=params, strategy=strategy, micro_batch=2, grad_accum=grad_accum, no_sync=no_sync,
         per_device_throughput=1.0, hardware="dgx-h100", seq_len=4096,

@@ -397,3 +397,18 @@ def test_points_faster_than_the_stated_job_are_told_at_the_points(client: httpx.
     api = client.get("/api/v1/scaling-fit", params={"points": "128,1000\n256,1990", **job})
     assert api.status_code == 422
     assert api.json()["detail"][0]["field"] == "points"
+
+
+def test_hsdp_points_that_are_not_whole_nodes_are_told_at_the_points(
+    client: httpx.Client,
+) -> None:
+    job = {"strategy": "hsdp", "params": "7B", "hardware": "dgx-h100", "micro_batch": "1"}
+    page = client.get("/de/scaling-fit", params={"points": "8,1000\n12,1450\n16,1990", **job})
+    assert unescape(error_at(page.text, "points")) == (
+        "12 Geräte sind keine ganzen Knoten zu 8: HSDP teilt innerhalb eines Knotens auf, wenn "
+        "Sie keine Shard-Gruppengröße angeben; wählen Sie Vielfache von 8."
+    )
+    asked = client.get(
+        "/api/v1/scaling-fit", params={"points": "8,1000\n16,1990", "at": "20", **job}
+    )
+    assert asked.json()["detail"][0]["field"] == "at"

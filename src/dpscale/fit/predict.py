@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,8 +24,9 @@ from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
 from dpscale.fit.physics import Physics
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.fit.selection import ModelChoice, Selection, choose
-from dpscale.model.strategies import check_shard_groups
+from dpscale.model.strategies import check_node_groups, check_shard_groups
 from dpscale.said import Amount, Count, Name, Number, Percentage, Said
+from dpscale.validation import InputError
 
 __all__ = ["SUPERLINEAR", "default_devices", "fit_points", "horizon"]
 
@@ -272,7 +274,15 @@ def fit_points(
     hardware) shapes the comm model and gives the devices per node."""
     if physics is not None:
         devices_per_node = physics.devices_per_node
-        check_shard_groups(physics.scenario.shard_group_size, [*points.devices, *at])
+        # The job as stated must run at every count measured and asked.
+        job, asked = physics.scenario, [*points.devices, *at]
+        check_shard_groups(job.shard_group_size, asked)
+        if not job.shard_group_size:
+            try:
+                check_node_groups(job.strategy, job.hardware.devices_per_node, asked)
+            except InputError as err:  # the count is a point's, or one asked --at
+                where = "points" if err.issues[0].value in points.devices else "at"
+                raise InputError([replace(i, field=where) for i in err.issues]) from None
     fitted: ModelFit
     if physics is not None and model in ("auto", "comm"):
         # The job's facts given: the calibration of `dpscale predict --measured`, one engine.

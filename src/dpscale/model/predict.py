@@ -46,7 +46,13 @@ from dpscale.model.questions import (
 )
 from dpscale.model.scenario import Scenario, evaluate, from_baseline
 from dpscale.model.step import BYTES_PER_VALUE, Step
-from dpscale.model.strategies import Strategy, check_shard_groups, default_bucket_bytes, row
+from dpscale.model.strategies import (
+    Strategy,
+    check_node_groups,
+    check_shard_groups,
+    default_bucket_bytes,
+    row,
+)
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -300,10 +306,6 @@ def predict_scenario(
     """The prediction for a resolved scenario (for callers that calibrated it); ``advise``:
     say what would fit where it does not (not for the strategies compared beside it)."""
     counts = np.asarray(devices, dtype=float)
-    measured_counts = [n for n, _ in measured.points] if measured is not None else []
-    check_shard_groups(
-        scenario.shard_group_size, [*devices, *measured_counts, scenario.baseline_devices]
-    )
     stated = scenario
     if measured is not None:
         if scenario.baseline_devices > 1:
@@ -469,6 +471,15 @@ def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
     return replace(scenario, strategy=name, shard_group_size=group, bucket_bytes=bucket)
 
 
+def _check_runs(scenario: Scenario, counts: list[int]) -> None:
+    """The job as stated runs at every count asked, measured or taken as the baseline: its
+    shard group divides each (HSDP's own, one node, where none is stated). The strategies
+    compared beside it run as they do by default and are not asked this."""
+    check_shard_groups(scenario.shard_group_size, counts)
+    if not scenario.shard_group_size:
+        check_node_groups(scenario.strategy, scenario.hardware.devices_per_node, counts)
+
+
 def predict(
     query: PredictQuery, scenario: Scenario | None = None, measured: MeasuredFit | None = None
 ) -> PredictionResult:
@@ -481,12 +492,18 @@ def predict(
     model can express (an unreadable bandwidth, a missing hardware value, a bad device list).
     """
     resolved = scenario if scenario is not None else query.scenario()
+    points = None
     if measured is None and query.measured is not None:
         if query.measured.strip().startswith("run:"):
             raise InputError.single(
                 "measured", "a stored run is read by the CLI or the page, not here", query.measured
             )
         points = parse_measured(query.measured)
+    taken = points if points is not None else measured.points if measured is not None else ()
+    _check_runs(
+        resolved, [*query.device_counts(), resolved.baseline_devices, *(n for n, _ in taken)]
+    )
+    if points is not None:
         measured = calibrate_measured(resolved, points, source=POINTS_SOURCE)
     return predict_scenario(
         resolved,

@@ -63,6 +63,7 @@ from dpscale.validation import InputError
 
 __all__ = [
     "GROUP_NOT_A_DIVISOR",
+    "NODE_NOT_A_DIVISOR",
     "NOTHING_SHARDED",
     "SHARDED",
     "STRATEGIES",
@@ -70,6 +71,7 @@ __all__ = [
     "GroupKind",
     "Strategy",
     "StrategyRow",
+    "check_node_groups",
     "check_shard_groups",
     "column",
     "default_bucket_bytes",
@@ -199,6 +201,8 @@ def group_size(
 
 GROUP_NOT_A_DIVISOR = "group_not_a_divisor"
 """The code of a stated shard group that does not divide a device count above it."""
+NODE_NOT_A_DIVISOR = "node_not_a_divisor"
+"""The code of a device count that is no whole number of the nodes HSDP shards within."""
 NOTHING_SHARDED = "nothing_sharded"
 """The code of a shard group stated for a strategy that shards nothing (DDP)."""
 
@@ -226,6 +230,32 @@ it (got 128): the devices form replicas of one group; ask for multiples of 3
                 shard_group,
                 code=GROUP_NOT_A_DIVISOR,
                 ctx={"group": shard_group, "devices": n},
+            )
+
+
+def check_node_groups(strategy: str, devices_per_node: int, counts: Iterable[int]) -> None:
+    """Where ``strategy`` shards within one node by default (HSDP) and no group is stated,
+    every count above a node must be whole nodes, as :func:`check_shard_groups` has it.
+
+    >>> check_node_groups("fsdp", 8, [12])
+    >>> check_node_groups("hsdp", 8, [4, 8, 12])
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: devices: 12 devices are not whole nodes of 8: hsdp shards \
+within one node unless a shard group size is given; ask for multiples of 8
+    """
+    if row(strategy).group != "node":
+        return
+    for n in sorted(int(c) for c in counts):
+        if n > devices_per_node and n % devices_per_node:
+            raise InputError.single(
+                "devices",
+                f"{n:,} devices are not whole nodes of {devices_per_node:,}: {strategy} shards "
+                "within one node unless a shard group size is given; ask for multiples of "
+                f"{devices_per_node:,}",
+                n,
+                code=NODE_NOT_A_DIVISOR,
+                ctx={"group": devices_per_node, "devices": n},
             )
 
 

@@ -26,6 +26,7 @@ from dpscale.fit.data import MAX_TEXT
 from dpscale.fit.physics import FACTS
 from dpscale.fit.plot import PlotLabels, plot_svg
 from dpscale.model.measured import FASTER_THAN_STATED
+from dpscale.model.strategies import NODE_NOT_A_DIVISOR
 from dpscale.plotting import ChartLayout
 from dpscale.said import Said
 from dpscale.spec.fit import (
@@ -277,6 +278,9 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             "This model cannot be fitted to these points; choose Automatic or measure more "
             "device counts."
         )
+    if issue.code in (FASTER_THAN_STATED, NODE_NOT_A_DIVISOR):
+        # The stated job cannot have run these points, or run at these counts: predict's words.
+        return prediction.explain(issue, values, loc)
     if issue.field == "at":
         return prediction.counts_message(loc, points_data.MAX_AT)
     if issue.field in FACTS or (issue.field == "devices_per_node" and issue.rule is None):
@@ -293,8 +297,6 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         else ""
     )
     code = issue.code
-    if code == FASTER_THAN_STATED:
-        return prediction.faster_than_stated(issue, loc)
     if code == points_data.TOO_FEW_COUNTS:
         return _("Enter measurements at two or more different device counts.")
     if code == points_data.BAD_HEADER:

@@ -27,7 +27,7 @@ from dpscale.model.query import (
     MIN_THROUGHPUT,
     NEEDS_PRESET,
 )
-from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NOTHING_SHARDED
+from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NODE_NOT_A_DIVISOR, NOTHING_SHARDED
 from dpscale.plotting import ChartLayout
 from dpscale.spec.measured_runs import needs_throughput, predict_with_runs, run_id_of
 from dpscale.spec.prediction import PREDICTION
@@ -123,6 +123,13 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         return faster_than_stated(issue, loc)
     if issue.code == NOTHING_SHARDED:
         return _("DDP shards nothing: leave this empty, or choose a sharded strategy.")
+    if issue.code == NODE_NOT_A_DIVISOR:
+        return _(
+            "%(devices)s devices are not whole nodes of %(group)s: HSDP shards within one node "
+            "unless you give a shard group size; ask for multiples of %(group)s.",
+            devices=loc.number(int(issue.ctx["devices"])),  # type: ignore[call-overload]
+            group=loc.number(int(issue.ctx["group"])),  # type: ignore[call-overload]
+        )
     if issue.code == GROUP_NOT_A_DIVISOR:
         group = loc.number(int(issue.ctx["group"]))  # type: ignore[call-overload]
         return _(
