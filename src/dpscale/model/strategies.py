@@ -219,18 +219,16 @@ def check_shard_groups(shard_group: int, counts: Iterable[int]) -> None:
     dpscale.validation.InputError: shard_group_size: 3 must divide every device count above \
 it (got 128): the devices form replicas of one group; ask for multiples of 3
     """
-    if shard_group <= 0:
-        return
-    for n in sorted(int(c) for c in counts):
-        if n > shard_group and n % shard_group:
-            raise InputError.single(
-                "shard_group_size",
-                f"{shard_group:,} must divide every device count above it (got {n:,}): the "
-                f"devices form replicas of one group; ask for multiples of {shard_group:,}",
-                shard_group,
-                code=GROUP_NOT_A_DIVISOR,
-                ctx={"group": shard_group, "devices": n},
-            )
+    n = _not_split(shard_group, counts) if shard_group > 0 else None
+    if n is not None:
+        raise InputError.single(
+            "shard_group_size",
+            f"{shard_group:,} must divide every device count above it (got {n:,}): the "
+            f"devices form replicas of one group; ask for multiples of {shard_group:,}",
+            shard_group,
+            code=GROUP_NOT_A_DIVISOR,
+            ctx={"group": shard_group, "devices": n},
+        )
 
 
 def check_node_groups(strategy: str, devices_per_node: int, counts: Iterable[int]) -> None:
@@ -244,19 +242,22 @@ def check_node_groups(strategy: str, devices_per_node: int, counts: Iterable[int
     dpscale.validation.InputError: devices: 12 devices are not whole nodes of 8: hsdp shards \
 within one node unless a shard group size is given; ask for multiples of 8
     """
-    if row(strategy).group != "node":
-        return
-    for n in sorted(int(c) for c in counts):
-        if n > devices_per_node and n % devices_per_node:
-            raise InputError.single(
-                "devices",
-                f"{n:,} devices are not whole nodes of {devices_per_node:,}: {strategy} shards "
-                "within one node unless a shard group size is given; ask for multiples of "
-                f"{devices_per_node:,}",
-                n,
-                code=NODE_NOT_A_DIVISOR,
-                ctx={"group": devices_per_node, "devices": n},
-            )
+    n = _not_split(devices_per_node, counts) if row(strategy).group == "node" else None
+    if n is not None:
+        raise InputError.single(
+            "devices",
+            f"{n:,} devices are not whole nodes of {devices_per_node:,}: {strategy} shards "
+            "within one node unless a shard group size is given; ask for multiples of "
+            f"{devices_per_node:,}",
+            n,
+            code=NODE_NOT_A_DIVISOR,
+            ctx={"group": devices_per_node, "devices": n},
+        )
+
+
+def _not_split(group: int, counts: Iterable[int]) -> int | None:
+    """The smallest count above ``group`` that is no multiple of it, None if none."""
+    return min((int(n) for n in counts if n > group and int(n) % group), default=None)
 
 
 def optimizer_state_bytes(moments_bytes: ArrayLike, param_bytes: ArrayLike) -> Any:
