@@ -228,12 +228,17 @@ def _create_engine(url: str) -> Engine:
     return created
 
 
-def _create_tables(created: Engine, attempts: int = 3) -> None:
-    """Create missing tables; tolerate another process creating them at the same moment.
+def _create_tables(created: Engine) -> None:
+    """Create missing tables; tolerate other processes creating them at the same moment.
 
-    ``create_all`` checks, then creates: two web workers starting together can both see a
-    table missing, and the second ``CREATE TABLE`` fails. Checking again settles it.
+    ``create_all`` checks, then creates: two web workers (or four ``dpscale runs import``)
+    starting together can both see a table missing, and the second ``CREATE TABLE`` fails.
+    Checking again settles that one, and each failure means another process made one more
+    table or index, so one attempt more than there are of them always ends it (three had
+    not, with four processes and several tables).
     """
+    tables = Base.metadata.sorted_tables
+    attempts = len(tables) + sum(len(table.indexes) for table in tables) + 1
     for attempt in range(attempts):
         try:
             Base.metadata.create_all(created)
