@@ -334,3 +334,25 @@ def test_no_bucket_size_is_advised_where_the_strategy_has_no_buckets() -> None:
         assert (result.answers.best_bucket_bytes is not None) is has_buckets, strategy
         assert ("best_bucket" in lines(result)) is has_buckets, strategy
         assert ("best_bucket_bytes" in result.to_dict()["questions"]) is True
+
+
+def test_a_baseline_throughput_no_one_device_throughput_gives_is_told() -> None:
+    # 1e15 samples/s per device measured on 8 A100s: a step of 1e-15 s, where 70B of bf16
+    # gradients take 1.7 s to exchange. The one-device throughput that would give it is
+    # infinite: the page and the API had raised ZeroDivisionError, the CLI printed "nan %".
+    query = PredictQuery(params="70B", hardware="dgx-a100", micro_batch=1, grad_dtype="bf16",
+                         per_device_throughput=1e15, baseline_devices=8, devices="1,8")  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        predict(query)
+    issue = caught.value.issues[0]
+    assert (issue.field, issue.code, issue.ctx["devices"]) == (
+        "per_device_throughput",
+        "faster_than_stated",
+        8,
+    )
+    assert issue.sentence("--per-device-throughput").startswith(
+        "--per-device-throughput: at 8 devices the measured step takes 1e-06 ns, but the stated "
+        "job's communication and waits alone take 1.7 s"
+    )
+    # A measurement the job can give is solved as before.
+    assert predict(query.model_copy(update={"per_device_throughput": 0.5})).points

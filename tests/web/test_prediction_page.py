@@ -679,3 +679,18 @@ def test_a_shard_group_that_cannot_be_is_told_at_its_field(
              "devices": devices}  # fmt: skip
     html = client.get("/de/scaling-prediction", params=query).text
     assert field_error(html, "shard_group_size") == told
+
+
+def test_a_baseline_throughput_the_job_cannot_give_is_a_field_error_not_a_500(
+    client: httpx.Client,
+) -> None:
+    query = {"params": "70B", "hardware": "dgx-a100", "micro_batch": "1", "grad_dtype": "bf16",
+             "per_device_throughput": "1e15", "baseline_devices": "8", "devices": "1"}  # fmt: skip
+    api = client.get("/api/v1/scaling-prediction", params=query)
+    assert api.status_code == 422
+    assert api.json()["detail"][0]["field"] == "per_device_throughput"
+    html = client.get("/en/scaling-prediction", params=query).text
+    assert field_error(html, "per_device_throughput").startswith(
+        "At 8 devices the measured step takes 0.000001 ns, but the stated job's communication and "
+        "waits alone take 1.7 s"
+    )

@@ -94,9 +94,8 @@ from dpscale.model.costs import (
     expected_max_normal,
     waited_micro_steps,
 )
-from dpscale.model.scenario import Scenario, evaluate
+from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, faster_than_stated
 from dpscale.said import Count, Number, Said, Value
-from dpscale.units import format_duration
 from dpscale.validation import InputError
 
 __all__ = [
@@ -121,27 +120,8 @@ MEASUREMENT_NOISE = 0.01
 _ITEM = re.compile(r"^\s*(\d+)\s*:\s*([0-9.eE+_-]+)\s*$")
 
 
-FASTER_THAN_STATED = "faster_than_stated"
-"""The code of points that ran faster than the stated job's communication alone allows."""
-
-
 def _fail(message: str, value: object = None) -> InputError:
     return InputError.single("measured", message, value)
-
-
-def _faster_than_stated(devices: float, measured_s: float, modelled_s: float) -> InputError:
-    """Points whose step is shorter than what the stated job adds to it beyond one device:
-    no single-device step (not even none) reconciles them with the facts."""
-    ctx = {"devices": int(devices), "measured": measured_s, "modelled": modelled_s}
-    return InputError.single(
-        "measured",
-        f"at {int(devices):,} devices the measured step takes {format_duration(measured_s)}, but "
-        f"the stated job's communication and waits alone take {format_duration(modelled_s)}: "
-        "check the strategy, the shard group size, the bandwidths, the parameters and the "
-        "throughput's unit",
-        code=FASTER_THAN_STATED,
-        ctx=ctx,
-    )
 
 
 def parse_measured(text: str) -> list[tuple[int, float]]:
@@ -508,7 +488,7 @@ def calibrate_measured(
     short = np.flatnonzero(measured <= extras)
     if short.size:
         first = int(short[np.argmin(n[short])])
-        raise _faster_than_stated(n[first], measured[first], float(extras[first]))
+        raise faster_than_stated("measured", n[first], measured[first], float(extras[first]))
     floor = max(MEASUREMENT_NOISE, measurement_noise or 0.0)
     weight = np.ones_like(n)
     fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
@@ -542,7 +522,7 @@ def calibrate_measured(
         if compute + values["level"] <= 0:
             first = int(np.argmin(n))
             extra = sum(columns[name][first] * values[name] for name in columns if name != "level")
-            raise _faster_than_stated(n[first], measured[first], float(extra))
+            raise faster_than_stated("measured", n[first], measured[first], float(extra))
         sc = replace(
             sc,
             per_device_throughput=sc.micro_batch

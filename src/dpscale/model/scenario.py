@@ -18,6 +18,7 @@ ones the user gave, and :mod:`dpscale.model.band` varies the others over their s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -46,11 +47,21 @@ from dpscale.model.step import (
     data_parallel_step,
 )
 from dpscale.model.strategies import Strategy, row
+from dpscale.units import format_duration
+from dpscale.validation import InputError
 
 if TYPE_CHECKING:
     from dpscale.model.calibrate import Calibration
 
-__all__ = ["DEFAULT_MEMORY_BANDWIDTH", "DEFAULT_OPTIMIZER", "Scenario", "evaluate", "step_inputs"]
+__all__ = [
+    "DEFAULT_MEMORY_BANDWIDTH",
+    "DEFAULT_OPTIMIZER",
+    "FASTER_THAN_STATED",
+    "Scenario",
+    "evaluate",
+    "faster_than_stated",
+    "step_inputs",
+]
 
 DEFAULT_OPTIMIZER = "adam"
 """Central value when no optimizer is given (the band spans none to lamb)."""
@@ -287,6 +298,14 @@ def from_baseline(scenario: Scenario) -> Scenario:
     if scenario.baseline_devices <= 1 or scenario.baseline_throughput is not None:
         return scenario
     measured = scenario.per_device_throughput
+    # What a faster device would not shorten: the step's communication, waits and fixed
+    # costs at the baseline. A measured step no longer than that has no one-device
+    # throughput that gives it (the iteration below would run off to infinity).
+    there = evaluate(scenario, devices=scenario.baseline_devices)
+    fixed = float(there.step_time - there.compute_time)
+    step = scenario.grad_accum * scenario.micro_step_time
+    if not fixed < step:
+        raise faster_than_stated("per_device_throughput", scenario.baseline_devices, step, fixed)
     one = measured
     for _ in range(50):
         efficiency = float(
@@ -297,4 +316,28 @@ def from_baseline(scenario: Scenario) -> Scenario:
         previous, one = one, measured / efficiency
         if abs(one - previous) <= 1e-12 * one:
             break
+    if not math.isfinite(one) or one <= 0:
+        raise faster_than_stated("per_device_throughput", scenario.baseline_devices, step, fixed)
     return replace(scenario, per_device_throughput=one, baseline_throughput=measured)
+
+
+FASTER_THAN_STATED = "faster_than_stated"
+"""The code of a measured step shorter than the stated job's communication and waits alone
+(measured points, or a throughput measured at a baseline of several devices)."""
+
+
+def faster_than_stated(
+    field: str, devices: float, measured_s: float, modelled_s: float
+) -> InputError:
+    """The :class:`~dpscale.validation.InputError` of a step measured at ``devices`` devices
+    that is shorter than what the stated job adds to it there: no single-device step, not even
+    none, gives it."""
+    return InputError.single(
+        field,
+        f"at {int(devices):,} devices the measured step takes {format_duration(measured_s)}, but "
+        f"the stated job's communication and waits alone take {format_duration(modelled_s)}: "
+        "check the strategy, the shard group size, the bandwidths, the parameters and the "
+        "throughput's unit",
+        code=FASTER_THAN_STATED,
+        ctx={"devices": int(devices), "measured": measured_s, "modelled": modelled_s},
+    )
