@@ -24,7 +24,7 @@ from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
 from dpscale.fit.physics import Physics
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.fit.selection import ModelChoice, Selection, choose
-from dpscale.model.strategies import check_node_groups, check_shard_groups
+from dpscale.model.strategies import check_groups
 from dpscale.said import Amount, Count, Name, Number, Percentage, Said
 from dpscale.validation import InputError
 
@@ -275,14 +275,20 @@ def fit_points(
     if physics is not None:
         devices_per_node = physics.devices_per_node
         # The job as stated must run at every count measured and asked.
-        job, asked = physics.scenario, [*points.devices, *at]
-        check_shard_groups(job.shard_group_size, asked)
-        if not job.shard_group_size:
-            try:
-                check_node_groups(job.strategy, job.hardware.devices_per_node, asked)
-            except InputError as err:  # the count is a point's, or one asked --at
-                where = "points" if err.issues[0].value in points.devices else "at"
-                raise InputError([replace(i, field=where) for i in err.issues]) from None
+        job = physics.scenario
+        try:
+            check_groups(
+                job.strategy,
+                job.shard_group_size,
+                job.hardware.devices_per_node,
+                [*points.devices, *at],
+            )
+        except InputError as err:
+            issue = err.issues[0]
+            if issue.field == "devices":  # HSDP's node: the count is a point's or one asked
+                where = "points" if issue.value in points.devices else "at"
+                raise InputError([replace(issue, field=where)]) from None
+            raise
     fitted: ModelFit
     if physics is not None and model in ("auto", "comm"):
         # The job's facts given: the calibration of `dpscale predict --measured`, one engine.

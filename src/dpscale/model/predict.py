@@ -46,13 +46,7 @@ from dpscale.model.questions import (
 )
 from dpscale.model.scenario import Scenario, evaluate, from_baseline
 from dpscale.model.step import BYTES_PER_VALUE, Step
-from dpscale.model.strategies import (
-    Strategy,
-    check_node_groups,
-    check_shard_groups,
-    default_bucket_bytes,
-    row,
-)
+from dpscale.model.strategies import Strategy, check_groups, default_bucket_bytes, row
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -471,15 +465,6 @@ def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
     return replace(scenario, strategy=name, shard_group_size=group, bucket_bytes=bucket)
 
 
-def _check_runs(scenario: Scenario, counts: list[int]) -> None:
-    """The job as stated runs at every count asked, measured or taken as the baseline: its
-    shard group divides each (HSDP's own, one node, where none is stated). The strategies
-    compared beside it run as they do by default and are not asked this."""
-    check_shard_groups(scenario.shard_group_size, counts)
-    if not scenario.shard_group_size:
-        check_node_groups(scenario.strategy, scenario.hardware.devices_per_node, counts)
-
-
 def predict(
     query: PredictQuery, scenario: Scenario | None = None, measured: MeasuredFit | None = None
 ) -> PredictionResult:
@@ -500,8 +485,13 @@ def predict(
             )
         points = parse_measured(query.measured)
     taken = points if points is not None else measured.points if measured is not None else ()
-    _check_runs(
-        resolved, [*query.device_counts(), resolved.baseline_devices, *(n for n, _ in taken)]
+    # The job as stated must run at every count asked, measured or taken as the baseline (the
+    # strategies compared beside it run as they do by default and are not asked this).
+    check_groups(
+        resolved.strategy,
+        resolved.shard_group_size,
+        resolved.hardware.devices_per_node,
+        [*query.device_counts(), resolved.baseline_devices, *(n for n, _ in taken)],
     )
     if points is not None:
         measured = calibrate_measured(resolved, points, source=POINTS_SOURCE)

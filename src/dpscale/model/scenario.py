@@ -306,16 +306,16 @@ def from_baseline(scenario: Scenario) -> Scenario:
     step = scenario.grad_accum * scenario.micro_step_time
     if not fixed < step:
         raise faster_than_stated("per_device_throughput", scenario.baseline_devices, step, fixed)
-    one = measured
+    one, efficiency = measured, float(there.efficiency)  # the first step: v1 = vB
     for _ in range(50):
+        previous, one = one, measured / efficiency
+        if abs(one - previous) <= 1e-12 * one:
+            break
         efficiency = float(
             evaluate(
                 replace(scenario, per_device_throughput=one), devices=scenario.baseline_devices
             ).efficiency
         )
-        previous, one = one, measured / efficiency
-        if abs(one - previous) <= 1e-12 * one:
-            break
     if not math.isfinite(one) or one <= 0:
         raise faster_than_stated("per_device_throughput", scenario.baseline_devices, step, fixed)
     return replace(scenario, per_device_throughput=one, baseline_throughput=measured)

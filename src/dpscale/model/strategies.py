@@ -71,6 +71,7 @@ __all__ = [
     "GroupKind",
     "Strategy",
     "StrategyRow",
+    "check_groups",
     "check_node_groups",
     "check_shard_groups",
     "column",
@@ -253,6 +254,18 @@ within one node unless a shard group size is given; ask for multiples of 8
             code=NODE_NOT_A_DIVISOR,
             ctx={"group": devices_per_node, "devices": n},
         )
+
+
+def check_groups(
+    strategy: str, shard_group: int, devices_per_node: int, counts: Iterable[int]
+) -> None:
+    """The job as stated runs at every count: its stated shard group divides each above it
+    (:func:`check_shard_groups`), or, none stated, HSDP's own node does
+    (:func:`check_node_groups`)."""
+    counts = list(counts)
+    check_shard_groups(shard_group, counts)
+    if shard_group <= 0:
+        check_node_groups(strategy, devices_per_node, counts)
 
 
 def _not_split(group: int, counts: Iterable[int]) -> int | None:

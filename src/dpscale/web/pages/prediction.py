@@ -131,12 +131,11 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             group=loc.number(int(issue.ctx["group"])),  # type: ignore[call-overload]
         )
     if issue.code == GROUP_NOT_A_DIVISOR:
-        group = loc.number(int(issue.ctx["group"]))  # type: ignore[call-overload]
         return _(
             "%(devices)s devices do not split into groups of %(group)s: every device count "
             "above the group must be a multiple of it.",
             devices=loc.number(int(issue.ctx["devices"])),  # type: ignore[call-overload]
-            group=group,
+            group=loc.number(int(issue.ctx["group"])),  # type: ignore[call-overload]
         )
     messages = {
         "devices": counts_message(loc, MAX_POINTS),
