@@ -104,9 +104,25 @@ def test_a_failing_script_gives_one_line_and_stores_nothing(
     assert status == 2
     line = err.strip()
     assert len(line.splitlines()) == 1, err
-    assert line.startswith("dpscale: error: the script failed at world size 2 (exit status 1)")
+    assert line.startswith(
+        "dpscale: error: the script failed at world size 2 (rank 1 exited with status 1); "
+        "its last lines: "
+    )
     assert "ValueError: bad batch 7" in line
     assert "; log: " in line
+    assert list_runs() == []
+
+    # a rank that dies without a word: its status, not torchrun's traceback around it
+    script.write_text(
+        "import os\nif os.environ['RANK'] == '1':\n    os.kill(os.getpid(), 9)\n",
+        encoding="utf-8",
+    )
+    status, out, err = run(capsys, "measure", "--script", str(script), "--world-sizes", "2")
+    assert status == 2
+    assert err.startswith(
+        "dpscale: error: the script failed at world size 2 (rank 1 was killed by SIGKILL); "
+        "it printed nothing; log: "
+    ), err
     assert list_runs() == []
 
 

@@ -172,8 +172,8 @@ def test_a_script_failing_on_node_1_gives_its_line_on_both_nodes(
     line = lines[0]
     host = socket.gethostname()
     assert line.startswith(
-        f"dpscale: error: the script failed at world size 2 on node 1 ({host}) (rank 1, exit "
-        "status 1); its last lines: "
+        f"dpscale: error: the script failed at world size 2 on node 1 ({host}) (rank 1 exited "
+        "with status 1); its last lines: "
     )
     assert 'raise ValueError("bad batch 7") | ValueError: bad batch 7; log: ' in line
     log = Path(line.rsplit("; log: ", 1)[1])

@@ -107,10 +107,14 @@ def _rank_output(log_dir: Path, rank: int, first: int = 0) -> str:
 def _failed_output(log_dir: Path, torchrun_log: str, ranks: range) -> str:
     """The last lines of the rank (of ``ranks``, this node's) that failed first (torchrun's
     root cause), else of any rank, else of torchrun itself."""
-    return _failed_rank(log_dir, torchrun_log, ranks)[1]
+    return _failed_rank(log_dir, torchrun_log, ranks)[2] or "no output"
 
 
-def _failed_rank(log_dir: Path, torchrun_log: str, ranks: range) -> tuple[int | None, str]:
+def _failed_rank(
+    log_dir: Path, torchrun_log: str, ranks: range
+) -> tuple[int | None, int | None, str]:
+    """The rank that failed first, its exit status as torchrun saw it, and its last lines
+    (empty where it failed without a word: torchrun's own traceback names only torchrun)."""
     from dpscale.measure.launch import _torchrun_failures
 
     codes, root = _torchrun_failures(torchrun_log)
@@ -118,8 +122,10 @@ def _failed_rank(log_dir: Path, torchrun_log: str, ranks: range) -> tuple[int | 
     for rank in order:
         text = _rank_output(log_dir, rank, ranks.start) if rank in ranks else ""
         if text:
-            return rank, last_lines(text)
-    return None, last_lines(torchrun_log) or "no output"
+            return rank, codes.get(rank), last_lines(text)
+    if root is not None and root in ranks:
+        return root, codes.get(root), ""
+    return None, None, last_lines(torchrun_log) or "no output"
 
 
 def _read_timers(folder: Path, ranks: range) -> dict[int, dict[str, Any]]:
@@ -234,11 +240,14 @@ def run_script_at(
         _stop(proc, pids)
     torchrun_log = log.read_text(encoding="utf-8", errors="replace")
     if code != 0:
-        rank, tail = _failed_rank(log_dir, torchrun_log, ranks)
-        which = f"rank {rank}, " if node is not None and rank is not None else ""
-        raise ScriptError(
-            f"the script failed {where} ({which}exit status {code}); its last lines: {tail}"
-        )
+        from dpscale.measure.launch import _how
+
+        rank, rank_code, tail = _failed_rank(log_dir, torchrun_log, ranks)
+        how = f"exit status {code}"
+        if rank is not None:
+            how = f"rank {rank} {_how(code if rank_code is None else rank_code, None)}"
+        said = f"its last lines: {tail}" if tail else "it printed nothing"
+        raise ScriptError(f"the script failed {where} ({how}); {said}")
     records = _read_timers(timers, ranks)
     missing = [rank for rank in ranks if not records.get(rank, {}).get("step_times_s")]
     if missing:
