@@ -363,6 +363,28 @@ def test_the_facts_are_checked_by_predicts_rules(
     assert message in detail["message"]
 
 
+def test_steps_of_years_keep_a_band_that_is_a_number(client: httpx.Client) -> None:
+    # 1e7 samples per device at 1e-9 samples/s: steps of 1e16 s, where inverting the fit's
+    # normal equations had given negative variances (NaN, a 500 on the API); found by a
+    # random sweep of the API.
+    query = urlencode(
+        {
+            "points": "8,1e-9\n16,2e-9\n32,3e-9",
+            "params": "1e6",
+            "hardware": "dgx-h100",
+            "micro_batch": "10000000",
+            "at": "1,2,3",
+            "model": "comm",
+        }
+    )
+    response = client.get(f"/api/v1/scaling-fit?{query}")
+    assert response.status_code == 200, response.text
+    for row in response.json()["predictions"]:
+        assert 0 < row["throughput_low"] <= row["throughput"] <= row["throughput_high"], row
+        assert row["throughput_high"] <= row["devices"] * 1.25e-10  # the points' best
+    assert client.get(f"/en/scaling-fit?{query}").status_code == 200
+
+
 def test_a_missing_link_is_told_at_its_field_in_japanese(client: httpx.Client) -> None:
     query = urlencode(
         {"points": DDP, "params": "25.6M", "micro_batch": "8", "devices_per_node": "8"}

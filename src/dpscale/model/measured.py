@@ -618,11 +618,15 @@ def _fit(
     ssr = float(np.sum((target - fitted) ** 2))
     noise = max(floor, math.sqrt(ssr / dof) if dof > 0 else 0.0)
     active = design[:, ~at_bound]
-    inverse = np.linalg.pinv(active.T @ active) if active.size else np.zeros((0, 0))
+    # (A'A)^-1 as P P' with P the pseudo-inverse of A: positive semi-definite however the
+    # columns' scales differ (inverting A'A itself squares its condition number, and steps of
+    # 1e24 s gave a covariance with negative variances, a NaN band).
+    active_pinv = np.linalg.pinv(active) if active.size else np.zeros((0, len(measured)))
+    inverse = active_pinv @ active_pinv.T
     covariance = np.zeros((len(free), len(free)))
     index = np.flatnonzero(~at_bound)
     covariance[np.ix_(index, index)] = noise**2 * inverse
-    hat = np.einsum("ij,jk,ik->i", active, inverse, active) if active.size else 0 * measured
+    hat = np.einsum("ij,ji->i", active, active_pinv) if active.size else 0 * measured
     step = fixed + sum(columns[name] * estimates[name] for name in free)
     return estimates, covariance, noise, hat, measured / step - 1
 
