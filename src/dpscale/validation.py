@@ -27,7 +27,7 @@ import sys
 import types
 import typing
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -232,28 +232,40 @@ class FieldIssue:
     detail: str = ""
     code: str = ""
     ctx: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    mentions: tuple[str, ...] = ()
+    """Other fields ``detail`` names (by their field names), for a surface to name its way."""
 
     def __post_init__(self) -> None:
         if not self.code:
             object.__setattr__(self, "code", MISSING if self.missing else INVALID)
 
-    def sentence(self, label: str | None = None) -> str:
-        """The issue in English, naming the field as ``label`` (default: its name)."""
-        name = label or self.field
+    def sentence(self, label: str | None = None, name: Callable[[str], str] | None = None) -> str:
+        """The issue in English, naming the field as ``label`` (default: its name) and the
+        other fields it mentions as ``name`` gives them (default: their names).
+
+        >>> issue = FieldIssue("seq_len", None, detail="is required with mfu", mentions=("mfu",))
+        >>> issue.sentence("--seq-len", lambda field: "--" + field)
+        '--seq-len: is required with --mfu'
+        """
+        shown = label or self.field
         if self.missing:
-            return f"{name} is required" + (f": {self.rule.describe()}" if self.rule else "")
+            return f"{shown} is required" + (f": {self.rule.describe()}" if self.rule else "")
         if self.rule is None:
-            return f"{name}: {self.detail}"
+            detail = self.detail
+            for other in self.mentions:
+                shown_other = other if name is None else name(other)
+                detail = re.sub(rf"\b{re.escape(other)}\b", shown_other, detail)
+            return f"{shown}: {detail}"
         longest = self.rule.max_length
         if longest is not None and isinstance(self.value, str) and len(self.value) > longest > 40:
             # The limit, not the text cut short: a file is read up to a limit, not to its end.
-            return f"{name} must be {self.rule.describe()} (got more than {longest:,})"
+            return f"{shown} must be {self.rule.describe()} (got more than {longest:,})"
         if non_normal(self.value):
             return (
-                f"{name} must be {self.rule.describe()} (got {_shown(self.value)}, below the "
+                f"{shown} must be {self.rule.describe()} (got {_shown(self.value)}, below the "
                 "smallest normal number, 2.2e-308)"
             )
-        return f"{name} must be {self.rule.describe()} (got {_shown(self.value)})"
+        return f"{shown} must be {self.rule.describe()} (got {_shown(self.value)})"
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -304,11 +316,19 @@ class InputError(ValueError):
         *,
         code: str = INVALID,
         ctx: Mapping[str, object] | None = None,
+        mentions: tuple[str, ...] = (),
     ) -> InputError:
         """An issue that no field rule expresses (a cross-field check): ``message`` is its
-        English wording, ``code`` and ``ctx`` what other languages word it from."""
+        English wording, ``code`` and ``ctx`` what other languages word it from, ``mentions``
+        the other fields it names."""
         issue = FieldIssue(
-            field=field, rule=None, value=value, detail=message, code=code, ctx=dict(ctx or {})
+            field=field,
+            rule=None,
+            value=value,
+            detail=message,
+            code=code,
+            ctx=dict(ctx or {}),
+            mentions=mentions,
         )
         return cls([issue])
 

@@ -26,8 +26,8 @@ def test_predict_with_no_options_names_every_required_one(
         "--devices-per-node: is required unless a hardware preset is given; "
         "--intra-node-bandwidth: is required unless a hardware preset is given; "
         "--inter-node-bandwidth: is required unless a hardware preset is given; "
-        "--per-device-throughput: is required (or give mfu, or both flops_per_sample "
-        "and achieved_tflops)\n"
+        "--per-device-throughput: is required (or give --mfu, or both --flops-per-sample "
+        "and --achieved-tflops)\n"
     )
 
 
@@ -35,8 +35,8 @@ def test_a_preset_fills_the_hardware_options(capsys: pytest.CaptureFixture[str])
     err = _error(capsys, "predict", "--hardware", "dgx-a100", "--params", "1e9")
     assert err == (
         "dpscale: error: --micro-batch is required: a whole number from 1 to 10,000,000; "
-        "--per-device-throughput: is required (or give mfu, or both flops_per_sample "
-        "and achieved_tflops)\n"
+        "--per-device-throughput: is required (or give --mfu, or both --flops-per-sample "
+        "and --achieved-tflops)\n"
     )
 
 
@@ -64,3 +64,28 @@ def test_calc_names_every_missing_option(capsys: pytest.CaptureFixture[str]) -> 
         "--throughput is required: a number from 0 to 1e+15; "
         "--efficiency is required: a number from 0 to 100\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            ["--per-device-throughput", "100", "--mfu", "40"],
+            "--mfu: states one device's throughput, as --per-device-throughput does: "
+            "give one of them",
+        ),
+        (
+            ["--mfu", "40", "--flops-per-sample", "1e12", "--achieved-tflops", "100"],
+            "--achieved-tflops: states one device's throughput, as --mfu does: give one of them",
+        ),
+        (["--flops-per-sample", "1e12"], "--achieved-tflops: is required with --flops-per-sample"),
+        (["--achieved-tflops", "10"], "--flops-per-sample: is required with --achieved-tflops"),
+        (["--mfu", "40"], "--seq-len: is required with --mfu (FLOPs per token need it)"),
+    ],
+)
+def test_one_device_throughput_is_stated_one_way_and_whole(
+    capsys: pytest.CaptureFixture[str], given: list[str], message: str
+) -> None:
+    # Two ways at once had taken the first silently and dropped what was typed in the other.
+    job = ["--hardware", "dgx-h100", "--params", "1e9", "--micro-batch", "4", "--devices", "8"]
+    assert _error(capsys, "predict", *job, *given) == f"dpscale: error: {message}\n"

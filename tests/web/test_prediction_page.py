@@ -611,6 +611,39 @@ def test_too_few_samples_per_second_from_flops_names_the_lowest_throughput(
 
 
 @pytest.mark.parametrize(
+    ("given", "field", "words"),
+    [
+        (
+            {"mfu": "40"},
+            "mfu",
+            {
+                "en": "\u201cThroughput of one device\u201d already gives one device's throughput: "
+                "fill in only one of them.",
+                "ja": "\u300c1 台のスループット\u300dで 1 台のスループットがすでに指定されて",
+            },
+        ),
+        (
+            {"per_device_throughput": "", "flops_per_sample": "1e12"},
+            "achieved_tflops",
+            {"en": "Required with \u201cFLOPs per sample\u201d.", "ja": "必須です。"},
+        ),
+    ],
+)
+def test_the_throughput_given_two_ways_or_half_is_told_at_the_field(
+    client: httpx.Client, given: dict[str, str], field: str, words: dict[str, str]
+) -> None:
+    values = {k: v for k, v in DEFAULT.items() if k not in given} | {
+        k: v for k, v in given.items() if v
+    }
+    for code, said in words.items():
+        html = client.get(f"/{code}/scaling-prediction", params=values).text
+        assert said in field_error(html, field), (code, field_error(html, field))
+    response = client.get("/api/v1/scaling-prediction", params=values)
+    assert response.status_code == 422
+    assert [issue["field"] for issue in response.json()["detail"]] == [field]
+
+
+@pytest.mark.parametrize(
     ("code", "devices", "bucket"),
     [("en", "from 2 to 10,000,000", "from 1 kB to 10 TB"), ("de", "von 2 bis", "von 1 kB bis")],
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
@@ -41,6 +41,15 @@ def option_name(field: str, options: Mapping[str, str] | None = None) -> str:
     return "--" + field.replace("_", "-")
 
 
+def issues_line(issues: Iterable[FieldIssue], options: Mapping[str, str] | None = None) -> str:
+    """The issues as one line, each field (and each other field it mentions) as its option."""
+
+    def name(field: str) -> str:
+        return option_name(field, options)
+
+    return "; ".join(issue.sentence(name(issue.field), name) for issue in issues)
+
+
 def read_input(
     model: type[ModelT],
     data: Mapping[str, Any],
@@ -72,7 +81,7 @@ def read_input(
             return query
     if then is not None and all(_required(issue) for issue in issues):
         issues += _missing_next(model, given, issues, then)
-    fail("; ".join(issue.sentence(option_name(issue.field, options)) for issue in issues))
+    fail(issues_line(issues, options))
 
 
 _TEXT_STAND_INS = ("1", "1 GB/s", "1 ms", "1 MiB")

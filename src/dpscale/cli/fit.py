@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dpscale.cli._common import fail, number, option_name, percent, print_json
+from dpscale.cli._common import fail, issues_line, number, percent, print_json
 
 if TYPE_CHECKING:
     from dpscale.spec import Input
@@ -101,7 +101,7 @@ def run_fit(
 
             save_plot(result, plot)
     except InputError as err:
-        fail("; ".join(issue.sentence(option_name(issue.field, labels)) for issue in err.issues))
+        fail(issues_line(err.issues, labels))
     from dpscale.spec.fit import fit_json
 
     data = fit_json(result)

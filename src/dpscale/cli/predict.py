@@ -10,9 +10,9 @@ import click
 from dpscale.cli._common import (
     epilog,
     fail,
+    issues_line,
     json_parameter,
     number,
-    option_name,
     option_parameter,
     percent,
     print_json,
@@ -56,7 +56,7 @@ def predict(**options: Any) -> None:
     values = {name: value for name, value in options.items() if name not in in_percent}
 
     def one_line(err: InputError) -> str:
-        return "; ".join(issue.sentence(option_name(issue.field)) for issue in err.issues)
+        return issues_line(err.issues)
 
     try:
         # What --calibrate and a stored run measured fills what the query leaves out.

@@ -64,6 +64,8 @@ from dpscale.validation import UNIT_PATTERN, InputError, Percent, TargetFraction
 __all__ = [
     "MAX_POINTS",
     "NEEDS_PRESET",
+    "REQUIRED_WITH",
+    "THROUGHPUT_TWICE",
     "JitterPercent",
     "PercentInputs",
     "PredictQuery",
@@ -95,6 +97,10 @@ MAX_MEASURED_TEXT = 4000
 
 NEEDS_PRESET = "needs_preset"
 """The code of a hardware input left out without a preset to fill it."""
+THROUGHPUT_TWICE = "throughput_twice"
+"""The code of a second statement of one device's throughput (``ctx["other"]``: the first)."""
+REQUIRED_WITH = "required_with"
+"""The code of an input another one needs (``ctx["given"]``: the one given)."""
 
 DEFAULT_BUCKET_SIZE = f"{DDP_BUCKET_BYTES / 2**20:g} MiB"
 """``DDP_BUCKET_BYTES`` as people write it: "25 MiB"."""
@@ -367,6 +373,38 @@ class PredictQuery(BaseModel):
         return self.seq_len or (preset.seq_len if preset is not None else None)
 
     def _throughput(self, hardware: Hardware, layers: int, hidden: float) -> float:
+        """One device's throughput, from the one way the query states it."""
+        flops = self.flops_per_sample is not None, self.achieved_tflops is not None
+        stated = [
+            name
+            for name, given in (
+                ("per_device_throughput", self.per_device_throughput is not None),
+                ("mfu", self.mfu is not None),
+                ("achieved_tflops" if flops[1] else "flops_per_sample", any(flops)),
+            )
+            if given
+        ]
+        if len(stated) > 1:  # taking one would silently drop what the user typed in the other
+            raise InputError.single(
+                stated[1],
+                f"states one device's throughput, as {stated[0]} does: give one of them",
+                code=THROUGHPUT_TWICE,
+                ctx={"other": stated[0]},
+                mentions=(stated[0],),
+            )
+        if any(flops) and not all(flops):
+            missing, given = (
+                ("achieved_tflops", "flops_per_sample")
+                if flops[0]
+                else ("flops_per_sample", "achieved_tflops")
+            )
+            raise InputError.single(
+                missing,
+                f"is required with {given}",
+                code=REQUIRED_WITH,
+                ctx={"given": given},
+                mentions=(given,),
+            )
         if self.per_device_throughput is not None:
             return self.per_device_throughput
         if self.mfu is not None:
@@ -378,18 +416,26 @@ class PredictQuery(BaseModel):
                     "achieved_tflops",
                     f"gives {throughput:.3g} samples/s with flops_per_sample; "
                     f"at least {MIN_THROUGHPUT:g} is needed",
+                    mentions=("flops_per_sample",),
                 )
             return throughput
         raise InputError.single(
             "per_device_throughput",
             "is required (or give mfu, or both flops_per_sample and achieved_tflops)",
+            mentions=("mfu", "flops_per_sample", "achieved_tflops"),
         )
 
     def _from_mfu(self, hardware: Hardware, layers: int, hidden: float) -> float:
         """Tokens/s (or samples/s) per device: ``MFU peak / (6 P + 12 L h s)`` per token."""
         seq_len = self._seq_len()
         if seq_len is None:
-            raise InputError.single("seq_len", "is required with mfu (FLOPs per token need it)")
+            raise InputError.single(
+                "seq_len",
+                "is required with mfu (FLOPs per token need it)",
+                code=REQUIRED_WITH,
+                ctx={"given": "mfu"},
+                mentions=("mfu",),
+            )
         if hardware.peak_flops is None:
             raise InputError.single(
                 "mfu", "needs the device's peak FLOP/s: choose a hardware preset that states it"

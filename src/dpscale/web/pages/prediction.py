@@ -26,6 +26,8 @@ from dpscale.model.query import (
     MIN_BUCKET_BYTES,
     MIN_THROUGHPUT,
     NEEDS_PRESET,
+    REQUIRED_WITH,
+    THROUGHPUT_TWICE,
 )
 from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NODE_NOT_A_DIVISOR, NOTHING_SHARDED
 from dpscale.plotting import ChartLayout
@@ -113,6 +115,12 @@ def faster_than_stated(issue: FieldIssue, loc: Localizer) -> str:
     )
 
 
+def field_label(name: str, loc: Localizer) -> str:
+    """The label of the page's field ``name``, in the page's language."""
+    field = next(field for field in FIELDS if field.name == name)
+    return loc.gettext(field.label)
+
+
 def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str | None:
     """The page's words for the checks no single field rule expresses (units, presets)."""
     _ = loc.gettext
@@ -123,6 +131,13 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         return faster_than_stated(issue, loc)
     if issue.code == NOTHING_SHARDED:
         return _("DDP shards nothing: leave this empty, or choose a sharded strategy.")
+    if issue.code == THROUGHPUT_TWICE:
+        return _(
+            "“%(other)s” already gives one device's throughput: fill in only one of them.",
+            other=field_label(str(issue.ctx["other"]), loc),
+        )
+    if issue.code == REQUIRED_WITH:
+        return _("Required with “%(given)s”.", given=field_label(str(issue.ctx["given"]), loc))
     if issue.code == NODE_NOT_A_DIVISOR:
         return _(
             "%(devices)s devices are not whole nodes of %(group)s: HSDP shards within one node "
@@ -158,7 +173,7 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             high=loc.quantity(format_bytes(MAX_BUCKET)),
         ),
         "per_device_throughput": _(
-            "Required, or fill in both FLOPs per sample and achieved TFLOP/s."
+            "Required, or fill in the MFU, or both FLOPs per sample and achieved TFLOP/s."
         ),
         "achieved_tflops": _(
             "FLOPs per sample and TFLOP/s give fewer than %(min)s samples per second.",
