@@ -39,7 +39,7 @@ from dpscale.model.llm import (
     load_model,
 )
 from dpscale.model.presets import load_preset
-from dpscale.model.scenario import Scenario
+from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
 from dpscale.model.step import (
     BACKWARD_FRACTION,
     BYTES_PER_VALUE,
@@ -579,19 +579,34 @@ class PredictQuery(BaseModel):
 
 
 def _check_optimizer_fits(scenario: Scenario) -> None:
-    """The optimizer step is part of the one-device step: it cannot take all of it."""
-    if scenario.optimizer is None:
-        return
+    """The optimizer step is part of the one-device step: it cannot take all of it.
+
+    An assumed optimizer (none stated: the point's :data:`~dpscale.model.scenario.
+    DEFAULT_OPTIMIZER`) that does not fit is cut to the measured step by the step model, which
+    changes nothing where the throughput was measured at the accumulation asked about; at
+    another, the step's whole forecast rests on it (spread over more micro-steps, a step that
+    was all optimizer gives any speed), so the optimizer is asked for.
+    """
     # The throughput was measured with the optimizer step spread over its own accumulation.
     accum = scenario.throughput_grad_accum or scenario.grad_accum
+    if scenario.optimizer is None and accum == scenario.grad_accum:
+        return
     step = accum * scenario.micro_step_time
     optimizer = scenario.params * scenario.optimizer_bytes / scenario.memory_bandwidth
     if optimizer >= step:
+        which = scenario.optimizer or f"assumed {DEFAULT_OPTIMIZER}"
+        advice = "" if scenario.optimizer else "give the optimizer the job uses, or "
+        measured_at = (
+            f", {accum:,} micro-steps as the throughput was measured"
+            if scenario.throughput_grad_accum
+            else ""
+        )
         raise InputError.single(
             "optimizer",
-            f"the {scenario.optimizer} optimizer step alone takes "
+            f"the {which} optimizer step alone takes "
             f"{format_duration(optimizer)} at {format_bandwidth(scenario.memory_bandwidth)}, "
-            f"more than the whole one-device step ({format_duration(step)}): check "
+            f"more than the whole one-device step ({format_duration(step)}{measured_at}): "
+            f"{advice}check "
             "params, the throughput and the device's memory bandwidth",
         )
 

@@ -214,9 +214,12 @@ def data_parallel_step(
     )
     m = np.asarray(grad_accum, dtype=float)
     micro = np.asarray(micro_batch, dtype=float) / np.asarray(per_device_throughput, dtype=float)
-    t_opt = np.asarray(optimizer_time, dtype=float)
     m_ref = m if throughput_grad_accum is None else np.asarray(throughput_grad_accum, float)
-    passes = np.maximum(micro - t_opt / m_ref, 0.0)
+    # The measured step holds its optimizer step: one assumed (or a band's far end) longer
+    # than the whole step is cut to it, so the passes are never below zero (a stated one that
+    # does not fit is refused where the query is read).
+    t_opt = np.minimum(np.asarray(optimizer_time, dtype=float), m_ref * micro)
+    passes = micro - t_opt / m_ref
     f = np.asarray(backward_fraction, dtype=float)
     backward, forward = passes * f, passes * (1 - f)
     code = (
