@@ -292,3 +292,23 @@ def test_a_calibration_never_has_a_single_device_step_at_or_below_zero(
         assert np.all(np.isfinite(predicted))
         assert np.all(predicted > 0)
     assert told in (None, FASTER_THAN_STATED)
+
+
+def test_an_upper_edge_whose_step_reaches_zero_is_the_ceiling_without_overflow() -> None:
+    # Found by a random sweep of the API: points whose fit leaves the step's lower edge near
+    # zero divided by 1e-300 (an overflow, an error under warnings-as-errors) before the
+    # ceiling cut it; the edge is now the ceiling itself.
+    query = PredictQuery(params="9.871e4", micro_batch=169, grad_accum=4, throughput_grad_accum=2,
+                         per_device_throughput=1.974, unit="tokens", seq_len=206000,
+                         param_dtype="fp32", grad_dtype="fp16", no_sync=True,
+                         bucket_size="1 KiB", inter_node_bandwidth="3200 Gbit/s",
+                         intra_node_latency="1 ms", hardware="mi300x",
+                         devices="1..1024")  # fmt: skip
+    fit = calibrate_measured(
+        query.scenario(), parse_measured("8:22.78,16:43.28,32:82.01"), source="t"
+    )
+    counts = np.array([1.0, 8, 64, 1024])
+    prediction = fit.predict(counts)
+    assert np.all(np.isfinite(prediction.throughput_high))
+    assert np.all(prediction.throughput_low <= prediction.throughput)
+    assert np.all(prediction.throughput <= prediction.throughput_high)

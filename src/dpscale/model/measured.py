@@ -300,20 +300,23 @@ class MeasuredFit:
         largest = float(self.largest_measured)
         step = samples / throughput
         low = samples / (step + 2 * sd)
-        high = np.minimum(samples / np.maximum(step - 2 * sd, 1e-300), ceiling)
+        high = samples / np.maximum(step - 2 * sd, samples / ceiling)  # at most the ceiling
         if not self.rising:
             # Nor may the upper edge: beyond the measured counts it keeps the largest's.
             step_l, sd_l = (float(v[0]) for v in self._spread(np.array([largest])))
             per_device = sc.micro_batch * sc.tokens_per_sample * sc.grad_accum
-            edge = per_device / max(step_l - 2 * sd_l, 1e-300)
-            high = np.where(n > largest, np.minimum(high, n * edge), high)
+            # Where the edge's step is not above zero, the ceiling (already in high) holds.
+            step_l = max(step_l - 2 * sd_l, 0.0)
+            edge = n * per_device / step_l if step_l > 0 else high
+            high = np.where(n > largest, np.minimum(high, edge), high)
         # Beyond the nodes measured, the setup loss across nodes is as unknown as without a
         # measurement; the fit holds what the measured nodes already lost.
         nodes = np.ceil(n / per_node)
         measured_nodes = math.ceil(largest / per_node)
         unmeasured = 1 - (1 - setup_loss(nodes)) / (1 - setup_loss(measured_nodes))
         low = with_setup_loss(throughput, low, np.where(nodes > measured_nodes, unmeasured, 0.0))
-        low = np.maximum(low, 0.0)
+        # The edges hold the point exactly (a step turned back into a throughput can round).
+        low, high = np.clip(low, 0.0, throughput), np.maximum(high, throughput)
         return MeasuredPrediction(
             devices=n,
             throughput=throughput,
