@@ -3,6 +3,8 @@
 import pytest
 
 from dpscale.model.presets import load_preset, preset_names
+from dpscale.model.query import PredictQuery
+from dpscale.validation import InputError, parse
 
 REQUIRED = ("dgx1-v100", "dgx2", "dgx-a100", "dgx-h100", "hgx-h200", "pcie-100gbe", "aws-p5-efa")
 
@@ -47,3 +49,32 @@ def test_known_figures() -> None:
 )
 def test_device_memory_is_what_the_device_reports(name: str, mib: int) -> None:
     assert load_preset(name).hardware.memory_capacity == mib * 2**20
+
+
+@pytest.mark.parametrize(
+    ("field", "typed", "meant"),
+    [
+        ("hardware", "h100", "dgx-h100"),
+        ("hardware", "b200", "dgx-b200"),
+        ("hardware", "H200", "hgx-h200"),
+        ("hardware", "mi300", "mi300x"),
+        ("hardware", "gb200", "gb200-nvl72 or dgx-b200"),
+        ("model", "llama-3-8b", "llama3-8b"),
+        ("model", "Llama3-8B", "llama3-8b"),
+        ("model", "mpt7b", "mpt-7b"),
+    ],
+)
+def test_a_near_miss_of_a_preset_name_is_told_what_was_meant(
+    field: str, typed: str, meant: str
+) -> None:
+    with pytest.raises(InputError) as err:
+        parse(PredictQuery, {field: typed, "params": "1e9", "micro_batch": 1}).scenario()
+    issue = err.value.issues[0]
+    assert issue.field == field
+    assert f"named {typed!r} (did you mean {meant}?); choose one of: " in issue.detail
+
+
+def test_a_name_like_no_preset_gets_the_list_alone() -> None:
+    with pytest.raises(InputError) as err:
+        parse(PredictQuery, {"model": "gpt4", "micro_batch": 1}).scenario()
+    assert err.value.issues[0].detail.startswith("no model named 'gpt4'; choose one of: llama2-70b")

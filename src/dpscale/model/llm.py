@@ -46,8 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpscale.model.presets import shipped_names
-from dpscale.validation import InputError
+from dpscale.model.presets import shipped_names, unknown_name
 
 __all__ = [
     "ASPECT_RATIO",
@@ -107,9 +106,7 @@ def model_names() -> tuple[str, ...]:
 def load_model(name: str) -> ModelPreset:
     """The model preset ``name``; :class:`InputError` on ``model`` when there is none."""
     if name not in model_names():
-        raise InputError.single(
-            "model", f"no model named {name!r}; choose one of: {', '.join(model_names())}", name
-        )
+        raise unknown_name("model", "model", name, model_names())
     data = tomllib.loads(_files().joinpath(f"{name}.toml").read_text(encoding="utf-8"))
     return ModelPreset(
         name=name,

@@ -12,7 +12,9 @@ True
 
 from __future__ import annotations
 
+import difflib
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -71,6 +73,26 @@ def shipped_names(folder: Any) -> tuple[str, ...]:
     )
 
 
+def unknown_name(field: str, what: str, name: str, names: Sequence[str]) -> InputError:
+    """The error for ``name``, which no shipped ``what`` is called: the closest names first
+    (a missing or extra prefix, a hyphen), then all of them.
+
+    >>> unknown_name("hardware", "preset", "h100", ("dgx-a100", "dgx-h100")).issues[0].detail
+    "no preset named 'h100' (did you mean dgx-h100?); choose one of: dgx-a100, dgx-h100"
+    """
+    typed = name[:100].lower()
+    ends = [
+        known
+        for known in names
+        if typed and (known.endswith(("-" + typed, typed + "x")) or known.startswith(typed + "-"))
+    ]
+    close = list(dict.fromkeys([*ends, *difflib.get_close_matches(typed, names, n=1)]))[:2]
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return InputError.single(
+        field, f"no {what} named {name!r}{hint}; choose one of: {', '.join(names)}", name
+    )
+
+
 @cache
 def preset_names() -> tuple[str, ...]:
     """Names of the shipped presets, sorted."""
@@ -81,11 +103,7 @@ def preset_names() -> tuple[str, ...]:
 def load_preset(name: str) -> Preset:
     """The preset called ``name``; :class:`InputError` on ``hardware`` when there is none."""
     if name not in preset_names():
-        raise InputError.single(
-            "hardware",
-            f"no preset named {name!r}; choose one of: {', '.join(preset_names())}",
-            name,
-        )
+        raise unknown_name("hardware", "preset", name, preset_names())
     data = tomllib.loads(_files().joinpath(f"{name}.toml").read_text(encoding="utf-8"))
     present = (*_FIELDS, *(field for field in _OPTIONAL if field in data))
     values = {field: data[field]["value"] for field in present}
