@@ -162,6 +162,7 @@ def _state(pid: int) -> str:
     ("args", "message"),
     [
         (("--script", "nowhere.py"), "--script: no such file: nowhere.py"),
+        (("--script", "."), "--script: . is a directory, not a training script"),
         (("--script", EXAMPLE, "--model-params", "1M"), "--model-params is for the built-in"),
         (("--script", EXAMPLE, "--world-sizes", "1,0"), "--world-sizes: must be whole numbers"),
         (

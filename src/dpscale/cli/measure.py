@@ -313,6 +313,8 @@ def _measure_script(
     other = [name for name in given if name not in (*_SCRIPT_OPTIONS, *_NODE_HELP)]
     if other:
         fail(f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script")
+    if Path(script).is_dir():
+        fail(f"--script: {script} is a directory, not a training script")
     if not Path(script).is_file():
         fail(f"--script: no such file: {script}")
     try:
