@@ -203,3 +203,18 @@ def test_a_calibration_through_every_point_says_r_squared_shows_nothing() -> Non
     )
     three = fit(FitQuery(points="128,1000\n256,1990\n512,3900", **job))
     assert "interpolating" not in {note.code for note in three.notes}
+
+
+@pytest.mark.parametrize("model", ["amdahl", "usl"])
+def test_a_scaling_law_asked_for_by_name_says_it_leaves_the_facts_aside(
+    capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    # The facts had been dropped without a word: "Why: amdahl was asked for" and nothing more.
+    data = _json(capsys, "fit", "--points", POINTS, "--hardware", "dgx-a100", *FACTS, "-m", model)
+    assert data["model"] == model
+    assert data["notes"][0] == (
+        f"{model} is a scaling law: of the job's facts it takes only the devices per node; "
+        "--model auto or comm fits the stated job's step to the points."
+    )
+    plain = _json(capsys, "fit", "--points", POINTS, "-m", model)
+    assert not any("scaling law" in note for note in plain["notes"])

@@ -328,7 +328,13 @@ def fit_points(
         if peak is not None and peak > target.horizon
         else []
     )
+    ignored = (
+        [Said("facts_unused", {"model": Name(fitted.model.name, "model")})]
+        if physics is not None and model not in ("auto", "comm")
+        else []
+    )
     notes = [
+        *ignored,
         *selection.notes,
         *([selection.flag.said()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),

@@ -652,6 +652,15 @@ SAID: Mapping[str, Wording] = {
         "which cannot show a step at a node boundary; if these points cross one, give the "
         "number of devices per node.",
     ),
+    "facts_unused": Wording(
+        N_(
+            "%(model)s is a scaling law: of the job's facts it takes only the devices per "
+            "node. Choose automatic or the communication model to fit the stated job's step "
+            "to the points."
+        ),
+        "{model} is a scaling law: of the job's facts it takes only the devices per node; "
+        "--model auto or comm fits the stated job's step to the points.",
+    ),
     "beyond_peak": Wording(
         N_(
             "%(model)s peaks only beyond %(horizon)s devices, farther than these points "
