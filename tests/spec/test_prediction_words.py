@@ -54,11 +54,26 @@ README = {
 }
 """The README's prediction: 53.9 % at 256 devices, 90 % only up to 8."""
 
+LLAMA_70B = {
+    "model": "llama3-70b",
+    "hardware": "dgx-h100",
+    "strategy": "fsdp",
+    "micro_batch": "1",
+    "unit": "tokens",
+    "per_device_throughput": "900",
+    "baseline_devices": "64",
+    "devices": "64,256,2048",
+    "target_efficiency": "95",
+}
+"""Llama 3 70B under FSDP at 2,048 H100s: 94.9 %, so 95 % and 97 % need a change."""
+
 
 def terminal(capsys: pytest.CaptureFixture[str], values: dict[str, str]) -> list[str]:
     args = [
-        item for name, value in values.items() for item in ("--" + name.replace("_", "-"), value)
-    ]
+        item
+        for name, value in values.items()
+        for item in ("--" + name.replace("_", "-"), value)[: 1 if value == "true" else 2]
+    ]  # a switch ("true" on the page) is the option alone
     with pytest.raises(SystemExit) as done:
         main(["predict", *args])
     assert done.value.code == 0
@@ -107,6 +122,16 @@ CASES = {
             "grad_accum_needed": "change_out_of_reach",
             "micro_batch_needed": "change_out_of_reach",
         },
+    ),
+    # With a sequence length the memory model knows the activations: whether the micro-batch
+    # that reaches the target fits is said, not left to "if it fits in memory".
+    "micro-batch that fits": (
+        {**LLAMA_70B, "activation_checkpointing": "true"},
+        {"target": "target_needs", "micro_batch_needed": "micro_batch_needed_fits"},
+    ),
+    "micro-batch that does not fit": (
+        {**LLAMA_70B, "target_efficiency": "97"},
+        {"target": "target_needs", "micro_batch_needed": "micro_batch_needed_over"},
     ),
     "measured": (
         {**README, "measured": "1:40,8:290,16:520", "target_efficiency": "80"},
@@ -460,3 +485,23 @@ def test_what_would_fit_at_the_edges(
         assert not any("would fit" in line or "Nothing tried" in line for line in out)
     else:
         assert any(line.endswith(words) for line in out)
+
+
+def test_the_micro_batch_that_reaches_the_target_says_whether_it_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fits = terminal(capsys, {**LLAMA_70B, "activation_checkpointing": "true"})[-1]
+    assert fits == (
+        "At 2,048 devices (predicted 94.87 %), 95 % needs --grad-accum 2 or --micro-batch 2 "
+        "(fits: 42.4 GiB of 79.6 GiB per device)."
+    )
+    over = terminal(capsys, {**LLAMA_70B, "target_efficiency": "97"})[-1]
+    assert over.endswith(
+        "--micro-batch 2 (which does not fit: 358 GiB needed per device, 79.6 GiB there)."
+    )
+    de = page_sentences({**LLAMA_70B, "activation_checkpointing": "true"}, "de")
+    assert (
+        "Ein Micro-Batch von 2 Samples (derzeit 1) gibt jedem Austausch mehr Rechenarbeit, "
+        "hinter der er sich verbergen kann, und passt in den Speicher: 42,4 GiB von 79,6 GiB "
+        "pro Gerät; der globale Batch umfasst dann 4.096 Samples." in de
+    )

@@ -68,6 +68,9 @@ class Answers:
     efficiency_at_devices: float
     grad_accum_needed: int | None
     micro_batch_needed: int | None
+    micro_batch_needed_memory_bytes: float | None
+    """Memory per device at ``at_devices`` with that micro-batch (None: none needed, or the
+    activations unknown without a sequence length); against ``device_memory_bytes``."""
     best_bucket_bytes: float | None
     """None where the strategy moves one wrapped unit per collective (no bucket to size)."""
     best_bucket_exposed_comm_time_s: float | None
@@ -275,11 +278,21 @@ def _answers(scenario: Scenario, target: float, at_devices: int, reference: floa
         at_devices=at_devices,
         efficiency_at_devices=float(here.efficiency) / reference,
         grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
-        micro_batch_needed=micro_batch_for(scenario, absolute, devices=at_devices),
+        **_micro_batch_needed(scenario, absolute, at_devices),
         best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
         best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,
         best_bucket_efficiency=None if bucket is None else bucket.efficiency / reference,
     )
+
+
+def _micro_batch_needed(scenario: Scenario, target: float, devices: int) -> dict[str, Any]:
+    """The smallest micro-batch reaching ``target`` (an efficiency against one device) at
+    ``devices``, and the memory per device it takes there where the activations are known."""
+    needed = micro_batch_for(scenario, target, devices=devices)
+    used = None
+    if needed is not None and scenario.seq_len is not None:
+        used = float(memory(scenario, [devices], micro_batch=needed).total[0])
+    return {"micro_batch_needed": needed, "micro_batch_needed_memory_bytes": used}
 
 
 def _best_bucket(scenario: Scenario, devices: int) -> BucketAnswer | None:
@@ -427,7 +440,7 @@ def _measured_answers(
         at_devices=at_devices,
         efficiency_at_devices=here if here is not None else min(fitted / reference, 1.0),
         grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
-        micro_batch_needed=micro_batch_for(scenario, absolute, devices=at_devices),
+        **_micro_batch_needed(scenario, absolute, at_devices),
         best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
         best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,
         best_bucket_efficiency=None

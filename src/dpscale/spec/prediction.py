@@ -1221,6 +1221,22 @@ LINES: Mapping[str, Wording] = {
         ),
         "--micro-batch {value} (if it fits in memory)",
     ),
+    "micro_batch_needed_fits": Wording(
+        N_(
+            "A micro-batch of %(value)s samples (now %(now)s) gives each exchange more compute "
+            "to hide behind and fits: %(memory)s of %(capacity)s per device; the global batch "
+            "becomes %(batch)s samples."
+        ),
+        "--micro-batch {value} (fits: {memory} of {capacity} per device)",
+    ),
+    "micro_batch_needed_over": Wording(
+        N_(
+            "A micro-batch of %(value)s samples (now %(now)s) would give each exchange more "
+            "compute to hide behind, but it needs %(memory)s per device, more than the "
+            "%(capacity)s there; the global batch would be %(batch)s samples."
+        ),
+        "--micro-batch {value} (which does not fit: {memory} needed per device, {capacity} there)",
+    ),
     "change_not_needed": Wording(N_("Already reached with the current value."), ""),
     "change_out_of_reach": Wording(N_("No value up to %(limit)s reaches %(target)s."), ""),
     "best_bucket": Wording(
@@ -1567,14 +1583,21 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
         elif value is None:
             said[key] = Said("change_out_of_reach", {"limit": Count(limit), "target": target})
         else:
-            said[key] = Said(
-                key,
-                {
-                    "value": Count(value, grouped=False),
-                    "now": Count(now),
-                    "batch": Count(value * other * a.at_devices),
-                },
-            )
+            words: dict[str, Value] = {
+                "value": Count(value, grouped=False),
+                "now": Count(now),
+                "batch": Count(value * other * a.at_devices),
+            }
+            code = key
+            used, capacity = a.micro_batch_needed_memory_bytes, sc.hardware.memory_capacity
+            if key == "micro_batch_needed" and used is not None and capacity is not None:
+                # The memory model knows the activations: say whether it fits, not "if".
+                code = "micro_batch_needed_fits" if used <= capacity else "micro_batch_needed_over"
+                words |= {
+                    "memory": Quantity(used, "bytes"),
+                    "capacity": Quantity(capacity, "bytes"),
+                }
+            said[key] = Said(code, words)
             needed.append(said[key])
     at: dict[str, Value] = {
         "devices": Count(a.at_devices),
