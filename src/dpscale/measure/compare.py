@@ -71,9 +71,43 @@ class Comparison:
     run_id: str
     rows: tuple[dict[str, Any], ...]
     prediction: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    """What the measured rows show that the prediction leaves out (:func:`_contention`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "rows": list(self.rows), "prediction": self.prediction}
+        return {
+            "run_id": self.run_id,
+            "rows": list(self.rows),
+            "prediction": self.prediction,
+            "notes": list(self.notes),
+        }
+
+
+def _contention(rows: list[Mapping[str, Any]]) -> list[str]:
+    """World sizes whose ranks computed slower than the fewest devices' by more than an
+    overlapped collective can explain (the band's overlap slowdown, at most 40 %): ranks
+    slowing each other down, which the step model, one device's compute at every count, has
+    no input for."""
+    from dpscale.model.band import OVERLAP_SLOWDOWN_RANGE
+
+    timed = [row for row in rows if isinstance(row.get("compute_time_s"), int | float)]
+    if len(timed) < 2:
+        return []
+    base = timed[0]
+    alone = float(base["compute_time_s"])
+    notes = []
+    for row in timed[1:]:
+        compute = float(row["compute_time_s"])
+        if alone > 0 and compute > alone * (1 + OVERLAP_SLOWDOWN_RANGE[1]):
+            notes.append(
+                f"At {int(row['devices']):,} devices each rank computed for "
+                f"{compute * 1e3:,.1f} ms a step against {alone * 1e3:,.1f} ms on "
+                f"{int(base['devices']):,}, more than an overlapped collective slows compute "
+                f"(at most {OVERLAP_SLOWDOWN_RANGE[1]:.0%}): the ranks slowed each other down "
+                "(sharing a machine's cores or memory bandwidth, or a throttled device), which "
+                "the prediction, one device's compute at every count, does not model."
+            )
+    return notes
 
 
 def _rows(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -195,7 +229,7 @@ def compare_run(run: Mapping[str, Any], run_id: str) -> Comparison:
                 "within_band": within,
             }
         )
-    return Comparison(run_id, tuple(paired), result.to_dict())
+    return Comparison(run_id, tuple(paired), result.to_dict(), tuple(_contention(rows)))
 
 
 def _ms(value: object) -> str:
@@ -246,3 +280,5 @@ def print_comparison(comparison: Comparison, console: Any = None) -> None:
         "per step is the model's own (in the band). Memory: parameters, gradients and "
         "optimizer state per device."
     )
+    for note in comparison.notes:
+        console.print(f"Note: {note}")
