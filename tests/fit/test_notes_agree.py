@@ -23,6 +23,9 @@ SETS = {
     "tiny fall": [(1, 100), (2, 199), (4, 396), (8, 790), (16, 1560), (32, 3100), (64, 3099)],
     "two superlinear": [(8, 7900), (16, 16500)],
     "full nodes": [(8, 7900), (16, 15500), (32, 30200)],
+    # Two gloo ranks sharing two cores (a measure run): less in total on two than on one,
+    # which comm follows (its exchange outlasts the compute it halves) through both points.
+    "two falling": [(1, 199.044), (2, 158.874)],
 }
 
 
@@ -86,3 +89,15 @@ def test_a_small_fall_is_not_shown_as_a_perfect_fit() -> None:
     assert data["model"] == "usl"
     assert 0.9999 < data["r_squared"] < 1
     assert "R² = 0.9999 over 7 points" in lines
+
+
+def test_a_fall_the_curve_follows_is_not_said_to_be_missed() -> None:
+    data, lines, _ = _said(SETS["two falling"], None)
+    assert data["model"] == "comm"
+    assert not any("passes between the points" in line for line in lines)
+    # A fall a model cannot follow is still said: Amdahl never falls from 2 to 4.
+    data = fit_json(fit(Points.of([(1, 100), (2, 150), (4, 140), (8, 200)]), model="amdahl"))
+    assert any(
+        note.startswith("Throughput falls from 150 at 2 devices to 140 at 4: the amdahl model")
+        for note in data["notes"]
+    )

@@ -170,8 +170,13 @@ def _notes(
         else:
             notes.append(Said("no_loss"))
     drops = np.flatnonzero(np.diff(means) < 0)
+    fitted_curve = fitted.throughput(devices)
     if drops.size:
         i = int(drops[np.argmin(np.diff(means)[drops] / means[drops])])
+    # A curve that falls there too follows the fall: "passes between the points" would
+    # contradict it (comm falls from one device to two where the exchange outlasts the
+    # compute it divides, and rises after).
+    if drops.size and (fitted.model.name == "usl" or fitted_curve[i + 1] >= fitted_curve[i]):
         notes.append(
             Said(
                 "falls_usl" if fitted.model.name == "usl" else "falls",
