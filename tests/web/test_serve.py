@@ -134,3 +134,27 @@ def _wait_for_exits(pids: list[int], *, within_s: float) -> None:
             select.select([handle], [], [], max(0.0, deadline - time.monotonic()))
         finally:
             os.close(handle)
+
+
+def test_a_port_in_use_or_a_host_not_here_is_one_line_before_serving(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # uvicorn had printed "serving" first, then its own "[Errno 98] Address already in use",
+    # and exited 3.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exited:
+            main(["serve", "--port", str(port)])
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    assert err == (
+        f"dpscale: error: --port: 127.0.0.1:{port} is already in use (another server?); "
+        "choose another with --port\n"
+    )
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--host", "192.0.2.1", "--port", str(_free_port())])  # TEST-NET-1
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    assert err == "dpscale: error: --host: '192.0.2.1' is not an address of this machine\n"

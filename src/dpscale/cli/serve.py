@@ -67,7 +67,13 @@ def serve(
         },
     )
     try:
-        from dpscale.web.server import ServerLimits, check_app, default_workers, run
+        from dpscale.web.server import (
+            ServerLimits,
+            check_app,
+            default_workers,
+            run,
+            why_not_listening,
+        )
     except ImportError as exc:
         fail(f"the web app needs the 'web' extra: pip install 'dpscale[web]' ({exc.name})")
     from dpscale.store.db import StoreUnavailableError, database_url, in_memory, shown_url
@@ -84,6 +90,9 @@ def serve(
         fail(f"the web app needs the 'web' extra: pip install 'dpscale[web]' ({exc.name})")
     except (StoreUnavailableError, ValueError) as err:
         fail(str(err))
+    refused = why_not_listening(options.host, options.port)
+    if refused is not None:
+        fail(refused)
     count = options.workers or default_workers()
     plural = "s" if count != 1 else ""
     click.echo(

@@ -275,6 +275,36 @@ def check_app() -> None:
     check_database()
 
 
+def why_not_listening(host: str, port: int) -> str | None:
+    """Why the server could not listen on ``host:port`` (None: it can), found before
+    announcing it: uvicorn would print "serving", then its own error, and exit 3."""
+    import errno
+    import socket
+
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as err:
+        why = err.strerror if isinstance(err, socket.gaierror) else str(err)
+        return f"--host: {host!r} is not an address of this machine (it does not resolve: {why})"
+    family, kind, proto, _, address = found[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                return (
+                    f"--port: {host}:{port} is already in use (another server?); choose "
+                    "another with --port"
+                )
+            if err.errno == errno.EACCES:
+                return f"--port: listening on {port} needs privileges; choose one above 1023"
+            if err.errno == errno.EADDRNOTAVAIL:
+                return f"--host: {host!r} is not an address of this machine"
+            return f"cannot listen on {host}:{port}: {err.strerror}"
+    return None
+
+
 def run(
     *, host: str, port: int, workers: int, limits: ServerLimits, forwarded_allow_ips: str
 ) -> None:
