@@ -397,3 +397,19 @@ def test_ranks_that_slowed_each_others_compute_are_told(
         "throttled device), which the prediction, one device's compute at every count, does "
         "not model."
     ]
+
+
+@pytest.mark.distributed
+def test_a_stored_run_without_a_stated_job_points_to_the_runs_own_commands(
+    capsys: pytest.CaptureFixture[str], stored: dict[str, str]
+) -> None:
+    # The run calibrates the job a query states; with none stated, the missing options are
+    # named as always, and so are the commands that take the run's own job.
+    run_id = stored["ddp"]
+    status, out, err = run(capsys, "predict", "--measured", f"run:{run_id}", "--devices", "4")
+    assert (status, out) == (2, "")
+    assert err.startswith("dpscale: error: --micro-batch is required")
+    assert err.endswith(
+        "(the job is stated here, the run calibrates it; for the run's own job: "
+        f"dpscale runs show {run_id} --predict, or dpscale fit --run {run_id} --at N)\n"
+    )

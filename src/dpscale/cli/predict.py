@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from dpscale.cli._common import (
+    CommandError,
     epilog,
     fail,
     issues_line,
@@ -39,9 +40,9 @@ def predict(**options: Any) -> None:
 
     from dpscale.model import predict as run_prediction
     from dpscale.model.query import PercentInputs, PredictQuery
-    from dpscale.spec.measured_runs import fill_from_runs, resolve
+    from dpscale.spec.measured_runs import fill_from_runs, resolve, run_id_of
     from dpscale.spec.prediction import is_inline
-    from dpscale.validation import InputError
+    from dpscale.validation import InputError, one_line
 
     as_json = bool(options.pop("as_json"))
     if options.pop("list_hardware"):
@@ -55,22 +56,30 @@ def predict(**options: Any) -> None:
     inline = measured is None or is_inline(measured, files=True)
     values = {name: value for name, value in options.items() if name not in in_percent}
 
-    def one_line(err: InputError) -> str:
-        return issues_line(err.issues)
-
     try:
         # What --calibrate and a stored run measured fills what the query leaves out.
         filled = fill_from_runs(
             {**values, **typed}, calibrate=calibrate, measured=measured, files=True
         )
     except InputError as err:
-        fail(one_line(err))
+        fail(issues_line(err.issues))
     given = {name: value for name, value in filled.values.items() if name not in in_percent}
-    query = read_input(
-        PredictQuery,
-        {**given, "measured": measured if inline else None, **percentages},
-        then=PredictQuery.scenario,  # newcomer: every missing option named at once
-    )
+    try:
+        query = read_input(
+            PredictQuery,
+            {**given, "measured": measured if inline else None, **percentages},
+            then=PredictQuery.scenario,  # newcomer: every missing option named at once
+        )
+    except CommandError as err:
+        run_id = run_id_of(measured)
+        if run_id is None or "is required" not in str(err):
+            raise
+        run_id = one_line(run_id)  # as typed: not yet looked up where --calibrate is given
+        # A stored run calibrates the job the query states; its own job has commands of its own.
+        fail(
+            f"{err} (the job is stated here, the run calibrates it; for the run's own job: "
+            f"dpscale runs show {run_id} --predict, or dpscale fit --run {run_id} --at N)"
+        )
     try:
         resolved = resolve(
             query.scenario(),
@@ -86,7 +95,7 @@ def predict(**options: Any) -> None:
 
             save_plot(result, plot)
     except InputError as err:
-        fail(one_line(err))
+        fail(issues_line(err.issues))
     if as_json:
         print_json(result.to_dict())
         return
