@@ -93,6 +93,18 @@ def test_throughput_from_flops() -> None:
     assert parse(PredictQuery, data).scenario().per_device_throughput == pytest.approx(5e4)
 
 
+def test_throughput_from_flops_in_tokens_is_seq_len_tokens_a_sample() -> None:
+    # FLOPs per sample and TFLOP/s give samples/s; with --unit tokens they had been read as
+    # tokens/s, a step 2,048 times too long (81.9 s for a 40 ms micro-step).
+    data = {**CUSTOM, "per_device_throughput": None, "flops_per_sample": "1e12",
+            "achieved_tflops": 100}  # fmt: skip
+    samples = parse(PredictQuery, data).scenario()
+    tokens = parse(PredictQuery, {**data, "unit": "tokens", "seq_len": 2048}).scenario()
+    assert samples.per_device_throughput == pytest.approx(100)
+    assert tokens.per_device_throughput == pytest.approx(100 * 2048)
+    assert tokens.micro_step_time == pytest.approx(samples.micro_step_time)
+
+
 def test_bad_bandwidth_names_the_option() -> None:
     field, sentence = issue_of({**CUSTOM, "inter_node_bandwidth": "fast"})
     assert field == "inter_node_bandwidth"

@@ -418,7 +418,10 @@ class PredictQuery(BaseModel):
                     f"at least {MIN_THROUGHPUT:g} is needed",
                     mentions=("flops_per_sample",),
                 )
-            return throughput
+            # Samples per second; in tokens, a sample is seq_len of them (where it is known;
+            # without it a sample is counted in the throughput's unit, as the micro-batch is).
+            seq_len = self._seq_len()
+            return throughput * seq_len if self.tokens() and seq_len is not None else throughput
         raise InputError.single(
             "per_device_throughput",
             "is required (or give mfu, or both flops_per_sample and achieved_tflops)",
