@@ -356,3 +356,44 @@ def test_a_baseline_throughput_no_one_device_throughput_gives_is_told() -> None:
     )
     # A measurement the job can give is solved as before.
     assert predict(query.model_copy(update={"per_device_throughput": 0.5})).points
+
+
+def test_a_compared_strategy_that_cannot_give_the_baseline_is_told_not_the_whole_error() -> None:
+    # Llama 2 7B under DDP on 100 GbE (TCP), 1,485 tokens/s per device measured on 16: FSDP's
+    # exchanges alone take 7.16 s there, longer than the 5.52 s step measured, so no
+    # one-device throughput gives it. --compare-strategies had made that the whole query's
+    # error (the DDP job itself, asked without it, was predicted).
+    job = PredictQuery(model="llama2-7b", hardware="pcie-100gbe", strategy="ddp", micro_batch=2,
+                       unit="tokens", optimizer="adam", per_device_throughput=1485,
+                       baseline_devices=16, devices="16,512", compare_strategies=True)  # fmt: skip
+    result = predict(job)
+    assert [r.scenario.strategy for r in result.comparison] == ["ddp", "zero1", "zero2", "hsdp"]
+    (fsdp,) = result.unreachable
+    assert (fsdp.strategy, fsdp.devices) == ("fsdp", 16)
+    assert fsdp.measured_s == pytest.approx(2 * 4096 / 1485)
+    assert fsdp.modelled_s > fsdp.measured_s
+    data = result.to_dict()
+    assert data["strategies_unreachable"] == [fsdp.to_dict()]
+    assert [row["strategy"] for row in data["strategies"]] == ["ddp", "zero1", "zero2", "hsdp"]
+    # The stated strategy is the query's own: its baseline is still refused where it cannot be.
+    with pytest.raises(InputError) as caught:
+        predict(job.model_copy(update={"strategy": "fsdp"}))
+    assert caught.value.issues[0].code == "faster_than_stated"
+
+
+def test_the_terminal_says_which_compared_strategy_cannot_give_the_baseline(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dpscale.cli.main import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["predict", "--model", "llama2-7b", "--hardware", "pcie-100gbe", "--micro-batch",
+              "2", "--unit", "tokens", "--optimizer", "adam", "--per-device-throughput", "1485",
+              "--baseline-devices", "16", "--devices", "16,512",
+              "--compare-strategies"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert done.value.code in (0, None)
+    assert (
+        "fsdp cannot give the throughput measured at 16 devices: its communication and waits "
+        "alone take 7.16 s, longer than the 5.52 s step measured there."
+    ) in " ".join(out.split())

@@ -727,3 +727,23 @@ def test_a_baseline_throughput_the_job_cannot_give_is_a_field_error_not_a_500(
         "At 8 devices the measured step takes 0.000001 ns, but the stated job's communication and "
         "waits alone take 1.7 s"
     )
+
+
+def test_a_compared_strategy_that_cannot_give_the_baseline_is_a_note(
+    client: httpx.Client,
+) -> None:
+    # The query is tests/model/test_sharded.py's: FSDP cannot give DDP's step measured on 16.
+    query = {"model": "llama2-7b", "hardware": "pcie-100gbe", "strategy": "ddp",
+             "micro_batch": "2", "unit": "tokens", "optimizer": "adam",
+             "per_device_throughput": "1485", "baseline_devices": "16", "devices": "16,512",
+             "compare_strategies": "true"}  # fmt: skip
+    words = {
+        "en": "FSDP (full shard) cannot give the throughput measured at 16 devices: its "
+        "communication and waits alone take 7.16 s, longer than the 5.52 s step measured there.",
+        "ja": "FSDP（フルシャード）では 16 台で測定したスループットに届きません。",
+    }
+    for code, said in words.items():
+        html = unescape(client.get(f"/{code}/scaling-prediction", params=query).text)
+        notes = re.findall(r'<p class="note">([^<]*)</p>', html)
+        assert any(note.startswith(said) for note in notes), (code, notes)
+        assert 'class="breakdown strategies"' in html  # the others are still compared

@@ -215,11 +215,18 @@ def _print_result(result: Any, plot: str | None) -> None:
     from dpscale.said import english
     from dpscale.spec.prediction import LINES, TERMINAL_ORDER, lines
     from dpscale.terminal import console as terminal
+    from dpscale.units import format_duration
 
     console = terminal()
     console.print(_points_table(result))
     if result.comparison:
         console.print(_comparison_table(result))
+    for item in result.unreachable:
+        console.print(
+            f"{item.strategy} cannot give the throughput measured at {number(item.devices)} "
+            f"devices: its communication and waits alone take {format_duration(item.modelled_s)}"
+            f", longer than the {format_duration(item.measured_s)} step measured there."
+        )
     said = lines(result)
     for keys in TERMINAL_ORDER:
         words = [english(said[key], LINES) for key in keys if key in said]

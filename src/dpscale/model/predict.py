@@ -44,7 +44,7 @@ from dpscale.model.questions import (
     max_devices,
     micro_batch_for,
 )
-from dpscale.model.scenario import Scenario, evaluate, from_baseline
+from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, from_baseline
 from dpscale.model.step import BYTES_PER_VALUE, Step
 from dpscale.model.strategies import Strategy, check_groups, default_bucket_bytes, row
 from dpscale.validation import InputError
@@ -52,10 +52,37 @@ from dpscale.validation import InputError
 if TYPE_CHECKING:
     from dpscale.model.transfer import Transfer
 
-__all__ = ["COMPARED", "Answers", "PredictionResult", "predict", "predict_scenario"]
+__all__ = [
+    "COMPARED",
+    "Answers",
+    "PredictionResult",
+    "Unreachable",
+    "predict",
+    "predict_scenario",
+]
 
 COMPARED: tuple[Strategy, ...] = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 """The strategies ``--compare-strategies`` predicts side by side."""
+
+
+@dataclass(frozen=True)
+class Unreachable:
+    """A compared strategy that cannot give the throughput measured at ``devices`` devices:
+    its communication, waits and fixed costs there alone take ``modelled_s``, longer than the
+    measured step ``measured_s``, so no one-device throughput gives that step."""
+
+    strategy: Strategy
+    devices: int
+    measured_s: float
+    modelled_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "devices": self.devices,
+            "measured_step_s": tidy(self.measured_s),
+            "communication_and_waits_s": tidy(self.modelled_s),
+        }
 
 
 @dataclass(frozen=True)
@@ -95,7 +122,11 @@ class PredictionResult:
     """The efficiency at ``baseline_devices`` (against one device): 1 without a baseline."""
     memory: Memory | None = None
     comparison: tuple[PredictionResult, ...] = ()
-    """The same job under each of :data:`COMPARED` (``--compare-strategies``)."""
+    """The same job under each of :data:`COMPARED` (``--compare-strategies``) that can give the
+    throughput measured at the baseline."""
+    unreachable: tuple[Unreachable, ...] = ()
+    """The compared strategies that cannot: their communication and waits alone outlast the
+    step measured there."""
     point: Any = None
     """The efficiency at each count where it is not the step model's (a calibration's fit:
     its estimates, the network share among them, act on the step the model breaks down)."""
@@ -260,6 +291,8 @@ class PredictionResult:
                 {"strategy": other.scenario.strategy, "points": other.points()}
                 for other in self.comparison
             ]
+        if self.unreachable:
+            payload["strategies_unreachable"] = [item.to_dict() for item in self.unreachable]
         return payload
 
 
@@ -387,13 +420,30 @@ def predict_scenario(
     # device measured there, so its efficiency is relative to the same count), with the
     # stated band: the points measured the stated strategy, not the others.
     others = result.scenario if measured is None else _measured_base(stated, measured)
-    comparison = tuple(
-        replace(result, answers=None, memory_advice=None)
-        if name == scenario.strategy
-        else predict_scenario(_as_strategy(others, name), devices, advise=False)
-        for name in COMPARED
-    )
-    return replace(result, comparison=comparison)
+    comparison: list[PredictionResult] = []
+    unreachable: list[Unreachable] = []
+    for name in COMPARED:
+        if name == scenario.strategy:
+            comparison.append(replace(result, answers=None, memory_advice=None))
+            continue
+        try:
+            comparison.append(predict_scenario(_as_strategy(others, name), devices, advise=False))
+        except InputError as err:
+            # The measured baseline is the stated strategy's step: one whose exchanges alone
+            # outlast it is told beside the others, not made the whole query's error.
+            issue = err.issues[0]
+            if issue.code != FASTER_THAN_STATED:
+                raise
+            ctx = issue.ctx
+            unreachable.append(
+                Unreachable(
+                    name,
+                    int(ctx["devices"]),  # type: ignore[call-overload]
+                    float(ctx["measured"]),  # type: ignore[arg-type]
+                    float(ctx["modelled"]),  # type: ignore[arg-type]
+                )
+            )
+    return replace(result, comparison=tuple(comparison), unreachable=tuple(unreachable))
 
 
 def _fewest(measured: MeasuredFit) -> tuple[int, float]:

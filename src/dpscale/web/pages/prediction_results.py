@@ -21,7 +21,7 @@ from dpscale.spec.prediction import (
     Kind,
     lines,
 )
-from dpscale.units import format_binary_bytes
+from dpscale.units import format_binary_bytes, format_duration
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages._said import say, write
 from dpscale.web.registry import Presentation, ResultItem
@@ -138,6 +138,22 @@ class Prediction:
                     )
                 )
         return rows
+
+    def unreachable(self, loc: Localizer) -> list[str]:
+        """The compared strategies that cannot give the throughput measured at the baseline,
+        each in a sentence."""
+        return [
+            loc.gettext(
+                "%(strategy)s cannot give the throughput measured at %(devices)s devices: its "
+                "communication and waits alone take %(modelled)s, longer than the %(measured)s "
+                "step measured there.",
+                strategy=loc.gettext(STRATEGY_NAMES[item.strategy]),
+                devices=loc.number(item.devices),
+                modelled=loc.quantity(format_duration(item.modelled_s)),
+                measured=loc.quantity(format_duration(item.measured_s)),
+            )
+            for item in self.result.unreachable
+        ]
 
 
 def _ms(loc: Localizer, seconds: float) -> str:
