@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from dpscale.model.calibrate import (
+    Sample,
     calibration_from_run,
     calibration_from_samples,
     load_calibration,
@@ -77,6 +78,32 @@ def test_calibration_replaces_the_network_when_measured_across_nodes() -> None:
     assert calibrated.hardware.intra_bandwidth == 300e9
     assert calibrated.calibration is not None
     assert "all_reduce on 4 devices" in calibrated.calibration.describe()
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        [(1e6, 800e-6), (16e6, 14.2e-3)],  # two gloo sizes whose fit gave a latency below zero
+        [(1e9, 10e-3)],  # one size
+    ],
+)
+def test_sizes_that_do_not_resolve_the_latency_keep_the_hardwares(
+    sizes: list[tuple[float, float]],
+) -> None:
+    # The latency had been taken as 0 and replaced the hardware's: "latency 0 us from 2
+    # sizes", and a ring's latency gone from every prediction at scale.
+    samples = [Sample("all_reduce", 2, size, time, 1) for size, time in sizes]
+    cal = calibration_from_samples(samples, source="test")
+    assert not cal.latency_resolved
+    said = f"latency unresolved (the hardware's kept) from {len(sizes)} sizes"
+    assert cal.describe().endswith(said)
+    stated = scenario()
+    calibrated = cal.apply(stated)
+    assert calibrated.hardware.intra_latency == stated.hardware.intra_latency
+    assert calibrated.hardware.intra_bandwidth == pytest.approx(cal.bus_bandwidth)
+    # Resolved: the measured latency replaces it (TEXT's sizes reach down to the latency).
+    resolved = calibration_from_samples(read_nccl_tests_text(TEXT), source="test")
+    assert resolved.latency_resolved
 
 
 def test_json_output() -> None:

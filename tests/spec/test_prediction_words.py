@@ -321,6 +321,11 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "Run r3 measured another job; it differs from this query in: model size. None of its "
         "figures are used here."
     )
+    unresolved = _calibrated(Calibration("x", "all_reduce", 2, 1, 1e9, 0.0, 1, False))
+    assert say_terminal(unresolved).endswith(
+        "bus bandwidth 1 GB/s, latency unresolved (the hardware's kept) from 1 sizes."
+    )
+    made.append(unresolved)
     made.append(lines(run)["band"])
     for nodes in (1, None):
         made.append(_calibrated(Calibration("x", "all_reduce", 2, nodes, 1e9, 1e-5, 3)))

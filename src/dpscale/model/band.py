@@ -179,7 +179,10 @@ def _ranges(scenario: Scenario) -> dict[str, tuple[Any, Any]]:
     if hw.memory_bandwidth is None:
         ranges["memory_bandwidth"] = MEMORY_BANDWIDTH_RANGE
     ranges["ring_plateau"] = RING_PLATEAU_RANGE
-    if "inter_node_latency" not in known and scenario.calibration is None:
+    calibrated = scenario.calibration
+    if "inter_node_latency" not in known and (
+        calibrated is None or not calibrated.latency_resolved
+    ):
         ranges["inter_latency"] = NET_LATENCY_RANGE
     return ranges
 

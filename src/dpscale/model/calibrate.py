@@ -84,6 +84,9 @@ class Calibration:
     bus_bandwidth: float
     latency_s: float
     samples: int
+    latency_resolved: bool = True
+    """Whether the sizes measured pin the latency down: one size, or sizes whose fit gives no
+    positive latency (all bandwidth-bound), do not, and the hardware's latency is kept."""
 
     def steps(self, devices: int, nodes: int) -> tuple[int, int]:
         """Ring steps of the op, and how many of them cross nodes."""
@@ -99,6 +102,13 @@ class Calibration:
         nodes = self.nodes or math.ceil(self.devices / hw.devices_per_node)
         steps, inter_steps = self.steps(self.devices, nodes)
         per_step = max(0.0, self.latency_s - NCCL_RING_BASE_LATENCY_S)
+        if not self.latency_resolved:  # the bandwidth alone was measured: latency as stated
+            changed = (
+                replace(hw, inter_bandwidth=self.bus_bandwidth, inter_efficiency=1.0)
+                if nodes > 1
+                else replace(hw, intra_bandwidth=self.bus_bandwidth)
+            )
+            return replace(scenario, hardware=changed, calibration=self)
         if nodes > 1:
             intra_part = (steps - inter_steps) * hw.intra_latency
             inter_latency = max(0.0, per_step - intra_part) / max(inter_steps, 1)
@@ -118,10 +128,15 @@ class Calibration:
         """The calibration in one line of English, as the JSON gives it (``hardware.calibration``);
         the CLI and the page word it from :func:`dpscale.spec.prediction.lines`."""
         where = f"{self.nodes} node(s)" if self.nodes else "nodes unknown"
+        latency = (
+            f"{self.latency_s * 1e6:.3g} us"
+            if self.latency_resolved
+            else "unresolved (the hardware's kept)"
+        )
         return (
             f"{self.source}: {self.op} on {self.devices} devices ({where}), "
-            f"bus bandwidth {self.bus_bandwidth / 1e9:.3g} GB/s, latency "
-            f"{self.latency_s * 1e6:.3g} us from {self.samples} sizes"
+            f"bus bandwidth {self.bus_bandwidth / 1e9:.3g} GB/s, latency {latency} from "
+            f"{self.samples} sizes"
         )
 
 
@@ -352,6 +367,7 @@ def calibration_from_samples(samples: list[Sample], *, source: str) -> Calibrati
         bus_bandwidth=1.0 / float(per_byte),
         latency_s=max(0.0, float(latency)),
         samples=len(chosen),
+        latency_resolved=float(latency) > 0,
     )
 
 

@@ -1127,6 +1127,9 @@ LINES: Mapping[str, Wording] = {
         "Calibrated from {source}: {op} on {devices} devices (nodes: {nodes}), bus "
         "bandwidth {bandwidth}, latency {latency} from {samples} sizes.",
     ),
+    "latency_unresolved": Wording(
+        N_("unresolved (the hardware's kept)"), "unresolved (the hardware's kept)"
+    ),
     "calibrated_nodes_unknown": Wording(
         N_(
             "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes unknown), bus "
@@ -1539,7 +1542,9 @@ def _calibrated(cal: Calibration) -> Said:
         "op": cal.op,
         "devices": Count(cal.devices),
         "bandwidth": Quantity(cal.bus_bandwidth, "bandwidth"),
-        "latency": Quantity(cal.latency_s, "duration"),
+        "latency": Quantity(cal.latency_s, "duration")
+        if cal.latency_resolved
+        else Said("latency_unresolved", {}),
         "samples": Count(cal.samples),
     }
     if cal.nodes is None:
