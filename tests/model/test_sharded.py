@@ -397,3 +397,22 @@ def test_the_terminal_says_which_compared_strategy_cannot_give_the_baseline(
         "fsdp cannot give the throughput measured at 16 devices: its communication and waits "
         "alone take 7.16 s, longer than the 5.52 s step measured there."
     ) in " ".join(out.split())
+
+
+@pytest.mark.parametrize(("strategy", "noted"), [("fsdp", True), ("hsdp", True), ("zero2", False)])
+def test_a_bucket_size_typed_for_a_strategy_without_buckets_is_said_to_do_nothing(
+    capsys: pytest.CaptureFixture[str], strategy: str, noted: bool
+) -> None:
+    from dpscale.cli.main import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["predict", "--model", "llama3-8b", "--hardware", "dgx-h100", "--strategy", strategy,
+              "--micro-batch", "1", "--unit", "tokens", "--per-device-throughput", "9000",
+              "--devices", "8,64", "--bucket-size", "1GB"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert done.value.code in (0, None)
+    note = (
+        f"Note: --bucket-size does not apply to {strategy}: it moves one wrapped unit (layer) "
+        "per collective; --layers sets how many."
+    )
+    assert (note in out) == noted
