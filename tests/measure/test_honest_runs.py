@@ -391,8 +391,8 @@ def test_ranks_that_slowed_each_others_compute_are_told(
         assert notes == []
         return
     assert notes == [
-        f"At 2 devices each rank computed for {0.142 * slower * 1e3:,.1f} ms a step against "
-        "142.0 ms on 1, more than an overlapped collective slows compute (at most 40%): the "
+        f"At 2 devices each rank computed for {0.142 * slower * 1e3:.3g} ms a step against "
+        "142 ms on 1, more than an overlapped collective slows compute (at most 40%): the "
         "ranks slowed each other down (sharing a machine's cores or memory bandwidth, or a "
         "throttled device), which the prediction, one device's compute at every count, does "
         "not model."

@@ -166,3 +166,23 @@ def test_a_sharded_run_shows_its_groups_collectives_and_memory() -> None:
     assert "25 ms" in text
     assert "32 MB" in text
     assert "64 MB" in text
+
+
+def test_ranks_that_slowed_each_others_compute_are_noted_under_the_split() -> None:
+    from rich.console import Console
+
+    # 2 ranks computing for 0.3 s a step against 0.1 s alone (two ranks sharing two cores):
+    # the efficiency is low for a reason the split shows, and a note says which.
+    streams = [
+        [_start(1, "h"), _training(1, 0.1), {"type": "done"}],
+        [_start(2, "h"), _training(2, 0.3), {"type": "done"}],
+    ]
+    payload = payload_from_streams(streams, MeasureConfig(), run_id="r3")
+    console = Console(record=True, width=400)
+    print_summary(payload, console)
+    text = console.export_text()
+    assert (
+        "Note: At 2 devices each rank computed for 300 ms a step against 100 ms on 1, more "
+        "than an overlapped collective slows compute (at most 40%): the ranks slowed each other "
+        "down" in text
+    )

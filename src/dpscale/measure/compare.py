@@ -29,13 +29,13 @@ A ``--script`` run states no model: it is refused in one line, naming what is mi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dpscale.validation import InputError
 
-__all__ = ["MEASURED_KEYS", "Comparison", "compare_run", "print_comparison"]
+__all__ = ["MEASURED_KEYS", "Comparison", "compare_run", "contention", "print_comparison"]
 
 MEASURED_KEYS = (
     "efficiency",
@@ -72,7 +72,7 @@ class Comparison:
     rows: tuple[dict[str, Any], ...]
     prediction: dict[str, Any]
     notes: tuple[str, ...] = ()
-    """What the measured rows show that the prediction leaves out (:func:`_contention`)."""
+    """What the measured rows show that the prediction leaves out (:func:`contention`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,12 +83,13 @@ class Comparison:
         }
 
 
-def _contention(rows: list[Mapping[str, Any]]) -> list[str]:
+def contention(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """World sizes whose ranks computed slower than the fewest devices' by more than an
     overlapped collective can explain (the band's overlap slowdown, at most 40 %): ranks
     slowing each other down, which the step model, one device's compute at every count, has
     no input for."""
     from dpscale.model.band import OVERLAP_SLOWDOWN_RANGE
+    from dpscale.units import format_duration
 
     timed = [row for row in rows if isinstance(row.get("compute_time_s"), int | float)]
     if len(timed) < 2:
@@ -101,7 +102,7 @@ def _contention(rows: list[Mapping[str, Any]]) -> list[str]:
         if alone > 0 and compute > alone * (1 + OVERLAP_SLOWDOWN_RANGE[1]):
             notes.append(
                 f"At {int(row['devices']):,} devices each rank computed for "
-                f"{compute * 1e3:,.1f} ms a step against {alone * 1e3:,.1f} ms on "
+                f"{format_duration(compute)} a step against {format_duration(alone)} on "
                 f"{int(base['devices']):,}, more than an overlapped collective slows compute "
                 f"(at most {OVERLAP_SLOWDOWN_RANGE[1]:.0%}): the ranks slowed each other down "
                 "(sharing a machine's cores or memory bandwidth, or a throttled device), which "
@@ -229,7 +230,7 @@ def compare_run(run: Mapping[str, Any], run_id: str) -> Comparison:
                 "within_band": within,
             }
         )
-    return Comparison(run_id, tuple(paired), result.to_dict(), tuple(_contention(rows)))
+    return Comparison(run_id, tuple(paired), result.to_dict(), tuple(contention(rows)))
 
 
 def _ms(value: object) -> str:

@@ -153,6 +153,10 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         )
     if rows:
         console.print(split)
+        from dpscale.measure.compare import contention
+
+        for note in contention(rows):  # why a low efficiency is low, where the split shows it
+            console.print(f"Note: {note}")
     _print_sharded(payload, console)
     bandwidth = Table(title="Collectives (busbw as nccl-tests defines it)")
     for name in ("Op", "Devices", "Size", "Time", "algbw", "busbw"):
