@@ -416,3 +416,34 @@ def test_a_bucket_size_typed_for_a_strategy_without_buckets_is_said_to_do_nothin
         "per collective; --layers sets how many."
     )
     assert (note in out) == noted
+
+
+def test_hsdp_compared_at_counts_that_are_not_whole_nodes_is_left_out_there(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # DDP asked at every count from 1 to 12 with the strategies compared: HSDP shards within
+    # a node of 8, so 9 to 12 devices are no mesh it can form; its rows had shown them anyway
+    # (90.5 % at 9, as 1.125 replicas of a node).
+    job = PredictQuery(model="llama3-8b", hardware="dgx-h100", micro_batch=1, unit="tokens",
+                       per_device_throughput=9000, devices="1-12",
+                       compare_strategies=True)  # fmt: skip
+    result = predict(job)
+    rows = {r.scenario.strategy: [p["devices"] for p in r.points()] for r in result.comparison}
+    assert rows["hsdp"] == list(range(1, 9))
+    assert rows["fsdp"] == rows["ddp"] == list(range(1, 13))
+    (left,) = result.left_out
+    assert (left.strategy, left.group, left.devices) == ("hsdp", 8, (9, 10, 11, 12))
+    assert result.to_dict()["strategies_left_out"] == [
+        {"strategy": "hsdp", "group": 8, "devices": [9, 10, 11, 12]}
+    ]
+    from dpscale.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["predict", "--model", "llama3-8b", "--hardware", "dgx-h100", "--micro-batch", "1",
+              "--unit", "tokens", "--per-device-throughput", "9000", "--devices", "1-100",
+              "--compare-strategies"])  # fmt: skip
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "hsdp shards within groups of 8 devices: it is left out at 9, 10, 11, 12, 13 and 76 more "
+        "devices, which are not whole groups."
+    ) in out

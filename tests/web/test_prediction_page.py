@@ -747,3 +747,18 @@ def test_a_compared_strategy_that_cannot_give_the_baseline_is_a_note(
         notes = re.findall(r'<p class="note">([^<]*)</p>', html)
         assert any(note.startswith(said) for note in notes), (code, notes)
         assert 'class="breakdown strategies"' in html  # the others are still compared
+
+
+def test_counts_a_compared_strategy_cannot_run_at_are_a_note(client: httpx.Client) -> None:
+    query = {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "unit": "tokens",
+             "per_device_throughput": "9000", "devices": "1-12",
+             "compare_strategies": "true"}  # fmt: skip
+    words = {
+        "en": "HSDP (shard in a node, replicate across) shards within groups of 8 devices: it is "
+        "left out at the 4 counts asked that are not whole groups (the smallest: 9).",
+        "de": "Bei den 4 angefragten Anzahlen, die keine ganzen Gruppen sind, fehlt es",
+    }
+    for code, said in words.items():
+        html = unescape(client.get(f"/{code}/scaling-prediction", params=query).text)
+        notes = re.findall(r'<p class="note">([^<]*)</p>', html)
+        assert any(said in note for note in notes), (code, notes)

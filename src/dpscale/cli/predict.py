@@ -228,6 +228,14 @@ def _print_result(result: Any, plot: str | None) -> None:
     console.print(_points_table(result))
     if result.comparison:
         console.print(_comparison_table(result))
+    for left in result.left_out:
+        shown = ", ".join(number(n) for n in left.devices[:5])
+        more = len(left.devices) - 5
+        shown += f" and {number(more)} more" if more > 0 else ""
+        console.print(
+            f"{left.strategy} shards within groups of {number(left.group)} devices: it is left "
+            f"out at {shown} devices, which are not whole groups."
+        )
     for item in result.unreachable:
         console.print(
             f"{item.strategy} cannot give the throughput measured at {number(item.devices)} "

@@ -46,7 +46,13 @@ from dpscale.model.questions import (
 )
 from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, from_baseline
 from dpscale.model.step import BYTES_PER_VALUE, Step
-from dpscale.model.strategies import Strategy, check_groups, default_bucket_bytes, row
+from dpscale.model.strategies import (
+    Strategy,
+    check_groups,
+    default_bucket_bytes,
+    row,
+    whole_groups,
+)
 from dpscale.validation import InputError
 
 if TYPE_CHECKING:
@@ -55,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPARED",
     "Answers",
+    "LeftOut",
     "PredictionResult",
     "Unreachable",
     "predict",
@@ -83,6 +90,19 @@ class Unreachable:
             "measured_step_s": tidy(self.measured_s),
             "communication_and_waits_s": tidy(self.modelled_s),
         }
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """The counts asked at which a compared strategy does not run: above its group (HSDP's
+    node, or a stated shard group), counts that are not whole groups."""
+
+    strategy: Strategy
+    group: int
+    devices: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "group": self.group, "devices": list(self.devices)}
 
 
 @dataclass(frozen=True)
@@ -127,6 +147,8 @@ class PredictionResult:
     unreachable: tuple[Unreachable, ...] = ()
     """The compared strategies that cannot: their communication and waits alone outlast the
     step measured there."""
+    left_out: tuple[LeftOut, ...] = ()
+    """The counts at which a compared strategy does not run (its rows leave them out)."""
     point: Any = None
     """The efficiency at each count where it is not the step model's (a calibration's fit:
     its estimates, the network share among them, act on the step the model breaks down)."""
@@ -293,6 +315,8 @@ class PredictionResult:
             ]
         if self.unreachable:
             payload["strategies_unreachable"] = [item.to_dict() for item in self.unreachable]
+        if self.left_out:
+            payload["strategies_left_out"] = [item.to_dict() for item in self.left_out]
         return payload
 
 
@@ -422,12 +446,23 @@ def predict_scenario(
     others = result.scenario if measured is None else _measured_base(stated, measured)
     comparison: list[PredictionResult] = []
     unreachable: list[Unreachable] = []
+    left_out: list[LeftOut] = []
     for name in COMPARED:
         if name == scenario.strategy:
             comparison.append(replace(result, answers=None, memory_advice=None))
             continue
+        compared = _as_strategy(others, name)
+        # A compared strategy runs as it does by default: where that is on whole groups (HSDP's
+        # node), the counts above a group that are not whole groups are left out of its rows.
+        group = whole_groups(name, compared.shard_group_size, compared.hardware.devices_per_node)
+        runs = [n for n in devices if not group or n <= group or n % group == 0]
+        if len(runs) < len(devices):
+            missed = tuple(n for n in devices if group and n > group and n % group)
+            left_out.append(LeftOut(name, group, missed))
+        if not runs:
+            continue
         try:
-            comparison.append(predict_scenario(_as_strategy(others, name), devices, advise=False))
+            comparison.append(predict_scenario(compared, runs, advise=False))
         except InputError as err:
             # The measured baseline is the stated strategy's step: one whose exchanges alone
             # outlast it is told beside the others, not made the whole query's error.
@@ -443,7 +478,12 @@ def predict_scenario(
                     float(ctx["modelled"]),  # type: ignore[arg-type]
                 )
             )
-    return replace(result, comparison=tuple(comparison), unreachable=tuple(unreachable))
+    return replace(
+        result,
+        comparison=tuple(comparison),
+        unreachable=tuple(unreachable),
+        left_out=tuple(left_out),
+    )
 
 
 def _fewest(measured: MeasuredFit) -> tuple[int, float]:

@@ -80,6 +80,7 @@ __all__ = [
     "model_state_bytes",
     "optimizer_state_bytes",
     "row",
+    "whole_groups",
 ]
 
 Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp-shard-grad-op", "hsdp"]
@@ -266,6 +267,18 @@ def check_groups(
     check_shard_groups(shard_group, counts)
     if shard_group <= 0:
         check_node_groups(strategy, devices_per_node, counts)
+
+
+def whole_groups(strategy: str, shard_group: int, devices_per_node: int) -> int:
+    """The group every count above it must be a multiple of (0: none): the stated shard group,
+    else HSDP's own node; as :func:`check_groups` asks it.
+
+    >>> whole_groups("hsdp", 0, 8), whole_groups("hsdp", 16, 8), whole_groups("fsdp", 0, 8)
+    (8, 16, 0)
+    """
+    if shard_group > 0:
+        return shard_group
+    return devices_per_node if row(strategy).group == "node" else 0
 
 
 def _not_split(group: int, counts: Iterable[int]) -> int | None:

@@ -140,9 +140,21 @@ class Prediction:
         return rows
 
     def unreachable(self, loc: Localizer) -> list[str]:
-        """The compared strategies that cannot give the throughput measured at the baseline,
-        each in a sentence."""
-        return [
+        """What the comparison leaves out, each in a sentence: the counts at which a compared
+        strategy does not run, and the strategies that cannot give the throughput measured at
+        the baseline."""
+        left_out = [
+            loc.gettext(
+                "%(strategy)s shards within groups of %(group)s devices: it is left out at the "
+                "%(count)s counts asked that are not whole groups (the smallest: %(first)s).",
+                strategy=loc.gettext(STRATEGY_NAMES[item.strategy]),
+                group=loc.number(item.group),
+                count=loc.number(len(item.devices)),
+                first=loc.number(item.devices[0]),
+            )
+            for item in self.result.left_out
+        ]
+        return left_out + [
             loc.gettext(
                 "%(strategy)s cannot give the throughput measured at %(devices)s devices: its "
                 "communication and waits alone take %(modelled)s, longer than the %(measured)s "
