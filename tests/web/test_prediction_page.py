@@ -729,36 +729,43 @@ def test_a_baseline_throughput_the_job_cannot_give_is_a_field_error_not_a_500(
     )
 
 
-def test_a_compared_strategy_that_cannot_give_the_baseline_is_a_note(
-    client: httpx.Client,
-) -> None:
-    # The query is tests/model/test_sharded.py's: FSDP cannot give DDP's step measured on 16.
-    query = {"model": "llama2-7b", "hardware": "pcie-100gbe", "strategy": "ddp",
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        (
+            # tests/model/test_sharded.py's: FSDP cannot give DDP's step measured on 16.
+            {"model": "llama2-7b", "hardware": "pcie-100gbe", "strategy": "ddp",
              "micro_batch": "2", "unit": "tokens", "optimizer": "adam",
-             "per_device_throughput": "1485", "baseline_devices": "16", "devices": "16,512",
-             "compare_strategies": "true"}  # fmt: skip
-    words = {
-        "en": "FSDP (full shard) cannot give the throughput measured at 16 devices: its "
-        "communication and waits alone take 7.16 s, longer than the 5.52 s step measured there.",
-        "ja": "FSDP（フルシャード）では 16 台で測定したスループットに届きません。",
-    }
+             "per_device_throughput": "1485", "baseline_devices": "16", "devices": "16,512"},
+            {
+                "en": "FSDP (full shard) cannot give the throughput measured at 16 devices: its "
+                "communication and waits alone take 7.16 s, longer than the 5.52 s step "
+                "measured there.",
+                "ja": "FSDP（フルシャード）では 16 台で測定したスループットに届きません。",
+            },
+        ),
+        (
+            # HSDP shards within a node of 8: 9 to 12 devices are no mesh it can form.
+            {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "unit": "tokens",
+             "per_device_throughput": "9000", "devices": "1-12"},
+            {
+                "en": "HSDP (shard in a node, replicate across) shards within groups of 8 "
+                "devices: it is left out at the 4 counts asked that are not whole groups (the "
+                "smallest: 9).",
+                "de": "Bei den 4 angefragten Anzahlen, die keine ganzen Gruppen sind, fehlt es",
+            },
+        ),
+    ],
+)  # fmt: skip
+def test_what_the_comparison_leaves_out_is_a_note(
+    client: httpx.Client, query: dict[str, str], words: dict[str, str]
+) -> None:
     for code, said in words.items():
-        html = unescape(client.get(f"/{code}/scaling-prediction", params=query).text)
-        notes = re.findall(r'<p class="note">([^<]*)</p>', html)
-        assert any(note.startswith(said) for note in notes), (code, notes)
-        assert 'class="breakdown strategies"' in html  # the others are still compared
-
-
-def test_counts_a_compared_strategy_cannot_run_at_are_a_note(client: httpx.Client) -> None:
-    query = {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "unit": "tokens",
-             "per_device_throughput": "9000", "devices": "1-12",
-             "compare_strategies": "true"}  # fmt: skip
-    words = {
-        "en": "HSDP (shard in a node, replicate across) shards within groups of 8 devices: it is "
-        "left out at the 4 counts asked that are not whole groups (the smallest: 9).",
-        "de": "Bei den 4 angefragten Anzahlen, die keine ganzen Gruppen sind, fehlt es",
-    }
-    for code, said in words.items():
-        html = unescape(client.get(f"/{code}/scaling-prediction", params=query).text)
+        html = unescape(
+            client.get(
+                f"/{code}/scaling-prediction", params={**query, "compare_strategies": "true"}
+            ).text
+        )
         notes = re.findall(r'<p class="note">([^<]*)</p>', html)
         assert any(said in note for note in notes), (code, notes)
+        assert 'class="breakdown strategies"' in html  # the others are still compared
