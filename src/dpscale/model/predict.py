@@ -50,6 +50,7 @@ from dpscale.model.strategies import (
     Strategy,
     check_groups,
     default_bucket_bytes,
+    not_whole_groups,
     row,
     whole_groups,
 )
@@ -455,10 +456,12 @@ def predict_scenario(
         # A compared strategy runs as it does by default: where that is on whole groups (HSDP's
         # node), the counts above a group that are not whole groups are left out of its rows.
         group = whole_groups(name, compared.shard_group_size, compared.hardware.devices_per_node)
-        runs = [n for n in devices if not group or n <= group or n % group == 0]
-        if len(runs) < len(devices):
-            missed = tuple(n for n in devices if group and n > group and n % group)
-            left_out.append(LeftOut(name, group, missed))
+        missed = not_whole_groups(group, devices)
+        runs = devices
+        if missed:
+            left_out.append(LeftOut(name, group, tuple(missed)))
+            skipped = set(missed)
+            runs = [n for n in devices if n not in skipped]
         if not runs:
             continue
         try:

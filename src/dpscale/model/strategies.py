@@ -78,6 +78,7 @@ __all__ = [
     "default_bucket_bytes",
     "group_size",
     "model_state_bytes",
+    "not_whole_groups",
     "optimizer_state_bytes",
     "row",
     "whole_groups",
@@ -244,7 +245,8 @@ def check_node_groups(strategy: str, devices_per_node: int, counts: Iterable[int
     dpscale.validation.InputError: devices: 12 devices are not whole nodes of 8: hsdp shards \
 within one node unless a shard group size is given; ask for multiples of 8
     """
-    n = _not_split(devices_per_node, counts) if row(strategy).group == "node" else None
+    group = whole_groups(strategy, 0, devices_per_node)
+    n = _not_split(group, counts) if group else None
     if n is not None:
         raise InputError.single(
             "devices",
@@ -281,9 +283,18 @@ def whole_groups(strategy: str, shard_group: int, devices_per_node: int) -> int:
     return devices_per_node if row(strategy).group == "node" else 0
 
 
+def not_whole_groups(group: int, counts: Iterable[int]) -> list[int]:
+    """The counts above ``group`` that are no multiple of it (none where ``group`` is 0).
+
+    >>> not_whole_groups(8, [4, 8, 9, 16, 20]), not_whole_groups(0, [9])
+    ([9, 20], [])
+    """
+    return [int(n) for n in counts if group and n > group and int(n) % group]
+
+
 def _not_split(group: int, counts: Iterable[int]) -> int | None:
     """The smallest count above ``group`` that is no multiple of it, None if none."""
-    return min((int(n) for n in counts if n > group and int(n) % group), default=None)
+    return min(not_whole_groups(group, counts), default=None)
 
 
 def optimizer_state_bytes(moments_bytes: ArrayLike, param_bytes: ArrayLike) -> Any:
