@@ -22,6 +22,7 @@ from dpscale.spec.prediction import (
     _calibrated,
     _memory_fix,
     _transfer,
+    comparison_notes,
     lines,
 )
 from dpscale.web.i18n import Localizer, localizer
@@ -363,6 +364,16 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 4)), "ddp"),
         _memory_fix(MemoryAdvice(8, None, None, (), None), "fsdp"),
     ]
+    # What --compare-strategies leaves out: HSDP at counts that are not whole nodes, and FSDP
+    # that cannot give DDP's step measured on 16 over 100 GbE (tests/model/test_sharded.py).
+    for job in (
+        {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "unit": "tokens",
+         "per_device_throughput": "9000", "devices": "1-12"},
+        {"model": "llama2-7b", "hardware": "pcie-100gbe", "micro_batch": "2", "unit": "tokens",
+         "optimizer": "adam", "per_device_throughput": "1485", "baseline_devices": "16",
+         "devices": "16,512"},
+    ):  # fmt: skip
+        calibrations += comparison_notes(compute({**job, "compare_strategies": "true"}).result)
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):

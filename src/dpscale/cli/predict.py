@@ -220,28 +220,15 @@ def _comparison_table(result: Any) -> Any:
 
 def _print_result(result: Any, plot: str | None) -> None:
     from dpscale.said import english
-    from dpscale.spec.prediction import LINES, TERMINAL_ORDER, lines
+    from dpscale.spec.prediction import LINES, TERMINAL_ORDER, comparison_notes, lines
     from dpscale.terminal import console as terminal
-    from dpscale.units import format_duration
 
     console = terminal()
     console.print(_points_table(result))
     if result.comparison:
         console.print(_comparison_table(result))
-    for left in result.left_out:
-        shown = ", ".join(number(n) for n in left.devices[:5])
-        more = len(left.devices) - 5
-        shown += f" and {number(more)} more" if more > 0 else ""
-        console.print(
-            f"{left.strategy} shards within groups of {number(left.group)} devices: it is left "
-            f"out at {shown} devices, which are not whole groups."
-        )
-    for item in result.unreachable:
-        console.print(
-            f"{item.strategy} cannot give the throughput measured at {number(item.devices)} "
-            f"devices: its communication and waits alone take {format_duration(item.modelled_s)}"
-            f", longer than the {format_duration(item.measured_s)} step measured there."
-        )
+    for note in comparison_notes(result):
+        console.print(english(note, LINES))
     said = lines(result)
     for keys in TERMINAL_ORDER:
         words = [english(said[key], LINES) for key in keys if key in said]

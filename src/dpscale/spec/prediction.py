@@ -37,6 +37,7 @@ from dpscale.said import (
     Said,
     Value,
     Wording,
+    number,
 )
 from dpscale.spec.description import N_, Input
 from dpscale.validation import FieldIssue, InputError, Rule
@@ -67,6 +68,7 @@ __all__ = [
     "Kind",
     "Prediction",
     "calibration",
+    "comparison_notes",
     "is_inline",
     "lines",
     "measured_fit",
@@ -1240,6 +1242,23 @@ LINES: Mapping[str, Wording] = {
         ),
         "--micro-batch {value} (which does not fit: {memory} needed per device, {capacity} there)",
     ),
+    "compared_left_out": Wording(
+        N_(
+            "%(strategy)s shards within groups of %(group)s devices: it is left out at the "
+            "%(count)s counts asked that are not whole groups (the smallest: %(first)s)."
+        ),
+        "{strategy} shards within groups of {group} devices: it is left out at {shown} devices, "
+        "which are not whole groups.",
+    ),
+    "compared_unreachable": Wording(
+        N_(
+            "%(strategy)s cannot give the throughput measured at %(devices)s devices: its "
+            "communication and waits alone take %(modelled)s, longer than the %(measured)s "
+            "step measured there."
+        ),
+        "{strategy} cannot give the throughput measured at {devices} devices: its communication "
+        "and waits alone take {modelled}, longer than the {measured} step measured there.",
+    ),
     "change_not_needed": Wording(N_("Already reached with the current value."), ""),
     "change_out_of_reach": Wording(N_("No value up to %(limit)s reaches %(target)s."), ""),
     "best_bucket": Wording(
@@ -1550,6 +1569,33 @@ def _calibrated(cal: Calibration) -> Said:
     if cal.nodes is None:
         return Said("calibrated_nodes_unknown", params)
     return Said("calibrated", {**params, "nodes": Count(cal.nodes)})
+
+
+def comparison_notes(result: PredictionResult) -> list[Said]:
+    """What ``--compare-strategies`` leaves out, a statement each (:data:`LINES`): the counts
+    at which a compared strategy does not run, then the strategies that cannot give the
+    throughput measured at the baseline."""
+    notes = []
+    for left in result.left_out:
+        shown = ", ".join(number(n) for n in left.devices[:5])
+        more = len(left.devices) - 5
+        words: dict[str, Value] = {
+            "strategy": Name(left.strategy, "strategy"),
+            "group": Count(left.group),
+            "count": Count(len(left.devices)),
+            "first": Count(left.devices[0]),
+            "shown": shown + (f" and {number(more)} more" if more > 0 else ""),
+        }
+        notes.append(Said("compared_left_out", words))
+    for item in result.unreachable:
+        words = {
+            "strategy": Name(item.strategy, "strategy"),
+            "devices": Count(item.devices),
+            "modelled": Quantity(item.modelled_s, "duration"),
+            "measured": Quantity(item.measured_s, "duration"),
+        }
+        notes.append(Said("compared_unreachable", words))
+    return notes
 
 
 def _answers(result: PredictionResult) -> dict[str, Said]:

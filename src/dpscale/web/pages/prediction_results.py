@@ -19,9 +19,10 @@ from dpscale.spec.prediction import (
     STRATEGY_NAMES,
     Column,
     Kind,
+    comparison_notes,
     lines,
 )
-from dpscale.units import format_binary_bytes, format_duration
+from dpscale.units import format_binary_bytes
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages._said import say, write
 from dpscale.web.registry import Presentation, ResultItem
@@ -140,32 +141,8 @@ class Prediction:
         return rows
 
     def unreachable(self, loc: Localizer) -> list[str]:
-        """What the comparison leaves out, each in a sentence: the counts at which a compared
-        strategy does not run, and the strategies that cannot give the throughput measured at
-        the baseline."""
-        left_out = [
-            loc.gettext(
-                "%(strategy)s shards within groups of %(group)s devices: it is left out at the "
-                "%(count)s counts asked that are not whole groups (the smallest: %(first)s).",
-                strategy=loc.gettext(STRATEGY_NAMES[item.strategy]),
-                group=loc.number(item.group),
-                count=loc.number(len(item.devices)),
-                first=loc.number(item.devices[0]),
-            )
-            for item in self.result.left_out
-        ]
-        return left_out + [
-            loc.gettext(
-                "%(strategy)s cannot give the throughput measured at %(devices)s devices: its "
-                "communication and waits alone take %(modelled)s, longer than the %(measured)s "
-                "step measured there.",
-                strategy=loc.gettext(STRATEGY_NAMES[item.strategy]),
-                devices=loc.number(item.devices),
-                modelled=loc.quantity(format_duration(item.modelled_s)),
-                measured=loc.quantity(format_duration(item.measured_s)),
-            )
-            for item in self.result.unreachable
-        ]
+        """What the comparison leaves out, each in a sentence (:func:`comparison_notes`)."""
+        return [say(note, LINES, loc) for note in comparison_notes(self.result)]
 
 
 def _ms(loc: Localizer, seconds: float) -> str:
