@@ -140,7 +140,7 @@ class Prediction:
                 )
         return rows
 
-    def unreachable(self, loc: Localizer) -> list[str]:
+    def left_out(self, loc: Localizer) -> list[str]:
         """What the comparison leaves out, each in a sentence (:func:`comparison_notes`)."""
         return [say(note, LINES, loc) for note in comparison_notes(self.result)]
 
