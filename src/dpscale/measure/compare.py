@@ -35,7 +35,14 @@ from typing import Any
 
 from dpscale.validation import InputError
 
-__all__ = ["MEASURED_KEYS", "Comparison", "compare_run", "contention", "print_comparison"]
+__all__ = [
+    "MEASURED_KEYS",
+    "Comparison",
+    "compare_run",
+    "contention",
+    "print_comparison",
+    "unhidden",
+]
 
 MEASURED_KEYS = (
     "efficiency",
@@ -107,6 +114,46 @@ def contention(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 f"(at most {OVERLAP_SLOWDOWN_RANGE[1]:.0%}): the ranks slowed each other down "
                 "(sharing a machine's cores or memory bandwidth, or a throttled device), which "
                 "the prediction, one device's compute at every count, does not model."
+            )
+    return notes
+
+
+ALL_EXPOSED = 0.95
+"""A world size exposed all its communication when what the step spent beyond compute is at
+least this share of the collectives' time alone (the split counts unexplained time as
+communication first, so it cannot show more)."""
+MOSTLY_HIDDEN = 0.5
+"""... where the prediction hides at least this share of its own communication under compute."""
+
+
+def unhidden(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """World sizes whose step exposed all of its communication where the prediction hides most
+    of it under compute: the collectives ran after the compute, not beside it, which the
+    step model's overlap (DDP's buckets during backward, FSDP's prefetch one layer ahead)
+    assumes they do not. ``pairs`` are :class:`Comparison` rows."""
+    from dpscale.units import format_duration
+
+    notes = []
+    for pair in pairs:
+        m, p = pair["measured"], pair["predicted"]
+        comm, exposed = m.get("comm_time_s"), m.get("exposed_comm_time_s")
+        if not (isinstance(comm, int | float) and isinstance(exposed, int | float)):
+            continue
+        hidden = float(p["comm_time_s"]) - float(p["exposed_comm_time_s"])
+        if (
+            pair["devices"] > 1
+            and comm > 0
+            and exposed >= ALL_EXPOSED * comm
+            and hidden >= MOSTLY_HIDDEN * float(p["comm_time_s"]) > 0
+        ):
+            notes.append(
+                f"At {pair['devices']:,} devices the step spent beyond its compute all that "
+                f"the collectives take alone ({format_duration(comm)}): none of the "
+                "communication hid under the compute, where the prediction hides "
+                f"{format_duration(hidden)} of its {format_duration(p['comm_time_s'])}. With "
+                "gloo on CPU the collectives run on the cores the compute uses; on GPUs, look "
+                "for what serialises them (a synchronisation inside the step, prefetching or "
+                "bucketing turned off)."
             )
     return notes
 
@@ -230,7 +277,8 @@ def compare_run(run: Mapping[str, Any], run_id: str) -> Comparison:
                 "within_band": within,
             }
         )
-    return Comparison(run_id, tuple(paired), result.to_dict(), tuple(contention(rows)))
+    notes = (*contention(rows), *unhidden(paired))
+    return Comparison(run_id, tuple(paired), result.to_dict(), notes)
 
 
 def _ms(value: object) -> str:

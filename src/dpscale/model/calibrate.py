@@ -127,9 +127,15 @@ class Calibration:
     def describe(self) -> str:
         """The calibration in one line of English, as the JSON gives it (``hardware.calibration``);
         the CLI and the page word it from :func:`dpscale.spec.prediction.lines`."""
-        where = f"{self.nodes} node(s)" if self.nodes else "nodes unknown"
+        from dpscale.units import format_duration
+
+        where = (
+            "nodes unknown"
+            if not self.nodes
+            else f"{self.nodes:,} node" + ("s" if self.nodes > 1 else "")
+        )
         latency = (
-            f"{self.latency_s * 1e6:.3g} us"
+            format_duration(self.latency_s)
             if self.latency_resolved
             else "unresolved (the hardware's kept)"
         )

@@ -1,0 +1,48 @@
+"""What the comparison of a run with its prediction says beyond the table: communication the
+run could not hide under compute where the prediction does (:func:`unhidden`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dpscale.measure.compare import unhidden
+
+
+def _pair(devices: int, comm: float, exposed: float, p_comm: float, p_exposed: float) -> Any:
+    return {
+        "devices": devices,
+        "measured": {"comm_time_s": comm, "exposed_comm_time_s": exposed},
+        "predicted": {"comm_time_s": p_comm, "exposed_comm_time_s": p_exposed},
+    }
+
+
+def test_a_step_that_exposed_all_its_communication_where_the_prediction_hides_it_is_told() -> None:
+    # Two FSDP ranks on the 2-core development machine (run 20261206-081632-0da84a): 34.3 ms
+    # beyond compute, 34.3 ms for the collectives alone, where the prediction prefetches one
+    # layer ahead and hides 10.3 ms of its 17 ms. The comparison's "NO" gets its reason.
+    assert unhidden([_pair(1, 0.0, 0.0, 0.0, 0.0), _pair(2, 0.0343, 0.0343, 0.017, 0.0067)]) == [
+        "At 2 devices the step spent beyond its compute all that the collectives take alone "
+        "(34.3 ms): none of the communication hid under the compute, where the prediction "
+        "hides 10.3 ms of its 17 ms. With gloo on CPU the collectives run on the cores the "
+        "compute uses; on GPUs, look for what serialises them (a synchronisation inside the "
+        "step, prefetching or bucketing turned off)."
+    ]
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        _pair(2, 0.0343, 0.0170, 0.017, 0.0067),  # half of it hid: the run overlapped
+        _pair(2, 0.0343, 0.0343, 0.017, 0.0170),  # one bucket after backward: nothing to hide
+        _pair(2, 0.0343, 0.0343, 0.017, 0.0100),  # the prediction hides under half
+        _pair(2, 0.0, 0.0, 0.017, 0.0067),  # nothing communicated
+        _pair(1, 0.0343, 0.0343, 0.017, 0.0067),  # one device
+        {"devices": 2, "measured": {}, "predicted": {"comm_time_s": 1, "exposed_comm_time_s": 0}},
+    ],
+)
+def test_nothing_is_told_where_the_run_and_the_prediction_agree_or_the_run_cannot_say(
+    pair: Any,
+) -> None:
+    assert unhidden([pair]) == []
