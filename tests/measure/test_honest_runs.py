@@ -190,10 +190,9 @@ def test_what_the_user_typed_is_kept(
     status, out, err = run(capsys, *no_rate, "--measured", f"run:{stored['ddp']}")
     assert (status, out) == (2, "")
     assert err == (
-        f"dpscale: error: --per-device-throughput: is required: run {stored['ddp']} measured "
-        f"another job (a {counted}-parameter model, fp32 gradients, micro-batch 8), so its "
-        "throughput "
-        "is not this query's\n"
+        f"dpscale: error: --per-device-throughput: is required, since run {stored['ddp']} "
+        f"measured another job (a {counted}-parameter model, fp32 gradients, micro-batch 8) "
+        "and its throughput is not this query's\n"
     )
 
 

@@ -139,3 +139,39 @@ def test_a_run_on_cpus_gives_a_gpu_preset_none_of_its_figures(
     japanese = _notes(client.get(f"/ja/scaling-prediction?{EIGHT_B}&measured=run:{run_id}").text)
     line = next(note for note in japanese if note.startswith(f"実行 {run_id} "))
     assert "ハードウェア" in line
+
+
+def _error(html: str, field: str) -> str:
+    found = re.search(rf'<p class="error" id="err-{field}"[^>]*>([^<]*)</p>', html)
+    assert found is not None
+    return unescape(found[1])
+
+
+def test_a_run_of_another_job_without_a_stated_throughput_says_why_it_is_required(
+    client: httpx.Client, live_server: LiveServer
+) -> None:
+    # The run measured 1M parameters in fp32; the query asks about 8B in bf16 and leaves the
+    # throughput to the run. The page had said only "Required, or fill in the MFU ...",
+    # silent on the run the reader gave.
+    run_id = _toy_run(live_server.database_url)
+    query = EIGHT_B.replace("&per_device_throughput=3", "") + f"&measured=run:{run_id}"
+    got = client.get(f"{API}?{query}")
+    assert got.status_code == 422
+    assert got.json()["detail"] == [
+        {
+            "field": "per_device_throughput",
+            "message": f"per_device_throughput: is required, since run {run_id} measured "
+            "another job (a 1M-parameter model, fp32 gradients, micro-batch 8) and its "
+            "throughput is not this query's",
+        }
+    ]
+    english = _error(client.get(f"/en/scaling-prediction?{query}").text, "per_device_throughput")
+    assert english == (
+        f"Required: run {run_id} measured another job (it differs in: model size, gradient "
+        "precision, and micro-batch), so its throughput is not this one's. Or fill in the MFU, "
+        "or both FLOPs per sample and achieved TFLOP/s."
+    )
+    german = _error(client.get(f"/de/scaling-prediction?{query}").text, "per_device_throughput")
+    loc = localizer("de")
+    assert german.startswith(f"Erforderlich: Lauf {run_id} hat einen anderen Job gemessen")
+    assert loc.gettext("gradient precision") in german

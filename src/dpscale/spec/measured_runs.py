@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from dpscale.model.transfer import Transfer
 
 __all__ = [
+    "RUN_OTHER_JOB",
     "THROUGHPUT_INPUTS",
     "Filled",
     "Resolved",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 _RUN = "run:"
+RUN_OTHER_JOB = "run_other_job"
+"""The code of a throughput left to a stored run of another job (``ctx``: ``run``, its id,
+and ``differs``, what differs: :data:`dpscale.spec.prediction.RUN_FIELD_NAMES`' codes)."""
 THROUGHPUT_INPUTS = ("per_device_throughput", "mfu", "flops_per_sample", "achieved_tflops")
 """The inputs that state the per-device throughput: given, the run's never replaces it."""
 
@@ -214,8 +218,10 @@ def resolve(
         said = ", ".join(d.run for d in differs)
         raise InputError.single(
             "per_device_throughput",
-            f"is required: run {run_id} measured another job ({said}), so its throughput is "
-            "not this query's",
+            f"is required, since run {run_id} measured another job ({said}) and its "
+            "throughput is not this query's",
+            code=RUN_OTHER_JOB,
+            ctx={"run": run_id, "differs": tuple(d.field for d in differs)},
         )
     taken = transfer(
         run,

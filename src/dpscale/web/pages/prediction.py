@@ -31,8 +31,13 @@ from dpscale.model.query import (
 )
 from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NODE_NOT_A_DIVISOR, NOTHING_SHARDED
 from dpscale.plotting import ChartLayout
-from dpscale.spec.measured_runs import needs_throughput, predict_with_runs, run_id_of
-from dpscale.spec.prediction import PREDICTION
+from dpscale.spec.measured_runs import (
+    RUN_OTHER_JOB,
+    needs_throughput,
+    predict_with_runs,
+    run_id_of,
+)
+from dpscale.spec.prediction import PREDICTION, RUN_FIELD_NAMES
 from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
@@ -135,6 +140,16 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         return _(
             "“%(other)s” already gives one device's throughput: fill in only one of them.",
             other=field_label(str(issue.ctx["other"]), loc),
+        )
+    if issue.code == RUN_OTHER_JOB:
+        differs = issue.ctx["differs"]
+        assert isinstance(differs, tuple)
+        return _(
+            "Required: run %(run)s measured another job (it differs in: %(differs)s), so its "
+            "throughput is not this one's. Or fill in the MFU, or both FLOPs per sample and "
+            "achieved TFLOP/s.",
+            run=str(issue.ctx["run"]),
+            differs=loc.list(_(RUN_FIELD_NAMES.get(str(code)) or str(code)) for code in differs),
         )
     if issue.code == REQUIRED_WITH:
         return _("Required with “%(given)s”.", given=field_label(str(issue.ctx["given"]), loc))
