@@ -253,6 +253,30 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
             "0 より大きく 100 以下の数値を入力してください",
         ),
         ("en", "bucket_size=0+MB", "bucket_size", "Enter a size with its unit"),
+        # Each had been "Check this value." (a check no field rule expresses, with no code).
+        ("en", "params=", "params", "Required unless you choose a model preset."),
+        ("ja", "params=", "params", "モデルのプリセットを選ばない場合は必須です。"),
+        (
+            "en",
+            "per_device_throughput=&mfu=0.0000000001&seq_len=2048",
+            "mfu",
+            "This MFU gives fewer than 0.000001 per second: check it, the parameters and the "
+            "sequence length.",
+        ),
+        (
+            "en",
+            "hardware=&devices_per_node=8&intra_node_bandwidth=100+GB%2Fs"
+            "&per_device_throughput=&mfu=40&seq_len=2048",
+            "mfu",
+            "The MFU needs the device's peak FLOP/s: choose a hardware preset, or fill in the "
+            "throughput instead.",
+        ),
+        (
+            "en",
+            "per_device_throughput=&baseline_devices=8&measured=8:24,16:47",
+            "baseline_devices",
+            "Measured points state their own baseline: leave this empty, or the measured points.",
+        ),
     ],
 )
 def test_bad_input_is_told_at_its_field(

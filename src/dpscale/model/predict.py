@@ -35,7 +35,7 @@ from dpscale.model.measured import (
     parse_measured,
 )
 from dpscale.model.memory import Memory, MemoryAdvice, memory, memory_advice
-from dpscale.model.query import PredictQuery
+from dpscale.model.query import BASELINE_WITH_POINTS, PredictQuery
 from dpscale.model.questions import (
     MAX_DEVICES_SEARCH,
     BucketAnswer,
@@ -378,6 +378,7 @@ def predict_scenario(
                 "baseline_devices",
                 "cannot be combined with measured points: the points state their own baseline",
                 scenario.baseline_devices,
+                code=BASELINE_WITH_POINTS,
             )
         scenario = measured.scenario
     else:

@@ -62,7 +62,11 @@ from dpscale.units import (
 from dpscale.validation import UNIT_PATTERN, InputError, Percent, TargetFraction, TargetPercent
 
 __all__ = [
+    "BASELINE_WITH_POINTS",
     "MAX_POINTS",
+    "MFU_TOO_SMALL",
+    "NEEDS_MODEL",
+    "NEEDS_PEAK",
     "NEEDS_PRESET",
     "REQUIRED_WITH",
     "THROUGHPUT_TWICE",
@@ -101,6 +105,14 @@ THROUGHPUT_TWICE = "throughput_twice"
 """The code of a second statement of one device's throughput (``ctx["other"]``: the first)."""
 REQUIRED_WITH = "required_with"
 """The code of an input another one needs (``ctx["given"]``: the one given)."""
+NEEDS_MODEL = "needs_model"
+"""The code of the parameter count left out without a model preset to fill it."""
+NEEDS_PEAK = "needs_peak"
+"""The code of an MFU on hardware that states no peak FLOP/s."""
+MFU_TOO_SMALL = "mfu_too_small"
+"""The code of an MFU that gives less than :data:`MIN_THROUGHPUT` a second."""
+BASELINE_WITH_POINTS = "baseline_with_points"
+"""The code of a baseline count stated beside measured points, which state their own."""
 
 DEFAULT_BUCKET_SIZE = f"{DDP_BUCKET_BYTES / 2**20:g} MiB"
 """``DDP_BUCKET_BYTES`` as people write it: "25 MiB"."""
@@ -365,7 +377,9 @@ class PredictQuery(BaseModel):
             return self.params
         preset = self._model()
         if preset is None:
-            raise InputError.single("params", "is required unless a model preset is given")
+            raise InputError.single(
+                "params", "is required unless a model preset is given", code=NEEDS_MODEL
+            )
         return float(preset.params)
 
     def _seq_len(self) -> int | None:
@@ -441,7 +455,10 @@ class PredictQuery(BaseModel):
             )
         if hardware.peak_flops is None:
             raise InputError.single(
-                "mfu", "needs the device's peak FLOP/s: choose a hardware preset that states it"
+                "mfu",
+                "needs the device's peak FLOP/s: choose a hardware preset that states it",
+                self.mfu,
+                code=NEEDS_PEAK,
             )
         per_token = flops_per_token(
             self._params(), layers=layers, hidden_size=hidden, seq_len=seq_len
@@ -449,7 +466,12 @@ class PredictQuery(BaseModel):
         tokens_per_s = float(self.mfu or 0.0) * hardware.peak_flops / float(per_token)
         rate = tokens_per_s if self.tokens() else tokens_per_s / seq_len
         if rate < MIN_THROUGHPUT:
-            raise InputError.single("mfu", f"gives {rate:.3g} per second; too small", self.mfu)
+            raise InputError.single(
+                "mfu",
+                f"gives {rate:.3g} per second; at least {MIN_THROUGHPUT:g} is needed",
+                self.mfu,
+                code=MFU_TOO_SMALL,
+            )
         return rate
 
     def _hardware(self) -> Hardware:

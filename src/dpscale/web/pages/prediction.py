@@ -17,14 +17,18 @@ from dpscale.calculators.scaling import MAX_DEVICES, MIN_DEVICES
 from dpscale.model import PredictQuery, predict, preset_names
 from dpscale.model.measured import FASTER_THAN_STATED
 from dpscale.model.query import (
+    BASELINE_WITH_POINTS,
     MAX_BANDWIDTH,
     MAX_BUCKET,
     MAX_LATENCY,
     MAX_OVERHEAD,
     MAX_POINTS,
+    MFU_TOO_SMALL,
     MIN_BANDWIDTH,
     MIN_BUCKET_BYTES,
     MIN_THROUGHPUT,
+    NEEDS_MODEL,
+    NEEDS_PEAK,
     NEEDS_PRESET,
     REQUIRED_WITH,
     THROUGHPUT_TWICE,
@@ -132,6 +136,23 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
     name = issue.field
     if issue.code == NEEDS_PRESET:
         return _("Required unless you choose a hardware preset.")
+    if issue.code == NEEDS_MODEL:
+        return _("Required unless you choose a model preset.")
+    if issue.code == NEEDS_PEAK:
+        return _(
+            "The MFU needs the device's peak FLOP/s: choose a hardware preset, or fill in the "
+            "throughput instead."
+        )
+    if issue.code == MFU_TOO_SMALL:
+        return _(
+            "This MFU gives fewer than %(min)s per second: check it, the parameters and the "
+            "sequence length.",
+            min=loc.number(MIN_THROUGHPUT),
+        )
+    if issue.code == BASELINE_WITH_POINTS:
+        return _(
+            "Measured points state their own baseline: leave this empty, or the measured points."
+        )
     if issue.code == FASTER_THAN_STATED:
         return faster_than_stated(issue, loc)
     if issue.code == NOTHING_SHARDED:
