@@ -390,7 +390,8 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     assert say_page(made[-5], localizer("en")) == "Even 2 devices fall below 90%."
     assert say_terminal(made[-4]) == (
         "Sharded: 1,300,000,000 parameters, fsdp over groups of 256 devices; each of 19 layers "
-        "moves 131 MiB per all-gather and 131 MiB per reduction, one layer ahead of the compute."
+        "moves 131 MiB per all-gather (bf16) and 131 MiB per reduction (bf16), one layer ahead "
+        "of the compute."
     )
     # Every uncertain input the band may vary has a name on the page.
     custom = {**README, "hardware": "", "devices_per_node": "4", "intra_node_bandwidth": "130 GB/s"}

@@ -1045,12 +1045,12 @@ LINES: Mapping[str, Wording] = {
     "sharded": Wording(
         N_(
             "%(params)s parameters, %(strategy)s over groups of %(group)s devices: each of "
-            "%(units)s layers moves %(gathered)s per all-gather and %(reduced)s per "
-            "reduction, one layer ahead of the compute."
+            "%(units)s layers moves %(gathered)s per all-gather (%(param_dtype)s) and "
+            "%(reduced)s per reduction (%(grad_dtype)s), one layer ahead of the compute."
         ),
         "Sharded: {params} parameters, {strategy} over groups of {group} devices; each of "
-        "{units} layers moves {gathered} per all-gather and {reduced} per reduction, one "
-        "layer ahead of the compute.",
+        "{units} layers moves {gathered} per all-gather ({param_dtype}) and {reduced} per "
+        "reduction ({grad_dtype}), one layer ahead of the compute.",
     ),
     "baseline": Wording(
         N_(
@@ -1476,7 +1476,9 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
                 "group": Count(int(group)),
                 "units": Count(sc.units),
                 "gathered": Quantity(sc.params * sc.param_bytes / sc.units, "bytes"),
+                "param_dtype": sc.param_dtype or sc.grad_dtype,
                 "reduced": Quantity(sc.params * BYTES_PER_VALUE[sc.grad_dtype] / sc.units, "bytes"),
+                "grad_dtype": sc.grad_dtype,
             },
         )
     if sc.baseline_devices > 1 and sc.baseline_throughput is not None:
