@@ -542,7 +542,9 @@ def llm_query(first: dict[str, str], devices: str) -> PredictQuery:
         "layers": int(first["layers"]) if first["layers"] else None,
         "strategy": strategy,
         "shard_group_size": group,
-        "param_dtype": "bf16",
+        # What the all-gathers move, as the row states it (bf16 for every validation row; fp8
+        # where a job all-gathers Float8 weights).
+        "param_dtype": first["param_dtype"] if first["param_dtype"] in {"fp8", "fp32"} else "bf16",
         # Where the source does not state the reduction's dtype it is the parameters'.
         "grad_dtype": "fp32" if first["reduce_dtype"] == "fp32" else "bf16",
         "seq_len": int(first["seq_len"]),

@@ -227,21 +227,22 @@ def test_sharded_llm_series_held_out() -> None:
     assert skipped["tensor parallel besides"] == 22
 
 
-def test_an_independent_fsdp_table_is_predicted_as_the_validation_rows() -> None:
-    # llm-foundry's A100 40GB table (data/independent_llm_scaling.csv), outside the validation
-    # set and checked only after the model was done: as measured (docs/predict.md), 10 rows,
-    # median 1.3 pp, worst 22.6 pp (MPT-1B, whose 32-GPU baseline row sits 18 % below its
-    # neighbours: 122 % and 120 % "efficiency" from it); without that series 8 rows, median
-    # 0.9 pp, worst 2.6, mean signed +0.9, 88 % inside at 6.3 pp.
+def test_independent_fsdp_runs_are_predicted_as_the_validation_rows() -> None:
+    # llm-foundry's A100 40GB table and torchtitan's H200 run by Trainy
+    # (data/independent_llm_scaling.csv), outside the validation set and checked only after
+    # the model was done: as measured (docs/predict.md), 11 rows, median 1.3 pp, worst 22.6 pp
+    # (MPT-1B, whose 32-GPU baseline row sits 18 % below its neighbours: 122 % and 120 %
+    # "efficiency" from it); without that series 9 rows, median 1.2 pp, worst 2.6, mean
+    # signed +0.9, 89 % inside at 6.1 pp.
     scored, _ = bench.score_llm(bench.read_rows(bench.INDEPENDENT_DATA))
-    assert len(scored) == 10
+    assert len(scored) == 11
     kept = bench.summary([s for s in scored if not s.case.endswith("-1b")])
-    assert kept["rows"] == 8
-    assert kept["median_pp"] <= 1.0
+    assert kept["rows"] == 9
+    assert kept["median_pp"] <= 1.3
     assert kept["worst_pp"] <= 2.7
     assert abs(kept["mean_signed_pp"]) <= 1.0
-    assert kept["inside_band"] >= 0.87  # 7 of 8: MPT-760M at 32 (100.1 %) is above the ideal
-    assert kept["mean_band_width_pp"] <= 6.4
+    assert kept["inside_band"] >= 0.88  # 8 of 9: MPT-760M at 32 (100.1 %) is above the ideal
+    assert kept["mean_band_width_pp"] <= 6.2
 
 
 def test_the_figures_the_pages_quote_are_the_benchmarks(scored: list[object]) -> None:
