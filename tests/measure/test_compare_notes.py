@@ -25,9 +25,21 @@ def test_a_step_that_exposed_all_its_communication_where_the_prediction_hides_it
     assert unhidden([_pair(1, 0.0, 0.0, 0.0, 0.0), _pair(2, 0.0343, 0.0343, 0.017, 0.0067)]) == [
         "At 2 devices the step spent beyond its compute all that the collectives take alone "
         "(34.3 ms): none of the communication hid under the compute, where the prediction "
-        "hides 10.3 ms of its 17 ms. With gloo on CPU the collectives run on the cores the "
+        "hides 10.3 ms of 17 ms. With gloo on CPU the collectives run on the cores the "
         "compute uses; on GPUs, look for what serialises them (a synchronisation inside the "
         "step, prefetching or bucketing turned off)."
+    ]
+
+
+def test_every_world_size_that_exposed_all_of_it_is_told_in_one_note() -> None:
+    # Four HSDP ranks on 2 cores (run 20261206-084304-131d92) expose it all at 2 and 4.
+    pairs = [_pair(2, 0.0364, 0.0364, 0.0212, 0.0083), _pair(4, 0.0677, 0.0677, 0.0302, 0.0118)]
+    assert unhidden(pairs) == [
+        "At 2 and 4 devices the steps spent beyond their compute all that the collectives take "
+        "alone (36.4 ms and 67.7 ms): none of the communication hid under the compute, where "
+        "the prediction hides 12.9 ms of 21.2 ms and 18.4 ms of 30.2 ms. With gloo on CPU the "
+        "collectives run on the cores the compute uses; on GPUs, look for what serialises them "
+        "(a synchronisation inside the step, prefetching or bucketing turned off)."
     ]
 
 
@@ -46,3 +58,21 @@ def test_nothing_is_told_where_the_run_and_the_prediction_agree_or_the_run_canno
     pair: Any,
 ) -> None:
     assert unhidden([pair]) == []
+
+
+def test_every_world_size_whose_ranks_slowed_each_other_is_told_in_one_note() -> None:
+    # Four HSDP ranks on 2 cores (run 20261206-084304-131d92): 130 ms alone, 298 ms at 4.
+    from dpscale.measure.compare import contention
+
+    rows = [
+        {"devices": 1, "compute_time_s": 0.130},
+        {"devices": 2, "compute_time_s": 0.250},
+        {"devices": 4, "compute_time_s": 0.298},
+        {"devices": 8, "compute_time_s": 0.170},  # within 40 %: an overlapped collective's
+    ]
+    assert contention(rows) == [
+        "At 2 and 4 devices each rank computed for 250 ms and 298 ms a step against 130 ms on "
+        "1, more than an overlapped collective slows compute (at most 40%): the ranks slowed "
+        "each other down (sharing a machine's cores or memory bandwidth, or a throttled "
+        "device), which the prediction, one device's compute at every count, does not model."
+    ]

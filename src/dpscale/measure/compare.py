@@ -91,10 +91,10 @@ class Comparison:
 
 
 def contention(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """World sizes whose ranks computed slower than the fewest devices' by more than an
-    overlapped collective can explain (the band's overlap slowdown, at most 40 %): ranks
-    slowing each other down, which the step model, one device's compute at every count, has
-    no input for."""
+    """The world sizes whose ranks computed slower than the fewest devices' by more than an
+    overlapped collective can explain (the band's overlap slowdown, at most 40 %), in one
+    note: ranks slowing each other down, which the step model, one device's compute at every
+    count, has no input for."""
     from dpscale.model.band import OVERLAP_SLOWDOWN_RANGE
     from dpscale.units import format_duration
 
@@ -103,19 +103,22 @@ def contention(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         return []
     base = timed[0]
     alone = float(base["compute_time_s"])
-    notes = []
-    for row in timed[1:]:
-        compute = float(row["compute_time_s"])
-        if alone > 0 and compute > alone * (1 + OVERLAP_SLOWDOWN_RANGE[1]):
-            notes.append(
-                f"At {int(row['devices']):,} devices each rank computed for "
-                f"{format_duration(compute)} a step against {format_duration(alone)} on "
-                f"{int(base['devices']):,}, more than an overlapped collective slows compute "
-                f"(at most {OVERLAP_SLOWDOWN_RANGE[1]:.0%}): the ranks slowed each other down "
-                "(sharing a machine's cores or memory bandwidth, or a throttled device), which "
-                "the prediction, one device's compute at every count, does not model."
-            )
-    return notes
+    slower = [
+        (int(row["devices"]), float(row["compute_time_s"]))
+        for row in timed[1:]
+        if alone > 0 and float(row["compute_time_s"]) > alone * (1 + OVERLAP_SLOWDOWN_RANGE[1])
+    ]
+    if not slower:
+        return []
+    counts = _and([f"{n:,}" for n, _ in slower])
+    times = _and([format_duration(compute) for _, compute in slower])
+    return [
+        f"At {counts} devices each rank computed for {times} a step against "
+        f"{format_duration(alone)} on {int(base['devices']):,}, more than an overlapped "
+        f"collective slows compute (at most {OVERLAP_SLOWDOWN_RANGE[1]:.0%}): the ranks slowed "
+        "each other down (sharing a machine's cores or memory bandwidth, or a throttled "
+        "device), which the prediction, one device's compute at every count, does not model."
+    ]
 
 
 ALL_EXPOSED = 0.95
@@ -127,13 +130,13 @@ MOSTLY_HIDDEN = 0.5
 
 
 def unhidden(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """World sizes whose step exposed all of its communication where the prediction hides most
-    of it under compute: the collectives ran after the compute, not beside it, which the
-    step model's overlap (DDP's buckets during backward, FSDP's prefetch one layer ahead)
-    assumes they do not. ``pairs`` are :class:`Comparison` rows."""
+    """The world sizes whose step exposed all of its communication where the prediction hides
+    most of it under compute, in one note: the collectives ran after the compute, not beside
+    it, which the step model's overlap (DDP's buckets during backward, FSDP's prefetch one
+    layer ahead) assumes they do not. ``pairs`` are :class:`Comparison` rows."""
     from dpscale.units import format_duration
 
-    notes = []
+    found = []
     for pair in pairs:
         m, p = pair["measured"], pair["predicted"]
         comm, exposed = m.get("comm_time_s"), m.get("exposed_comm_time_s")
@@ -146,16 +149,27 @@ def unhidden(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
             and exposed >= ALL_EXPOSED * comm
             and hidden >= MOSTLY_HIDDEN * float(p["comm_time_s"]) > 0
         ):
-            notes.append(
-                f"At {pair['devices']:,} devices the step spent beyond its compute all that "
-                f"the collectives take alone ({format_duration(comm)}): none of the "
-                "communication hid under the compute, where the prediction hides "
-                f"{format_duration(hidden)} of its {format_duration(p['comm_time_s'])}. With "
-                "gloo on CPU the collectives run on the cores the compute uses; on GPUs, look "
-                "for what serialises them (a synchronisation inside the step, prefetching or "
-                "bucketing turned off)."
-            )
-    return notes
+            found.append((int(pair["devices"]), float(comm), hidden, float(p["comm_time_s"])))
+    if not found:
+        return []
+    steps, their = ("step", "its") if len(found) == 1 else ("steps", "their")
+    counts = _and([f"{n:,}" for n, _, _, _ in found])
+    alone = _and([format_duration(comm) for _, comm, _, _ in found])
+    hides = _and(
+        [f"{format_duration(hidden)} of {format_duration(total)}" for _, _, hidden, total in found]
+    )
+    return [
+        f"At {counts} devices the {steps} spent beyond {their} compute all that the "
+        f"collectives take alone ({alone}): none of the communication hid under the compute, "
+        f"where the prediction hides {hides}. With gloo on CPU the collectives run on the "
+        "cores the compute uses; on GPUs, look for what serialises them "
+        "(a synchronisation inside the step, prefetching or bucketing turned off)."
+    ]
+
+
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _rows(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
