@@ -99,6 +99,11 @@ def test_stored_run(capsys: pytest.CaptureFixture[str], sqlite_url: str) -> None
             "--target-efficiency must be a number greater than 0 and less than 100 (got 100)",
         ),
         (["--plot", "fit.jpg"], "--plot: the file name must end in .svg, .png or .pdf"),
+        (  # the fit takes no model preset: predict's "unless a model preset is given" misled
+            ["--hardware", "dgx-h100", "--micro-batch", "4"],
+            "--params: is required with the job's other facts (without any, the points are "
+            "fitted alone)",
+        ),
     ],
 )
 def test_bad_options_one_line(

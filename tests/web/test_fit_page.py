@@ -396,6 +396,30 @@ def test_a_missing_link_is_told_at_its_field_in_japanese(client: httpx.Client) -
     assert error_at(bad, "params") not in ("", "-5")
 
 
+def test_facts_without_parameters_ask_for_them_not_for_a_model_preset(
+    client: httpx.Client,
+) -> None:
+    # The fit takes no model preset (its "model" is the scaling law); predict's words had
+    # offered one ("Required unless you choose a model preset"), and before them "Check this
+    # value."
+    query = {"points": DDP, "hardware": "dgx-h100", "micro_batch": "4"}
+    page = client.get("/en/scaling-fit", params=query)
+    assert unescape(error_at(page.text, "params")) == (
+        "Required with the job's other facts; leave them all empty to fit the points alone."
+    )
+    japanese = client.get("/ja/scaling-fit", params=query)
+    assert error_at(japanese.text, "params").startswith("ジョブのほかの情報と合わせて必須です。")
+    api = client.get("/api/v1/scaling-fit", params=query)
+    assert api.status_code == 422
+    assert api.json()["detail"] == [
+        {
+            "field": "params",
+            "message": "params: is required with the job's other facts (without any, the "
+            "points are fitted alone)",
+        }
+    ]
+
+
 def test_counts_to_predict_at_take_predicts_ranges(client: httpx.Client) -> None:
     doubling = client.get("/api/v1/scaling-fit", params={"points": STEP, "at": "64..1000"}).json()
     assert [row["devices"] for row in doubling["predictions"]] == [64, 128, 256, 512, 1000]

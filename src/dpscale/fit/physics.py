@@ -38,11 +38,22 @@ from dpscale.fit.data import MAX_DEVICES
 from dpscale.fit.models import Parameter, ScalingModel
 from dpscale.model import PredictQuery, Scenario
 from dpscale.model.band import band_steps
+from dpscale.model.query import NEEDS_MODEL
 from dpscale.model.strategies import row
 from dpscale.units import format_bandwidth, format_binary_bytes
 from dpscale.validation import InputError, parse
 
-__all__ = ["FACTS", "Physics", "check_finite", "physics_from", "physics_model"]
+__all__ = [
+    "FACTS",
+    "FACTS_NEED_PARAMS",
+    "Physics",
+    "check_finite",
+    "physics_from",
+    "physics_model",
+]
+
+FACTS_NEED_PARAMS = "facts_need_params"
+"""The code of job facts given without the parameter count (the fit takes no model preset)."""
 
 FACTS = (
     "params",
@@ -143,7 +154,23 @@ def physics_from(
         given["devices_per_node"] = devices_per_node
     if unit is not None:
         given["unit"] = unit
-    return Physics(parse(PredictQuery, {**given, **_PLACEHOLDERS}).scenario())
+    try:
+        return Physics(parse(PredictQuery, {**given, **_PLACEHOLDERS}).scenario())
+    except InputError as err:
+        # predict's words offer a model preset, which the fit does not take.
+        raise InputError(
+            [
+                replace(
+                    issue,
+                    detail="is required with the job's other facts (without any, the points "
+                    "are fitted alone)",
+                    code=FACTS_NEED_PARAMS,
+                )
+                if issue.code == NEEDS_MODEL
+                else issue
+                for issue in err.issues
+            ]
+        ) from None
 
 
 def physics_model(physics: Physics, rate: float, variant: int = 0) -> ScalingModel:
