@@ -5,6 +5,7 @@ the work of a client that left before its turn."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import Any
 
@@ -158,6 +159,23 @@ def test_a_costly_request_that_finds_no_turn_in_time_gets_503() -> None:
         assert headers[b"retry-after"] == b"1"
         assert b"busy" in late.sent[1]["body"]
         assert app.started == ["/chart/en/a.svg"]
+        app.release.set()
+        await held
+
+    asyncio.run(scenario())
+
+
+def test_an_api_request_that_finds_no_turn_is_told_so_in_the_apis_shape() -> None:
+    async def scenario() -> None:
+        app = _Held()
+        gate = BudgetMiddleware(app, budget=Budget(slots=1, wait_s=0.01))
+        holder, late = _Client(), _Client()
+        held = asyncio.create_task(gate(_scope("/chart/en/a.svg"), holder.receive, holder.send))
+        await _until(lambda: app.started)
+        await gate(_scope("/api/v1/fit"), late.receive, late.send)
+        assert late.status == 503
+        [issue] = json.loads(late.sent[1]["body"])["detail"]
+        assert (issue["field"], issue["code"]) == ("server", "busy")
         app.release.set()
         await held
 

@@ -53,6 +53,7 @@ def test_a_parameter_given_twice_is_a_422_naming_it(app_client: InProcess) -> No
     assert api.json()["detail"] == [
         {
             "field": "devices",
+            "code": "repeated",
             "message": "the parameter 'devices' is given more than once: give it once",
         }
     ]

@@ -120,6 +120,7 @@ def _assert_422(response: Any) -> None:
     assert detail, response.text
     for issue in detail:
         assert issue["field"], issue
+        assert issue["code"], issue  # what is wrong, for a program to act on
         assert issue["message"].strip(), issue
 
 

@@ -45,7 +45,9 @@ def test_the_api_refuses_two_hosts_with_its_json_shape(app_client: InProcess) ->
     )
     assert response.status_code == 400
     assert response.json() == {
-        "detail": [{"field": "host", "message": "one Host header is allowed (got 2)"}]
+        "detail": [
+            {"field": "host", "code": "invalid", "message": "one Host header is allowed (got 2)"}
+        ]
     }
 
 

@@ -122,6 +122,9 @@ def test_cross_origin_posts_are_refused_and_not_stored(
         headers={**headers, "content-type": "text/plain"},
     )
     assert api.status_code == 403
+    assert api.json()["detail"] == [
+        {"field": "origin", "code": "cross_origin", "message": "cross-origin posts are refused"}
+    ]
     form = app_client.post(
         "/en/data-parallel-scaling/feedback", data={"helpful": "yes"}, headers=headers
     )

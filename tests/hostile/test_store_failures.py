@@ -103,7 +103,7 @@ def test_a_database_that_cannot_be_written_is_a_503(broken: InProcess) -> None:
     assert statuses[-1] == 503, statuses
     assert api.headers["retry-after"] == "60"
     [error] = api.json()["detail"]
-    assert error["field"] == "database"
+    assert (error["field"], error["code"]) == ("database", "unavailable")
     assert "sqlite" not in error["message"]  # the reader is not told where the database is
     form = broken.post(
         "/ja/data-parallel-scaling/feedback",

@@ -95,14 +95,17 @@ def test_bad_input_gets_422_with_a_message_per_field(client: httpx.Client) -> No
         "detail": [
             {
                 "field": "devices",
+                "code": "invalid",
                 "message": "devices must be a whole number from 1 to 10,000,000 (got 0)",
             },
             {
                 "field": "throughput",
+                "code": "invalid",
                 "message": "throughput must be a number from 0 to 1e+15 (got -1)",
             },
             {
                 "field": "efficiency",
+                "code": "invalid",
                 "message": "efficiency must be a number from 0 to 100 (got 101)",
             },
         ]
@@ -111,6 +114,7 @@ def test_bad_input_gets_422_with_a_message_per_field(client: httpx.Client) -> No
     assert missing["detail"] == [
         {
             "field": "micro_batches",
+            "code": "missing",
             "message": "micro_batches is required: a whole number from 1 to 10,000,000",
         }
     ]

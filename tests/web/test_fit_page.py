@@ -414,6 +414,7 @@ def test_facts_without_parameters_ask_for_them_not_for_a_model_preset(
     assert api.json()["detail"] == [
         {
             "field": "params",
+            "code": "facts_need_params",
             "message": "params: is required with the job's other facts (without any, the "
             "points are fitted alone)",
         }

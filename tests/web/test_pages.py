@@ -333,6 +333,7 @@ def test_the_api_refuses_a_text_longer_than_it_reads(client: httpx.Client) -> No
         "detail": [
             {
                 "field": "devices",
+                "code": "too_long",
                 "message": "devices must be a text of at most 200 characters (got more than 200)",
             }
         ]

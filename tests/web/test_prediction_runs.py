@@ -160,6 +160,7 @@ def test_a_run_of_another_job_without_a_stated_throughput_says_why_it_is_require
     assert got.json()["detail"] == [
         {
             "field": "per_device_throughput",
+            "code": "run_other_job",
             "message": f"per_device_throughput: is required, since run {run_id} measured "
             "another job (a 1M-parameter model, fp32 gradients, micro-batch 8) and its "
             "throughput is not this query's",

@@ -20,6 +20,7 @@ from dpscale.safejson import JSONInputError, loads
 from dpscale.store.db import StoreUnavailableError
 from dpscale.store.feedback import FeedbackInput
 from dpscale.validation import InputError, Rule, check_lengths
+from dpscale.web.errors import CROSS_ORIGIN, UNAVAILABLE, detail
 from dpscale.web.feedback import store_feedback
 from dpscale.web.forms import api_errors, max_lengths
 from dpscale.web.i18n import localizer
@@ -39,8 +40,12 @@ _ERRORS_SCHEMA = {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
-                "required": ["field", "message"],
+                "properties": {
+                    "field": {"type": "string"},
+                    "code": {"type": "string"},
+                    "message": {"type": "string"},
+                },
+                "required": ["field", "code", "message"],
             },
         }
     },
@@ -151,7 +156,7 @@ async def feedback(request: Request) -> JSONResponse:
     """Store one answer to "Was this helpful?" from a page of this site."""
     if not same_origin(request, require=False):
         return JSONResponse(
-            {"detail": [{"field": "origin", "message": "cross-origin posts are refused"}]},
+            detail("origin", CROSS_ORIGIN, "cross-origin posts are refused"),
             status_code=403,
         )
     try:
@@ -175,14 +180,7 @@ def store_unavailable(request: Request) -> JSONResponse:
     (it names the database)."""
     _log.exception("the database cannot be used")
     return JSONResponse(
-        {
-            "detail": [
-                {
-                    "field": "database",
-                    "message": "the feedback store is unavailable: try again in a minute",
-                }
-            ]
-        },
+        detail("database", UNAVAILABLE, "the feedback store is unavailable: try again in a minute"),
         status_code=503,
         headers={"Retry-After": "60", "Cache-Control": "no-store"},
     )

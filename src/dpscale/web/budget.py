@@ -37,6 +37,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dpscale.web.errors import BUSY, detail, detail_bytes
+
 __all__ = [
     "Budget",
     "BudgetMiddleware",
@@ -158,9 +160,7 @@ def _read(text: str) -> set[str]:
 async def _reply_busy(scope: Scope, send: Send, wait_s: float) -> None:
     text = busy_text(wait_s)
     if str(scope.get("path", "")).startswith("/api/"):
-        import json
-
-        body = json.dumps({"detail": [{"field": "server", "message": text}]}).encode()
+        body = detail_bytes("server", BUSY, text)
         kind = b"application/json"
     else:
         body, kind = text.encode(), b"text/plain; charset=utf-8"
@@ -288,8 +288,7 @@ def busy_response(scope: Scope, err: BusyError) -> Response:
     text = busy_text(err.wait_s)
     headers = {"Retry-After": str(max(1, math.ceil(err.wait_s))), "Cache-Control": "no-store"}
     if str(scope.get("path", "")).startswith("/api/"):
-        detail = {"detail": [{"field": "server", "message": text}]}
-        return JSONResponse(detail, status_code=503, headers=headers)
+        return JSONResponse(detail("server", BUSY, text), status_code=503, headers=headers)
     return PlainTextResponse(text, status_code=503, headers=headers)
 
 

@@ -193,5 +193,10 @@ def query_string(calc: Calculator, values: Mapping[str, str]) -> str:
 
 
 def api_errors(err: InputError) -> list[dict[str, str]]:
-    """One ``{"field", "message"}`` per broken rule, worded as on the CLI."""
-    return [{"field": issue.field, "message": issue.sentence(issue.field)} for issue in err.issues]
+    """One ``{"field", "code", "message"}`` per broken rule: the code says what is wrong
+    (``missing``, ``invalid``, or a check's own, such as ``needs_preset``) for a program to
+    act on, the message is worded as on the CLI."""
+    return [
+        {"field": issue.field, "code": issue.code, "message": issue.sentence(issue.field)}
+        for issue in err.issues
+    ]

@@ -18,7 +18,6 @@ in front can hold a global one.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from dpscale.web.errors import INVALID, RATE_LIMITED, TOO_LARGE, TOO_LONG, detail_bytes
 
 __all__ = ["Limits", "LimitsMiddleware", "RateLimiter"]
 
@@ -128,11 +129,14 @@ class _BodyTooLargeError(Exception):
     pass
 
 
+_CODES = {413: TOO_LARGE, 414: TOO_LONG, 429: RATE_LIMITED}
+"""The API's error code of each refusal here by its status (400: ``invalid``)."""
+
+
 def _message(scope: Scope, status: int, field: str, text: str) -> tuple[bytes, bytes]:
     """The body and its type: the API's JSON shape under ``/api/``, plain text elsewhere."""
     if str(scope.get("path", "")).startswith("/api/"):
-        body = json.dumps({"detail": [{"field": field, "message": text}]}).encode()
-        return body, b"application/json"
+        return detail_bytes(field, _CODES.get(status, INVALID), text), b"application/json"
     return text.encode(), b"text/plain; charset=utf-8"
 
 

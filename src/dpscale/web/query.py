@@ -20,11 +20,12 @@ values. :func:`query_values` gives them.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from dpscale.web.errors import REPEATED, TOO_MANY_FIELDS, detail_bytes
 
 __all__ = ["MAX_FIELDS", "QueryError", "QueryMiddleware", "parse_query", "query_values"]
 
@@ -38,10 +39,11 @@ _KEEP = frozenset("\t\n\r")
 class QueryError(ValueError):
     """A query refused as a whole: ``field`` is the parameter to name (``query`` for all)."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, code: str) -> None:
         super().__init__(message)
         self.field = field
         self.message = message
+        self.code = code
 
 
 def _clean(text: str, keep: frozenset[str]) -> str:
@@ -73,7 +75,9 @@ def _parse(raw: bytes | str) -> tuple[dict[str, str], bool]:
     text = raw.decode("latin-1") if isinstance(raw, bytes) else raw
     fields = text.count("&") + 1
     if fields > MAX_FIELDS:
-        raise QueryError("query", f"a query may have at most {MAX_FIELDS} fields (got {fields})")
+        raise QueryError(
+            "query", f"a query may have at most {MAX_FIELDS} fields (got {fields})", TOO_MANY_FIELDS
+        )
     values: dict[str, str] = {}
     changed = False
     for name, value in parse_qsl(text, keep_blank_values=True):
@@ -81,7 +85,9 @@ def _parse(raw: bytes | str) -> tuple[dict[str, str], bool]:
         changed = changed or key != name or kept != value
         if key in values:
             shown = repr(key[:40])
-            raise QueryError(key, f"the parameter {shown} is given more than once: give it once")
+            raise QueryError(
+                key, f"the parameter {shown} is given more than once: give it once", REPEATED
+            )
         values[key] = kept
     return values, changed
 
@@ -99,7 +105,7 @@ def query_values(scope: Scope) -> dict[str, str]:
 
 async def _refuse(scope: Scope, send: Send, err: QueryError) -> None:
     if str(scope.get("path", "")).startswith("/api/"):
-        body = json.dumps({"detail": [{"field": err.field, "message": err.message}]}).encode()
+        body = detail_bytes(err.field, err.code, err.message)
         kind = b"application/json"
     else:
         body, kind = err.message.encode(), b"text/plain; charset=utf-8"
