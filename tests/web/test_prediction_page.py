@@ -705,7 +705,7 @@ def test_strategies_side_by_side_on_the_page_and_the_api(client: httpx.Client) -
         for r in re.findall(r"<tr[^>]*>(.*?)</tr>", rows.group(1), re.S)
     ]
     assert len(cells) == 15  # five strategies at three counts, each named over its rows
-    named = [row for row in cells if len(row) == 7]
+    named = [row for row in cells if len(row) == 8]
     assert [row[0] for row in named] == [
         "DDP", "ZeRO-1", "ZeRO-2", "FSDP (full shard)", "HSDP (shard in a node, replicate across)"
     ]  # fmt: skip
@@ -715,6 +715,8 @@ def test_strategies_side_by_side_on_the_page_and_the_api(client: httpx.Client) -
     assert last["FSDP (full shard)"][-1] == "Yes"
     fsdp = next(s["points"][-1] for s in got["strategies"] if s["strategy"] == "fsdp")
     assert last["FSDP (full shard)"][1] == localizer("en").percent(fsdp["efficiency"])
+    # What limits each: the same words as the table of points (here the network, at 1,024).
+    assert last["HSDP (shard in a node, replicate across)"][4] == "Network · Ring"
     without = client.get(f"/en/scaling-prediction?{LLM}").text
     assert "data-strategy-table" not in without
 

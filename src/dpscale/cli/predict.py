@@ -201,8 +201,10 @@ def _comparison_table(result: Any) -> Any:
     from dpscale.units import format_binary_bytes
 
     table = Table(title="Strategies side by side (memory per device; band %)")
-    for column in ("Strategy", "N", "E(N)", "Band %", "Exposed ms", "Memory", "Fits"):
-        table.add_column(column, justify="left" if column in ("Strategy", "Fits") else "right")
+    for column in ("Strategy", "N", "E(N)", "Band %", "Exposed ms", "Limit", "Memory", "Fits"):
+        table.add_column(
+            column, justify="left" if column in ("Strategy", "Limit", "Fits") else "right"
+        )
     for other in result.comparison:
         for p in other.points():
             fits = p.get("fits")
@@ -212,6 +214,7 @@ def _comparison_table(result: Any) -> Any:
                 percent(p["efficiency"]),
                 _CELLS["band"](p["efficiency_low"], p["efficiency_high"]),
                 number(p["exposed_comm_time_s"] * 1e3),
+                _limit(p["limited_by"], p["algorithm"], p["devices"]),
                 format_binary_bytes(p["memory_per_device_bytes"]),
                 "?" if fits is None else ("yes" if fits else "NO"),
             )

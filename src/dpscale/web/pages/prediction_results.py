@@ -61,6 +61,7 @@ class StrategyRow:
     efficiency: str
     band: str
     exposed_ms: str
+    limit: str
     memory: str
     fits: str
     first: bool
@@ -130,6 +131,9 @@ class Prediction:
                         efficiency=loc.percent(p["efficiency"]),
                         band=_band(loc, p["efficiency_low"], p["efficiency_high"]),
                         exposed_ms=_ms(loc, p["exposed_comm_time_s"]),
+                        limit=_limit_and_algorithm(
+                            loc, p["limited_by"], p["algorithm"], p["devices"]
+                        ),
                         memory=loc.quantity(format_binary_bytes(p["memory_per_device_bytes"])),
                         fits="–"
                         if fits is None
