@@ -126,14 +126,15 @@ ALL_EXPOSED = 0.95
 least this share of the collectives' time alone (the split counts unexplained time as
 communication first, so it cannot show more)."""
 MOSTLY_HIDDEN = 0.5
-"""... where the prediction hides at least this share of its own communication under compute."""
+"""The share of its own communication the prediction must hide under compute for a world size
+that hid none of it to be told (:func:`unhidden`)."""
 
 
 def unhidden(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
     """The world sizes whose step exposed all of its communication where the prediction hides
-    most of it under compute, in one note: the collectives ran after the compute, not beside
-    it, which the step model's overlap (DDP's buckets during backward, FSDP's prefetch one
-    layer ahead) assumes they do not. ``pairs`` are :class:`Comparison` rows."""
+    most of it under compute, in one note: their collectives ran after the compute, not beside
+    it as the step model's overlap has them run (DDP's buckets during backward, FSDP's prefetch
+    one layer ahead). ``pairs`` are :class:`Comparison` rows."""
     from dpscale.units import format_duration
 
     found = []
