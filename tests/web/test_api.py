@@ -136,6 +136,12 @@ def test_openapi_documents_each_calculator(client: httpx.Client) -> None:
     }
     assert parameters["efficiency"]["required"] is True
     assert "422" in scaling["responses"]
+    # Every refusal's shape, code included, for a client generated from the schema.
+    refused = scaling["responses"]["422"]["content"]["application/json"]["schema"]
+    item = refused["properties"]["detail"]["items"]
+    assert item["required"] == ["field", "code", "message"]
+    bad = client.get("/api/v1/data-parallel-scaling?devices=0&throughput=1&efficiency=90")
+    assert [sorted(issue) for issue in bad.json()["detail"]] == [sorted(item["required"])]
     assert "/api/v1/feedback" in spec["paths"]
     assert {"/api/v1/effective-batch-size", "/api/v1/pipeline-bubble"} <= set(spec["paths"])
 
