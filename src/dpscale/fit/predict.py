@@ -170,25 +170,25 @@ def _notes(
         else:
             notes.append(Said("no_loss"))
     drops = np.flatnonzero(np.diff(means) < 0)
-    fitted_curve = fitted.throughput(devices)
     if drops.size:
         i = int(drops[np.argmin(np.diff(means)[drops] / means[drops])])
-    # A curve that falls there too follows the fall: "passes between the points" would
-    # contradict it (comm falls from one device to two where the exchange outlasts the
-    # compute it divides, and rises after).
-    if drops.size and (fitted.model.name == "usl" or fitted_curve[i + 1] >= fitted_curve[i]):
-        notes.append(
-            Said(
-                "falls_usl" if fitted.model.name == "usl" else "falls",
-                {
-                    "high": Number(float(means[i]), 6),
-                    "devices": Count(int(devices[i])),
-                    "low": Number(float(means[i + 1]), 6),
-                    "next": Count(int(devices[i + 1])),
-                    "model": Name(fitted.model.name, "model"),
-                },
+        # A curve that falls there too follows the fall: "passes between the points" would
+        # contradict it (comm falls from one device to two where the exchange outlasts the
+        # compute it divides, and rises after).
+        curve = fitted.throughput(devices[i : i + 2])
+        if fitted.model.name == "usl" or curve[1] >= curve[0]:
+            notes.append(
+                Said(
+                    "falls_usl" if fitted.model.name == "usl" else "falls",
+                    {
+                        "high": Number(float(means[i]), 6),
+                        "devices": Count(int(devices[i])),
+                        "low": Number(float(means[i + 1]), 6),
+                        "next": Count(int(devices[i + 1])),
+                        "model": Name(fitted.model.name, "model"),
+                    },
+                )
             )
-        )
     if fitted.model.name == "comm" and devices_per_node is None:
         notes.append(Said("comm_flat"))
     if any(p.extrapolated for p in predictions):

@@ -3,8 +3,8 @@
 
 ``field`` names what was wrong (an input, or ``query``, ``body``, ``url``, ``server``, ...),
 ``code`` says what is wrong for a program to act on (an input's codes come from
-:class:`dpscale.validation.FieldIssue`; the layers before the calculators use
-:data:`TOO_LARGE`, :data:`TOO_LONG`, :data:`RATE_LIMITED`, :data:`REPEATED`,
+:class:`dpscale.validation.FieldIssue`, whose ``invalid`` and ``too_long`` are used here too;
+the layers before the calculators use :data:`TOO_LARGE`, :data:`RATE_LIMITED`, :data:`REPEATED`,
 :data:`TOO_MANY_FIELDS`, :data:`CROSS_ORIGIN`, :data:`UNAVAILABLE` and :data:`BUSY`), and
 ``message`` is the English sentence the CLI prints.
 
@@ -19,20 +19,16 @@ import json
 __all__ = [
     "BUSY",
     "CROSS_ORIGIN",
-    "INVALID",
     "RATE_LIMITED",
     "REPEATED",
     "TOO_LARGE",
-    "TOO_LONG",
     "TOO_MANY_FIELDS",
     "UNAVAILABLE",
     "detail",
     "detail_bytes",
 ]
 
-INVALID = "invalid"
 TOO_LARGE = "too_large"
-TOO_LONG = "too_long"
 RATE_LIMITED = "rate_limited"
 REPEATED = "repeated"
 TOO_MANY_FIELDS = "too_many_fields"

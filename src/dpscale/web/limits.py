@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from dpscale.web.errors import INVALID, RATE_LIMITED, TOO_LARGE, TOO_LONG, detail_bytes
+from dpscale.validation import INVALID, TOO_LONG
+from dpscale.web.errors import RATE_LIMITED, TOO_LARGE, detail_bytes
 
 __all__ = ["Limits", "LimitsMiddleware", "RateLimiter"]
 
