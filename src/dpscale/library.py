@@ -277,7 +277,8 @@ def fit(**inputs: Any) -> FitReport:
     :class:`dpscale.fit.FitQuery`: ``points`` ({8: 7900, 16: 15500}, pairs or text),
     ``at`` (device counts), ``model``, ``target_efficiency`` in percent, ....
     ``run="ID"`` instead of ``points`` fits a stored measurement run (``dpscale fit --run``),
-    its devices per node taken where ``devices_per_node`` is not given.
+    its devices per node and its throughputs' unit taken where ``devices_per_node`` and
+    ``unit`` are not given.
 
     Raises :class:`dpscale.InputError` naming each bad or unknown keyword.
     """
@@ -293,9 +294,7 @@ def fit(**inputs: Any) -> FitReport:
             raise InputError.single("run", "must be a stored run's id (text)", _item(run_id))
         if inputs.get("points") is not None:
             raise InputError.single("run", "give points or run, not both")
-        inputs["points"], node = stored_run_points(run_id)
-        if inputs.get("devices_per_node") is None and node is not None:
-            inputs["devices_per_node"] = node
+        inputs = stored_run_points(run_id, inputs)
     result = run(_read(FitQuery, inputs))
     names = [item.name for item in fields(FitPoint)]
     return FitReport(

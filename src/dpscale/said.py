@@ -85,9 +85,11 @@ class Percentage:
 
 @dataclass(frozen=True)
 class Amount:
-    """A throughput: four significant digits, followed by its unit on the page."""
+    """A throughput: four significant digits, followed by its unit (where one is given)."""
 
     value: float
+    bare: bool = False
+    """Without its unit: the first end of a range whose other end carries it."""
 
 
 @dataclass(frozen=True)
@@ -190,16 +192,18 @@ def _json(value: Value) -> Any:
 
 
 def number(value: float, digits: int = 4) -> str:
-    """A number for people, in English: 128,000 / 57.6 / 0.0123 / 1.23e+20.
+    """A number for people, in English: 128,000 / 57.6 / 0.0123 / 1.23e+20; very large and
+    very small magnitudes in scientific notation, as the pages write them (a fit's interval
+    may end 1e-93 above zero: 96 decimals of zeros say nothing).
 
-    >>> number(115200.0), number(57.6), number(0.012345), number(2.5e20)
-    ('115,200', '57.6', '0.01235', '2.5e+20')
+    >>> number(115200.0), number(57.6), number(0.012345), number(2.5e20), number(2.157e-93)
+    ('115,200', '57.6', '0.01235', '2.5e+20', '2.157e-93')
     """
     if not math.isfinite(value):
         return str(value)
     if value == 0:
         return "0"
-    if abs(value) >= 1e15:
+    if abs(value) >= 1e15 or abs(value) < 1e-6:
         return f"{value:.{digits}g}"
     magnitude = math.floor(math.log10(abs(value)))
     decimals = max(0, digits - 1 - magnitude)
@@ -229,8 +233,9 @@ class _English(string.Formatter):
     ``{noise:g %}`` a fraction times 100 followed by `` %``) and, for a list, the text between
     its items (``{tests:; }``; none: an optional part, its items run together)."""
 
-    def __init__(self, words: Mapping[str, Wording]) -> None:
+    def __init__(self, words: Mapping[str, Wording], unit: str = "") -> None:
         self.words = words
+        self.unit = unit
 
     def format_field(self, value: Any, format_spec: str) -> str:
         if isinstance(value, tuple):
@@ -260,22 +265,26 @@ class _English(string.Formatter):
         if isinstance(value, Number):
             return number(value.value, value.digits or 4)
         # A throughput in a sentence: whole above 100 (28,910), else four digits (57.64).
-        return f"{value.value:,.0f}" if 100 <= value.value < 1e15 else f"{value.value:.4g}"
+        text = f"{value.value:,.0f}" if 100 <= value.value < 1e15 else f"{value.value:.4g}"
+        return f"{text} {self.unit}" if self.unit and not value.bare else text
 
     def say(self, said: Said) -> str:
         return self.vformat(self.words[said.code].terminal, (), dict(said.ctx))
 
 
-def english(said: Said, words: Mapping[str, Wording]) -> str:
+def english(said: Said, words: Mapping[str, Wording], unit: str = "") -> str:
     """``said`` in the terminal's English, from its code's terminal words in ``words``
-    (statements inside it alike).
+    (statements inside it alike); ``unit`` follows a throughput (:class:`Amount`), as on the
+    page.
 
     >>> words = {"either": Wording("", "{a}"), "step": Wording("", "--micro-batch {n}")}
     >>> options = Either((Said("step", {"n": Count(1024, grouped=False)}),) * 2)
     >>> english(Said("either", {"a": options}), words)
     '--micro-batch 1024 or --micro-batch 1024'
+    >>> english(Said("peak", {"x": Amount(958.2)}), {"peak": Wording("", "at {x}")}, "tokens/s")
+    'at 958 tokens/s'
     """
-    return _English(words).say(said)
+    return _English(words, unit).say(said)
 
 
 def english_value(value: Value) -> str:

@@ -1,6 +1,7 @@
 """``dpscale fit`` end to end: table, JSON, plot file, stored runs, one-line errors."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,68 @@ def test_stored_run(capsys: pytest.CaptureFixture[str], sqlite_url: str) -> None
     status, _, err = run(capsys, "fit", "--run", "nope")
     assert status == 2
     assert err == "dpscale: error: --run: no stored measurement run with id 'nope'\n"
+
+
+def test_a_stored_run_in_tokens_keeps_its_unit(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    """A script that counted tokens (``StepTimer(tokens_per_step=...)``) stores tokens/s:
+    the fit says so in its header, its sentences and its JSON (the numbers were shown bare),
+    and refuses another unit, which would read them as another quantity."""
+    from dpscale.store.runs import save_run
+
+    results = [
+        {
+            "devices": d,
+            "throughput": t,
+            "per_device_throughput": t / d,
+            "efficiency": t / d / 7097.1,
+            "step_time_p50_s": 0.036 * d,
+            "step_time_p95_s": 0.037 * d,
+            "unit": "tokens/s",
+        }
+        for d, t in ((1, 7097.1), (2, 7791.0))
+    ]
+    run_id = save_run(
+        {
+            "run_id": "script-tokens",
+            "backend": "gloo",
+            "partial": False,
+            "environment": {},
+            "config": {"strategy": "script"},
+            "results": results,
+            "collectives": [],
+        },
+        url=sqlite_url,
+    )
+    status, out, err = run(capsys, "fit", "--run", run_id, "--at", "8")
+    assert status == 0, err
+    header = next(line for line in out.splitlines() if "Efficiency" in line)
+    assert "Throughput (tokens/s)" in header
+    assert re.search(r"amdahl predicts [\d,]+ tokens/s", " ".join(out.split()))
+    status, out, err = run(capsys, "fit", "--run", run_id, "--at", "8", "--json")
+    assert json.loads(out)["unit"] == "tokens/s"
+    assert run(capsys, "fit", "--run", run_id, "--unit", "tokens/s")[0] == 0
+    status, _, err = run(capsys, "fit", "--run", run_id, "--unit", "samples/s")
+    assert status == 2
+    assert err == (
+        "dpscale: error: --unit: must be tokens/s, the unit of run script-tokens's "
+        "throughputs, or left out\n"
+    )
+
+
+def test_a_tiny_interval_end_is_written_short(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """USL through three points, asked about 1,024: the interval's lower end is 1e-89 or so,
+    which the table wrote as 96 decimals over five lines."""
+    status, out, err = run(
+        capsys, "fit", "--points", "8:7900,16:15500,32:30200", "--model", "usl", "--at", "1024"
+    )
+    assert status == 0, err
+    row = next(line for line in out.splitlines() if "1,024*" in line)
+    assert "0.00000" not in out
+    assert "e-" in row
 
 
 @pytest.mark.parametrize(

@@ -144,9 +144,9 @@ def test_page_and_terminal_word_the_same_codes(
     query = CASES[case][0]
     result = fitted(query)
     lines = cli_lines(capsys, query, tmp_path / "points.csv")
-    assert f"Why: {terminal(result.selection.reason)}." in lines
+    assert f"Why: {terminal(result.selection.reason, result.unit)}." in lines
     assert [line for line in lines if line.startswith("Note: ")] == [
-        f"Note: {terminal(note)}" for note in result.notes
+        f"Note: {terminal(note, result.unit)}" for note in result.notes
     ]
     page = compute(query)
     for code in ("en", "ja"):

@@ -30,7 +30,7 @@ def terminal(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> list[str]:
     points = tmp_path / "usl.csv"
     points.write_text(USL)
     with pytest.raises(SystemExit) as done:
-        main(["fit", str(points), "--model", "usl"])
+        main(["fit", str(points), "--model", "usl", "--unit", "tokens/s"])
     assert done.value.code == 0
     return capsys.readouterr().out.splitlines()
 
@@ -61,10 +61,19 @@ def test_the_terminal_reads_the_description(
     lines = terminal(capsys, tmp_path)
     header = next(line for line in lines if "Throughput" in line and "Efficiency" in line)
     cells = [cell.strip() for cell in header.strip("┃").split("┃")]
-    assert cells == [column.terminal_header for column in PREDICTIONS.columns]
-    assert cells == ["Devices", "Throughput", "95 % interval", "Efficiency", "95 % interval"]
+    assert cells == [
+        column.terminal_header.replace("%(unit)s", "tokens/s") for column in PREDICTIONS.columns
+    ]
+    # The points' unit heads the throughputs and follows a throughput in a sentence.
+    assert cells == [
+        "Devices",
+        "Throughput (tokens/s)",
+        "95 % interval",
+        "Efficiency",
+        "95 % interval",
+    ]
     assert "R² = 0.9999 over 6 points" in lines  # 0.999997, cut: never shown as 1
-    assert "Throughput peaks at 39.1 devices (95 %: 37.16 to 41.15), at 958." in lines
+    assert "Throughput peaks at 39.1 devices (95 %: 37.16 to 41.15), at 958 tokens/s." in lines
     assert "Efficiency falls below 80 % at 6 devices (95 %: 6 to 6)." in lines
     assert PREDICTIONS.terminal_footnote in lines
     header = next(line for line in lines if "Meaning" in line)
@@ -84,7 +93,7 @@ def test_the_terminal_reads_the_description(
     assert cells[row + 1][2] == "0.05898"
 
     monkeypatch.setitem(STATEMENTS, "peak", Wording("", "Peak {devices} ({throughput})."))
-    assert "Peak 39.1 (958)." in terminal(capsys, tmp_path)
+    assert "Peak 39.1 (958 tokens/s)." in terminal(capsys, tmp_path)
 
 
 def test_the_page_reads_the_description(page: FitPage, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -72,28 +72,25 @@ def run_fit(
     if sum(given is not None for given in (file, run, points)) != 1:
         fail("give a FILE of points, --points or --run ID (one of them)")
     labels = {item.name: item.option for item in _terminal_inputs()} | {"plot": "--plot"}
-    node: int | None = None
     if points is not None:
         # devices:throughput pairs, read as the page and the API read them (fit/data.py).
-        text, labels["points"] = points, "--points"
+        options, labels["points"] = {**options, "points": points}, "--points"
     elif file is not None:
-        text, labels["points"] = _read_text(file), file
+        options, labels["points"] = {**options, "points": _read_text(file)}, file
     else:
         from dpscale.spec.fit import stored_run_points
 
         try:
-            text, node = stored_run_points(str(run))
+            options = stored_run_points(str(run), options)
         except InputError as err:
-            where = {"run": "--run"}
+            where = {"run": "--run", "unit": "--unit"}
             fail(
                 "; ".join(
                     issue.sentence(where.get(issue.field, f"--run {run}")) for issue in err.issues
                 )
             )
         labels["points"] = f"--run {run}"
-    if options.get("devices_per_node") is None and node is not None:
-        options["devices_per_node"] = str(node)
-    query = read_input(FitQuery, {"points": text, **options}, labels)
+    query = read_input(FitQuery, options, labels)
     try:
         result = fit_query(query)
         if plot is not None:
@@ -212,14 +209,17 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
         parameters.add_row(*(_cell(column, row) for column in PARAMETERS.columns))
     console.print(parameters)
     console.print(PREDICTIONS.terminal_caption % {"baseline": data["baseline"]["description"]})
-    predictions = _table(tuple(column.terminal_header for column in PREDICTIONS.columns))
+    unit = data["unit"]
+    predictions = _table(
+        tuple(column.terminal_header.replace("%(unit)s", unit) for column in PREDICTIONS.columns)
+    )
     for row in data["predictions"]:
         predictions.add_row(*(_cell(column, row) for column in PREDICTIONS.columns))
     console.print(predictions)
     if any(p["extrapolated"] for p in data["predictions"]):
         console.print(PREDICTIONS.terminal_footnote)
     for statement in statements(data).values():
-        console.print(english(statement, STATEMENTS))
+        console.print(english(statement, STATEMENTS, unit))
     for note in data["notes"]:
         console.print(f"Note: {note}")
     if plot is not None:

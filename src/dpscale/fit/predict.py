@@ -240,7 +240,7 @@ def _disagreement(
             {
                 "devices": Count(target.devices),
                 "predictions": tuple(outside),
-                "low": Amount(target.throughput_low),
+                "low": Amount(target.throughput_low, bare=True),
                 "high": Amount(target.throughput_high),
             },
         )
@@ -273,10 +273,11 @@ def fit_points(
     devices_per_node: int | None = None,
     target_efficiency: float = 0.8,
     physics: Physics | None = None,
+    unit: str = "samples/s",
 ) -> FitResult:
     """Fit ``points``, predict at ``at`` (default: :func:`default_devices`), find where
     efficiency (a fraction) falls below ``target_efficiency``; ``physics`` (the stated
-    hardware) shapes the comm model and gives the devices per node."""
+    hardware) shapes the comm model and gives the devices per node; ``unit`` is the points'."""
     if physics is not None:
         devices_per_node = physics.devices_per_node
         # The job as stated must run at every count measured and asked.
@@ -348,5 +349,5 @@ def fit_points(
         *beyond,
     ]
     return FitResult(
-        fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node
+        fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node, unit
     )

@@ -140,6 +140,7 @@ class FitOptions(BaseModel):
     at: tuple[Annotated[int, Field(ge=1, le=MAX_DEVICES)], ...] = ()
     devices_per_node: int | None = Field(default=None, ge=1, le=MAX_DEVICES)
     target_efficiency: TargetFraction = 0.8
+    unit: str = Field(default="samples/s", pattern=UNIT_PATTERN)
 
 
 def fit(
@@ -170,6 +171,7 @@ def fit(
             devices_per_node=data.devices_per_node,
             target_efficiency=data.target_efficiency / 100,
             physics=data.physics(),
+            unit=data.unit,
         )
     options = parse(
         FitOptions,
@@ -178,6 +180,7 @@ def fit(
             "at": tuple(at),
             "devices_per_node": devices_per_node,
             "target_efficiency": target_efficiency,
+            "unit": (facts or {}).get("unit") or "samples/s",
         },
     )
     return fit_points(
@@ -186,5 +189,6 @@ def fit(
         at=tuple(sorted(set(options.at))),
         devices_per_node=options.devices_per_node,
         target_efficiency=options.target_efficiency,
-        physics=physics_from(facts or {}, options.devices_per_node, (facts or {}).get("unit")),
+        physics=physics_from(facts or {}, options.devices_per_node, options.unit),
+        unit=options.unit,
     )

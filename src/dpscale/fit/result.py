@@ -84,6 +84,8 @@ class FitResult:
     notes: tuple[Said, ...]
     devices_per_node: int | None = None
     """As given (the comm model may have had to treat the points as one flat ring)."""
+    unit: str = "samples/s"
+    """The points' unit, which every throughput of the result is in."""
 
     @property
     def model(self) -> str:
@@ -171,6 +173,7 @@ class FitResult:
             "model_title": fitted.model.title,
             "formula": fitted.model.formula,
             "devices_per_node": self.devices_per_node,
+            "unit": self.unit,
             "parameters": self.parameters(),
             "r_squared": self.r_squared,
             "noise": fitted.noise,

@@ -55,13 +55,17 @@ __all__ = [
 ]
 
 
-def stored_run_points(run_id: str, field: str = "run") -> tuple[str, int | None]:
-    """``fit --run ID`` on every surface: the stored run's points as CSV text, and the devices
-    per node its first node ran (None where it does not say). The raw step times stay in the
-    store (a fit reads the results only; two million of them took seconds to load).
+def stored_run_points(run_id: str, given: Mapping[str, Any], field: str = "run") -> dict[str, Any]:
+    """``fit --run ID`` on every surface: the inputs ``given`` (by name; None or absent: not
+    given) with the stored run's points as CSV text, the devices per node its first node ran
+    and the unit its throughputs are in (tokens/s for a script that counted tokens) where they
+    are not given. The raw step times stay in the store (a fit reads the results only; two
+    million of them took seconds to load).
 
     Raises :class:`dpscale.validation.InputError` naming ``field`` for a run that is not there,
-    and as :func:`~dpscale.fit.data.points_from_run` does for results that give no points."""
+    as :func:`~dpscale.fit.data.points_from_run` does for results that give no points, and
+    naming ``unit`` for a unit that is not the run's (its numbers would be read as another
+    quantity's)."""
     from dpscale.fit.data import points_from_run
     from dpscale.store.runs import get_run
     from dpscale.validation import InputError
@@ -70,9 +74,23 @@ def stored_run_points(run_id: str, field: str = "run") -> tuple[str, int | None]
         run = get_run(run_id, timings=False)
     except LookupError:
         raise InputError.single(field, f"no stored measurement run with id {run_id!r}") from None
-    text = points_from_run(run).to_csv()
+    inputs = {**given, "points": points_from_run(run).to_csv()}
     node = run.get("devices_per_node")
-    return text, node if isinstance(node, int) and not isinstance(node, bool) else None
+    if inputs.get("devices_per_node") is None and isinstance(node, int) and node is not True:
+        inputs["devices_per_node"] = node
+    results = run.get("results")
+    units = {str(row.get("unit") or "samples/s") for row in results or () if isinstance(row, dict)}
+    if len(units) == 1:
+        (unit,) = units
+        if inputs.get("unit") in (None, ""):
+            inputs["unit"] = unit
+        elif inputs["unit"] != unit:
+            raise InputError.single(
+                "unit",
+                f"must be {unit}, the unit of run {run_id}'s throughputs, or left out",
+                inputs["unit"],
+            )
+    return inputs
 
 
 EXAMPLE = "devices,throughput\n1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
@@ -233,6 +251,8 @@ class Column:
     header: str
     """msgid of the page's header; ``%(unit)s`` is the throughputs' unit."""
     terminal_header: str
+    """The terminal's header; ``%(unit)s`` as in ``header`` (no other ``%``: it is replaced,
+    not formatted)."""
     mark: str = ""
     """A boolean key of the row that marks the cell with ``*`` (an extrapolated count)."""
     page: bool = True
@@ -260,7 +280,7 @@ PREDICTIONS = Table(
     "relative to %(baseline)s)",
     columns=(
         Column(("devices",), "count", N_("Devices"), "Devices", mark="extrapolated"),
-        Column(("throughput",), "throughput", N_("Throughput (%(unit)s)"), "Throughput"),
+        Column(("throughput",), "throughput", N_("Throughput (%(unit)s)"), "Throughput (%(unit)s)"),
         Column(
             ("throughput_low", "throughput_high"),
             "throughput",
@@ -678,15 +698,15 @@ template is the terminal's precision (:func:`dpscale.said.english`). A code whos
 wording is empty is a detail of the reason that only the terminal and the JSON show."""
 
 
-def terminal(said: Said) -> str:
+def terminal(said: Said, unit: str = "") -> str:
     """A reason or a note in the terminal's English (also the JSON's ``reason`` and
-    ``notes``).
+    ``notes``), ``unit`` after each throughput.
 
     >>> from dpscale.said import Count
     >>> terminal(Said("extrapolated", {"low": Count(1), "high": Count(8)}))[:46]
     'Predictions outside the measured 1-8 devices a'
     """
-    return english(said, SAID)
+    return english(said, SAID, unit)
 
 
 def fit_json(result: FitResult) -> dict[str, Any]:
@@ -695,15 +715,16 @@ def fit_json(result: FitResult) -> dict[str, Any]:
     (``selection.reason``, ``candidates[].skipped``, ``notes``, ``baseline.description``)
     beside their codes."""
     data = result.to_dict()
-    data["baseline"]["description"] = terminal(result.baseline.said())
+    unit = result.unit
+    data["baseline"]["description"] = terminal(result.baseline.said(), unit)
     selection = result.selection
     data["selection"] = {
         "method": selection.method,
-        "reason": terminal(selection.reason),
+        "reason": terminal(selection.reason, unit),
         **{key: value for key, value in data["selection"].items() if key != "method"},
     }
     for row, candidate in zip(data["selection"]["candidates"], selection.candidates, strict=True):
         if candidate.skipped is not None:
-            row["skipped"] = terminal(candidate.skipped)
-    data["notes"] = [terminal(note) for note in result.notes]
+            row["skipped"] = terminal(candidate.skipped, unit)
+    data["notes"] = [terminal(note, unit) for note in result.notes]
     return data

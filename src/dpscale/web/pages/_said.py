@@ -81,7 +81,8 @@ def write(value: Value, words: Mapping[str, Wording], loc: Localizer, unit: str 
     if isinstance(value, Percentage):
         return loc.percent(value.value, value.digits)
     if isinstance(value, Amount):
-        return f"{loc.number(value.value, 4)} {loc.unit(unit)}"
+        shown = loc.number(value.value, 4)
+        return shown if value.bare or not unit else f"{shown} {loc.unit(unit)}"
     if isinstance(value, Number):
         return loc.number(value.value, value.digits or 6)
     raise TypeError(value)

@@ -83,13 +83,17 @@ _DETAILS = ("evidence", "ranking", "skipped")
 
 @dataclass(frozen=True)
 class FitPage:
-    """A fit and the unit its throughputs are shown in; ``to_dict()`` is the API's JSON."""
+    """A fit as the page shows it; ``to_dict()`` is the API's JSON."""
 
     result: FitResult
-    unit: str
+
+    @property
+    def unit(self) -> str:
+        """The unit its throughputs are in (the points')."""
+        return self.result.unit
 
     def to_dict(self) -> dict[str, Any]:
-        return {**fit_json(self.result), "unit": self.unit}
+        return fit_json(self.result)
 
     def predictions(self, loc: Localizer) -> Shown:
         """The predictions table of ``_fit_details.html``, from its description."""
@@ -168,7 +172,7 @@ def _parameter(loc: Localizer, value: float) -> str:
 
 def compute(values: Mapping[str, str]) -> FitPage:
     query = parse(FitQuery, values)
-    return FitPage(fit(query), query.unit)
+    return FitPage(fit(query))
 
 
 def _amount(loc: Localizer, value: float) -> str:
