@@ -42,8 +42,16 @@ def test_list_and_show(
     assert status == 0
     assert "(partial)" in out
     assert "gloo" in out
+    # What was measured, under the run's id: runs of a script and of the built-in model
+    # were told apart by their ids alone.
+    cells = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    job = "ddp, 4M params, micro-batch 32, fp32"
+    assert " ".join(cells) == f"20260130-101500-aaaaaa (partial) {job}"
+    _, out, _ = run(capsys, "runs", "list", "--json")
+    assert json.loads(out)["runs"][0]["job"] == "ddp, 4M params, micro-batch 32, fp32"
     status, out, _ = run(capsys, "runs", "show", "20260130-101500-aaaaaa")
     assert status == 0
+    assert out.splitlines()[1] == "Job: ddp, 4M params, micro-batch 32, fp32"
     assert "Partial run: rank 1 of world size 2 hung" in out
     assert "all_reduce" in out
     status, out, _ = run(capsys, "runs", "show", "20260130-101500-aaaaaa", "--json")

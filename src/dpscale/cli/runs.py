@@ -80,20 +80,22 @@ def list_command(as_json: bool) -> None:
         click.echo("No runs stored yet: dpscale measure stores one.")
         return
     table = Table(title="Measurement runs")
-    for name in ("Run", "When (UTC)", "Backend", "Devices", "Efficiency", "all-reduce busbw"):
+    # The job under the run's id: a column of its own folded every header at 80 columns.
+    for name in ("Run, job", "When (UTC)", "Devices", "Efficiency", "all-reduce busbw"):
         table.add_column(name)
-    table.add_column("Hosts")
+    table.add_column("Backend, hosts")
     for run in (_shown(run) for run in runs):
         efficiency = run["efficiency"]
         busbw = run["all_reduce_busbw"]
         table.add_row(
-            run["run_id"] + (" (partial)" if run["partial"] else ""),
+            "\n".join(
+                [run["run_id"] + (" (partial)" if run["partial"] else ""), run["job"] or "-"]
+            ),
             run["created_at"].replace("T", " ").removesuffix("+00:00"),
-            run["backend"],
             ", ".join(str(devices) for devices in run["devices"]) or "-",
             percent(efficiency) if efficiency is not None else "-",
             format_bandwidth(busbw) if busbw is not None else "-",
-            ", ".join(run["hosts"]),
+            ", ".join([run["backend"], *run["hosts"]]),
         )
     console().print(table)
 
@@ -126,12 +128,17 @@ def show_command(run_id: str, predict: bool, as_json: bool) -> None:
 
     env = run["environment"]
     hosts = ", ".join(str(host) for host in env.get("hosts") or []) or "?"
+    from dpscale.store.runs import job_of
+
     click.echo(
         terminal_text(
             f"torch {env.get('torch_version', '?')}, {run['backend']}, "
             f"{env.get('device_count', '?')} devices on {hosts}; measured {run['created_at']}"
         )
     )
+    job = job_of(run["config"])
+    if job:
+        click.echo(terminal_text(f"Job: {job}"))
     print_summary(_shown(run))
     if run["error"]:
         click.echo(terminal_text(f"Partial run: {run['error']}"))

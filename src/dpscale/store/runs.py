@@ -42,6 +42,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
 from dpscale.store.db import Base, database_url, session
+from dpscale.units import format_count
 from dpscale.validation import UNIT_PATTERN
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "check_run",
     "delete_run",
     "get_run",
+    "job_of",
     "list_runs",
     "run_problem",
     "save_run",
@@ -527,6 +529,62 @@ def list_runs(*, url: str | None = None) -> list[dict[str, Any]]:
         return summaries
 
 
+_JOB_WIDTH = 48
+"""A script's line in ``job_of`` is cut to this many characters (its arguments may be long)."""
+
+
+def job_of(config: Any) -> str:
+    """What a run measured, in a few words, from its ``config``: the built-in model's strategy,
+    size and batch, the script and its arguments, or the file it was imported from; "" where
+    the config does not say (an old record).
+
+    >>> job_of({"strategy": "fsdp", "model_params": 2e6, "micro_batch": 32, "grad_accum": 4,
+    ...         "precision": "bf16", "training": True})
+    'fsdp, 2M params, micro-batch 32 x 4, bf16'
+    >>> job_of({"strategy": "script", "script": "/home/a/train.py", "script_args": ["--steps", 30]})
+    'script train.py --steps 30'
+    >>> job_of({"strategy": "imported", "format": "torchtitan", "source": "8.log, 16.log"})
+    'imported torchtitan 8.log, 16.log'
+    >>> job_of({"training": False}), job_of({"model_params": 4e6}), job_of({}), job_of(None)
+    ('collectives only', 'ddp, 4M params', '', '')
+    """
+    if not isinstance(config, Mapping):
+        return ""
+    strategy = config.get("strategy")
+    if strategy == "script":
+        script = str(config.get("script") or "?").replace("\\", "/").rsplit("/", 1)[-1]
+        args = config.get("script_args")
+        return "script " + _cut(
+            " ".join([script, *(str(arg) for arg in args if isinstance(args, list))])
+        )
+    if strategy == "imported":
+        return "imported " + _cut(f"{config.get('format') or ''} {config.get('source') or ''}")
+    if config.get("training") is False:
+        return "collectives only" if config.get("collectives") is not False else ""
+    if not isinstance(strategy, str):
+        if "model_params" not in config:
+            return ""
+        strategy = "ddp"  # stored before the sharded strategies were measured
+    parts = [strategy]
+    params = config.get("model_params")
+    if isinstance(params, (int, float)) and not isinstance(params, bool):
+        parts.append(f"{format_count(params)} params")
+    batch, accumulation = config.get("micro_batch"), config.get("grad_accum")
+    if isinstance(batch, int) and not isinstance(batch, bool):
+        many = isinstance(accumulation, int) and not isinstance(accumulation, bool)
+        parts.append(
+            f"micro-batch {batch}" + (f" x {accumulation}" if many and accumulation > 1 else "")
+        )
+    if isinstance(config.get("precision"), str):
+        parts.append(config["precision"])
+    return ", ".join(parts)
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _JOB_WIDTH else text[: _JOB_WIDTH - 1] + "…"
+
+
 def _summary(run: StoredRun, results: Any, busbw: list[float]) -> dict[str, Any]:
     """A run's line in ``runs list``; an old record that fails the schema gets ``warning``
     (why) and what can be read of it, never an error."""
@@ -551,6 +609,7 @@ def _summary(run: StoredRun, results: Any, busbw: list[float]) -> dict[str, Any]
         "created_at": record["created_at"],
         "backend": run.backend,
         "partial": run.partial,
+        "job": job_of(run.config),
         "devices": [row.devices for row in results],
         "efficiency": efficiency if isinstance(efficiency, (int, float)) else None,
         "all_reduce_busbw": max(busbw) if busbw else None,
