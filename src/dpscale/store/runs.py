@@ -545,6 +545,8 @@ def job_of(config: Any) -> str:
     'script train.py --steps 30'
     >>> job_of({"strategy": "imported", "format": "torchtitan", "source": "8.log, 16.log"})
     'imported torchtitan 8.log, 16.log'
+    >>> job_of({"strategy": "script", "script": None, "script_args": None})
+    'script ?'
     >>> job_of({"training": False}), job_of({"model_params": 4e6}), job_of({}), job_of(None)
     ('collectives only', 'ddp, 4M params', '', '')
     """
@@ -554,9 +556,8 @@ def job_of(config: Any) -> str:
     if strategy == "script":
         script = str(config.get("script") or "?").replace("\\", "/").rsplit("/", 1)[-1]
         args = config.get("script_args")
-        return "script " + _cut(
-            " ".join([script, *(str(arg) for arg in args if isinstance(args, list))])
-        )
+        words = [str(arg) for arg in args] if isinstance(args, list) else []
+        return "script " + _cut(" ".join([script, *words]))
     if strategy == "imported":
         return "imported " + _cut(f"{config.get('format') or ''} {config.get('source') or ''}")
     if config.get("training") is False:
@@ -571,10 +572,12 @@ def job_of(config: Any) -> str:
         parts.append(f"{format_count(params)} params")
     batch, accumulation = config.get("micro_batch"), config.get("grad_accum")
     if isinstance(batch, int) and not isinstance(batch, bool):
-        many = isinstance(accumulation, int) and not isinstance(accumulation, bool)
-        parts.append(
-            f"micro-batch {batch}" + (f" x {accumulation}" if many and accumulation > 1 else "")
+        accumulated = (
+            isinstance(accumulation, int)
+            and not isinstance(accumulation, bool)
+            and accumulation > 1
         )
+        parts.append(f"micro-batch {batch}" + (f" x {accumulation}" if accumulated else ""))
     if isinstance(config.get("precision"), str):
         parts.append(config["precision"])
     return ", ".join(parts)
