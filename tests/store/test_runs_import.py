@@ -84,6 +84,35 @@ def test_torchtitan_logs_become_a_run_that_fit_and_predict_read(
     assert "65,600.0 tokens/s" in out
 
 
+def test_an_imported_log_predicts_as_its_points_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    """A planner's one-node and two-node torchtitan logs, asked about 1,024 GPUs: the run
+    states the job's throughput as the same points typed do. It had asked for
+    --per-device-throughput (the run has no one-device result), and with --strategy fsdp had
+    called it a run of another job (its "strategy" was the word "imported")."""
+    eight, sixteen = tmp_path / "fsdp8.log", tmp_path / "fsdp16.log"
+    eight.write_text(log(8, ("8,190", "8,210", "8,200")))
+    sixteen.write_text(log(16, ("8,090", "8,110", "8,100")))
+    status, out, err = run(capsys, "runs", "import", str(eight), str(sixteen))
+    assert status == 0, err
+    run_id = stored_id(out)
+    job = (
+        "--model", "llama3-8b", "--hardware", "dgx-h100", "--strategy", "fsdp",
+        "--param-dtype", "bf16", "--seq-len", "8192", "--micro-batch", "1", "--unit", "tokens",
+        "--devices", "8,16,128,1024", "--json",
+    )  # fmt: skip
+    status, out, err = run(capsys, "predict", *job, "--measured", f"run:{run_id}")
+    assert status == 0, err
+    from_run = json.loads(out)
+    status, out, err = run(capsys, "predict", *job, "--measured", "8:65600,16:129600")
+    assert status == 0, err
+    typed = json.loads(out)
+    assert from_run["points"] == typed["points"]
+    assert "run_transfers" not in from_run  # a run of this job: calibrated in full
+    assert [round(p["efficiency"], 3) for p in from_run["points"][:2]] == [1.0, 0.988]
+
+
 def test_a_torchtitan_log_of_several_ranks_without_a_mesh_line(tmp_path: Path) -> None:
     # torchrun --tee prefixes each rank's lines; no mesh line, no batch line: --devices and
     # the timestamps (10 s over 10 steps) give what the log lacks.

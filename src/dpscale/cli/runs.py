@@ -130,12 +130,15 @@ def show_command(run_id: str, predict: bool, as_json: bool) -> None:
     hosts = ", ".join(str(host) for host in env.get("hosts") or []) or "?"
     from dpscale.store.runs import job_of
 
-    click.echo(
-        terminal_text(
-            f"torch {env.get('torch_version', '?')}, {run['backend']}, "
-            f"{env.get('device_count', '?')} devices on {hosts}; measured {run['created_at']}"
+    if run["backend"] == "imported":  # a log or a table: no environment was recorded
+        click.echo(terminal_text(f"Imported {run['created_at']}"))
+    else:
+        click.echo(
+            terminal_text(
+                f"torch {env.get('torch_version', '?')}, {run['backend']}, "
+                f"{env.get('device_count', '?')} devices on {hosts}; measured {run['created_at']}"
+            )
         )
-    )
     job = job_of(run["config"])
     if job:
         click.echo(terminal_text(f"Job: {job}"))

@@ -20,7 +20,8 @@ states about its job; :func:`differences` names each fact in which it is not the
                      GPU model in its device names) against a hardware preset's GPUs
 
 A fact the run does not state (a ``--script`` run names no model) is not a difference: the
-user's own script is taken as the job the query describes.
+user's own script is taken as the job the query describes, and so is an imported log or table
+(``dpscale runs import``).
 
 Where something differs, only what does not depend on the job transfers (:func:`transfer`):
 
@@ -147,6 +148,8 @@ class RunJob:
     unit: str | None = None
     one_device: float | None = None
     """The per-device throughput measured on one device."""
+    fewest: float | None = None
+    """The per-device throughput at its fewest devices (one node of an imported log)."""
     device: str | None = None
     """What the run ran on: ``"CPU"``, a GPU model (``"H100"``), or None (not stated)."""
 
@@ -214,10 +217,16 @@ def run_job(run: Mapping[str, Any]) -> RunJob:
         micro_batch=_count(config.get("micro_batch")),
         grad_accum=_count(config.get("grad_accum")),
         per_step=None if per_step is None else per_step / float(first["devices"]),
-        strategy=strategy if isinstance(strategy, str) and strategy != "script" else None,
+        # A script's and an imported log's job is the user's: no strategy of its own.
+        strategy=(
+            strategy
+            if isinstance(strategy, str) and strategy not in ("script", "imported")
+            else None
+        ),
         layers=_count(config.get("layers")),
         unit=first.get("unit") if isinstance(first.get("unit"), str) else None,
         one_device=_number(one[0].get("per_device_throughput")) if one else None,
+        fewest=_number(first.get("per_device_throughput")),
         device=_run_device(run),
     )
 

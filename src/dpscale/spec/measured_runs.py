@@ -117,13 +117,14 @@ def fill_from_runs(
 
 
 def _one_device(measured: str, run_id: str | None, *, files: bool) -> float | None:
-    """The per-device throughput ``--measured`` states: a stored run's one-device result
-    (None without one), else the points' one-device value or their fewest devices' per
-    device."""
+    """The per-device throughput ``--measured`` states: a stored run's, else the typed
+    points': the one-device value, else the fewest devices' per device (a torchtitan log of
+    one node, as the typed points of one)."""
     if run_id is not None:
         from dpscale.model.transfer import run_job
 
-        return run_job(_stored_run(run_id, "measured")).one_device
+        job = run_job(_stored_run(run_id, "measured"))
+        return job.one_device if job.one_device is not None else job.fewest
     from dpscale.model.query import MIN_THROUGHPUT
     from dpscale.spec.prediction import measured_points
 

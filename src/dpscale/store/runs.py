@@ -543,7 +543,7 @@ def job_of(config: Any) -> str:
     'fsdp, 2M params, micro-batch 32 x 4, bf16'
     >>> job_of({"strategy": "script", "script": "/home/a/train.py", "script_args": ["--steps", 30]})
     'script train.py --steps 30'
-    >>> job_of({"strategy": "imported", "format": "torchtitan", "source": "8.log, 16.log"})
+    >>> job_of({"strategy": "imported", "format": "torchtitan", "source": "8.log, /a/16.log"})
     'imported torchtitan 8.log, 16.log'
     >>> job_of({"strategy": "script", "script": None, "script_args": None})
     'script ?'
@@ -559,7 +559,9 @@ def job_of(config: Any) -> str:
         words = [str(arg) for arg in args] if isinstance(args, list) else []
         return "script " + _cut(" ".join([script, *words]))
     if strategy == "imported":
-        return "imported " + _cut(f"{config.get('format') or ''} {config.get('source') or ''}")
+        files = str(config.get("source") or "").split(", ")
+        names = ", ".join(name.replace("\\", "/").rsplit("/", 1)[-1] for name in files)
+        return "imported " + _cut(f"{config.get('format') or ''} {names}")
     if config.get("training") is False:
         return "collectives only" if config.get("collectives") is not False else ""
     if not isinstance(strategy, str):
