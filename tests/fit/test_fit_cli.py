@@ -301,3 +301,23 @@ def test_odd_files_are_one_line_or_read(
     assert message in err
     assert err.count("\n") == 1
     assert err[:-1].isprintable()
+
+
+def test_tokens_with_facts_and_no_sequence_length_say_the_micro_batch_is_in_tokens(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The job's facts with points in tokens/s and no --seq-len: a micro-batch of one
+    sequence typed as 1 is a step of one token, and the calibration then fitted a network
+    share of 8e-05 without a word."""
+    job = ("fit", "--points", "8:48880,16:96480", "--unit", "tokens/s", "--params", "8.03e9",
+           "--hardware", "dgx-h100", "--strategy", "fsdp", "--micro-batch", "1",
+           "--json")  # fmt: skip
+    status, out, err = run(capsys, *job)
+    assert status == 0, err
+    assert json.loads(out)["notes"][0] == (
+        "Throughput in tokens without --seq-len: the micro-batch of 1 is counted in tokens; if "
+        "it counts sequences, give --seq-len."
+    )
+    status, out, err = run(capsys, *job, "--seq-len", "8192")
+    assert status == 0, err
+    assert not any("--seq-len" in note for note in json.loads(out)["notes"])

@@ -384,6 +384,29 @@ def test_a_unit_is_printed_as_typed(
     assert "😄" not in out
 
 
+def test_tokens_without_a_sequence_length_say_the_micro_batch_is_in_tokens(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An 8B job at 6,000 tokens/s and micro-batch 1, the sequence length forgotten: the
+    micro-batch is read in tokens (a step of one token, 0.06 % at 8 devices), as it always
+    was; a line says so and how to state sequences."""
+    monkeypatch.setenv("COLUMNS", "200")
+    job = ("predict", "--params", "8e9", "--unit", "tokens", "--micro-batch", "1",
+           "--hardware", "dgx-h100", "--per-device-throughput", "6000",
+           "--devices", "8")  # fmt: skip
+    line = (
+        "Throughput in tokens without --seq-len: the micro-batch of 1 is counted in tokens; if "
+        "it counts sequences, give --seq-len (or a --model preset)."
+    )
+    status, out, err = run(capsys, *job)
+    assert (status, err) == (0, "")
+    assert line in out.splitlines()
+    for stated in (("--seq-len", "8192"), ("--unit", "samples/s")):
+        status, out, err = run(capsys, *job, *stated)
+        assert (status, err) == (0, "")
+        assert "without --seq-len" not in out
+
+
 def _words(table: str) -> list[str]:
     return [word for line in table.splitlines() for word in line.replace("│", " ").split()]
 

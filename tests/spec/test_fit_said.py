@@ -67,6 +67,11 @@ CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
         "calibrated",
         ["calibration_estimated", "calibration_kept", "extrapolated"],
     ),
+    "tokens unsized": (
+        {"points": "1,329\n2,620\n8,2456", "at": "16", **FACTS, "unit": "tokens/s"},
+        "calibrated",
+        ["micro_batch_tokens", "calibration_estimated", "calibration_kept", "extrapolated"],
+    ),
     "one node": (
         {"points": "1,329\n2,640\n4,1270\n8,2500", "at": "16", "devices_per_node": "8"},
         "physics",

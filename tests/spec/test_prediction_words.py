@@ -374,6 +374,8 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
          "devices": "16,512"},
     ):  # fmt: skip
         calibrations += comparison_notes(compute({**job, "compare_strategies": "true"}).result)
+    # Tokens without a sequence length: the micro-batch is counted in tokens.
+    calibrations.append(lines(compute({**README, "unit": "tokens/s"}).result)["micro_batch_tokens"])
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):

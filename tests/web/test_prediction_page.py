@@ -795,3 +795,21 @@ def test_what_the_comparison_leaves_out_is_a_note(
         notes = re.findall(r'<p class="note">([^<]*)</p>', html)
         assert any(said in note for note in notes), (code, notes)
         assert 'class="breakdown strategies"' in html  # the others are still compared
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        ("en", "Throughput in tokens without a sequence length: the micro-batch of 8 is counted"),
+        ("ja", "シーケンス長がないトークン単位のスループットなので、マイクロバッチ 8 は"),
+    ],
+)
+def test_tokens_without_a_sequence_length_are_a_note(
+    client: httpx.Client, code: str, said: str
+) -> None:
+    """The throughput's unit set to tokens/s and no sequence length: the micro-batch is read
+    in tokens, which the page had left for the visitor to guess from a 0.06 % efficiency."""
+    html = client.get(f"/{code}/scaling-prediction?{DEFAULTS}&unit=tokens/s").text
+    assert said in unescape(html)
+    html = client.get(f"/{code}/scaling-prediction?{DEFAULTS}&unit=tokens/s&seq_len=2048").text
+    assert said not in unescape(html)

@@ -247,6 +247,19 @@ def _disagreement(
     ]
 
 
+def _tokens_unsized(physics: Physics | None, model: ModelChoice, unit: str) -> list[Said]:
+    """Points in tokens and the job's facts without a sequence length: the micro-batch is read
+    in tokens (a micro-batch of one sequence typed as 1 is a step of one token), as
+    ``dpscale predict`` reads it; say so."""
+    from dpscale.model.query import TOKEN_UNITS
+
+    if physics is None or model not in ("auto", "comm") or physics.scenario.seq_len is not None:
+        return []
+    if unit.strip().lower() not in TOKEN_UNITS:
+        return []
+    return [Said("micro_batch_tokens", {"micro_batch": Count(physics.scenario.micro_batch)})]
+
+
 def _node_hint(fitted: ModelFit, selection: Selection, devices_per_node: int | None) -> list[Said]:
     """Without a node size the comm model is one flat ring, which cannot follow a step at a
     node boundary; say so when another model was preferred over it."""
@@ -341,6 +354,7 @@ def fit_points(
     )
     notes = [
         *ignored,
+        *_tokens_unsized(physics, model, unit),
         *selection.notes,
         *([selection.flag.said()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),

@@ -642,6 +642,14 @@ SAID: Mapping[str, Wording] = {
         "No devices per node given: the comm model treats every device as its own node (one "
         "flat ring), so it shows no step at a node boundary.",
     ),
+    "micro_batch_tokens": Wording(
+        N_(
+            "Throughput in tokens without a sequence length: the micro-batch of %(micro_batch)s "
+            "is counted in tokens. If it counts sequences, enter the sequence length."
+        ),
+        "Throughput in tokens without --seq-len: the micro-batch of {micro_batch} is counted in "
+        "tokens; if it counts sequences, give --seq-len.",
+    ),
     "extrapolated": Wording(
         N_(
             "Predictions outside the measured %(low)s to %(high)s devices are extrapolated: "

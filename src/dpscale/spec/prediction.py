@@ -1102,6 +1102,15 @@ LINES: Mapping[str, Wording] = {
         "Compute per micro-step {micro} ms ({micro_batch} / {throughput} {unit}), "
         "backward {backward} of it.",
     ),
+    "micro_batch_tokens": Wording(
+        N_(
+            "Throughput in tokens without a sequence length: the micro-batch of %(micro_batch)s "
+            "is counted in tokens. If it counts sequences, enter the sequence length or choose "
+            "a model."
+        ),
+        "Throughput in tokens without --seq-len: the micro-batch of {micro_batch} is counted in "
+        "tokens; if it counts sequences, give --seq-len (or a --model preset).",
+    ),
     "network": Wording(
         N_(
             "%(per_node)s devices per node, %(intra)s per device inside a node; network "
@@ -1282,6 +1291,7 @@ TERMINAL_ORDER = (
     ("transfer",),
     ("transfer_2",),
     ("gradients", "compute", "network"),
+    ("micro_batch_tokens",),
     ("baseline",),
     ("wait",),
     ("memory", "memory_over", "memory_fix"),
@@ -1350,6 +1360,14 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             },
         ),
     }
+    from dpscale.model.query import TOKEN_UNITS
+
+    if sc.seq_len is None and sc.unit.strip().lower() in TOKEN_UNITS:
+        # Tokens without a sequence length: the micro-batch is read in tokens, which a
+        # micro-batch of 1 sequence typed as 1 makes a step of one token (0.06 % for 8B).
+        said["micro_batch_tokens"] = Said(
+            "micro_batch_tokens", {"micro_batch": Count(sc.micro_batch)}
+        )
     said.update(_sharded(result, last))
     if last["devices"] > 1:
         from dpscale.model.scenario import DEFAULT_OPTIMIZER

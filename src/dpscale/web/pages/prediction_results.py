@@ -254,6 +254,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
         for key in (
             "transfer",
             "transfer_2",
+            "micro_batch_tokens",
             "baseline",
             "wait",
             "memory",
