@@ -185,7 +185,9 @@ class PredictReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``dpscale predict --json``."""
-        return self.result.to_dict()
+        from dpscale.spec.prediction import prediction_json
+
+        return prediction_json(self.result)
 
     def to_frame(self) -> Any:
         """One row per device count, every column of the JSON's points (needs pandas)."""

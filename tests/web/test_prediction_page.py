@@ -22,6 +22,7 @@ from dpscale.model.query import (
     MIN_BUCKET_BYTES,
     MIN_THROUGHPUT,
 )
+from dpscale.spec.prediction import prediction_json
 from dpscale.store.runs import save_run
 from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue
@@ -145,20 +146,31 @@ def test_page_in_japanese(client: httpx.Client) -> None:
 def test_api_gives_the_json_of_predict(client: httpx.Client) -> None:
     got = client.get(f"{API}?{DEFAULTS}")
     assert got.status_code == 200
-    expected = predict(
-        PredictQuery(
-            hardware="dgx-a100",
-            params="1.3e9",
-            grad_dtype="bf16",
-            micro_batch=8,
-            per_device_throughput=40,
-            devices="1..256",
-            inter_node_bandwidth="200 Gbit/s",
-            target_efficiency=0.9,
+    expected = prediction_json(
+        predict(
+            PredictQuery(
+                hardware="dgx-a100",
+                params="1.3e9",
+                grad_dtype="bf16",
+                micro_batch=8,
+                per_device_throughput=40,
+                devices="1..256",
+                inter_node_bandwidth="200 Gbit/s",
+                target_efficiency=0.9,
+            )
         )
-    ).to_dict()
+    )
     assert got.json() == expected
     assert got.json()["questions"]["grad_accum_needed"] == 8
+    # What the terminal says under the table, a statement each, beside its code.
+    notes = got.json()["notes"]
+    assert notes[0].startswith("Gradients: 2.42 GiB (1,300,000,000 x bf16)")
+    assert [code["code"] for code in got.json()["note_codes"]][:3] == [
+        "gradients",
+        "compute",
+        "network",
+    ]
+    assert len(notes) == len(got.json()["note_codes"])
     # The target in percent, with or without the sign, as on the CLI.
     with_sign = client.get(
         f"{API}?{DEFAULTS.replace('target_efficiency=90', 'target_efficiency=90%25')}"

@@ -98,7 +98,9 @@ def predict(**options: Any) -> None:
     except InputError as err:
         fail(issues_line(err.issues))
     if as_json:
-        print_json(result.to_dict())
+        from dpscale.spec.prediction import prediction_json
+
+        print_json(prediction_json(result))
         return
     _print_result(result, plot)
     if values.get("bucket_size") is not None and row(result.scenario.strategy).per_unit:

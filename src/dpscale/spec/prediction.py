@@ -73,6 +73,7 @@ __all__ = [
     "lines",
     "measured_fit",
     "measured_points",
+    "prediction_json",
     "preset_choices",
     "terminal_help",
 ]
@@ -1589,6 +1590,32 @@ def _calibrated(cal: Calibration) -> Said:
     if cal.nodes is None:
         return Said("calibrated_nodes_unknown", params)
     return Said("calibrated", {**params, "nodes": Count(cal.nodes)})
+
+
+def statements(result: PredictionResult) -> list[Said]:
+    """Everything the prediction says besides its tables, in the terminal's order: what the
+    comparison leaves out, then :func:`lines` by :data:`TERMINAL_ORDER`."""
+    said = lines(result)
+    return [
+        *comparison_notes(result),
+        *(said[key] for keys in TERMINAL_ORDER for key in keys if key in said),
+    ]
+
+
+def prediction_json(result: PredictionResult) -> dict[str, Any]:
+    """The prediction's JSON (``dpscale predict --json``, the API, the library's
+    ``to_dict()``): ``result.to_dict()`` with what the terminal says under its tables,
+    ``notes`` (the English, a statement each) beside ``note_codes`` (``{"code", "ctx"}``), as
+    the fit's JSON has them: a reader of the JSON also learns that the job does not fit, or
+    that its micro-batch was read in tokens."""
+    from dpscale.said import english
+
+    said = statements(result)
+    return {
+        **result.to_dict(),
+        "notes": [english(statement, LINES) for statement in said],
+        "note_codes": [statement.to_dict() for statement in said],
+    }
 
 
 def comparison_notes(result: PredictionResult) -> list[Said]:

@@ -21,6 +21,7 @@ from dpscale.spec.prediction import (
     Kind,
     comparison_notes,
     lines,
+    prediction_json,
 )
 from dpscale.units import format_binary_bytes
 from dpscale.web.i18n import N_, Localizer
@@ -78,7 +79,7 @@ class Prediction:
     """The inputs that determine it (None when calibrated from the store): the chart's cache key."""
 
     def to_dict(self) -> dict[str, Any]:
-        return self.result.to_dict()
+        return prediction_json(self.result)
 
     def table(self, loc: Localizer) -> Table:
         """The page's columns and rows (at most :data:`MAX_ROWS`) of the table of points."""
