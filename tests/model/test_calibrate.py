@@ -14,8 +14,10 @@ from dpscale.model.calibrate import (
     read_nccl_tests_json,
     read_nccl_tests_text,
 )
+from dpscale.model.collectives import bus_factor
 from dpscale.model.hardware import Hardware
 from dpscale.model.scenario import Scenario
+from dpscale.model.strategies import collective_weights
 from dpscale.validation import InputError
 
 # The shape nccl-tests prints (2 nodes x 2 GPUs); times follow t = 30 us + S * 1.5 / 20 GB/s.
@@ -189,3 +191,34 @@ def test_text_without_results_is_refused() -> None:
 def test_run_without_collectives_is_refused() -> None:
     with pytest.raises(InputError, match="no collectives"):
         read_dpscale_run({**RUN, "collectives": []})
+
+
+def _ring(op: str, devices: int, bus_bandwidth: float, latency: float) -> list[Sample]:
+    """Exact times of ``op`` at two sizes, from a bus bandwidth and a latency."""
+    factor = float(bus_factor(op, devices))  # type: ignore[arg-type]
+    return [
+        Sample(op, devices, size, latency + size * factor / bus_bandwidth, 1)
+        for size in (2.0**20, 2.0**24)
+    ]
+
+
+def test_a_sharded_strategy_is_calibrated_with_the_collectives_it_runs() -> None:
+    """gloo on one machine: all-reduce at 1.5 GB/s, all-gather at 1.2, reduce-scatter at 0.5.
+    FSDP moves its bytes in two all-gathers and a reduce-scatter: the one bandwidth that takes
+    as long is 3 / (2 / 1.2 + 1 / 0.5) = 0.818 GB/s, not the all-reduce's 1.5."""
+    samples = [
+        *_ring("all_reduce", 2, 1.5e9, 100e-6),
+        *_ring("all_gather", 2, 1.2e9, 60e-6),
+        *_ring("reduce_scatter", 2, 0.5e9, 90e-6),
+    ]
+    fsdp = calibration_from_samples(samples, source="s", weights=collective_weights("fsdp"))
+    assert fsdp.op == "all_gather/reduce_scatter"
+    assert fsdp.bus_bandwidth == pytest.approx(3 / (2 / 1.2e9 + 1 / 0.5e9))
+    assert fsdp.latency_s == pytest.approx((2 * 60e-6 + 90e-6) / 3)
+    assert (fsdp.devices, fsdp.samples, fsdp.latency_resolved) == (2, 4, True)
+    ddp = calibration_from_samples(samples, source="s", weights=collective_weights("ddp"))
+    assert (ddp.op, ddp.bus_bandwidth) == ("all_reduce", pytest.approx(1.5e9))
+    # Without the reduce-scatter measured (an nccl-tests file of one collective), the
+    # preferred collective stands for all, as before.
+    alone = calibration_from_samples(samples[:4], source="s", weights=collective_weights("fsdp"))
+    assert (alone.op, alone.bus_bandwidth) == ("all_reduce", pytest.approx(1.5e9))

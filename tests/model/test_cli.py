@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dpscale.cli.main import main
+from dpscale.model.collectives import bus_factor
 
 DESIGN_EXAMPLE = (
     "predict",
@@ -120,6 +121,48 @@ def test_calibrate_from_file(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     hardware = json.loads(out)["hardware"]
     assert hardware["inter_node_effective_bandwidth_bytes_per_s"] == pytest.approx(1e9, rel=0.01)
     assert "all_reduce on 8 devices" in hardware["calibration"]
+
+
+def test_a_sharded_prediction_calibrates_with_the_collectives_it_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """dpscale measure's four collectives across two nodes: all-reduce at 1.75 s/GB moved,
+    all-gather at 2 and reduce-scatter at 4 (gloo's). DDP is calibrated with the all-reduce,
+    FSDP with its two all-gathers and a reduce-scatter: (2 x 2 + 4) / 3 s/GB, 0.375 GB/s."""
+    measured = tmp_path / "run.json"
+    per_byte = {"all_reduce": 1.75, "all_gather": 2.0, "reduce_scatter": 4.0}
+    measured.write_text(
+        json.dumps(
+            {
+                "run_id": "x",
+                "backend": "gloo",
+                "environment": {"hosts": ["a", "b"]},
+                "results": [],
+                "collectives": [
+                    {
+                        "op": op,
+                        "devices": 8,
+                        "bytes": size,
+                        "time_s": 5e-5 + size * float(bus_factor(op, 8)) * rate / 1e9,
+                        "algbw": 0.0,
+                        "busbw": 0.0,
+                    }
+                    for op, rate in per_byte.items()
+                    for size in (1 << 20, 1 << 26)
+                ],
+            }
+        )
+    )
+    said = {}
+    for strategy in ("ddp", "fsdp"):
+        args = (*DESIGN_EXAMPLE, "--strategy", strategy, "--calibrate", str(measured), "--json")
+        status, out, err = run(capsys, *args)
+        assert status == 0, err
+        said[strategy] = json.loads(out)["hardware"]
+    assert said["ddp"]["inter_node_bandwidth_bytes_per_s"] == pytest.approx(1e9 / 1.75)
+    assert "all_reduce on 8 devices" in said["ddp"]["calibration"]
+    assert said["fsdp"]["inter_node_bandwidth_bytes_per_s"] == pytest.approx(3e9 / 8)
+    assert "all_gather/reduce_scatter on 8 devices" in said["fsdp"]["calibration"]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,9 @@ of ``t = a + S * factor / B`` with relative residuals (``factor`` the nccl-tests
 bandwidth factor) gives the achieved bus bandwidth ``B`` and the latency ``a``. Measured on
 one node they replace the intra-node link; across nodes, the network (with the transport's
 efficiency set to 1: the measurement already includes it). The latency is spread over the
-collective's ring steps as NCCL's model does.
+collective's ring steps as NCCL's model does. A sharded strategy's calibration is that of
+the all-gathers and reduce-scatters it runs, where they were measured
+(:func:`calibration_from_samples`' ``weights``).
 
 >>> text = '''#  Rank  0 Group  0 Pid  1 on nodeA device  0 [0x07] NVIDIA H100
 ... #  Rank  1 Group  0 Pid  2 on nodeA device  1 [0x0a] NVIDIA H100
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -345,13 +348,66 @@ def read_dpscale_run(data: dict[str, Any]) -> list[Sample]:
     return samples
 
 
-def calibration_from_samples(samples: list[Sample], *, source: str) -> Calibration:
-    """Fit bus bandwidth and latency for the collective measured at the most devices."""
+def calibration_from_samples(
+    samples: list[Sample], *, source: str, weights: Mapping[str, int] | None = None
+) -> Calibration:
+    """Fit bus bandwidth and latency for the collective measured at the most devices
+    (all-reduce preferred).
+
+    ``weights`` (:func:`dpscale.model.strategies.collective_weights`) names the collectives a
+    strategy runs, with how many times each moves its bytes in a step: where every one of them
+    was measured (as ``dpscale measure`` measures all four), the calibration is theirs, each
+    fitted alone at the most devices they share, then their seconds per byte and latencies
+    averaged with those weights, which is the one bandwidth and latency that take as long as
+    they do together (FSDP: two all-gathers and a reduce-scatter; gloo's reduce-scatter runs at
+    a third of its all-reduce's bandwidth). Otherwise the preferred collective stands for all.
+    """
     ops = {sample.op for sample in samples}
+    wanted = {op: w for op, w in (weights or {}).items() if w > 0}
+    if len(wanted) > 1 and set(wanted) <= ops and "all_reduce" not in wanted:
+        # All-gather and reduce-scatter take the same ring steps (N - 1): one latency serves.
+        devices = min(max(s.devices for s in samples if s.op == op) for op in wanted)
+        fits = [
+            (w, _fit(op, [s for s in samples if s.op == op and s.devices == devices]))
+            for op, w in wanted.items()
+        ]
+        total = sum(w for w, _ in fits)
+        if all(fit[0] > 1 for _, fit in fits):  # two sizes or more each
+            per_byte = sum(w * fit[2] for w, fit in fits) / total
+            latency = sum(w * fit[1] for w, fit in fits) / total
+            first = next(s for s in samples if s.op in wanted and s.devices == devices)
+            return Calibration(
+                source=source,
+                op="/".join(wanted),
+                devices=devices,
+                nodes=first.nodes,
+                bus_bandwidth=1.0 / per_byte,
+                latency_s=latency,
+                samples=sum(fit[0] for _, fit in fits),
+                latency_resolved=all(fit[3] for _, fit in fits),
+            )
     op = next(name for name in OPS if name in ops)
     chosen = [sample for sample in samples if sample.op == op]
     devices = max(sample.devices for sample in chosen)
     chosen = [sample for sample in chosen if sample.devices == devices]
+    count, latency, per_byte, resolved = _fit(op, chosen)
+    return Calibration(
+        source=source,
+        op=op,
+        devices=devices,
+        nodes=chosen[0].nodes,
+        bus_bandwidth=1.0 / per_byte,
+        latency_s=latency,
+        samples=count,
+        latency_resolved=resolved,
+    )
+
+
+def _fit(op: str, chosen: list[Sample]) -> tuple[int, float, float, bool]:
+    """Sizes, latency (s), seconds per byte moved and whether the sizes resolve the latency,
+    of one collective at one device count: ``t = a + S * factor / B`` with relative
+    residuals."""
+    devices = chosen[0].devices
     size = np.array([sample.bytes for sample in chosen])
     time = np.array([sample.time_s for sample in chosen])
     moved = size * float(bus_factor(op, devices))  # type: ignore[arg-type]
@@ -365,19 +421,10 @@ def calibration_from_samples(samples: list[Sample], *, source: str) -> Calibrati
             latency, per_byte = 0.0, float(time[largest] / moved[largest])
     if not per_byte > 0 or not math.isfinite(per_byte):
         raise _fail("the measured times do not grow with size; cannot read a bandwidth")
-    return Calibration(
-        source=source,
-        op=op,
-        devices=devices,
-        nodes=chosen[0].nodes,
-        bus_bandwidth=1.0 / float(per_byte),
-        latency_s=max(0.0, float(latency)),
-        samples=len(chosen),
-        latency_resolved=float(latency) > 0,
-    )
+    return len(chosen), max(0.0, float(latency)), float(per_byte), float(latency) > 0
 
 
-def _from_text(text: str, source: str) -> Calibration:
+def _from_text(text: str, source: str, weights: Mapping[str, int] | None) -> Calibration:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
@@ -386,19 +433,23 @@ def _from_text(text: str, source: str) -> Calibration:
             raise _fail(f"{source} is not JSON dpscale reads ({err})") from None
         if not isinstance(data, dict):
             raise _fail(f"{source} must hold a JSON object")
-        if "collectives" in data:
-            return calibration_from_samples(read_dpscale_run(data), source=source)
-        return calibration_from_samples(read_nccl_tests_json(data), source=source)
-    return calibration_from_samples(read_nccl_tests_text(text), source=source)
+        samples = read_dpscale_run(data) if "collectives" in data else read_nccl_tests_json(data)
+    else:
+        samples = read_nccl_tests_text(text)
+    return calibration_from_samples(samples, source=source, weights=weights)
 
 
-def calibration_from_run(run: dict[str, Any], run_id: str) -> Calibration:
-    """A calibration from a stored run (``dpscale.store.runs.get_run``), read by the caller."""
-    return calibration_from_samples(read_dpscale_run(run), source=f"run {run_id}")
+def calibration_from_run(
+    run: dict[str, Any], run_id: str, weights: Mapping[str, int] | None = None
+) -> Calibration:
+    """A calibration from a stored run (``dpscale.store.runs.get_run``), read by the caller;
+    ``weights`` as :func:`calibration_from_samples` takes them."""
+    return calibration_from_samples(read_dpscale_run(run), source=f"run {run_id}", weights=weights)
 
 
-def load_calibration(reference: str) -> Calibration:
-    """A calibration from a file: nccl-tests text or JSON, or dpscale's JSON."""
+def load_calibration(reference: str, weights: Mapping[str, int] | None = None) -> Calibration:
+    """A calibration from a file: nccl-tests text or JSON, or dpscale's JSON; ``weights`` as
+    :func:`calibration_from_samples` takes them."""
     path = Path(reference)
     if not path.is_file():
         raise _fail(f"no file {reference!r}", reference)
@@ -408,4 +459,4 @@ def load_calibration(reference: str) -> Calibration:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
         raise _fail(f"cannot read {reference}: {err.strerror}", reference) from None
-    return _from_text(text, path.name)
+    return _from_text(text, path.name, weights)

@@ -74,6 +74,7 @@ __all__ = [
     "check_groups",
     "check_node_groups",
     "check_shard_groups",
+    "collective_weights",
     "column",
     "default_bucket_bytes",
     "group_size",
@@ -171,6 +172,24 @@ def row(strategy: str) -> StrategyRow:
     False
     """
     return STRATEGY_TABLE[STRATEGIES.index(strategy)]
+
+
+def collective_weights(strategy: str) -> dict[str, int]:
+    """The collectives a step of ``strategy`` runs over its shard group, each with how many
+    times it moves the parameters' (or gradients') bytes (one micro-step): what a measured
+    bandwidth of those collectives is weighted by to stand for all of them
+    (:func:`dpscale.model.calibrate.calibration_from_samples`).
+
+    >>> collective_weights("ddp"), collective_weights("fsdp")
+    ({'all_reduce': 1}, {'all_gather': 2, 'reduce_scatter': 1})
+    >>> collective_weights("zero2"), collective_weights("fsdp-shard-grad-op")
+    ({'all_gather': 1, 'reduce_scatter': 1}, {'all_gather': 1, 'reduce_scatter': 1})
+    """
+    strategy_row = row(strategy)
+    if strategy_row.group == "one":
+        return {"all_reduce": 1}
+    gathers = int(strategy_row.gathers) * (1 + int(strategy_row.regathers))
+    return {"all_gather": gathers + int(strategy_row.gathers_after_step), "reduce_scatter": 1}
 
 
 def column(name: str, codes: ArrayLike) -> Any:
