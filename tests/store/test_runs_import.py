@@ -42,15 +42,23 @@ def stored_id(out: str) -> str:
     return out.split()[3]
 
 
+def imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sixteen: tuple[str, str, str]
+) -> str:
+    """The id of a run imported from two torchtitan logs: 8 GPUs at 8,190-8,210 tokens/s per
+    GPU and 16 at ``sixteen``."""
+    logs = tmp_path / "fsdp8.log", tmp_path / "fsdp16.log"
+    logs[0].write_text(log(8, ("8,190", "8,210", "8,200")))
+    logs[1].write_text(log(16, sixteen))
+    status, out, err = run(capsys, "runs", "import", *map(str, logs))
+    assert status == 0, err
+    return stored_id(out)
+
+
 def test_torchtitan_logs_become_a_run_that_fit_and_predict_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
 ) -> None:
-    eight, sixteen = tmp_path / "fsdp8.log", tmp_path / "fsdp16.log"
-    eight.write_text(log(8, ("8,190", "8,210", "8,200")))
-    sixteen.write_text(log(16, ("7,190", "7,210", "7,200")))
-    status, out, err = run(capsys, "runs", "import", str(eight), str(sixteen))
-    assert status == 0, err
-    run_id = stored_id(out)
+    run_id = imported(tmp_path, capsys, ("7,190", "7,210", "7,200"))
     stored = get_run(run_id)
     assert stored["config"]["format"] == "torchtitan"
     assert stored["config"]["model_params"] == 8_030_261_248
@@ -91,12 +99,7 @@ def test_an_imported_log_predicts_as_its_points_typed(
     states the job's throughput as the same points typed do. It had asked for
     --per-device-throughput (the run has no one-device result), and with --strategy fsdp had
     called it a run of another job (its "strategy" was the word "imported")."""
-    eight, sixteen = tmp_path / "fsdp8.log", tmp_path / "fsdp16.log"
-    eight.write_text(log(8, ("8,190", "8,210", "8,200")))
-    sixteen.write_text(log(16, ("8,090", "8,110", "8,100")))
-    status, out, err = run(capsys, "runs", "import", str(eight), str(sixteen))
-    assert status == 0, err
-    run_id = stored_id(out)
+    run_id = imported(tmp_path, capsys, ("8,090", "8,110", "8,100"))
     job = (
         "--model", "llama3-8b", "--hardware", "dgx-h100", "--strategy", "fsdp",
         "--param-dtype", "bf16", "--seq-len", "8192", "--micro-batch", "1", "--unit", "tokens",

@@ -146,20 +146,9 @@ def test_page_in_japanese(client: httpx.Client) -> None:
 def test_api_gives_the_json_of_predict(client: httpx.Client) -> None:
     got = client.get(f"{API}?{DEFAULTS}")
     assert got.status_code == 200
-    expected = prediction_json(
-        predict(
-            PredictQuery(
-                hardware="dgx-a100",
-                params="1.3e9",
-                grad_dtype="bf16",
-                micro_batch=8,
-                per_device_throughput=40,
-                devices="1..256",
-                inter_node_bandwidth="200 Gbit/s",
-                target_efficiency=0.9,
-            )
-        )
-    )
+    # The page's defaults as the library takes them (the target as a fraction).
+    query = PredictQuery(**{**DEFAULT, "grad_accum": 1, "target_efficiency": 0.9})
+    expected = prediction_json(predict(query))
     assert got.json() == expected
     assert got.json()["questions"]["grad_accum_needed"] == 8
     # What the terminal says under the table, a statement each, beside its code.
