@@ -17,7 +17,6 @@ import pytest
 
 from dpscale.cli.main import main
 from dpscale.model.calibrate import calibration_from_run
-from dpscale.model.strategies import collective_weights
 from dpscale.store.runs import get_run
 from dpscale.units import format_count
 
@@ -304,8 +303,9 @@ def _check_rows(comparison: dict[str, Any], payload: dict[str, Any]) -> None:
         payload["results"][0]["per_device_throughput"], rel=1e-6
     )
     # Of the collectives its strategy runs, where measured (here the all-reduce alone).
-    weights = collective_weights(payload["config"]["strategy"])
-    cal = calibration_from_run(payload, payload["run_id"], weights)
+    cal = calibration_from_run(payload, payload["run_id"]).for_strategy(
+        payload["config"]["strategy"]
+    )
     assert prediction["hardware"]["intra_node_bandwidth_bytes_per_s"] == pytest.approx(
         cal.bus_bandwidth, rel=1e-6
     )

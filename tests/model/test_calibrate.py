@@ -1,6 +1,7 @@
 """Calibration from nccl-tests text and JSON, dpscale measurements and stored runs."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,6 @@ from dpscale.model.calibrate import (
 from dpscale.model.collectives import bus_factor
 from dpscale.model.hardware import Hardware
 from dpscale.model.scenario import Scenario
-from dpscale.model.strategies import collective_weights
 from dpscale.validation import InputError
 
 # The shape nccl-tests prints (2 nodes x 2 GPUs); times follow t = 30 us + S * 1.5 / 20 GB/s.
@@ -211,14 +211,22 @@ def test_a_sharded_strategy_is_calibrated_with_the_collectives_it_runs() -> None
         *_ring("all_gather", 2, 1.2e9, 60e-6),
         *_ring("reduce_scatter", 2, 0.5e9, 90e-6),
     ]
-    fsdp = calibration_from_samples(samples, source="s", weights=collective_weights("fsdp"))
+    measured = calibration_from_samples(samples, source="s")
+    fsdp = measured.for_strategy("fsdp")
     assert fsdp.op == "all_gather/reduce_scatter"
     assert fsdp.bus_bandwidth == pytest.approx(3 / (2 / 1.2e9 + 1 / 0.5e9))
     assert fsdp.latency_s == pytest.approx((2 * 60e-6 + 90e-6) / 3)
     assert (fsdp.devices, fsdp.samples, fsdp.latency_resolved) == (2, 4, True)
-    ddp = calibration_from_samples(samples, source="s", weights=collective_weights("ddp"))
-    assert (ddp.op, ddp.bus_bandwidth) == ("all_reduce", pytest.approx(1.5e9))
+    for ddp in (measured, measured.for_strategy("ddp"), fsdp.for_strategy("ddp")):
+        assert (ddp.op, ddp.bus_bandwidth) == ("all_reduce", pytest.approx(1.5e9))
+    # Applied, the scenario's strategy chooses (the strategies compared side by side too).
+    hardware = Hardware(8, 300e9, 50e9)
+    job = Scenario(1e8, "bf16", 8, 1, per_device_throughput=100.0, hardware=hardware)
+    applied = measured.apply(replace(job, strategy="fsdp"))
+    assert applied.hardware.intra_bandwidth == pytest.approx(fsdp.bus_bandwidth)
+    assert applied.calibration == fsdp
+    assert measured.apply(job).hardware.intra_bandwidth == pytest.approx(1.5e9)
     # Without the reduce-scatter measured (an nccl-tests file of one collective), the
     # preferred collective stands for all, as before.
-    alone = calibration_from_samples(samples[:4], source="s", weights=collective_weights("fsdp"))
+    alone = calibration_from_samples(samples[:4], source="s").for_strategy("fsdp")
     assert (alone.op, alone.bus_bandwidth) == ("all_reduce", pytest.approx(1.5e9))

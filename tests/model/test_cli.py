@@ -163,6 +163,14 @@ def test_a_sharded_prediction_calibrates_with_the_collectives_it_runs(
     assert "all_reduce on 8 devices" in said["ddp"]["calibration"]
     assert said["fsdp"]["inter_node_bandwidth_bytes_per_s"] == pytest.approx(3e9 / 8)
     assert "all_gather/reduce_scatter on 8 devices" in said["fsdp"]["calibration"]
+    # Side by side, each strategy is calibrated with its own collectives: DDP's FSDP row is
+    # FSDP's own prediction.
+    args = (*DESIGN_EXAMPLE, "--calibrate", str(measured), "--json")
+    status, out, err = run(capsys, *args, "--compare-strategies")
+    assert status == 0, err
+    rows = {row["strategy"]: row["points"] for row in json.loads(out)["strategies"]}
+    alone = json.loads(run(capsys, *args, "--strategy", "fsdp")[1])["points"]
+    assert [p["efficiency"] for p in rows["fsdp"]] == [p["efficiency"] for p in alone]
 
 
 @pytest.mark.parametrize(

@@ -198,7 +198,6 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
     from dpscale.model.calibrate import calibration_from_run
     from dpscale.model.hardware import Hardware
     from dpscale.model.scenario import Scenario
-    from dpscale.model.strategies import collective_weights
     from dpscale.model.transfer import run_job
 
     config = run.get("config") if isinstance(run.get("config"), Mapping) else {}
@@ -226,8 +225,7 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
             "with; measure again with collectives",
         )
     try:
-        # The collectives its strategy runs (FSDP: all-gathers and reduce-scatters).
-        calibration = calibration_from_run(dict(run), run_id, collective_weights(job.strategy))
+        calibration = calibration_from_run(dict(run), run_id)
     except InputError as err:
         raise _fail(run_id, err.issues[0].sentence(None)) from None
     first = rows[0]

@@ -17,7 +17,7 @@ one node they replace the intra-node link; across nodes, the network (with the t
 efficiency set to 1: the measurement already includes it). The latency is spread over the
 collective's ring steps as NCCL's model does. A sharded strategy's calibration is that of
 the all-gathers and reduce-scatters it runs, where they were measured
-(:func:`calibration_from_samples`' ``weights``).
+(:meth:`Calibration.for_strategy`, which :meth:`Calibration.apply` takes).
 
 >>> text = '''#  Rank  0 Group  0 Pid  1 on nodeA device  0 [0x07] NVIDIA H100
 ... #  Rank  1 Group  0 Pid  2 on nodeA device  1 [0x0a] NVIDIA H100
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dpscale.model.collectives import bus_factor
 from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S
 from dpscale.model.scenario import Scenario
+from dpscale.model.strategies import collective_weights
 from dpscale.safejson import JSONInputError, loads
 from dpscale.validation import InputError
 
@@ -77,8 +77,21 @@ class Sample:
 
 
 @dataclass(frozen=True)
+class OpFit:
+    """One collective's fit at the calibration's device count."""
+
+    op: str
+    samples: int
+    latency_s: float
+    seconds_per_byte: float
+    """Seconds per byte the bus moves: one over the bus bandwidth."""
+    latency_resolved: bool
+
+
+@dataclass(frozen=True)
 class Calibration:
-    """Achieved bus bandwidth (bytes/s) and latency (s) of one measured collective."""
+    """Achieved bus bandwidth (bytes/s) and latency (s) of the measured collective a strategy
+    runs (:meth:`for_strategy`; all-reduce preferred where it does not say)."""
 
     source: str
     op: str
@@ -90,6 +103,35 @@ class Calibration:
     latency_resolved: bool = True
     """Whether the sizes measured pin the latency down: one size, or sizes whose fit gives no
     positive latency (all bandwidth-bound), do not, and the hardware's latency is kept."""
+    fits: tuple[OpFit, ...] = ()
+    """Every collective measured at ``devices``, fitted alone, the preferred one first."""
+
+    def for_strategy(self, strategy: str) -> Calibration:
+        """The calibration of the collectives ``strategy`` runs where all were measured (as
+        ``dpscale measure`` measures all four): their seconds per byte and latencies averaged
+        by how often a step moves its bytes with each
+        (:func:`dpscale.model.strategies.collective_weights`), the one bandwidth and latency
+        that take as long as they do together (FSDP: two all-gathers and a reduce-scatter;
+        gloo's reduce-scatter runs at a third of its all-reduce's bandwidth). Otherwise the
+        preferred collective stands for all. All-gather and reduce-scatter take the same ring
+        steps (N - 1), so one latency serves both."""
+        if not self.fits:
+            return self
+        measured = {fit.op: fit for fit in self.fits}
+        weights = collective_weights(strategy)
+        if not set(weights) <= set(measured):
+            weights = {self.fits[0].op: 1}
+        chosen = [(measured[op], weight) for op, weight in weights.items()]
+        total = sum(weight for _, weight in chosen)
+        per_byte = sum(fit.seconds_per_byte * weight for fit, weight in chosen) / total
+        return replace(
+            self,
+            op="/".join(weights),
+            bus_bandwidth=1.0 / per_byte,
+            latency_s=sum(fit.latency_s * weight for fit, weight in chosen) / total,
+            samples=sum(fit.samples for fit, _ in chosen),
+            latency_resolved=all(fit.latency_resolved for fit, _ in chosen),
+        )
 
     def steps(self, devices: int, nodes: int) -> tuple[int, int]:
         """Ring steps of the op, and how many of them cross nodes."""
@@ -100,32 +142,34 @@ class Calibration:
         return devices - 1, nodes - 1
 
     def apply(self, scenario: Scenario) -> Scenario:
-        """``scenario`` with the measured link in place of the nominal one."""
+        """``scenario`` with the measured link, of the collectives its strategy runs
+        (:meth:`for_strategy`), in place of the nominal one."""
+        cal = self.for_strategy(scenario.strategy)
         hw = scenario.hardware
-        nodes = self.nodes or math.ceil(self.devices / hw.devices_per_node)
-        steps, inter_steps = self.steps(self.devices, nodes)
-        per_step = max(0.0, self.latency_s - NCCL_RING_BASE_LATENCY_S)
-        if not self.latency_resolved:  # the bandwidth alone was measured: latency as stated
+        nodes = cal.nodes or math.ceil(cal.devices / hw.devices_per_node)
+        steps, inter_steps = cal.steps(cal.devices, nodes)
+        per_step = max(0.0, cal.latency_s - NCCL_RING_BASE_LATENCY_S)
+        if not cal.latency_resolved:  # the bandwidth alone was measured: latency as stated
             changed = (
-                replace(hw, inter_bandwidth=self.bus_bandwidth, inter_efficiency=1.0)
+                replace(hw, inter_bandwidth=cal.bus_bandwidth, inter_efficiency=1.0)
                 if nodes > 1
-                else replace(hw, intra_bandwidth=self.bus_bandwidth)
+                else replace(hw, intra_bandwidth=cal.bus_bandwidth)
             )
-            return replace(scenario, hardware=changed, calibration=self)
+            return replace(scenario, hardware=changed, calibration=cal)
         if nodes > 1:
             intra_part = (steps - inter_steps) * hw.intra_latency
             inter_latency = max(0.0, per_step - intra_part) / max(inter_steps, 1)
             changed = replace(
                 hw,
-                inter_bandwidth=self.bus_bandwidth,
+                inter_bandwidth=cal.bus_bandwidth,
                 inter_efficiency=1.0,
                 inter_latency=inter_latency,
             )
         else:
             changed = replace(
-                hw, intra_bandwidth=self.bus_bandwidth, intra_latency=per_step / max(steps, 1)
+                hw, intra_bandwidth=cal.bus_bandwidth, intra_latency=per_step / max(steps, 1)
             )
-        return replace(scenario, hardware=changed, calibration=self)
+        return replace(scenario, hardware=changed, calibration=cal)
 
     def describe(self) -> str:
         """The calibration in one line of English, as the JSON gives it (``hardware.calibration``);
@@ -348,64 +392,38 @@ def read_dpscale_run(data: dict[str, Any]) -> list[Sample]:
     return samples
 
 
-def calibration_from_samples(
-    samples: list[Sample], *, source: str, weights: Mapping[str, int] | None = None
-) -> Calibration:
+def calibration_from_samples(samples: list[Sample], *, source: str) -> Calibration:
     """Fit bus bandwidth and latency for the collective measured at the most devices
-    (all-reduce preferred).
-
-    ``weights`` (:func:`dpscale.model.strategies.collective_weights`) names the collectives a
-    strategy runs, with how many times each moves its bytes in a step: where every one of them
-    was measured (as ``dpscale measure`` measures all four), the calibration is theirs, each
-    fitted alone at the most devices they share, then their seconds per byte and latencies
-    averaged with those weights, which is the one bandwidth and latency that take as long as
-    they do together (FSDP: two all-gathers and a reduce-scatter; gloo's reduce-scatter runs at
-    a third of its all-reduce's bandwidth). Otherwise the preferred collective stands for all.
-    """
+    (all-reduce preferred), and each other collective measured at that count
+    (:attr:`Calibration.fits`, which :meth:`Calibration.for_strategy` weighs)."""
     ops = {sample.op for sample in samples}
-    wanted = {op: w for op, w in (weights or {}).items() if w > 0}
-    if len(wanted) > 1 and set(wanted) <= ops and "all_reduce" not in wanted:
-        # All-gather and reduce-scatter take the same ring steps (N - 1): one latency serves.
-        devices = min(max(s.devices for s in samples if s.op == op) for op in wanted)
-        fits = [
-            (w, _fit(op, [s for s in samples if s.op == op and s.devices == devices]))
-            for op, w in wanted.items()
-        ]
-        total = sum(w for w, _ in fits)
-        if all(fit[0] > 1 for _, fit in fits):  # two sizes or more each
-            per_byte = sum(w * fit[2] for w, fit in fits) / total
-            latency = sum(w * fit[1] for w, fit in fits) / total
-            first = next(s for s in samples if s.op in wanted and s.devices == devices)
-            return Calibration(
-                source=source,
-                op="/".join(wanted),
-                devices=devices,
-                nodes=first.nodes,
-                bus_bandwidth=1.0 / per_byte,
-                latency_s=latency,
-                samples=sum(fit[0] for _, fit in fits),
-                latency_resolved=all(fit[3] for _, fit in fits),
-            )
     op = next(name for name in OPS if name in ops)
-    chosen = [sample for sample in samples if sample.op == op]
-    devices = max(sample.devices for sample in chosen)
-    chosen = [sample for sample in chosen if sample.devices == devices]
-    count, latency, per_byte, resolved = _fit(op, chosen)
+    devices = max(sample.devices for sample in samples if sample.op == op)
+    at = [sample for sample in samples if sample.devices == devices]
+    primary = _fit(op, [sample for sample in at if sample.op == op])
+    fits = [primary]
+    for other in OPS:
+        if other != op and any(sample.op == other for sample in at):
+            try:
+                fits.append(_fit(other, [sample for sample in at if sample.op == other]))
+            except InputError:
+                continue  # times that do not grow with size: that collective tells nothing
+    chosen = next(sample for sample in at if sample.op == op)
     return Calibration(
         source=source,
         op=op,
         devices=devices,
-        nodes=chosen[0].nodes,
-        bus_bandwidth=1.0 / per_byte,
-        latency_s=latency,
-        samples=count,
-        latency_resolved=resolved,
+        nodes=chosen.nodes,
+        bus_bandwidth=1.0 / primary.seconds_per_byte,
+        latency_s=primary.latency_s,
+        samples=primary.samples,
+        latency_resolved=primary.latency_resolved,
+        fits=tuple(fits),
     )
 
 
-def _fit(op: str, chosen: list[Sample]) -> tuple[int, float, float, bool]:
-    """Sizes, latency (s), seconds per byte moved and whether the sizes resolve the latency,
-    of one collective at one device count: ``t = a + S * factor / B`` with relative
+def _fit(op: str, chosen: list[Sample]) -> OpFit:
+    """One collective at one device count: ``t = a + S * factor / B`` with relative
     residuals."""
     devices = chosen[0].devices
     size = np.array([sample.bytes for sample in chosen])
@@ -421,10 +439,10 @@ def _fit(op: str, chosen: list[Sample]) -> tuple[int, float, float, bool]:
             latency, per_byte = 0.0, float(time[largest] / moved[largest])
     if not per_byte > 0 or not math.isfinite(per_byte):
         raise _fail("the measured times do not grow with size; cannot read a bandwidth")
-    return len(chosen), max(0.0, float(latency)), float(per_byte), float(latency) > 0
+    return OpFit(op, len(chosen), max(0.0, float(latency)), float(per_byte), float(latency) > 0)
 
 
-def _from_text(text: str, source: str, weights: Mapping[str, int] | None) -> Calibration:
+def _from_text(text: str, source: str) -> Calibration:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
@@ -436,20 +454,16 @@ def _from_text(text: str, source: str, weights: Mapping[str, int] | None) -> Cal
         samples = read_dpscale_run(data) if "collectives" in data else read_nccl_tests_json(data)
     else:
         samples = read_nccl_tests_text(text)
-    return calibration_from_samples(samples, source=source, weights=weights)
+    return calibration_from_samples(samples, source=source)
 
 
-def calibration_from_run(
-    run: dict[str, Any], run_id: str, weights: Mapping[str, int] | None = None
-) -> Calibration:
-    """A calibration from a stored run (``dpscale.store.runs.get_run``), read by the caller;
-    ``weights`` as :func:`calibration_from_samples` takes them."""
-    return calibration_from_samples(read_dpscale_run(run), source=f"run {run_id}", weights=weights)
+def calibration_from_run(run: dict[str, Any], run_id: str) -> Calibration:
+    """A calibration from a stored run (``dpscale.store.runs.get_run``), read by the caller."""
+    return calibration_from_samples(read_dpscale_run(run), source=f"run {run_id}")
 
 
-def load_calibration(reference: str, weights: Mapping[str, int] | None = None) -> Calibration:
-    """A calibration from a file: nccl-tests text or JSON, or dpscale's JSON; ``weights`` as
-    :func:`calibration_from_samples` takes them."""
+def load_calibration(reference: str) -> Calibration:
+    """A calibration from a file: nccl-tests text or JSON, or dpscale's JSON."""
     path = Path(reference)
     if not path.is_file():
         raise _fail(f"no file {reference!r}", reference)
@@ -459,4 +473,4 @@ def load_calibration(reference: str, weights: Mapping[str, int] | None = None) -
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
         raise _fail(f"cannot read {reference}: {err.strerror}", reference) from None
-    return _from_text(text, path.name, weights)
+    return _from_text(text, path.name)

@@ -559,8 +559,9 @@ def _measured_baseline(scenario: Scenario, measured: MeasuredFit) -> tuple[Scena
 def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
     """The same job under strategy ``name``, as that strategy runs by default, its one-device
     throughput solved again from the measured baseline (the strategy was part of that
-    measurement). A stated shard group goes with HSDP, whose group it is: FSDP or ZeRO in
-    the comparison shard over all devices (FSDP over a group of 16 is HSDP's row again)."""
+    measurement), calibrated with the collectives it runs. A stated shard group goes with
+    HSDP, whose group it is: FSDP or ZeRO in the comparison shard over all devices (FSDP over
+    a group of 16 is HSDP's row again)."""
     group = scenario.shard_group_size if row(name).group == "node" else 0
     if scenario.baseline_throughput is not None:
         scenario = replace(
@@ -569,7 +570,9 @@ def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
     bucket = scenario.bucket_bytes
     if not scenario.bucket_stated:
         bucket = default_bucket_bytes(name, BYTES_PER_VALUE[scenario.grad_dtype])
-    return replace(scenario, strategy=name, shard_group_size=group, bucket_bytes=bucket)
+    compared = replace(scenario, strategy=name, shard_group_size=group, bucket_bytes=bucket)
+    # A calibration is that of the collectives each strategy runs, where they were measured.
+    return compared if compared.calibration is None else compared.calibration.apply(compared)
 
 
 def predict(

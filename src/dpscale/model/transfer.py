@@ -87,7 +87,6 @@ from dpscale.model.calibrate import Calibration, calibration_from_run
 from dpscale.model.presets import load_preset, preset_names
 from dpscale.model.scenario import Scenario
 from dpscale.model.step import BYTES_PER_VALUE
-from dpscale.model.strategies import collective_weights
 from dpscale.units import format_count
 from dpscale.validation import InputError
 
@@ -395,7 +394,7 @@ def transfer(
     other_devices = any(d.field == "hardware" for d in found)
     if network and not other_devices and run.get("collectives"):
         try:
-            calibration = calibration_from_run(dict(run), run_id, collective_weights(sc.strategy))
+            calibration = calibration_from_run(dict(run), run_id)
         except InputError:
             calibration = None  # no collective on two or more devices: nothing to take
         if calibration is not None and replaced_bandwidth(calibration, sc) in typed:

@@ -92,11 +92,10 @@ def fill_from_runs(
     filled: set[str] = set()
     cal = None
     run_id = run_id_of(measured)
-    strategy = out.get("strategy")
     if calibrate is None and run_id is not None:
-        cal = _run_network(run_id, strategy)
+        cal = _run_network(run_id)
     elif calibrate is not None:
-        cal = read_calibration(calibrate, files=files, strategy=strategy)
+        cal = read_calibration(calibrate, files=files)
     if cal is not None:
         if not out.get("hardware"):
             per_node = out.get("devices_per_node")
@@ -141,18 +140,15 @@ def _one_device(measured: str, run_id: str | None, *, files: bool) -> float | No
     return throughput / devices
 
 
-def _run_network(run_id: str, strategy: object) -> Calibration | None:
-    """The network a stored run's collectives measured (those ``strategy`` runs, where they
-    were), None where it ran none."""
+def _run_network(run_id: str) -> Calibration | None:
+    """The network a stored run's collectives measured, None where it ran none."""
     from dpscale.model.calibrate import calibration_from_run
-    from dpscale.model.strategies import STRATEGIES, collective_weights
 
     run = _stored_run(run_id, "measured")
     if not run.get("collectives"):
         return None
-    weights = collective_weights(strategy if strategy in STRATEGIES else "ddp")
     try:
-        return calibration_from_run(run, run_id, weights)
+        return calibration_from_run(run, run_id)
     except InputError:
         return None  # no collective on two or more devices
 
@@ -203,7 +199,7 @@ def resolve(
     cal_run = _calibrate_run(calibrate, files)
     if calibrate is not None:
         cal = filled.calibration if filled is not None and filled.calibration else None
-        cal = cal or read_calibration(calibrate, files=files, strategy=scenario.strategy)
+        cal = cal or read_calibration(calibrate, files=files)
         if cal_run is not None:
             job = run_job(_stored_run(cal_run, "calibrate"))
             differs = differences(job, scenario, typed_throughput=False)

@@ -202,17 +202,14 @@ def _stored_run(run_id: str, field: str) -> dict[str, Any]:
         raise InputError.single(field, f"no stored run named {run_id!r}", run_id) from None
 
 
-def calibration(reference: str, *, files: bool, strategy: object = None) -> Calibration:
+def calibration(reference: str, *, files: bool) -> Calibration:
     """``--calibrate``: a file (the CLI only: nccl-tests output, dpscale JSON) or a stored
-    run's id; the bandwidth and latency measured there, of the collectives ``strategy`` runs
-    where they were measured (:func:`dpscale.model.strategies.collective_weights`; DDP's
-    all-reduce for none or one that is no strategy, which the query's check then names)."""
+    run's id; the bandwidth and latency measured there (applied as the query's strategy runs
+    its collectives: :meth:`~dpscale.model.calibrate.Calibration.for_strategy`)."""
     from dpscale.model.calibrate import calibration_from_run, load_calibration
-    from dpscale.model.strategies import STRATEGIES, collective_weights
 
-    weights = collective_weights(strategy if strategy in STRATEGIES else "ddp")
     if files and Path(reference).is_file():
-        return load_calibration(reference, weights)
+        return load_calibration(reference)
     try:
         run = _stored_run(reference, "calibrate")
     except InputError:
@@ -221,7 +218,7 @@ def calibration(reference: str, *, files: bool, strategy: object = None) -> Cali
                 "calibrate", f"no file and no stored run named {reference!r}", reference
             ) from None
         raise
-    return calibration_from_run(run, reference, weights)
+    return calibration_from_run(run, reference)
 
 
 def _pairs(points: Any) -> list[tuple[int, float]]:
