@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpscale.cli.main import main
-from dpscale.store.runs import list_runs
+from dpscale.store.runs import job_of, list_runs
 
 RESULT = {
     "devices": 1,
@@ -287,3 +289,28 @@ def test_simultaneous_imports_of_one_run_give_one_line(tmp_path: Path, sqlite_ur
         else:
             assert err.endswith("run imported-1 is already stored\n"), err
             assert err.count("\n") == 1
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3000),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["strategy", "script", "script_args", "source", "format", "training",
+             "collectives", "model_params", "micro_batch", "grad_accum", "precision"]
+        ),
+        _JSON | st.sampled_from(["script", "imported", "fsdp"]),
+    )
+)  # fmt: skip
+def test_any_config_gives_a_short_job_line(config: dict[str, Any]) -> None:
+    """An imported record's config may hold anything: its line in runs list stays a short
+    text (a 10,000-character precision had been printed whole)."""
+    job = job_of(config)
+    assert isinstance(job, str)
+    assert len(job) <= 60

@@ -549,6 +549,8 @@ def job_of(config: Any) -> str:
     'script ?'
     >>> job_of({"training": False}), job_of({"model_params": 4e6}), job_of({}), job_of(None)
     ('collectives only', 'ddp, 4M params', '', '')
+    >>> job_of({"strategy": "ddp", "model_params": float("nan"), "precision": "x" * 99})[-9:]
+    'xxxxxxxx…'
     """
     if not isinstance(config, Mapping):
         return ""
@@ -570,7 +572,7 @@ def job_of(config: Any) -> str:
         strategy = "ddp"  # stored before the sharded strategies were measured
     parts = [strategy]
     params = config.get("model_params")
-    if isinstance(params, (int, float)) and not isinstance(params, bool):
+    if isinstance(params, (int, float)) and not isinstance(params, bool) and 0 < params < 1e30:
         parts.append(f"{format_count(params)} params")
     batch, accumulation = config.get("micro_batch"), config.get("grad_accum")
     if isinstance(batch, int) and not isinstance(batch, bool):
@@ -582,7 +584,7 @@ def job_of(config: Any) -> str:
         parts.append(f"micro-batch {batch}" + (f" x {accumulation}" if accumulated else ""))
     if isinstance(config.get("precision"), str):
         parts.append(config["precision"])
-    return ", ".join(parts)
+    return _cut(", ".join(parts))  # an imported record's texts may be of any length
 
 
 def _cut(text: str) -> str:
