@@ -75,6 +75,7 @@ __all__ = [
     "measured_points",
     "prediction_json",
     "preset_choices",
+    "statements",
     "terminal_help",
 ]
 
