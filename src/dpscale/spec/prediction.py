@@ -483,7 +483,8 @@ PREDICTION = Prediction(
         Input(
             name="seq_len",
             model=QUERY,
-            terminal_help="Tokens per sample (sequence length); needed for --unit tokens.",
+            terminal_help="Tokens per sample (sequence length): with --unit tokens, each sample "
+            "of the micro-batch is this many tokens (without it the micro-batch counts tokens).",
             metavar="INT",
             label=N_("Sequence length"),
             help=N_("Tokens per sample. Empty: the model preset's, or none (not a transformer)."),
