@@ -3,6 +3,7 @@ against torch's own torchrun parser and the worker's (nothing is launched here).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import stat
@@ -225,3 +226,74 @@ def test_under_srun_nproc_per_node_alone_reads_the_shape_from_slurm(
     status, out, err = _cli(capsys, "measure", "--nproc-per-node", "2", "--world-sizes", "8")
     assert (status, out) == (2, "")
     assert err == "dpscale: error: --world-sizes: must not exceed --nnodes x --nproc-per-node = 4\n"
+
+
+def test_a_script_s_sbatch_runs_dpscale_s_launcher_on_every_node(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--script with --sbatch had been refused ("for the built-in model"): a user measuring
+    their own training on a SLURM cluster gets the job that starts ``dpscale measure`` on every
+    node under srun, which reads the shape from srun's variables; the script's arguments
+    survive the shell as typed."""
+    train = tmp_path / "train.py"
+    train.write_text("# a training script\n")
+    args = ("measure", "--script", str(train), "--nnodes", "2", "--nproc-per-node", "8",
+            "--world-sizes", "8,16", "--timeout", "600s", "--rdzv-timeout", "10 min",
+            "--sbatch", "--", "--steps", "30", "--note", "a b")  # fmt: skip
+    status, out, err = _cli(capsys, *args)
+    assert (status, err) == (0, "")
+    script = tmp_path / "measure.sh"
+    script.write_text(out)
+    header = [line for line in out.splitlines() if line.startswith("#SBATCH")]
+    assert header[1:4] == ["#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1",
+                           "#SBATCH --gpus-per-node=8"]  # fmt: skip
+    assert header[-1] == "#SBATCH --time=01:40:00"  # ten timeouts of 600 s
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "srun"
+    stub.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/srun.args\n')
+    stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    subprocess.run(["bash", str(script)], env=env, check=True, timeout=60)
+    assert (tmp_path / "srun.args").read_text().splitlines() == [
+        "dpscale", "measure", "--nproc-per-node=8", "--script", str(train),
+        "--world-sizes", "8,16", "--timeout", "600s", "--rdzv-timeout", "10 min",
+        "--", "--steps", "30", "--note", "a b",
+    ]  # fmt: skip
+    status, out, err = _cli(capsys, *args[:-6], "--sbatch", "--json")
+    assert json.loads(out)["shape"]["nnodes"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--sbatch", "--nnodes", "2"), "--nproc-per-node: is needed to print an sbatch script"),
+        (("--sbatch", "--nproc-per-node", "8"), "--nnodes: is needed to print an sbatch script"),
+        (
+            ("--sbatch", "--nnodes", "2", "--nproc-per-node", "8", "--node-rank", "1"),
+            "--node-rank is not for --script --sbatch (srun gives each node its rank",
+        ),
+        (
+            ("--sbatch", "--nnodes", "2", "--nproc-per-node", "8", "--model-params", "4M"),
+            "--model-params is for the built-in model, not with --script",
+        ),
+        (
+            ("--sbatch", "--nnodes", "2", "--nproc-per-node", "8", "--world-sizes", "12"),
+            "--world-sizes: across nodes must be whole nodes",
+        ),
+        (
+            ("--launch-line", "--nnodes", "2", "--nproc-per-node", "8"),
+            "--launch-line is for the built-in model: with --script, start this same command on "
+            "every node",
+        ),
+    ],
+)
+def test_a_script_s_cluster_job_refuses_what_it_cannot_print_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    train = tmp_path / "train.py"
+    train.write_text("# a training script\n")
+    status, out, err = _cli(capsys, "measure", "--script", str(train), *args)
+    assert (status, out) == (2, "")
+    assert err.startswith(f"dpscale: error: {message}")
+    assert err.count("\n") == 1

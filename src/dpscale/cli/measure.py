@@ -181,8 +181,16 @@ def measure(
     if script is not None:
         named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
         given = [key for key, value in named.items() if value is not None]
-        given += [name for name, on in (("launch_line", launch_line), ("sbatch", sbatch)) if on]
         given += [name for name in ("collectives", "training") if not options[name]]
+        if sbatch:
+            _print_script_sbatch(script, script_args, options, given, as_json=as_json)
+            return
+        if launch_line:
+            fail(
+                "--launch-line is for the built-in model: with --script, start this same "
+                "command on every node (--nnodes, --nproc-per-node, --node-rank, "
+                "--rdzv-endpoint), or print an sbatch script with --sbatch"
+            )
         _measure_script(
             script,
             script_args,
@@ -450,6 +458,7 @@ def _shape(node_fields: dict[str, Any], *, nproc_given: bool) -> Any:
                 os.environ,
                 nproc_per_node=node_fields["nproc_per_node"],
                 rdzv_endpoint=node_fields["rdzv_endpoint"],
+                rdzv_timeout=node_fields["rdzv_timeout"],
             )
         given = [key for key, value in node_fields.items() if value is not None]
         if given:
@@ -511,6 +520,72 @@ def _print_launch(
         text = launch_line(shape, worker, out) + f"\ndpscale runs import {out}/run.json"
     if as_json:
         print_json({"sbatch" if sbatch else "launch_line": text, "shape": shape.model_dump()})
+    else:
+        click.echo(text.rstrip("\n"))
+
+
+def _print_script_sbatch(
+    script: str,
+    script_args: tuple[str, ...],
+    options: dict[str, Any],
+    given: list[str],
+    *,
+    as_json: bool,
+) -> None:
+    """``--script --sbatch``: the sbatch script that runs this command on every node of an
+    allocation (dpscale's launcher under srun), checked as the run would check it, printed."""
+    from pathlib import Path
+
+    from dpscale.measure.config import OPTION_NAMES, read_config
+    from dpscale.measure.nodes import DEFAULT_PORT, read_shape, script_sbatch_script
+    from dpscale.measure.script_across import across_sizes
+    from dpscale.validation import InputError
+
+    allowed = (*_SCRIPT_OPTIONS, "nnodes", "nproc_per_node", "rdzv_timeout")
+    other = [name for name in given if name not in allowed]
+    if other:
+        fail(
+            f"{_label(other[0], OPTION_NAMES)} is not for --script --sbatch (srun gives each "
+            "node its rank and the allocation's first host is node 0)"
+            if other[0] in _NODE_HELP
+            else f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script"
+        )
+    if not Path(script).is_file():
+        fail(f"--script: no such file: {script}")
+    try:
+        config = read_config(
+            {key: options[key] for key in _SCRIPT_OPTIONS} | {"collectives": False}
+        )
+        if options["nnodes"] is None:
+            raise InputError.single("nnodes", "is needed to print an sbatch script")
+        if options["nproc_per_node"] is None:
+            raise InputError.single("nproc_per_node", "is needed to print an sbatch script")
+        shape = read_shape(
+            {
+                "nnodes": options["nnodes"],
+                "nproc_per_node": options["nproc_per_node"],
+                "rdzv_endpoint": f"head:{DEFAULT_PORT}",
+                "rdzv_timeout": options["rdzv_timeout"],
+            }
+        )
+        across_sizes(config.world_sizes, shape)  # as each node will check them
+    except InputError as err:
+        fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
+    words = ["--script", script]
+    for key in ("world_sizes", "backend", "timeout", "rdzv_timeout"):
+        if options[key] is not None:
+            words += [_label(key, OPTION_NAMES), str(options[key])]
+    if not options["store"]:
+        words.append("--no-store")
+    if options["keep_logs"]:
+        words.append("--keep-logs")
+    if script_args:
+        words += ["--", *script_args]
+    text = script_sbatch_script(
+        shape, words, gpus=config.backend != "gloo", time_limit=_time_limit(config.timeout_s)
+    )
+    if as_json:
+        print_json({"sbatch": text, "shape": shape.model_dump()})
     else:
         click.echo(text.rstrip("\n"))
 
@@ -593,7 +668,11 @@ MEASURE = click.Command(
             "Keep torchrun's logs (in the user log folder) after a run that succeeded.",
         ),
         _flag("launch_line", "Print the torchrun line to run on every node; run nothing."),
-        _flag("sbatch", "Print an sbatch script for the cluster shape; run nothing."),
+        _flag(
+            "sbatch",
+            "Print an sbatch script for the cluster shape (with --script: dpscale measure on "
+            "every node under srun); run nothing.",
+        ),
         click.Option(["as_json", "--json"], is_flag=True, help=JSON_HELP),
         click.Option(
             ["script", "--script"],

@@ -38,6 +38,7 @@ __all__ = [
     "launch_line",
     "read_shape",
     "sbatch_script",
+    "script_sbatch_script",
     "shape_from_slurm",
     "torchrun_node_command",
 ]
@@ -211,6 +212,42 @@ def sbatch_script(
         *(shlex.quote(option) for option in worker_options),
     ]
     lines = [
+        *_sbatch_header(shape, gpus=gpus, time_limit=time_limit),
+        'HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        "srun " + _wrap(torchrun),
+        f'dpscale runs import "{out}/run.json"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def script_sbatch_script(
+    shape: ClusterShape, measure_options: Sequence[str], *, gpus: bool, time_limit: str
+) -> str:
+    """An sbatch script for ``dpscale measure --script``: one srun task per node, each running
+    dpscale's own launcher, which reads the shape from srun's variables (:func:`shape_from_slurm`:
+    node 0 is the allocation's first host) and starts the script under torchrun at each world
+    size; node 0 stores the run. ``measure_options`` are the command's words after
+    ``dpscale measure`` (``--script FILE``, the measurement options, ``--`` and the script's
+    arguments)."""
+    command = [
+        "dpscale",
+        "measure",
+        f"--nproc-per-node={shape.nproc_per_node}",
+        *(shlex.quote(word) for word in measure_options),
+    ]
+    lines = [
+        *_sbatch_header(shape, gpus=gpus, time_limit=time_limit),
+        "# node 0 (the allocation's first host) stores the run: dpscale runs list",
+        "srun " + _wrap(command),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _sbatch_header(shape: ClusterShape, *, gpus: bool, time_limit: str) -> list[str]:
+    """The #SBATCH lines of one task per node (and its devices) and ``set -euo pipefail``."""
+    lines = [
         "#!/bin/bash",
         "#SBATCH --job-name=dpscale-measure",
         f"#SBATCH --nodes={shape.nnodes}",
@@ -218,16 +255,12 @@ def sbatch_script(
     ]
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={shape.nproc_per_node}")
-    lines += [
+    return [
+        *lines,
         f"#SBATCH --cpus-per-task={max(2, shape.nproc_per_node)}",
         f"#SBATCH --time={time_limit}",
         "set -euo pipefail",
-        'HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-        "srun " + _wrap(torchrun),
-        f'dpscale runs import "{out}/run.json"',
-        "",
     ]
-    return "\n".join(lines)
 
 
 _RANGE = re.compile(r"^(?P<prefix>[^\[,]*)\[(?P<body>[^\]]+)\](?P<suffix>[^,]*)")
@@ -260,18 +293,24 @@ def expand_nodelist(text: str) -> list[str]:
 
 
 def shape_from_slurm(
-    env: Mapping[str, str], *, nproc_per_node: object, rdzv_endpoint: str | None = None
+    env: Mapping[str, str],
+    *,
+    nproc_per_node: object,
+    rdzv_endpoint: str | None = None,
+    rdzv_timeout: object = None,
 ) -> ClusterShape:
     """The shape of ``srun --ntasks-per-node=1 dpscale measure ...`` from srun's variables:
     ``SLURM_NNODES`` nodes, this one ``SLURM_NODEID``, the store on the first host of
     ``SLURM_JOB_NODELIST`` (torchrun's port) unless ``rdzv_endpoint`` says otherwise, the
-    job id as the rendezvous id.
+    job id as the rendezvous id; ``rdzv_timeout`` as typed (None: the default).
 
     >>> env = {"SLURM_NNODES": "2", "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "n[3-4]",
     ...        "SLURM_JOB_ID": "77"}
     >>> shape = shape_from_slurm(env, nproc_per_node=8)
     >>> shape.nnodes, shape.node_rank, shape.rdzv_endpoint, shape.rdzv_id
     (2, 1, 'n3:29500', 'slurm-77')
+    >>> shape_from_slurm(env, nproc_per_node=8, rdzv_timeout="10 min").rdzv_timeout
+    600.0
     """
     hosts = expand_nodelist(env.get("SLURM_JOB_NODELIST", ""))
     if not hosts or "SLURM_NNODES" not in env or "SLURM_NODEID" not in env:
@@ -285,5 +324,6 @@ def shape_from_slurm(
             "node_rank": env["SLURM_NODEID"],
             "rdzv_endpoint": rdzv_endpoint or f"{hosts[0]}:{DEFAULT_PORT}",
             "rdzv_id": f"slurm-{env.get('SLURM_JOB_ID', 'job')}",
+            "rdzv_timeout": rdzv_timeout,
         }
     )
