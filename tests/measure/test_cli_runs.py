@@ -191,3 +191,16 @@ def test_import_reads_a_source_without_a_size_only_up_to_the_limit(
     status, out, err = run(capsys, "runs", "import", str(zero))
     assert (status, out) == (2, "")
     assert err == "dpscale: error: /dev/zero is larger than 2 MiB\n"
+
+
+def test_the_comparison_carries_the_prediction_as_predict_writes_it(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, measured_run: MakeRun
+) -> None:
+    """``runs show --predict --json``'s ``prediction`` is ``dpscale predict --json``, its
+    notes beside their codes too."""
+    save_run(measured_run("r-compare"))
+    status, out, err = run(capsys, "runs", "show", "r-compare", "--predict", "--json")
+    assert status == 0, err
+    prediction = json.loads(out)["prediction"]
+    assert prediction["notes"][0].startswith("Gradients: ")
+    assert len(prediction["notes"]) == len(prediction["note_codes"])

@@ -155,10 +155,11 @@ def compared(run: dict[str, Any], run_id: str) -> Any:
     """The run beside predict's figures for its job (:mod:`dpscale.measure.compare`); a run
     that cannot be predicted fails in one line."""
     from dpscale.measure.compare import compare_run
+    from dpscale.spec.prediction import prediction_json
     from dpscale.validation import InputError
 
     try:
-        return compare_run(run, run_id)
+        return compare_run(run, run_id, prediction_json)
     except InputError as err:
         fail(terminal_text("; ".join(issue.detail for issue in err.issues)))
 

@@ -29,7 +29,7 @@ A ``--script`` run states no model: it is refused in one line, naming what is mi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -266,8 +266,15 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
     return calibration.apply(scenario)
 
 
-def compare_run(run: Mapping[str, Any], run_id: str) -> Comparison:
-    """The run's results beside ``predict``'s for its job (module docstring)."""
+def compare_run(
+    run: Mapping[str, Any],
+    run_id: str,
+    prediction_json: Callable[[Any], dict[str, Any]] | None = None,
+) -> Comparison:
+    """The run's results beside ``predict``'s for its job (module docstring);
+    ``prediction_json`` writes the prediction as ``dpscale predict --json`` does
+    (:func:`dpscale.spec.prediction.prediction_json`, which the commands pass: the words are
+    not this layer's); without it, its figures alone (``to_dict()``)."""
     from dpscale.model.predict import predict_scenario
 
     scenario = _scenario(run, run_id)
@@ -293,7 +300,8 @@ def compare_run(run: Mapping[str, Any], run_id: str) -> Comparison:
             }
         )
     notes = (*contention(rows), *unhidden(paired))
-    return Comparison(run_id, tuple(paired), result.to_dict(), notes)
+    written = result.to_dict() if prediction_json is None else prediction_json(result)
+    return Comparison(run_id, tuple(paired), written, notes)
 
 
 def _ms(value: object) -> str:
