@@ -297,6 +297,10 @@ def fit(**inputs: Any) -> FitReport:
         if inputs.get("points") is not None:
             raise InputError.single("run", "give points or run, not both")
         inputs = stored_run_points(run_id, inputs)
+    else:
+        from dpscale.spec.fit import run_points
+
+        inputs = run_points(inputs)  # points="run:ID", as the page and the API take it
     result = run(_read(FitQuery, inputs))
     names = [item.name for item in fields(FitPoint)]
     return FitReport(

@@ -5,6 +5,7 @@ browser pasting points and seeing the fit and the chart."""
 from __future__ import annotations
 
 import re
+import uuid
 from html import unescape
 from pathlib import Path
 from urllib.parse import urlencode
@@ -459,3 +460,54 @@ def test_hsdp_points_that_are_not_whole_nodes_are_told_at_the_points(
         "/api/v1/scaling-fit", params={"points": "8,1000\n16,1990", "at": "20", **job}
     )
     assert asked.json()["detail"][0]["field"] == "at"
+
+
+def test_a_stored_run_is_fitted_from_the_page_and_the_api(
+    client: httpx.Client, live_server: LiveServer
+) -> None:
+    """``points=run:ID``, as the prediction page takes ``measured=run:ID``: the CLI and the
+    library could fit a stored run (``--run``), the page and the API could not. Its unit (a
+    script's tokens/s) and devices per node come with it."""
+    from dpscale.store.runs import save_run
+
+    run_id = f"fit-{uuid.uuid4().hex[:8]}"
+    results = [
+        {
+            "devices": d,
+            "throughput": t,
+            "per_device_throughput": t / d,
+            "efficiency": t / d / 7100.0,
+            "step_time_p50_s": 0.036 * d,
+            "step_time_p95_s": 0.037 * d,
+            "unit": "tokens/s",
+        }
+        for d, t in ((1, 7100.0), (2, 13900.0), (4, 27000.0))
+    ]
+    save_run(
+        {"run_id": run_id, "backend": "gloo", "partial": False, "environment": {},
+         "config": {"strategy": "script"}, "results": results, "collectives": []},
+        url=live_server.database_url,
+    )  # fmt: skip
+    api = client.get("/api/v1/scaling-fit", params={"points": f"run:{run_id}", "at": "16"})
+    assert api.status_code == 200, api.text
+    assert (api.json()["unit"], api.json()["points"]) == ("tokens/s", 3)
+    html = client.get("/en/scaling-fit", params={"points": f"run:{run_id}", "at": "16"}).text
+    assert "Throughput (tokens/s)" in unescape(html)
+    missing = client.get("/api/v1/scaling-fit", params={"points": "run:nope"})
+    assert missing.status_code == 422
+    assert missing.json()["detail"][0]["field"] == "points"
+    assert "no stored measurement run with id 'nope'" in missing.json()["detail"][0]["message"]
+    # The page says what is wrong, in its language (it had said "Check the points: one line
+    # per measurement"), at the field; the prediction page alike for its measured run.
+    html = client.get("/ja/scaling-fit", params={"points": "run:nope"}).text
+    said = unescape(error_at(html, "points"))
+    assert said.startswith("ID が nope の保存された実行はありません。")
+    job = {"hardware": "dgx-a100", "params": "1.3e9", "micro_batch": "8", "measured": "run:nope"}
+    html = client.get("/en/scaling-prediction", params=job).text
+    assert unescape(error_at(html, "measured")).startswith("No stored run has the id nope.")
+    # Another unit than the run's would read its numbers as another quantity's.
+    query = {"points": f"run:{run_id}", "unit": "samples/s"}
+    html = client.get("/en/scaling-fit", params=query).text
+    assert unescape(error_at(html, "unit")).startswith(
+        f"Run {run_id} measured in tokens/s: leave this empty, or enter tokens/s."
+    )

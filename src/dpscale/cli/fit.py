@@ -73,8 +73,15 @@ def run_fit(
         fail("give a FILE of points, --points or --run ID (one of them)")
     labels = {item.name: item.option for item in _terminal_inputs()} | {"plot": "--plot"}
     if points is not None:
-        # devices:throughput pairs, read as the page and the API read them (fit/data.py).
-        options, labels["points"] = {**options, "points": points}, "--points"
+        # devices:throughput pairs, read as the page and the API read them (fit/data.py), or
+        # run:ID as they take a stored run.
+        from dpscale.spec.fit import run_points
+
+        labels["points"] = "--points"
+        try:
+            options = run_points({**options, "points": points})
+        except InputError as err:
+            fail(issues_line(err.issues, labels))
     elif file is not None:
         options, labels["points"] = {**options, "points": _read_text(file)}, file
     else:
@@ -140,7 +147,7 @@ def command() -> click.Command:
                 ["points", "--points"],
                 metavar="LIST",
                 help="Measured points typed inline as devices:throughput pairs: "
-                "8:7900,16:15500,32:30200.",
+                "8:7900,16:15500,32:30200 (or run:ID, as --run ID).",
             ),
             *(option_parameter(item, option_help(item)) for item in _terminal_inputs()),
             click.Option(

@@ -43,16 +43,23 @@ __all__ = [
     "PARAMETERS",
     "PARAMETER_NAMES",
     "PREDICTIONS",
+    "RUN_UNIT",
     "SAID",
     "STATEMENTS",
     "Column",
     "Table",
     "fit_json",
     "r_squared_shown",
+    "run_points",
     "statements",
     "stored_run_points",
     "terminal",
 ]
+
+
+RUN_UNIT = "run_unit"
+"""The code of a unit given for a stored run's points that is not the run's (``ctx``: ``run``,
+its id, and ``unit``, the run's)."""
 
 
 def stored_run_points(run_id: str, given: Mapping[str, Any], field: str = "run") -> dict[str, Any]:
@@ -67,13 +74,19 @@ def stored_run_points(run_id: str, given: Mapping[str, Any], field: str = "run")
     naming ``unit`` for a unit that is not the run's (its numbers would be read as another
     quantity's)."""
     from dpscale.fit.data import points_from_run
+    from dpscale.spec.measured_runs import NO_RUN
     from dpscale.store.runs import get_run
     from dpscale.validation import InputError
 
     try:
         run = get_run(run_id, timings=False)
     except LookupError:
-        raise InputError.single(field, f"no stored measurement run with id {run_id!r}") from None
+        raise InputError.single(
+            field,
+            f"no stored measurement run with id {run_id!r}",
+            code=NO_RUN,
+            ctx={"run": run_id},
+        ) from None
     inputs = {**given, "points": points_from_run(run).to_csv()}
     node = run.get("devices_per_node")
     if inputs.get("devices_per_node") is None and isinstance(node, int) and node is not True:
@@ -89,8 +102,27 @@ def stored_run_points(run_id: str, given: Mapping[str, Any], field: str = "run")
                 "unit",
                 f"must be {unit}, the unit of run {run_id}'s throughputs, or left out",
                 inputs["unit"],
+                code=RUN_UNIT,
+                ctx={"run": run_id, "unit": unit},
             )
     return inputs
+
+
+def run_points(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs with ``points`` given as ``run:ID`` (the page, the API, ``--points`` and the
+    library, as ``predict --measured`` takes a run) replaced by the stored run's points, its
+    devices per node and its unit where not given (:func:`stored_run_points`, errors naming
+    ``points``); any other inputs as they are."""
+    from dpscale.spec.measured_runs import run_id_of
+    from dpscale.validation import InputError
+
+    points = values.get("points")
+    run_id = run_id_of(points) if isinstance(points, str) else None
+    if run_id is None:
+        return dict(values)
+    if not run_id:
+        raise InputError.single("points", "run: needs a stored run's id (run:ID)", points)
+    return stored_run_points(run_id, values, field="points")
 
 
 EXAMPLE = "devices,throughput\n1,100\n2,195\n4,371\n8,735\n16,1290\n32,2450"
@@ -132,7 +164,7 @@ FIT_INPUTS: tuple[Input, ...] = (
         help=N_(
             "One measurement a line: device count, then throughput (comma, tab or space "
             "between; a header line is optional; repeat a count for repeated runs). "
-            "CSV or JSON."
+            "CSV or JSON. Or run:ID for a stored run."
         ),
         example=EXAMPLE,
         kind="text",

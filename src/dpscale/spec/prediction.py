@@ -195,12 +195,15 @@ def is_inline(text: str, *, files: bool) -> bool:
 
 
 def _stored_run(run_id: str, field: str) -> dict[str, Any]:
+    from dpscale.spec.measured_runs import NO_RUN
     from dpscale.store.runs import get_run
 
     try:
         return get_run(run_id, timings=False)  # neither a calibration nor a fit reads them
     except LookupError:
-        raise InputError.single(field, f"no stored run named {run_id!r}", run_id) from None
+        raise InputError.single(
+            field, f"no stored run named {run_id!r}", run_id, code=NO_RUN, ctx={"run": run_id}
+        ) from None
 
 
 def calibration(reference: str, *, files: bool) -> Calibration:

@@ -35,14 +35,17 @@ from dpscale.spec.fit import (
     PARAMETER_NAMES,
     PARAMETERS,
     PREDICTIONS,
+    RUN_UNIT,
     SAID,
     STATEMENTS,
     Column,
     Table,
     fit_json,
     r_squared_shown,
+    run_points,
     statements,
 )
+from dpscale.spec.measured_runs import NO_RUN
 from dpscale.validation import FieldIssue, parse
 from dpscale.web.i18n import N_, Localizer, language, localizer
 from dpscale.web.pages import prediction
@@ -171,7 +174,7 @@ def _parameter(loc: Localizer, value: float) -> str:
 
 
 def compute(values: Mapping[str, str]) -> FitPage:
-    query = parse(FitQuery, values)
+    query = parse(FitQuery, run_points(values))
     return FitPage(fit(query))
 
 
@@ -282,11 +285,17 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             "This model cannot be fitted to these points; choose Automatic or measure more "
             "device counts."
         )
-    if issue.code in (FASTER_THAN_STATED, NODE_NOT_A_DIVISOR):
+    if issue.code in (FASTER_THAN_STATED, NODE_NOT_A_DIVISOR, NO_RUN):
         # The stated job cannot have run these points, or run at these counts: predict's words.
         return prediction.explain(issue, values, loc)
     if issue.field == "at":
         return prediction.counts_message(loc, points_data.MAX_AT)
+    if issue.code == RUN_UNIT:
+        return _(
+            "Run %(run)s measured in %(unit)s: leave this empty, or enter %(unit)s.",
+            run=str(issue.ctx["run"]),
+            unit=loc.unit(str(issue.ctx["unit"])),
+        )
     if issue.code == FACTS_NEED_PARAMS:
         return _(
             "Required with the job's other facts; leave them all empty to fit the points alone."

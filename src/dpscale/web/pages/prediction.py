@@ -36,6 +36,7 @@ from dpscale.model.query import (
 from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NODE_NOT_A_DIVISOR, NOTHING_SHARDED
 from dpscale.plotting import ChartLayout
 from dpscale.spec.measured_runs import (
+    NO_RUN,
     RUN_OTHER_JOB,
     needs_throughput,
     predict_with_runs,
@@ -162,6 +163,8 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             "“%(other)s” already gives one device's throughput: fill in only one of them.",
             other=field_label(str(issue.ctx["other"]), loc),
         )
+    if issue.code == NO_RUN:
+        return _("No stored run has the id %(run)s.", run=str(issue.ctx["run"]))
     if issue.code == RUN_OTHER_JOB:
         differs = issue.ctx["differs"]
         assert isinstance(differs, tuple)
