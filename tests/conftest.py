@@ -22,6 +22,41 @@ import pytest
 READY_ATTEMPTS = 300  # x 0.1 s: a cold start on a busy machine imports FastAPI, Babel, Jinja2
 
 
+def _script_run(
+    run_id: str, points: Sequence[tuple[int, float]], unit: str = "tokens/s"
+) -> dict[str, object]:
+    """A stored run as ``dpscale measure --script`` writes it: ``(devices, throughput)``
+    points in ``unit``, efficiency relative to the first, a step time for each."""
+    base = points[0][1] / points[0][0]
+    results = [
+        {
+            "devices": devices,
+            "throughput": throughput,
+            "per_device_throughput": throughput / devices,
+            "efficiency": throughput / devices / base,
+            "step_time_p50_s": 0.036 * devices,
+            "step_time_p95_s": 0.037 * devices,
+            "unit": unit,
+        }
+        for devices, throughput in points
+    ]
+    return {
+        "run_id": run_id,
+        "backend": "gloo",
+        "partial": False,
+        "environment": {},
+        "config": {"strategy": "script"},
+        "results": results,
+        "collectives": [],
+    }
+
+
+@pytest.fixture
+def script_run() -> object:
+    """Builds a ``--script`` run's payload (``_script_run``) for a test to store."""
+    return _script_run
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     url = f"sqlite:///{tmp_path / 'dpscale.sqlite3'}"

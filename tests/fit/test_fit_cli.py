@@ -3,6 +3,7 @@
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,37 +88,14 @@ def test_stored_run(capsys: pytest.CaptureFixture[str], sqlite_url: str) -> None
 
 
 def test_a_stored_run_in_tokens_keeps_its_unit(
-    capsys: pytest.CaptureFixture[str], sqlite_url: str
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, script_run: Any
 ) -> None:
     """A script that counted tokens (``StepTimer(tokens_per_step=...)``) stores tokens/s:
     the fit says so in its header, its sentences and its JSON (the numbers were shown bare),
     and refuses another unit, which would read them as another quantity."""
     from dpscale.store.runs import save_run
 
-    results = [
-        {
-            "devices": d,
-            "throughput": t,
-            "per_device_throughput": t / d,
-            "efficiency": t / d / 7097.1,
-            "step_time_p50_s": 0.036 * d,
-            "step_time_p95_s": 0.037 * d,
-            "unit": "tokens/s",
-        }
-        for d, t in ((1, 7097.1), (2, 7791.0))
-    ]
-    run_id = save_run(
-        {
-            "run_id": "script-tokens",
-            "backend": "gloo",
-            "partial": False,
-            "environment": {},
-            "config": {"strategy": "script"},
-            "results": results,
-            "collectives": [],
-        },
-        url=sqlite_url,
-    )
+    run_id = save_run(script_run("script-tokens", [(1, 7097.1), (2, 7791.0)]), url=sqlite_url)
     status, out, err = run(capsys, "fit", "--run", run_id, "--at", "8")
     assert status == 0, err
     header = next(line for line in out.splitlines() if "Efficiency" in line)

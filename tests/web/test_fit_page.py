@@ -8,6 +8,7 @@ import re
 import uuid
 from html import unescape
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import httpx
@@ -463,7 +464,7 @@ def test_hsdp_points_that_are_not_whole_nodes_are_told_at_the_points(
 
 
 def test_a_stored_run_is_fitted_from_the_page_and_the_api(
-    client: httpx.Client, live_server: LiveServer
+    client: httpx.Client, live_server: LiveServer, script_run: Any
 ) -> None:
     """``points=run:ID``, as the prediction page takes ``measured=run:ID``: the CLI and the
     library could fit a stored run (``--run``), the page and the API could not. Its unit (a
@@ -471,23 +472,8 @@ def test_a_stored_run_is_fitted_from_the_page_and_the_api(
     from dpscale.store.runs import save_run
 
     run_id = f"fit-{uuid.uuid4().hex[:8]}"
-    results = [
-        {
-            "devices": d,
-            "throughput": t,
-            "per_device_throughput": t / d,
-            "efficiency": t / d / 7100.0,
-            "step_time_p50_s": 0.036 * d,
-            "step_time_p95_s": 0.037 * d,
-            "unit": "tokens/s",
-        }
-        for d, t in ((1, 7100.0), (2, 13900.0), (4, 27000.0))
-    ]
-    save_run(
-        {"run_id": run_id, "backend": "gloo", "partial": False, "environment": {},
-         "config": {"strategy": "script"}, "results": results, "collectives": []},
-        url=live_server.database_url,
-    )  # fmt: skip
+    points = [(1, 7100.0), (2, 13900.0), (4, 27000.0)]
+    save_run(script_run(run_id, points), url=live_server.database_url)
     api = client.get("/api/v1/scaling-fit", params={"points": f"run:{run_id}", "at": "16"})
     assert api.status_code == 200, api.text
     assert (api.json()["unit"], api.json()["points"]) == ("tokens/s", 3)
