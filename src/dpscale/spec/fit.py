@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dpscale.fit import FitQuery
 from dpscale.said import Amount, Count, Number, Percentage, Said, Wording, english
 from dpscale.spec.description import N_, Input
-from dpscale.spec.prediction import CALIBRATION_WORDS, PREDICTION
+from dpscale.spec.prediction import CALIBRATION_WORDS, NO_RUN, PREDICTION
 from dpscale.spec.scaling import UNITS
 
 if TYPE_CHECKING:
@@ -74,7 +74,6 @@ def stored_run_points(run_id: str, given: Mapping[str, Any], field: str = "run")
     naming ``unit`` for a unit that is not the run's (its numbers would be read as another
     quantity's)."""
     from dpscale.fit.data import points_from_run
-    from dpscale.spec.measured_runs import NO_RUN
     from dpscale.store.runs import get_run
     from dpscale.validation import InputError
 

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from dpscale.model.transfer import Transfer
 
 __all__ = [
-    "NO_RUN",
     "RUN_OTHER_JOB",
     "THROUGHPUT_INPUTS",
     "Filled",
@@ -45,8 +44,6 @@ _RUN = "run:"
 RUN_OTHER_JOB = "run_other_job"
 """The code of a throughput left to a stored run of another job (``ctx``: ``run``, its id,
 and ``differs``, what differs: :data:`dpscale.spec.prediction.RUN_FIELD_NAMES`' codes)."""
-NO_RUN = "no_run"
-"""The code of a stored run's id that names no run (``ctx``: ``run``, the id)."""
 THROUGHPUT_INPUTS = ("per_device_throughput", "mfu", "flops_per_sample", "achieved_tflops")
 """The inputs that state the per-device throughput: given, the run's never replaces it."""
 

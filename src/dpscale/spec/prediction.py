@@ -57,6 +57,7 @@ __all__ = [
     "LIMITS",
     "LINES",
     "MEASURED_KEYS",
+    "NO_RUN",
     "OPTIMIZER_NAMES",
     "PREDICTION",
     "RUN_FIELD_NAMES",
@@ -194,8 +195,11 @@ def is_inline(text: str, *, files: bool) -> bool:
     return ":" in text and not (files and Path(text).is_file())
 
 
+NO_RUN = "no_run"
+"""The code of a stored run's id that names no run (``ctx``: ``run``, the id)."""
+
+
 def _stored_run(run_id: str, field: str) -> dict[str, Any]:
-    from dpscale.spec.measured_runs import NO_RUN
     from dpscale.store.runs import get_run
 
     try:

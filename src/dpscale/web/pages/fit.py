@@ -45,7 +45,7 @@ from dpscale.spec.fit import (
     run_points,
     statements,
 )
-from dpscale.spec.measured_runs import NO_RUN
+from dpscale.spec.prediction import NO_RUN
 from dpscale.validation import FieldIssue, parse
 from dpscale.web.i18n import N_, Localizer, language, localizer
 from dpscale.web.pages import prediction

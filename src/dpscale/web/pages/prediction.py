@@ -36,13 +36,12 @@ from dpscale.model.query import (
 from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NODE_NOT_A_DIVISOR, NOTHING_SHARDED
 from dpscale.plotting import ChartLayout
 from dpscale.spec.measured_runs import (
-    NO_RUN,
     RUN_OTHER_JOB,
     needs_throughput,
     predict_with_runs,
     run_id_of,
 )
-from dpscale.spec.prediction import PREDICTION, RUN_FIELD_NAMES
+from dpscale.spec.prediction import NO_RUN, PREDICTION, RUN_FIELD_NAMES
 from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
