@@ -485,6 +485,10 @@ def test_a_stored_run_is_fitted_from_the_page_and_the_api(
     assert "no stored measurement run with id 'nope'" in missing.json()["detail"][0]["message"]
     # The page says what is wrong, in its language (it had said "Check the points: one line
     # per measurement"), at the field; the prediction page alike for its measured run.
+    # A long text typed as an id is not said back whole: a stored id has at most 64 characters.
+    long = client.get("/api/v1/scaling-fit", params={"points": "run:" + "a" * 3000})
+    assert long.status_code == 422
+    assert len(long.text) < 400
     html = client.get("/ja/scaling-fit", params={"points": "run:nope"}).text
     said = unescape(error_at(html, "points"))
     assert said.startswith("ID が nope の保存された実行はありません。")

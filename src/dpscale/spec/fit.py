@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dpscale.fit import FitQuery
 from dpscale.said import Amount, Count, Number, Percentage, Said, Wording, english
 from dpscale.spec.description import N_, Input
-from dpscale.spec.prediction import CALIBRATION_WORDS, NO_RUN, PREDICTION
+from dpscale.spec.prediction import CALIBRATION_WORDS, NO_RUN, PREDICTION, shown_run_id
 from dpscale.spec.scaling import UNITS
 
 if TYPE_CHECKING:
@@ -80,11 +80,12 @@ def stored_run_points(run_id: str, given: Mapping[str, Any], field: str = "run")
     try:
         run = get_run(run_id, timings=False)
     except LookupError:
+        shown = shown_run_id(run_id)
         raise InputError.single(
             field,
-            f"no stored measurement run with id {run_id!r}",
+            f"no stored measurement run with id {shown!r}",
             code=NO_RUN,
-            ctx={"run": run_id},
+            ctx={"run": shown},
         ) from None
     inputs = {**given, "points": points_from_run(run).to_csv()}
     node = run.get("devices_per_node")

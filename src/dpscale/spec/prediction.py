@@ -76,6 +76,7 @@ __all__ = [
     "measured_points",
     "prediction_json",
     "preset_choices",
+    "shown_run_id",
     "statements",
     "terminal_help",
 ]
@@ -196,7 +197,17 @@ def is_inline(text: str, *, files: bool) -> bool:
 
 
 NO_RUN = "no_run"
-"""The code of a stored run's id that names no run (``ctx``: ``run``, the id)."""
+"""The code of a stored run's id that names no run (``ctx``: ``run``, the id as shown)."""
+
+
+def shown_run_id(run_id: str) -> str:
+    """A run id as a message repeats it: a stored id has at most 64 characters, so one typed
+    longer is cut there (a megabyte in the box came back whole in the answer).
+
+    >>> shown_run_id("r1"), len(shown_run_id("a" * 10_000))
+    ('r1', 65)
+    """
+    return run_id if len(run_id) <= 64 else run_id[:64] + "…"
 
 
 def _stored_run(run_id: str, field: str) -> dict[str, Any]:
@@ -205,8 +216,9 @@ def _stored_run(run_id: str, field: str) -> dict[str, Any]:
     try:
         return get_run(run_id, timings=False)  # neither a calibration nor a fit reads them
     except LookupError:
+        shown = shown_run_id(run_id)
         raise InputError.single(
-            field, f"no stored run named {run_id!r}", run_id, code=NO_RUN, ctx={"run": run_id}
+            field, f"no stored run named {shown!r}", shown, code=NO_RUN, ctx={"run": shown}
         ) from None
 
 
