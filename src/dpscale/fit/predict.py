@@ -247,15 +247,14 @@ def _disagreement(
     ]
 
 
-def _tokens_unsized(physics: Physics | None, model: ModelChoice, unit: str) -> list[Said]:
+def _tokens_unsized(physics: Physics | None, model: ModelChoice) -> list[Said]:
     """Points in tokens and the job's facts without a sequence length: the micro-batch is read
-    in tokens (a micro-batch of one sequence typed as 1 is a step of one token), as
-    ``dpscale predict`` reads it; say so."""
-    from dpscale.model.query import TOKEN_UNITS
-
-    if physics is None or model not in ("auto", "comm") or physics.scenario.seq_len is not None:
-        return []
-    if unit.strip().lower() not in TOKEN_UNITS:
+    in tokens (``Scenario.micro_batch_in_tokens``), as ``dpscale predict`` reads it; say so."""
+    if (
+        physics is None
+        or model not in ("auto", "comm")
+        or not physics.scenario.micro_batch_in_tokens
+    ):
         return []
     return [Said("micro_batch_tokens", {"micro_batch": Count(physics.scenario.micro_batch)})]
 
@@ -354,7 +353,7 @@ def fit_points(
     )
     notes = [
         *ignored,
-        *_tokens_unsized(physics, model, unit),
+        *_tokens_unsized(physics, model),
         *selection.notes,
         *([selection.flag.said()] if selection.flag is not None else []),
         *_notes(fitted, baseline, predictions, devices_per_node),

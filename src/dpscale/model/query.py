@@ -39,7 +39,7 @@ from dpscale.model.llm import (
     load_model,
 )
 from dpscale.model.presets import load_preset
-from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
+from dpscale.model.scenario import DEFAULT_OPTIMIZER, TOKEN_UNITS, Scenario
 from dpscale.model.step import (
     BACKWARD_FRACTION,
     BYTES_PER_VALUE,
@@ -124,8 +124,6 @@ MfuPercent = Annotated[Percent, Field(gt=0)]
 """``mfu`` as the CLI and the page take it: a percentage above 0, at most 100."""
 MAX_LAYERS = 100_000
 MAX_SEQ_LEN = 100_000_000
-TOKEN_UNITS = ("tokens", "tokens/s", "token/s", "tok/s")
-"""Units that state the throughput in tokens: ``seq_len`` tokens make one sample."""
 
 _ITEM = re.compile(r"^\s*(\d+)\s*(?:(-|\.\.)\s*(\d+)\s*)?$")
 

@@ -57,12 +57,15 @@ __all__ = [
     "DEFAULT_MEMORY_BANDWIDTH",
     "DEFAULT_OPTIMIZER",
     "FASTER_THAN_STATED",
+    "TOKEN_UNITS",
     "Scenario",
     "evaluate",
     "faster_than_stated",
     "step_inputs",
 ]
 
+TOKEN_UNITS = ("tokens", "tokens/s", "token/s", "tok/s")
+"""Units that state the throughput in tokens: ``seq_len`` tokens make one sample."""
 DEFAULT_OPTIMIZER = "adam"
 """Central value when no optimizer is given (the band spans none to lamb)."""
 DEFAULT_MEMORY_BANDWIDTH = 1.0e12
@@ -129,6 +132,13 @@ class Scenario:
     it); :func:`dpscale.model.baseline.from_baseline` resolves it."""
     baseline_throughput: float | None = None
     """The throughput per device measured at ``baseline_devices`` (None: at one device)."""
+
+    @property
+    def micro_batch_in_tokens(self) -> bool:
+        """Whether the micro-batch is counted in tokens: the throughput is in tokens and no
+        sequence length says how many make a sample (the older meaning, kept; a micro-batch
+        of one sequence typed as 1 is then a step of one token, which the outputs say)."""
+        return self.seq_len is None and self.unit.strip().lower() in TOKEN_UNITS
 
     @property
     def meets_every_micro_step(self) -> bool:

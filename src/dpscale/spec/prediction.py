@@ -1383,11 +1383,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             },
         ),
     }
-    from dpscale.model.query import TOKEN_UNITS
-
-    if sc.seq_len is None and sc.unit.strip().lower() in TOKEN_UNITS:
-        # Tokens without a sequence length: the micro-batch is read in tokens, which a
-        # micro-batch of 1 sequence typed as 1 makes a step of one token (0.06 % for 8B).
+    if sc.micro_batch_in_tokens:  # 1 sequence typed as 1 is one token: 0.06 % for 8B
         said["micro_batch_tokens"] = Said(
             "micro_batch_tokens", {"micro_batch": Count(sc.micro_batch)}
         )
