@@ -298,6 +298,16 @@ _SCRIPT_OPTIONS = ("nproc", "world_sizes", "backend", "timeout")
 """What --script takes of the measurement options; the rest describe the built-in model."""
 
 
+def _check_script_file(script: str) -> None:
+    """``--script`` names a file: a directory or a missing path is one line."""
+    from pathlib import Path
+
+    if Path(script).is_dir():
+        fail(f"--script: {script} is a directory, not a training script")
+    if not Path(script).is_file():
+        fail(f"--script: no such file: {script}")
+
+
 def _measure_script(
     script: str,
     script_args: tuple[str, ...],
@@ -312,7 +322,6 @@ def _measure_script(
 ) -> None:
     """``dpscale measure --script``: the user's script at each world size, stored as a run
     (across nodes: this command on every node, node 0 stores the run)."""
-    from pathlib import Path
 
     from dpscale.measure import INSTALL_HINT
     from dpscale.measure.config import OPTION_NAMES, read_config
@@ -321,10 +330,7 @@ def _measure_script(
     other = [name for name in given if name not in (*_SCRIPT_OPTIONS, *_NODE_HELP)]
     if other:
         fail(f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script")
-    if Path(script).is_dir():
-        fail(f"--script: {script} is a directory, not a training script")
-    if not Path(script).is_file():
-        fail(f"--script: no such file: {script}")
+    _check_script_file(script)
     try:
         import torch  # noqa: F401  (only to say how to install it when it is missing)
     except ImportError:
@@ -534,7 +540,6 @@ def _print_script_sbatch(
 ) -> None:
     """``--script --sbatch``: the sbatch script that runs this command on every node of an
     allocation (dpscale's launcher under srun), checked as the run would check it, printed."""
-    from pathlib import Path
 
     from dpscale.measure.config import OPTION_NAMES, read_config
     from dpscale.measure.nodes import DEFAULT_PORT, read_shape, script_sbatch_script
@@ -550,8 +555,7 @@ def _print_script_sbatch(
             if other[0] in _NODE_HELP
             else f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script"
         )
-    if not Path(script).is_file():
-        fail(f"--script: no such file: {script}")
+    _check_script_file(script)
     try:
         config = read_config(
             {key: options[key] for key in _SCRIPT_OPTIONS} | {"collectives": False}
