@@ -193,11 +193,13 @@ def test_run_without_collectives_is_refused() -> None:
         read_dpscale_run({**RUN, "collectives": []})
 
 
-def _ring(op: str, devices: int, bus_bandwidth: float, latency: float) -> list[Sample]:
+def _ring(
+    op: str, devices: int, bus_bandwidth: float, latency: float, nodes: int = 1
+) -> list[Sample]:
     """Exact times of ``op`` at two sizes, from a bus bandwidth and a latency."""
     factor = float(bus_factor(op, devices))  # type: ignore[arg-type]
     return [
-        Sample(op, devices, size, latency + size * factor / bus_bandwidth, 1)
+        Sample(op, devices, size, latency + size * factor / bus_bandwidth, nodes)
         for size in (2.0**20, 2.0**24)
     ]
 
@@ -230,3 +232,37 @@ def test_a_sharded_strategy_is_calibrated_with_the_collectives_it_runs() -> None
     # preferred collective stands for all, as before.
     alone = calibration_from_samples(samples[:4], source="s").for_strategy("fsdp")
     assert (alone.op, alone.bus_bandwidth) == ("all_reduce", pytest.approx(1.5e9))
+
+
+def test_across_nodes_a_node_sharded_strategy_is_calibrated_with_its_all_reduce() -> None:
+    """Measured on two nodes of eight, the network carries HSDP's all-reduce across
+    replicas (and ZeRO-1's within a node): its all-gathers and reduce-scatters stay inside
+    the node, so the measured all-reduce calibrates its network, not FSDP's mix. On one
+    node the same strategy runs its all-gathers and reduce-scatters on the measured link."""
+    samples = [
+        *_ring("all_reduce", 16, 40e9, 100e-6, nodes=2),
+        *_ring("all_gather", 16, 30e9, 60e-6, nodes=2),
+        *_ring("reduce_scatter", 16, 20e9, 90e-6, nodes=2),
+    ]
+    measured = calibration_from_samples(samples, source="s")
+    job = Scenario(
+        1e9, "bf16", 64, 1, per_device_throughput=100.0, hardware=Hardware(8, 300e9, 50e9)
+    )
+    mix = 3 / (2 / 30e9 + 1 / 20e9)
+    for strategy, shard_group, bandwidth in [
+        ("hsdp", 0, 40e9),
+        ("zero1", 8, 40e9),
+        ("hsdp", 16, mix),  # the group spans two nodes: its own collectives cross them
+        ("fsdp", 0, mix),
+        ("ddp", 0, 40e9),
+    ]:
+        scenario = replace(job, strategy=strategy, shard_group_size=shard_group)
+        applied = measured.apply(scenario)
+        assert applied.hardware.inter_bandwidth == pytest.approx(bandwidth), strategy
+        assert applied.hardware.intra_bandwidth == 300e9
+    one_node = calibration_from_samples(
+        [replace(sample, devices=8, nodes=1) for sample in samples], source="s"
+    )
+    hsdp = one_node.apply(replace(job, strategy="hsdp"))
+    assert hsdp.calibration is not None
+    assert hsdp.calibration.op == "all_gather/reduce_scatter"

@@ -16,8 +16,9 @@ bandwidth factor) gives the achieved bus bandwidth ``B`` and the latency ``a``. 
 one node they replace the intra-node link; across nodes, the network (with the transport's
 efficiency set to 1: the measurement already includes it). The latency is spread over the
 collective's ring steps as NCCL's model does. A sharded strategy's calibration is that of
-the all-gathers and reduce-scatters it runs, where they were measured
-(:meth:`Calibration.for_strategy`, which :meth:`Calibration.apply` takes).
+the all-gathers and reduce-scatters it runs, where they were measured, and across nodes those
+of them that cross nodes (:meth:`Calibration.for_scenario`, which :meth:`Calibration.apply`
+takes: HSDP's all-reduce across replicas).
 
 >>> text = '''#  Rank  0 Group  0 Pid  1 on nodeA device  0 [0x07] NVIDIA H100
 ... #  Rank  1 Group  0 Pid  2 on nodeA device  1 [0x0a] NVIDIA H100
@@ -45,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dpscale.model.collectives import bus_factor
 from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S
 from dpscale.model.scenario import Scenario
-from dpscale.model.strategies import collective_weights
+from dpscale.model.strategies import collective_weights, network_collective_weights
 from dpscale.safejson import JSONInputError, loads
 from dpscale.validation import InputError
 
@@ -115,10 +116,31 @@ class Calibration:
         gloo's reduce-scatter runs at a third of its all-reduce's bandwidth). Otherwise the
         preferred collective stands for all. All-gather and reduce-scatter take the same ring
         steps (N - 1), so one latency serves both."""
+        return self._weighted(collective_weights(strategy))
+
+    def for_scenario(self, scenario: Scenario) -> Calibration:
+        """:meth:`for_strategy` for the link this calibration measured in ``scenario``'s job:
+        across nodes, the collectives of its step that cross them
+        (:func:`dpscale.model.strategies.network_collective_weights`: HSDP's all-reduce
+        across replicas, not the all-gathers inside each node)."""
+        if self._nodes(scenario.hardware.devices_per_node) == 1:
+            return self.for_strategy(scenario.strategy)
+        return self._weighted(
+            network_collective_weights(
+                scenario.strategy,
+                scenario.shard_group_size,
+                scenario.hardware.devices_per_node,
+            )
+        )
+
+    def _nodes(self, devices_per_node: int) -> int:
+        """The nodes measured: as stated, else as many as the devices fill."""
+        return self.nodes or math.ceil(self.devices / devices_per_node)
+
+    def _weighted(self, weights: dict[str, int]) -> Calibration:
         if not self.fits:
             return self
         measured = {fit.op: fit for fit in self.fits}
-        weights = collective_weights(strategy)
         if not set(weights) <= set(measured):
             weights = {self.fits[0].op: 1}
         chosen = [(measured[op], weight) for op, weight in weights.items()]
@@ -143,10 +165,10 @@ class Calibration:
 
     def apply(self, scenario: Scenario) -> Scenario:
         """``scenario`` with the measured link, of the collectives its strategy runs
-        (:meth:`for_strategy`), in place of the nominal one."""
-        cal = self.for_strategy(scenario.strategy)
+        (:meth:`for_scenario`), in place of the nominal one."""
+        cal = self.for_scenario(scenario)
         hw = scenario.hardware
-        nodes = cal.nodes or math.ceil(cal.devices / hw.devices_per_node)
+        nodes = cal._nodes(hw.devices_per_node)
         steps, inter_steps = cal.steps(cal.devices, nodes)
         per_step = max(0.0, cal.latency_s - NCCL_RING_BASE_LATENCY_S)
         if not cal.latency_resolved:  # the bandwidth alone was measured: latency as stated

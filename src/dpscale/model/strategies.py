@@ -79,6 +79,7 @@ __all__ = [
     "default_bucket_bytes",
     "group_size",
     "model_state_bytes",
+    "network_collective_weights",
     "not_whole_groups",
     "optimizer_state_bytes",
     "row",
@@ -190,6 +191,28 @@ def collective_weights(strategy: str) -> dict[str, int]:
         return {"all_reduce": 1}
     gathers = int(strategy_row.gathers) * (1 + int(strategy_row.regathers))
     return {"all_gather": gathers + int(strategy_row.gathers_after_step), "reduce_scatter": 1}
+
+
+def network_collective_weights(
+    strategy: str, shard_group: int, devices_per_node: int
+) -> dict[str, int]:
+    """The collectives of a step that cross nodes, weighted as :func:`collective_weights`:
+    what a bandwidth measured across nodes stands for. A shard group inside one node (HSDP's
+    own, ``zero1 --shard-group-size 8``) keeps its all-gathers and reduce-scatters on the
+    node's links, and only the all-reduce of each shard across the replicas reaches the
+    network (PyTorch FSDP's HYBRID_SHARD; Zhao et al. 2023 sec. 3.2). A group of all
+    devices, or one spanning nodes, crosses them with its own collectives.
+
+    >>> network_collective_weights("hsdp", 0, 8), network_collective_weights("zero1", 8, 8)
+    ({'all_reduce': 1}, {'all_reduce': 1})
+    >>> network_collective_weights("fsdp", 0, 8), network_collective_weights("hsdp", 16, 8)
+    ({'all_gather': 2, 'reduce_scatter': 1}, {'all_gather': 2, 'reduce_scatter': 1})
+    """
+    strategy_row = row(strategy)
+    group = shard_group or (devices_per_node if strategy_row.group == "node" else 0)
+    if strategy_row.group != "one" and 0 < group <= devices_per_node:
+        return {"all_reduce": 1}
+    return collective_weights(strategy)
 
 
 def column(name: str, codes: ArrayLike) -> Any:
