@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dpscale.measure.compare import unhidden
+from dpscale.measure.compare import Comparison, print_comparison, unhidden
 
 
 def _pair(devices: int, comm: float, exposed: float, p_comm: float, p_exposed: float) -> Any:
@@ -21,7 +21,7 @@ def _pair(devices: int, comm: float, exposed: float, p_comm: float, p_exposed: f
 def test_a_step_that_exposed_all_its_communication_where_the_prediction_hides_it_is_told() -> None:
     # Two FSDP ranks on the 2-core development machine (run 20261206-081632-0da84a): 34.3 ms
     # beyond compute, 34.3 ms for the collectives alone, where the prediction prefetches one
-    # layer ahead and hides 10.3 ms of its 17 ms. The comparison's "NO" gets its reason.
+    # layer ahead and hides 10.3 ms of its 17 ms. The comparison's "OUTSIDE" gets its reason.
     assert unhidden([_pair(1, 0.0, 0.0, 0.0, 0.0), _pair(2, 0.0343, 0.0343, 0.017, 0.0067)]) == [
         "At 2 devices the step spent beyond its compute all that the collectives take alone "
         "(34.3 ms): none of the communication hid under the compute, where the prediction "
@@ -75,4 +75,40 @@ def test_every_world_size_whose_ranks_slowed_each_other_is_told_in_one_note() ->
         "1, more than an overlapped collective slows compute (at most 40%): the ranks slowed "
         "each other down (sharing a machine's cores or memory bandwidth, or a throttled "
         "device), which the prediction, one device's compute at every count, does not model."
+    ]
+
+
+def test_the_table_sets_each_measured_row_above_its_prediction_within_80_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten columns of "m / p" pairs had wrapped every cell onto two to four lines at 80
+    columns (and at 120); a row each for measured and predicted reads digit under digit."""
+    monkeypatch.setenv("COLUMNS", "80")
+    times = {"compute_time_s": 0.1336, "comm_time_s": 0.0342, "exposed_comm_time_s": 0.0342}
+    predicted = {
+        **times,
+        "efficiency": 0.898,
+        "efficiency_low": 0.87,
+        "efficiency_high": 0.925,
+        "compute_time_s": 0.1524,
+        "overhead_time_s": 0.0042,
+        "model_state_bytes": 32e6,
+    }
+    row = {
+        "devices": 1024,
+        "measured": {**times, "efficiency": 0.751, "step_overhead_s": 0.0371},
+        "predicted": predicted,
+        "within_band": False,
+    }
+    prediction = {"hardware": {"calibration": "run r"}, "inputs": {"jitter": 0.0178}}
+    print_comparison(Comparison("r", (row, {**row, "within_band": None}), prediction))
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines[:10])) <= 80
+    assert lines[4:10] == [
+        "│1,024 │m │75.1 │  OUTSIDE │     133.6 │   34.2 │      34.2 │    37.1 │     - │",
+        "│      │p │89.8 │87.0-92.5 │     152.4 │   34.2 │      34.2 │     4.2 │ 32 MB │",
+        "├──────┼──┼─────┼──────────┼───────────┼────────┼───────────┼─────────┼───────┤",
+        "│1,024 │m │75.1 │        ? │     133.6 │   34.2 │      34.2 │    37.1 │     - │",
+        "│      │p │89.8 │87.0-92.5 │     152.4 │   34.2 │      34.2 │     4.2 │ 32 MB │",
+        "└──────┴──┴─────┴──────────┴───────────┴────────┴───────────┴─────────┴───────┘",
     ]

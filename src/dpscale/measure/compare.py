@@ -308,12 +308,16 @@ def _ms(value: object) -> str:
     return f"{float(value) * 1e3:,.1f}" if isinstance(value, int | float) else "-"
 
 
-def _pair(m: Mapping[str, Any], p: Mapping[str, Any], measured: str, predicted: str) -> str:
-    return f"{_ms(m.get(measured))} / {_ms(p.get(predicted))}"
+MEASURED_TIMES = ("compute_time_s", "comm_time_s", "exposed_comm_time_s", "step_overhead_s")
+"""A row's times as measured, in the order of the table's columns."""
+PREDICTED_TIMES = ("compute_time_s", "comm_time_s", "exposed_comm_time_s", "overhead_time_s")
+"""The same times as predicted (the fixed costs per step are the prediction's overhead)."""
 
 
 def print_comparison(comparison: Comparison, console: Any = None) -> None:
-    """One table: each world size measured (m) beside predicted (p), with the band."""
+    """One table: each world size measured (m) above predicted (p), whose band says whether
+    the measured efficiency lies inside it; the two rows of each size read digit under
+    digit (at 80 columns too)."""
     from dpscale.terminal import Table
     from dpscale.terminal import console as terminal
     from dpscale.units import format_bytes
@@ -322,27 +326,29 @@ def print_comparison(comparison: Comparison, console: Any = None) -> None:
     table = Table(
         title=f"Run {comparison.run_id}: measured (m) against predicted (p) for the same job"
     )
-    columns = ("N", "E m", "E p", "Band %", "In band", "Compute ms m/p", "Comm ms m/p")
-    for name in (*columns, "Exposed ms m/p", "Fixed ms m/p", "Memory m/p"):
+    for name in ("N", "", "E %", "Band %", "Compute ms", "Comm ms", "Exposed ms", "Fixed ms"):
         table.add_column(name, justify="right")
+    table.add_column("Memory", justify="right")
     for row in comparison.rows:
         m, p = row["measured"], row["predicted"]
-
         memory = m.get("memory_per_device_bytes")
         within = row["within_band"]
         table.add_row(
             f"{row['devices']:,}",
-            f"{m['efficiency'] * 100:.1f} %" if "efficiency" in m else "-",
-            f"{p['efficiency'] * 100:.1f} %",
+            "m",
+            f"{m['efficiency'] * 100:.1f}" if "efficiency" in m else "-",
+            "?" if within is None else ("inside" if within else "OUTSIDE"),
+            *(_ms(m.get(key)) for key in MEASURED_TIMES),
+            format_bytes(memory) if isinstance(memory, int | float) else "-",
+        )
+        table.add_row(
+            "",
+            "p",
+            f"{p['efficiency'] * 100:.1f}",
             f"{p['efficiency_low'] * 100:.1f}-{p['efficiency_high'] * 100:.1f}",
-            "?" if within is None else ("yes" if within else "NO"),
-            _pair(m, p, "compute_time_s", "compute_time_s"),
-            _pair(m, p, "comm_time_s", "comm_time_s"),
-            _pair(m, p, "exposed_comm_time_s", "exposed_comm_time_s"),
-            _pair(m, p, "step_overhead_s", "overhead_time_s"),
-            (format_bytes(memory) if isinstance(memory, int | float) else "-")
-            + " / "
-            + format_bytes(p["model_state_bytes"]),
+            *(_ms(p.get(key)) for key in PREDICTED_TIMES),
+            format_bytes(p["model_state_bytes"]),
+            end_section=row is not comparison.rows[-1],
         )
     console.print(table)
     hw = comparison.prediction["hardware"]
