@@ -101,6 +101,9 @@ def test_a_stored_run_in_tokens_keeps_its_unit(
     header = next(line for line in out.splitlines() if "Efficiency" in line)
     assert "Throughput (tokens/s)" in header
     assert re.search(r"amdahl predicts [\d,]+ tokens/s", " ".join(out.split()))
+    # The parameters' table: the one-device throughput's meaning ends with its unit.
+    meanings = " ".join(line.split("│")[-2].strip() for line in out.splitlines() if "│" in line)
+    assert "Unit: tokens/s." in meanings
     status, out, err = run(capsys, "fit", "--run", run_id, "--at", "8", "--json")
     assert json.loads(out)["unit"] == "tokens/s"
     assert run(capsys, "fit", "--run", run_id, "--unit", "tokens/s")[0] == 0

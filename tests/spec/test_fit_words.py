@@ -119,7 +119,7 @@ def test_the_page_reads_the_description(page: FitPage, monkeypatch: pytest.Monke
     # The parameter's meaning is the terminal's alone; the page names it in its language.
     assert parameters.headers == ("Parameter", "Wert", "95-%-Intervall")
     assert [(row.title, row.cells[0]) for row in parameters.rows] == [
-        ("single_device_throughput", "Durchsatz eines Geräts"),
+        ("single_device_throughput", "Durchsatz eines Geräts (tokens/s)"),
         ("sigma", "Konkurrenz σ"),
         ("kappa", "Kohärenz κ"),
     ]

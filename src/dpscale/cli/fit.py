@@ -196,7 +196,13 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
     from rich.text import Text
 
     from dpscale.said import english
-    from dpscale.spec.fit import PARAMETERS, PREDICTIONS, STATEMENTS, statements
+    from dpscale.spec.fit import (
+        PARAMETERS,
+        PREDICTIONS,
+        STATEMENTS,
+        parameter_meaning,
+        statements,
+    )
     from dpscale.terminal import console as terminal
 
     console = terminal()
@@ -211,12 +217,13 @@ def _print_report(data: dict[str, Any], plot: str | None) -> None:
         console.print(PARAMETERS.terminal_caption % {})
     wide = next(column.terminal_header for column in PARAMETERS.columns if column.kind == "text")
     parameters = _table(tuple(column.terminal_header for column in PARAMETERS.columns), wide)
+    unit = data["unit"]
     for name, value in data["parameters"].items():
-        row = {"name": name, **value}
+        meaning = parameter_meaning(name, value["description"], unit)
+        row = {**value, "name": name, "description": meaning}
         parameters.add_row(*(_cell(column, row) for column in PARAMETERS.columns))
     console.print(parameters)
     console.print(PREDICTIONS.terminal_caption % {"baseline": data["baseline"]["description"]})
-    unit = data["unit"]
     predictions = _table(
         tuple(column.terminal_header.replace("%(unit)s", unit) for column in PREDICTIONS.columns)
     )

@@ -123,9 +123,8 @@ def _usl_terms(n: np.ndarray) -> np.ndarray:
     return np.column_stack([n - 1.0, n * (n - 1.0)])
 
 
-RATE_ONE = Parameter(
-    "single_device_throughput", "Throughput of one device (the unit of the measured points)."
-)
+RATE_ONE = Parameter("single_device_throughput", "Throughput of one device.")
+"""One device's throughput, in the points' unit (the result's ``unit``)."""
 
 MODELS: dict[str, ScalingModel] = {
     "amdahl": ScalingModel(

@@ -46,9 +46,11 @@ __all__ = [
     "RUN_UNIT",
     "SAID",
     "STATEMENTS",
+    "THROUGHPUT_PARAMETERS",
     "Column",
     "Table",
     "fit_json",
+    "parameter_meaning",
     "r_squared_shown",
     "run_points",
     "statements",
@@ -343,8 +345,8 @@ PARAMETERS = Table(
 added (``name``)."""
 
 PARAMETER_NAMES = {
-    "single_device_throughput": N_("Throughput of one device"),
-    "per_device_throughput": N_("Throughput of one device"),
+    "single_device_throughput": N_("Throughput of one device (%(unit)s)"),
+    "per_device_throughput": N_("Throughput of one device (%(unit)s)"),
     "serial_fraction": N_("Serial fraction σ"),
     "sigma": N_("Contention σ"),
     "kappa": N_("Coherency κ"),
@@ -354,7 +356,23 @@ PARAMETER_NAMES = {
     "jitter": N_("Jitter"),
     "intra_node_cost": N_("Intra-node cost"),
 }
-"""msgid of each parameter's name on the page (its JSON name is the page's tooltip)."""
+"""msgid of each parameter's name on the page (its JSON name is the page's tooltip); a
+throughput's names its unit (``%(unit)s``, the points')."""
+
+THROUGHPUT_PARAMETERS = frozenset({"single_device_throughput", "per_device_throughput"})
+"""The parameters in the points' unit (the others are fractions, or seconds where named)."""
+
+
+def parameter_meaning(name: str, description: str, unit: str) -> str:
+    """A parameter's meaning as the terminal writes it: its description, and the unit of a
+    throughput (the page names it with :data:`PARAMETER_NAMES`).
+
+    >>> parameter_meaning("per_device_throughput", "One device alone.", "tokens/s")
+    'One device alone. Unit: tokens/s.'
+    >>> parameter_meaning("kappa", "Coherency.", "tokens/s")
+    'Coherency.'
+    """
+    return f"{description} Unit: {unit}." if name in THROUGHPUT_PARAMETERS else description
 
 
 STATEMENTS: Mapping[str, Wording] = {

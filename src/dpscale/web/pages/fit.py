@@ -134,7 +134,7 @@ def _shown(table: Table, rows: list[dict[str, Any]], loc: Localizer, unit: str) 
         headers=tuple(_(column.header, unit=unit) for column in columns),
         rows=tuple(
             Row(
-                tuple(_cell(column, row, loc) for column in columns),
+                tuple(_cell(column, row, loc, unit) for column in columns),
                 marked=bool(row.get("extrapolated")),
                 title=str(row.get("name", "")),
             )
@@ -144,15 +144,16 @@ def _shown(table: Table, rows: list[dict[str, Any]], loc: Localizer, unit: str) 
     )
 
 
-def _cell(column: Column, row: Mapping[str, Any], loc: Localizer) -> str:
-    """A cell of a described table: a band is "low – high"."""
+def _cell(column: Column, row: Mapping[str, Any], loc: Localizer, unit: str) -> str:
+    """A cell of a described table: a band is "low – high"; a throughput's name says
+    ``unit``."""
     writers: dict[str, Callable[[Any], str]] = {
         "count": loc.number,
         "throughput": lambda value: loc.number(value, 4),
         "number": lambda value: _parameter(loc, value),
         "percent": lambda value: loc.percent(value, 3),
         "name": lambda name: (
-            loc.gettext(PARAMETER_NAMES[name]) if name in PARAMETER_NAMES else name
+            loc.gettext(PARAMETER_NAMES[name], unit=unit) if name in PARAMETER_NAMES else name
         ),
         "text": str,
     }
