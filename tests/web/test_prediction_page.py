@@ -278,6 +278,10 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
             "baseline_devices",
             "Measured points state their own baseline: leave this empty, or the measured points.",
         ),
+        # A select lists its options, as the CLI does (these had said "Check this value." and
+        # "This value is not allowed here.").
+        ("en", "model=Llama3-8B", "model", "Choose one of: llama2-70b, llama2-7b, llama3-70b"),
+        ("en", "overlap=maybe", "overlap", "Choose one of: true or false. You entered: maybe"),
     ],
 )
 def test_bad_input_is_told_at_its_field(
@@ -290,6 +294,25 @@ def test_bad_input_is_told_at_its_field(
     assert 'data-result="efficiency"' not in html
     if field in ("bucket_size", "inter_node_bandwidth"):  # folded fields open to show the error
         assert ('<details class="more-options" open>' in html) == (field == "bucket_size")
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [("1", "true"), ("yes", "true"), ("on", "true"), ("0", "false"), ("No", "false")],
+)
+def test_a_yes_no_select_shows_what_it_was_read_as(
+    client: httpx.Client, given: str, shown: str
+) -> None:
+    """A link with ``compare_strategies=1`` was computed as "Yes" (pydantic reads it so) while
+    the box showed its first option, "No": the next change then dropped the comparison. The
+    box shows the option read, and the share link says it as the box does."""
+    page = client.get(f"/en/scaling-prediction?{DEFAULTS}&compare_strategies={given}").text
+    box = re.search(r'(?s)<select[^>]*name="compare_strategies".*?</select>', page)
+    assert box is not None
+    assert re.findall(r'<option value="(\w+)" selected', box.group(0)) == [shown]
+    assert ("Strategies side by side" in page) == (shown == "true")
+    fragment = client.get(f"/fragment/en/scaling-prediction?{DEFAULTS}&compare_strategies={given}")
+    assert f"compare_strategies={shown}" in fragment.json()["query"]
 
 
 def test_reflected_inputs_are_escaped(client: httpx.Client) -> None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from pydantic import TypeAdapter, ValidationError
+
 from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, check_lengths
 from dpscale.web.i18n import Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation
@@ -76,9 +78,34 @@ def _read_as(text: str) -> str:
     return unicodedata.normalize("NFKC", text).strip()
 
 
+_YES_NO = frozenset({"true", "false"})
+
+
+def _option(f: InputField, text: str) -> str:
+    """A yes/no select's text as the option the model reads it as: pydantic reads "1",
+    "yes", "on" as true and "0", "no", "off" as false, so a link that says
+    ``compare_strategies=1`` is computed as "Yes" and must show "Yes" (the box showed its
+    first option, "No", and the next change dropped the comparison). Other text as it is.
+
+    >>> from dpscale.web.registry import find
+    >>> field = find("scaling-prediction").field("compare_strategies")
+    >>> [_option(field, text) for text in ("1", "No", "true", "maybe")]
+    ['true', 'false', 'true', 'maybe']
+    """
+    if {value for value, _ in f.choices} - {""} != _YES_NO or text in _YES_NO:
+        return text
+    try:
+        return "true" if TypeAdapter(bool).validate_python(text) else "false"
+    except ValidationError:
+        return text
+
+
 def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
     """A number field's text in the canonical form (see :mod:`dpscale.web.typed_numbers`),
-    without the unit shown after its box ("90 %" is 90); other fields' text as it is."""
+    without the unit shown after its box ("90 %" is 90); a yes/no select's as its option
+    (:func:`_option`); other fields' text as it is."""
+    if f is not None and f.choices and text:
+        return _option(f, text)
     if f is None or f.kind == "text" or not text:
         return text
     number = text.removesuffix(f.suffix).rstrip() if f.suffix else text
@@ -139,6 +166,16 @@ def issue_message(
     spec = calc.field(issue.field)
     if spec is not None and spec.invalid and not issue.missing and issue.code != TOO_LONG:
         message = loc.gettext(spec.invalid)
+    elif (
+        spec is not None
+        and spec.choices
+        and not (issue.rule and issue.rule.choices)
+        and issue.code != TOO_LONG
+    ):
+        # A select whose rule lists no choices (a model preset checked by name, a yes/no):
+        # its options, as the CLI lists them, not "Check this value."
+        options = [value for value, _ in spec.choices if value]
+        message = loc.gettext("Choose one of: %(choices)s.", choices=loc.list(options, "or"))
     else:
         message = rule_message(issue.rule, loc)
     if issue.missing:
@@ -160,6 +197,10 @@ def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> For
     canonical = {
         name: _canonical(calc.field(name), _read_as(text), loc) for name, text in values.items()
     }
+    for name, text in canonical.items():  # a select shows the option the model read
+        spec = calc.field(name)
+        if spec is not None and any(text == value for value, _ in spec.choices):
+            values[name] = text
     given = {name: text for name, text in canonical.items() if text}
     state = FormState(values=values, canonical=canonical)
     try:
