@@ -287,7 +287,8 @@ def _misfit(fitted: ModelFit) -> float:
 
 def contention_test(comm: ModelFit, rival: ModelFit) -> tuple[float, float] | None:
     """``(F, threshold)``: does ``rival`` fit so much more closely that the comm model's
-    misfit cannot be noise? None where the comm model has no residual degrees of freedom.
+    misfit cannot be noise? None where the comm model has no residual degrees of freedom and
+    passes through every point; where it has none and cannot, its misfit is tested as one.
 
     ``F = (RSS_comm / dof_comm) / s_rival^2`` compares the comm model's residual variance
     with the rival's noise estimate (prior-weighted for screening,
@@ -311,7 +312,14 @@ def contention_test(comm: ModelFit, rival: ModelFit) -> tuple[float, float] | No
     count = len(comm.points) if comm.weights is None else float(np.sum(comm.weights))
     dof = count - comm.model.size
     if dof < 1 - 1e-9:
-        return None
+        if _misfit(comm) <= len(comm.points) * AICC_NOISE_FLOOR**2:
+            return None  # it passes through every point: nothing to test
+        # As many points as parameters and still a misfit: the points lie beyond what the
+        # model's shape can reach (a flat ring loses at most 1 - 1.867 / 2 = 6.7 % from 8
+        # to 16 devices), so its fit sits on a bound, where the misfit is 0 or one degree of
+        # freedom's chi-square (Chernoff 1954); testing it as one degree of freedom is the
+        # conservative side of that mixture.
+        dof = 1.0
     rival_count = len(rival.points) if rival.weights is None else float(np.sum(rival.weights))
     noise, nu = screening_scale(rival.rss, rival_count - rival.model.size)
     ratio = (_misfit(comm) / dof) / noise**2
@@ -328,13 +336,15 @@ def _physics_first(
     """The comm model unless another fits the points more closely and the F test of
     :func:`contention_test` rejects the comm model at the 1 % level."""
     comm = fits["comm"]
+    # A rival closer than comm means comm misses a point, so each has a test.
     tests = {
-        name: contention_test(comm, fitted)
+        name: test
         for name, fitted in fits.items()
         if name != "comm" and _misfit(fitted) < _misfit(comm)
+        if (test := contention_test(comm, fitted)) is not None
     }
     scores = (Said("aicc_ranking", {"scores": ranking}),) if ranking else ()
-    decisive = {name: test for name, test in tests.items() if test and test[0] > test[1]}
+    decisive = {name: test for name, test in tests.items() if test[0] > test[1]}
     if decisive:
         chosen = min(decisive, key=lambda n: (compared.get(n, math.inf), _misfit(fits[n]), n))
         f, threshold = decisive[chosen]
@@ -368,8 +378,6 @@ def _physics_first(
                             "threshold": Number(test[1], 3),
                         },
                     )
-                    if test
-                    else Said("no_residual_dof", {"model": Name(name, "model")})
                     for name, test in ((n, tests[n]) for n in closer)
                 ),
                 "screening": screening_assumption(),

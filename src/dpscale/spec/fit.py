@@ -536,10 +536,6 @@ SAID: Mapping[str, Wording] = {
         N_("%(model)s: F = %(f)s, not above %(threshold)s"),
         "{model}: F = {f:.3g} <= {threshold:.3g}",
     ),
-    "no_residual_dof": Wording(
-        N_("%(model)s: the communication model has no residual degrees of freedom"),
-        "{model}: comm has no residual degrees of freedom",
-    ),
     "screening": Wording(
         N_(
             "noise estimated from the residuals, assuming %(noise)s run-to-run noise "
