@@ -126,6 +126,51 @@ def test_a_failing_script_gives_one_line_and_stores_nothing(
     assert list_runs() == []
 
 
+DIES_AT_EXIT = """\
+import atexit, os
+import torch
+import torch.distributed as dist
+if os.environ["RANK"] == os.environ.get("DIE_RANK", "1"):
+    atexit.register(os.abort)  # before the timer's own: it runs after the timer closed
+from dpscale.measure import StepTimer
+dist.init_process_group("gloo")
+timer = StepTimer(samples_per_step=4, warmup=1)
+grads = torch.ones(1000)
+for _ in range(4):
+    with timer.step():
+        dist.all_reduce(grads)
+dist.barrier()
+dist.destroy_process_group()
+"""
+"""Trains, closes its timer at exit, then dies of SIGABRT: what gloo's and NCCL's threads do
+to some runs at interpreter exit ("terminate called without an active exception")."""
+
+
+@pytest.mark.distributed
+def test_a_rank_that_dies_at_exit_after_its_steps_keeps_the_run(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, quiet_tmp: Path, tmp_path: Path
+) -> None:
+    """The run had been thrown away (one line, exit 2) though every rank had timed its last
+    step: the steps are kept, and the run says which rank died and how."""
+    script = tmp_path / "dies_at_exit.py"
+    script.write_text(DIES_AT_EXIT, encoding="utf-8")
+    status, out, err = run(
+        capsys, "measure", "--script", str(script), "--world-sizes", "1,2", "--json"
+    )
+    assert status == 0, err
+    payload = json.loads(out)
+    one, two = payload["results"]
+    assert "teardown" not in one  # rank 0 lived
+    assert two["teardown"] == (
+        "rank 1 was killed by SIGABRT at exit, after every rank had timed its last step and "
+        "written its timings; the steps are kept"
+    )
+    assert [row["steps"] for row in payload["results"]] == [3, 3]
+    status, out, err = run(capsys, "runs", "show", payload["run_id"])
+    assert status == 0, err
+    assert f"Note: at world size 2, {two['teardown']}." in " ".join(out.split())
+
+
 @pytest.mark.distributed
 def test_a_script_that_stops_timing_is_stopped_after_the_timeout(
     capsys: pytest.CaptureFixture[str], sqlite_url: str, quiet_tmp: Path, tmp_path: Path

@@ -93,6 +93,29 @@ def _one_line(node: Node) -> str:
 
 
 @pytest.mark.distributed
+def test_a_rank_that_dies_at_exit_on_another_node_keeps_the_run(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rank 1 (node 1) dies of SIGABRT at exit after its steps. Node 1 keeps its steps and
+    says so; node 0's torchrun waits at its exit barrier for node 1's, which never comes
+    (300 s), so once its own ranks are gone and node 1 has reported it is stopped: the run
+    had ended in "timed no further step for 120 s"."""
+    from .test_script import DIES_AT_EXIT
+
+    script = tmp_path / "dies_at_exit.py"
+    script.write_text(DIES_AT_EXIT, encoding="utf-8")
+    monkeypatch.setenv("DIE_RANK", "1")
+    nodes = _start(tmp_path, str(script), 1, "--world-sizes", "2", count=2)
+    _finish(nodes)
+    lead, other = nodes
+    assert (lead.process.returncode, other.process.returncode) == (0, 0), lead.err + other.err
+    (row,) = json.loads(lead.out)["results"]
+    assert (row["devices"], row["crosses_nodes"], row["steps"]) == (2, True, 3)
+    assert row["teardown"].startswith("rank 1 was killed by SIGABRT at exit, after every rank")
+    assert_clean(nodes)
+
+
+@pytest.mark.distributed
 def test_three_nodes_store_one_run_at_whole_node_sizes(tmp_path: Path, sqlite_url: str) -> None:
     """World size 1 on node 0 alone, 2 on nodes 0 and 1 (node 2 waits), 3 on all three (the
     endpoint's port bound again for the second launch)."""

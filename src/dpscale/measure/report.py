@@ -137,6 +137,9 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         )
     if payload["results"]:
         console.print(table)
+    for row in payload["results"]:  # a script's rank that died at exit, its steps timed
+        if row.get("teardown"):
+            console.print(f"Note: at world size {row['devices']:,}, {row['teardown']}.")
     split = Table(title="The median step: compute + exposed communication + fixed cost")
     for name in ("Devices", "Step p50", "Step CV", "Compute", "Comm alone", "Exposed", "Fixed"):
         split.add_column(name, justify="right")

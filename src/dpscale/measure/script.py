@@ -60,6 +60,11 @@ STARTUP_S = 60.0
 (torch import, rendezvous, data loading)."""
 TERM_GRACE_S = 10.0
 """After SIGTERM, how long torchrun may take to stop its ranks before SIGKILL."""
+EXIT_GRACE_S = 5.0
+"""How long torchrun may wait, once every rank here has closed its timer and exited (and
+every other node has reported), before it is stopped and the steps kept: its agent waits at
+an exit barrier for the other nodes' agents, which one whose rank died at exit never reaches
+(torch's ``_exit_barrier``, 300 s)."""
 LAST_LINES = 3
 
 EventHandler = Callable[[dict[str, Any]], None]
@@ -139,6 +144,58 @@ def _read_timers(folder: Path, ranks: range) -> dict[int, dict[str, Any]]:
     return records
 
 
+MAX_TEARDOWN = 200
+"""Characters of a teardown crash's last lines kept in the run's note."""
+
+
+def _died_after_timing(records: dict[int, dict[str, Any]], ranks: range, code: int | None) -> bool:
+    """Whether the rank that failed was killed by a signal (``code`` below 0, as torchrun
+    reports it) after every rank of ``ranks`` had closed its timer with steps in it: the
+    measurement was over when the process died. An exception (a status above 0) is the
+    script's own error and still fails it.
+
+    >>> done = {"closed": True, "step_times_s": [0.1]}
+    >>> _died_after_timing({0: done, 1: done}, range(2), -6)
+    True
+    >>> _died_after_timing({0: done, 1: {**done, "closed": False}}, range(2), -6)
+    False
+    >>> _died_after_timing({0: done}, range(1), 1), _died_after_timing({0: done}, range(1), None)
+    (False, False)
+    """
+    if code is None or code >= 0:
+        return False
+    return all(
+        records.get(rank, {}).get("closed") is True and records[rank].get("step_times_s")
+        for rank in ranks
+    )
+
+
+def _timed_and_gone(records: dict[int, dict[str, Any]], ranks: range) -> bool:
+    """Whether every rank of ``ranks`` closed its timer with steps in it and its process
+    is gone: the measurement here is over, whatever torchrun still waits for."""
+    return all(
+        records.get(rank, {}).get("closed") is True
+        and records[rank].get("step_times_s")
+        and not _alive(int(records[rank]["pid"]))
+        for rank in ranks
+    )
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, exited and not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return True  # no procfs: it answered the signal
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
 def _stop(proc: subprocess.Popen[bytes], pids: set[int]) -> None:
     """torchrun stops its ranks on SIGTERM; anything left after the grace is killed."""
     if proc.poll() is None:
@@ -169,6 +226,7 @@ def run_script_at(
     store_socket: socket.socket | None = None,
     check: Callable[[], None] | None = None,
     place: str = "",
+    others_done: Callable[[], bool] | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Every rank's StepTimer record at ``world_size``; raises :class:`ScriptError`.
 
@@ -177,7 +235,10 @@ def run_script_at(
     the store on ``store_socket`` where this node hosts it): this node's ranks' records.
     ``check`` is called at each look (every :data:`POLL_S`); what it raises ends the world
     size, every rank of this node stopped. ``place`` (e.g. `` on node 0 (host)``) follows
-    the world size in messages.
+    the world size in messages. Once every rank here has closed its timer and exited, and
+    ``others_done()`` (where given: node 0, whose agent serves the store) says every other
+    node has reported, torchrun has :data:`EXIT_GRACE_S` to end before it is stopped and the
+    steps kept (:func:`_timed_and_gone`).
     """
     from dpscale.measure.agent import FD_ENV
     from dpscale.measure.launch import start_launcher
@@ -211,6 +272,7 @@ def run_script_at(
     pids: set[int] = set()
     progress: dict[int, int] = {}
     last_progress = time.monotonic()
+    over_since: float | None = None  # when every rank here had timed and gone
     try:
         while True:
             try:
@@ -228,6 +290,12 @@ def run_script_at(
                 break
             if check is not None:
                 check()
+            if _timed_and_gone(records, ranks) and (others_done is None or others_done()):
+                over_since = now if over_since is None else over_since
+                if now - over_since > EXIT_GRACE_S:
+                    return records  # (finally: torchrun stopped)
+                continue
+            over_since = None
             allowed = timeout_s if any(seen.values()) else max(timeout_s, STARTUP_S)
             if now - last_progress > allowed:
                 what = "timed no step" if not any(seen.values()) else "timed no further step"
@@ -243,6 +311,19 @@ def run_script_at(
         from dpscale.measure.launch import _how
 
         rank, rank_code, tail = _failed_rank(log_dir, torchrun_log, ranks)
+        records = _read_timers(timers, ranks)
+        if rank is not None and _died_after_timing(records, ranks, rank_code):
+            # Every rank had timed its last step and closed its timer: a crash in the
+            # teardown (gloo's or NCCL's threads at interpreter exit, "terminate called
+            # without an active exception") ends no measurement. Kept, and said.
+            said = f" ({tail.strip()[:MAX_TEARDOWN]})" if tail.strip() else ""
+            note = (
+                f"rank {rank} {_how(rank_code, None)} at exit, after every rank had timed its "
+                f"last step and written its timings{said}; the steps are kept"
+            )
+            records[rank]["teardown"] = note
+            notify({"type": "teardown", "world_size": world_size, "note": note})
+            return records
         how = f"exit status {code}"
         if rank is not None:
             how = f"rank {rank} {_how(code if rank_code is None else rank_code, None)}"
@@ -281,12 +362,16 @@ def summarise_script(world_size: int, records: dict[int, dict[str, Any]]) -> dic
     tokens = all(record.get("tokens_per_step") for record in ranks)
     key = "tokens_per_step" if tokens else "samples_per_step"
     per_step = sum(float(record[key] or 0.0) for record in ranks)
-    return summarise_steps(
+    row = summarise_steps(
         world_size,
         per_step,
         [record["step_times_s"] for record in ranks],
         unit="tokens/s" if tokens else "samples/s",
     )
+    teardown = next((record["teardown"] for record in ranks if record.get("teardown")), None)
+    if teardown is not None:  # a rank died at exit after its timings (run_script_at)
+        row["teardown"] = teardown
+    return row
 
 
 def _environment(

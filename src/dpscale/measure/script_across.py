@@ -49,6 +49,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ from dpscale.measure.nodes import ClusterShape
 from dpscale.measure.report import new_run_id
 from dpscale.measure.rundir import RunFolder
 from dpscale.measure.script import (
+    MAX_TEARDOWN,
     POLL_S,
     STARTUP_S,
     EventHandler,
@@ -204,7 +206,12 @@ class _Job:
         self.here = f"node {shape.node_rank} ({self.host})"
 
     def _launch(
-        self, size: int, folder: RunFolder, check: Callable[[], None], sock: Any = None
+        self,
+        size: int,
+        folder: RunFolder,
+        check: Callable[[], None],
+        sock: Any = None,
+        others_done: Callable[[], bool] | None = None,
     ) -> dict[int, dict[str, Any]]:
         """This node's ranks' records at ``size``; ScriptError with the log's place."""
         per = self.shape.nproc_per_node
@@ -224,6 +231,7 @@ class _Job:
                 store_socket=sock,
                 check=check,
                 place="" if part else f" on node 0 ({self.host})",
+                others_done=others_done,
             )
         except (_StoppedError, _EndedError):
             self.keep = True
@@ -274,7 +282,13 @@ class _Job:
                 records, own = {}, None
                 try:
                     records = self._launch(
-                        size, folder, lambda: peers.look(stop_on_failure=True), sock
+                        size,
+                        folder,
+                        lambda: peers.look(stop_on_failure=True),
+                        sock,
+                        # The store this node's agent serves outlives every other node's
+                        # ranks: it is stopped early only once all have reported.
+                        partial(peers.reported, tuple(taking)),
                     )
                 except _StoppedError:
                     pass  # another node failed: its report is the line
@@ -416,7 +430,10 @@ class _Job:
 
 
 def _wire(records: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    keys = ("samples_per_step", "tokens_per_step", "step_times_s", "cuda", "host", "warmup")
+    keys = (
+        *("samples_per_step", "tokens_per_step", "step_times_s", "cuda", "host", "warmup"),
+        "teardown",  # None unless the rank died at exit after its steps (run_script_at)
+    )
     return {str(rank): {key: record.get(key) for key in keys} for rank, record in records.items()}
 
 
@@ -465,6 +482,8 @@ def checked_records(records: Any, ranks: range) -> dict[int, dict[str, Any]]:
             "cuda": record.get("cuda") is True,
             "host": _printable(str(record.get("host")), 255),
         }
+        if record.get("teardown") is not None:  # its rank died at exit, steps timed
+            checked[rank]["teardown"] = _printable(str(record["teardown"]), 2 * MAX_TEARDOWN)
     return checked
 
 
@@ -496,6 +515,10 @@ class _Peers:
 
     def failed_at(self, rank: int) -> bool:
         return isinstance(self.reports.get(rank), str)
+
+    def reported(self, ranks: Sequence[int]) -> bool:
+        """Whether every node of ``ranks`` has reported (done or failed)."""
+        return all(rank in self.reports for rank in ranks)
 
     def failed(self) -> bool:
         return any(self.failed_at(rank) for rank in self.reports)

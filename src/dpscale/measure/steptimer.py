@@ -177,7 +177,8 @@ class StepTimer:
         }
 
     def record(self) -> dict[str, Any]:
-        """What this rank writes for dpscale."""
+        """What this rank writes for dpscale; ``closed`` once :meth:`close` wrote it (at exit,
+        or called): the rank timed its last step, whatever its process does after."""
         return {
             "rank": self.rank,
             "world_size": self.world_size,
@@ -189,6 +190,7 @@ class StepTimer:
             "cuda": self._cuda is not None,
             "seen": self._seen,
             "step_times_s": self.times_s,
+            "closed": self._closed,
         }
 
     def _write(self) -> None:
