@@ -162,23 +162,20 @@ def _died_after_timing(records: dict[int, dict[str, Any]], ranks: range, code: i
     >>> _died_after_timing({0: done}, range(1), 1), _died_after_timing({0: done}, range(1), None)
     (False, False)
     """
-    if code is None or code >= 0:
-        return False
-    return all(
-        records.get(rank, {}).get("closed") is True and records[rank].get("step_times_s")
-        for rank in ranks
-    )
+    return code is not None and code < 0 and all(_timed(records.get(rank)) for rank in ranks)
 
 
 def _timed_and_gone(records: dict[int, dict[str, Any]], ranks: range) -> bool:
     """Whether every rank of ``ranks`` closed its timer with steps in it and its process
     is gone: the measurement here is over, whatever torchrun still waits for."""
     return all(
-        records.get(rank, {}).get("closed") is True
-        and records[rank].get("step_times_s")
-        and not _alive(int(records[rank]["pid"]))
-        for rank in ranks
+        _timed(records.get(rank)) and not _alive(int(records[rank]["pid"])) for rank in ranks
     )
+
+
+def _timed(record: dict[str, Any] | None) -> bool:
+    """Whether a rank's record is final: its timer closed, with steps in it."""
+    return record is not None and record.get("closed") is True and bool(record["step_times_s"])
 
 
 def _alive(pid: int) -> bool:
