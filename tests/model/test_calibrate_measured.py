@@ -128,6 +128,26 @@ def test_a_point_off_the_others_is_flagged_and_named() -> None:
     assert any("48 devices" in line and "down-weighted" in line for line in fit.notes())
 
 
+def test_points_the_stated_job_cannot_follow_are_said_to_miss_it() -> None:
+    """8:100,16:150 lose 25 % from 8 to 16 devices where the stated DDP job's communication
+    falls (the tree beats the ring across two nodes): the network share is held at 0 and the
+    points miss the step model by up to 16 % of a step. The band held the miss (67-100 % at
+    16), the point said 99.7 % with no word; now a note says the points miss it, by how much."""
+    query = PredictQuery(params=1e9, micro_batch=4, per_device_throughput=1.0, hardware="dgx-h100")
+    fit = calibrate_measured(query.scenario(), parse_measured("8:100,16:150"), source="t")
+    assert fit.network_share == 0.0
+    assert fit.misfit == pytest.approx(0.163, abs=0.001)
+    assert [said.code for said in fit.said()][-1] == "calibration_misfit"
+    assert fit.notes()[-1] == (
+        "the points miss the stated job's step model by up to 16.3%, beyond their noise: "
+        "the band holds the miss"
+    )
+    # Points it follows (within their 1 % noise) get no such word.
+    follows = calibrate_measured(query.scenario(), parse_measured("8:100,16:195"), source="t")
+    assert follows.misfit == 0.0
+    assert "calibration_misfit" not in [said.code for said in follows.said()]
+
+
 @pytest.mark.parametrize("method", ["measured"])
 def test_calibration_beats_the_ruler_on_the_shared_series(method: str) -> None:
     bench = _bench()

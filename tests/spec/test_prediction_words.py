@@ -524,3 +524,14 @@ def test_the_micro_batch_that_reaches_the_target_says_whether_it_fits(
         "hinter der er sich verbergen kann, und passt in den Speicher: 42,4 GiB von 79,6 GiB "
         "pro Gerät; der globale Batch umfasst dann 4.096 Samples." in de
     )
+
+
+def test_every_calibration_statement_has_a_line_on_every_surface() -> None:
+    """A calibration's statement is shown where its key is listed: the misfit note was
+    computed and said nowhere until ``measured_misfit`` joined :data:`MEASURED_KEYS`."""
+    from dpscale.spec.prediction import CALIBRATION_WORDS
+
+    codes = {code for code in CALIBRATION_WORDS if code.startswith("calibration_")}
+    keys = {"measured_" + code.removeprefix("calibration_") for code in codes}
+    assert keys == set(MEASURED_KEYS)
+    assert set(MEASURED_KEYS) <= {key for row in TERMINAL_ORDER for key in row}

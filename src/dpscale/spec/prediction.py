@@ -1038,6 +1038,16 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
         "The point at {devices:,} devices ({throughput}) lies off the others' fit "
         "({expected}) beyond its noise: down-weighted to {weight} of a point.",
     ),
+    "calibration_misfit": Wording(
+        N_(
+            "The points miss the stated job's step model by up to %(miss)s, beyond their "
+            "noise: the band holds the miss. Check the stated job (network, strategy, "
+            "throughput), or fit the points without its facts."
+        ),
+        "The points miss the stated job's step model by up to {miss}, beyond their noise: "
+        "the band holds the miss. Check the stated job (network, strategy, throughput), or "
+        "fit the points without its facts.",
+    ),
 }
 """What a calibration from measured points says (:meth:`dpscale.model.measured.MeasuredFit.said`):
 the prediction's lines and the fit's notes alike."""
@@ -1306,7 +1316,13 @@ LINES: Mapping[str, Wording] = {
 statement that surface does not make: the terminal says in one line what to change
 (``target_needs``), the page in one result per change, each with its own sentence."""
 
-MEASURED_KEYS = ("measured_estimated", "measured_kept", "measured_folded", "measured_flagged")
+MEASURED_KEYS = (
+    "measured_estimated",
+    "measured_kept",
+    "measured_folded",
+    "measured_flagged",
+    "measured_misfit",
+)
 """The keys of :func:`lines` for what a calibration from measured points estimated, kept,
 held in the level and doubted (:data:`CALIBRATION_WORDS`)."""
 
