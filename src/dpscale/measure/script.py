@@ -168,6 +168,8 @@ def _died_after_timing(records: dict[int, dict[str, Any]], ranks: range, code: i
 def _timed_and_gone(records: dict[int, dict[str, Any]], ranks: range) -> bool:
     """Whether every rank of ``ranks`` closed its timer with steps in it and its process
     is gone: the measurement here is over, whatever torchrun still waits for."""
+    from dpscale.measure.launch import _alive
+
     return all(
         _timed(records.get(rank)) and not _alive(int(records[rank]["pid"])) for rank in ranks
     )
@@ -176,21 +178,6 @@ def _timed_and_gone(records: dict[int, dict[str, Any]], ranks: range) -> bool:
 def _timed(record: dict[str, Any] | None) -> bool:
     """Whether a rank's record is final: its timer closed, with steps in it."""
     return record is not None and record.get("closed") is True and bool(record["step_times_s"])
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, exited and not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True  # no procfs: it answered the signal
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def _stop(proc: subprocess.Popen[bytes], pids: set[int]) -> None:
