@@ -187,6 +187,29 @@ def test_memory_says_what_does_not_fit() -> None:
     assert by_strategy["fsdp"][1]["fits"] is True
 
 
+@pytest.mark.parametrize(
+    ("strategy", "strategies", "ungrouped"), [("hsdp", ["fsdp"], False), ("fsdp", [], True)]
+)
+def test_what_would_fit_shards_as_the_comparison_does(
+    strategy: str, strategies: list[str], ungrouped: bool
+) -> None:
+    """Llama 3.1 405B in shard groups of 64 on 16,384 H100s holds 170 GiB a device. The advice
+    had carried the group to FSDP and ZeRO too, so under HSDP "nothing tried fits"; FSDP over
+    all devices holds 64 GiB of 79.6, as --compare-strategies runs it. Under FSDP in groups
+    of 64 the change is to drop the group."""
+    query = PredictQuery(
+        model="llama3.1-405b", hardware="dgx-h100", strategy=strategy, shard_group_size=64,
+        param_dtype="bf16", mfu=0.4, unit="tokens", micro_batch=1,
+        activation_checkpointing=True, devices="16384",
+    )  # fmt: skip
+    advice = predict(query).to_dict()["memory_advice"]
+    assert (advice["strategies"], advice["ungrouped"], advice["combined"]) == (
+        strategies,
+        ungrouped,
+        None,
+    )
+
+
 def test_shard_group_size_refused_where_nothing_is_sharded() -> None:
     with pytest.raises(InputError, match="shard_group_size"):
         PredictQuery(

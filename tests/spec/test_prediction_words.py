@@ -363,6 +363,10 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         _memory_fix(MemoryAdvice(64, 2, 1, ("fsdp", "hsdp"), None), "ddp"),
         _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 4)), "ddp"),
         _memory_fix(MemoryAdvice(8, None, None, (), None), "fsdp"),
+        # A stated shard group: dropping it, and strategies that run without it.
+        _memory_fix(
+            MemoryAdvice(16384, None, None, ("fsdp", "hsdp"), None, "", True, True), "zero2"
+        ),
     ]
     # What --compare-strategies leaves out: HSDP at counts that are not whole nodes, and FSDP
     # that cannot give DDP's step measured on 16 over 100 GbE (tests/model/test_sharded.py).
@@ -446,6 +450,7 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
         "devices": 64,
         "micro_batch": None,
         "checkpointing_micro_batch": None,
+        "ungrouped": False,
         "strategies": [],
         "combined": {"strategy": "fsdp", "micro_batch": 4},
         "leanest": "fsdp",
@@ -535,3 +540,13 @@ def test_every_calibration_statement_has_a_line_on_every_surface() -> None:
     keys = {"measured_" + code.removeprefix("calibration_") for code in codes}
     assert keys == set(MEASURED_KEYS)
     assert set(MEASURED_KEYS) <= {key for row in TERMINAL_ORDER for key in row}
+
+
+def test_what_would_fit_with_a_stated_shard_group_says_to_drop_it() -> None:
+    """A stated group goes with HSDP alone: FSDP suggested beside it runs without the group,
+    and the line says so (followed with the group kept, it would not fit)."""
+    grouped = MemoryAdvice(16384, None, None, ("fsdp", "hsdp"), None, "", True, True)
+    assert say_terminal(_memory_fix(grouped, "zero2")) == (
+        "It would fit at 16,384 devices with no --shard-group-size (sharding over all devices) or "
+        "--strategy fsdp without --shard-group-size or --strategy hsdp."
+    )

@@ -39,7 +39,13 @@ from dpscale.model.costs import OPTIMIZER_BYTES
 from dpscale.model.llm import activation_bytes
 from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
 from dpscale.model.step import BYTES_PER_VALUE
-from dpscale.model.strategies import Strategy, model_state_bytes, optimizer_state_bytes, row
+from dpscale.model.strategies import (
+    Strategy,
+    group_beside,
+    model_state_bytes,
+    optimizer_state_bytes,
+    row,
+)
 
 __all__ = ["MOMENT_BYTES", "Memory", "MemoryAdvice", "memory", "memory_advice"]
 
@@ -149,6 +155,12 @@ class MemoryAdvice:
     leanest: str = ""
     """Where no single change fits: the strategy holding the least (tried with activation
     checkpointing at micro-batch 1 at least)."""
+    ungrouped: bool = False
+    """Whether the stated strategy fits sharded over all devices, without the stated
+    ``--shard-group-size`` (FSDP or ZeRO over groups: the group holds the state)."""
+    grouped: bool = False
+    """Whether a shard group was stated: the strategies in :attr:`strategies` other than
+    HSDP run without it (:func:`~dpscale.model.strategies.group_beside`)."""
 
     def to_dict(self) -> dict[str, Any]:
         combined = self.combined
@@ -156,6 +168,7 @@ class MemoryAdvice:
             "devices": self.devices,
             "micro_batch": self.micro_batch,
             "checkpointing_micro_batch": self.checkpointing_micro_batch,
+            "ungrouped": self.ungrouped,
             "strategies": list(self.strategies),
             "combined": None
             if combined is None
@@ -193,8 +206,13 @@ def memory_advice(
     fitting = tuple(
         other.strategy for other in others if bool(np.asarray(memory(other, [devices]).fits)[0])
     )
+    grouped = scenario.shard_group_size > 0
+    ungrouped = False
+    if grouped and row(scenario.strategy).group == "all":
+        over_all = replace(scenario, shard_group_size=0)
+        ungrouped = bool(np.asarray(memory(over_all, [devices]).fits)[0])
     combined, leanest = None, ""
-    if not (smaller or checkpointing or fitting):
+    if not (smaller or checkpointing or fitting or ungrouped):
         least = min(
             [scenario, *others],
             key=lambda sc: float(np.asarray(memory(sc, [devices], micro_batch=1).total)[0]),
@@ -204,13 +222,19 @@ def memory_advice(
             lean = replace(least, activation_checkpointing=True)
             most = _largest_fitting(lean, devices, scenario.micro_batch)
             combined = None if most is None else (least.strategy, most)
-    return MemoryAdvice(devices, smaller, checkpointing, fitting, combined, leanest)
+    return MemoryAdvice(
+        devices, smaller, checkpointing, fitting, combined, leanest, ungrouped, grouped
+    )
 
 
 def _sharded_as(scenario: Scenario, name: Strategy) -> Scenario:
-    """The job's memory under strategy ``name`` (a shard group only where it has one)."""
-    group = scenario.shard_group_size if row(name).group != "one" else 0
-    return replace(scenario, strategy=name, shard_group_size=group)
+    """The job under strategy ``name`` as ``--compare-strategies`` runs it: a stated shard
+    group goes with HSDP alone (:func:`~dpscale.model.strategies.group_beside`). It had gone
+    with FSDP and ZeRO too, so Llama 3.1 405B under HSDP in groups of 64 on 16,384 H100s was
+    told that nothing fits, where FSDP over all devices holds 64 GiB of 79.6."""
+    return replace(
+        scenario, strategy=name, shard_group_size=group_beside(name, scenario.shard_group_size)
+    )
 
 
 def _largest_fitting(scenario: Scenario, devices: int, at_most: int) -> int | None:

@@ -50,6 +50,7 @@ from dpscale.model.strategies import (
     Strategy,
     check_groups,
     default_bucket_bytes,
+    group_beside,
     not_whole_groups,
     row,
     whole_groups,
@@ -562,7 +563,7 @@ def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
     measurement), calibrated with the collectives it runs. A stated shard group goes with
     HSDP, whose group it is: FSDP or ZeRO in the comparison shard over all devices (FSDP over
     a group of 16 is HSDP's row again)."""
-    group = scenario.shard_group_size if row(name).group == "node" else 0
+    group = group_beside(name, scenario.shard_group_size)
     if scenario.baseline_throughput is not None:
         scenario = replace(
             scenario, per_device_throughput=scenario.baseline_throughput, baseline_throughput=None

@@ -77,6 +77,7 @@ __all__ = [
     "collective_weights",
     "column",
     "default_bucket_bytes",
+    "group_beside",
     "group_size",
     "model_state_bytes",
     "network_collective_weights",
@@ -191,6 +192,18 @@ def collective_weights(strategy: str) -> dict[str, int]:
         return {"all_reduce": 1}
     gathers = int(strategy_row.gathers) * (1 + int(strategy_row.regathers))
     return {"all_gather": gathers + int(strategy_row.gathers_after_step), "reduce_scatter": 1}
+
+
+def group_beside(strategy: str, shard_group: int) -> int:
+    """The shard group ``strategy`` runs with beside a stated job whose group is
+    ``shard_group`` (``--compare-strategies``, and what the memory advice tries): the stated
+    group goes with HSDP, whose group it is; every other strategy runs as it does by default
+    (FSDP or ZeRO over a group of 16 would be HSDP's row again).
+
+    >>> group_beside("hsdp", 64), group_beside("fsdp", 64), group_beside("zero1", 8)
+    (64, 0, 0)
+    """
+    return shard_group if row(strategy).group == "node" else 0
 
 
 def network_collective_weights(

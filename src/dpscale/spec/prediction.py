@@ -1126,6 +1126,13 @@ LINES: Mapping[str, Wording] = {
         "--activation-checkpointing and --micro-batch at most {micro_batch}",
     ),
     "fit_strategy": Wording(N_("%(strategy)s"), "--strategy {strategy}"),
+    "fit_strategy_ungrouped": Wording(
+        N_("%(strategy)s over all devices"), "--strategy {strategy} without --shard-group-size"
+    ),
+    "fit_ungrouped": Wording(
+        N_("sharding over all devices (no shard group size)"),
+        "no --shard-group-size (sharding over all devices)",
+    ),
     "fit_combined": Wording(
         N_("%(strategy)s, activation checkpointing and a micro-batch of at most %(micro_batch)s"),
         "--strategy {strategy}, --activation-checkpointing and --micro-batch at most {micro_batch}",
@@ -1569,6 +1576,8 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
 
 def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
     """What would fit where the job does not: each single change, or the leanest one."""
+    from dpscale.model.strategies import row
+
     devices = Count(advice.devices)
     options: list[Said] = []
     if advice.micro_batch:
@@ -1581,7 +1590,13 @@ def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
                 {"micro_batch": Count(advice.checkpointing_micro_batch, grouped=False)},
             )
         )
-    options += [Said("fit_strategy", {"strategy": Name(s, "strategy")}) for s in advice.strategies]
+    if advice.ungrouped:
+        options.append(Said("fit_ungrouped"))
+    for name in advice.strategies:
+        # A stated group goes with HSDP alone (strategies.group_beside): another runs without.
+        alone = advice.grouped and row(name).group != "node"
+        code = "fit_strategy_ungrouped" if alone else "fit_strategy"
+        options.append(Said(code, {"strategy": Name(name, "strategy")}))
     if advice.combined is not None:
         name, batch = advice.combined
         options.append(
