@@ -837,3 +837,17 @@ def test_tokens_without_a_sequence_length_are_a_note(
     assert said in unescape(html)
     html = client.get(f"/{code}/scaling-prediction?{DEFAULTS}&unit=tokens/s&seq_len=2048").text
     assert said not in unescape(html)
+
+
+def test_the_baseline_sentence_writes_throughputs_as_the_terminal_does(
+    client: httpx.Client,
+) -> None:
+    """Four significant digits on both surfaces: the page had said "9,948.16 on one device"."""
+    query = (
+        "model=llama3-8b&hardware=dgx-h100&strategy=fsdp&seq_len=8192&micro_batch=1"
+        "&unit=tokens&per_device_throughput=9000&baseline_devices=8&devices=8,64"
+    )
+    page = unescape(client.get(f"/en/scaling-prediction?{query}").text)
+    assert (
+        "where 9,000 tokens/s per device was measured (9,948 on one device by the model)." in page
+    )

@@ -1546,9 +1546,11 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             "baseline",
             {
                 "devices": Count(sc.baseline_devices),
-                "throughput": Number(sc.baseline_throughput),
+                # Four significant digits, as the terminal writes them (the page had six:
+                # "9,948.16 on one device").
+                "throughput": Number(sc.baseline_throughput, 4),
                 "unit": sc.unit,
-                "one": Number(sc.per_device_throughput),
+                "one": Number(sc.per_device_throughput, 4),
             },
         )
     transformer = sc.seq_len is not None or row(sc.strategy).group != "one"
