@@ -594,11 +594,7 @@ def _misfit(residual: Any, estimates: Mapping[str, float], floor: float) -> floa
     >>> _misfit(np.array([-0.004, 0.005]), {"level": 0.1, "network_share": 0.0}, 0.01)
     0.0
     """
-    held = sum(
-        1
-        for name, value in estimates.items()
-        if math.isfinite(_LOWER[name]) and math.isclose(value, _LOWER[name], abs_tol=1e-12)
-    )
+    held = sum(1 for name, value in estimates.items() if value == _LOWER[name])  # (_fit)
     dof = len(residual) - (len(estimates) - held)
     squares = float(np.sum(np.asarray(residual) ** 2))
     if dof < 1 or squares <= floor**2 * float(stats.chi2.ppf(1 - MISFIT_LEVEL, dof)):

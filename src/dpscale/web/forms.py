@@ -79,6 +79,8 @@ def _read_as(text: str) -> str:
 
 
 _YES_NO = frozenset({"true", "false"})
+_AS_BOOL = TypeAdapter(bool)
+"""How the input models read a yes/no (built once: a select is read on every request)."""
 
 
 def _option(f: InputField, text: str) -> str:
@@ -95,7 +97,7 @@ def _option(f: InputField, text: str) -> str:
     if {value for value, _ in f.choices} - {""} != _YES_NO or text in _YES_NO:
         return text
     try:
-        return "true" if TypeAdapter(bool).validate_python(text) else "false"
+        return "true" if _AS_BOOL.validate_python(text) else "false"
     except ValidationError:
         return text
 
