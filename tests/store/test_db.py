@@ -3,7 +3,8 @@
 from pathlib import Path
 
 import pytest
-from sqlalchemy import String, select, text
+from sqlalchemy import Engine, String, inspect, select, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Mapped, mapped_column
 
 from dpscale.store import db
@@ -104,7 +105,7 @@ def test_losing_the_race_for_every_table_and_index_still_ends_with_the_schema(
     for item in [*tables, *indexes]:
         event.listen(item, "before_create", first)
     try:
-        db._create_tables(create_engine(url))
+        db._create_tables_checking_again(create_engine(url))
     finally:
         for item in [*tables, *indexes]:
             event.remove(item, "before_create", first)
@@ -113,3 +114,87 @@ def test_losing_the_race_for_every_table_and_index_still_ends_with_the_schema(
     with create_engine(url).connect() as connection:
         names = connection.execute(text("SELECT name FROM sqlite_master")).scalars().all()
     assert {table.name for table in tables} | {str(index.name) for index in indexes} <= set(names)
+
+
+def _refusing(url: str, reason: str, times: int) -> tuple[Engine, list[int]]:
+    """An engine whose first ``times`` connections are refused with SQLite's ``reason``."""
+    import sqlite3
+
+    from sqlalchemy import create_engine, event
+
+    created = create_engine(url)
+    tries: list[int] = []
+
+    def refuse(*_: object) -> None:
+        tries.append(1)
+        if len(tries) <= times:
+            raise sqlite3.OperationalError(reason)
+
+    event.listen(created, "connect", refuse)
+    return created, tries
+
+
+def test_a_lock_sqlite_refuses_at_once_is_asked_for_again(tmp_path: Path) -> None:
+    # SQLite refuses a lock at once where waiting could deadlock (a file turning to WAL while
+    # others open it): six processes opening a new file together had one fail (CI).
+    created, tries = _refusing(f"sqlite:///{tmp_path / 'busy.sqlite3'}", "database is locked", 2)
+    db._create_sqlite_tables(created)
+    assert len(tries) == 3
+    assert {table.name for table in db.Base.metadata.sorted_tables} <= set(
+        inspect(created).get_table_names()
+    )
+
+
+def test_an_sqlite_failure_other_than_a_lock_is_not_tried_again(tmp_path: Path) -> None:
+    created, tries = _refusing(f"sqlite:///{tmp_path / 'io.sqlite3'}", "disk I/O error", 5)
+    with pytest.raises(OperationalError, match="disk I/O error"):
+        db._create_sqlite_tables(created)
+    assert len(tries) == 1
+
+
+def test_sqlite_tables_are_created_under_the_write_lock(tmp_path: Path) -> None:
+    # Holding it from the first check to the last CREATE is what lets a process that comes
+    # second see every table and create none: no other connection may write meanwhile.
+    import sqlite3
+
+    from sqlalchemy import Connection, Table, create_engine, event
+
+    path = tmp_path / "held.sqlite3"
+    refused: list[str] = []
+
+    def try_to_write(target: Table, _connection: Connection, **_: object) -> None:
+        other = sqlite3.connect(path, timeout=0)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            refused.append(f"{target.name}: {exc}")
+        finally:
+            other.close()
+
+    db._import_tables()
+    tables = db.Base.metadata.sorted_tables
+    for table in tables:
+        event.listen(table, "before_create", try_to_write)
+    try:
+        db._create_sqlite_tables(create_engine(f"sqlite:///{path}"))
+    finally:
+        for table in tables:
+            event.remove(table, "before_create", try_to_write)
+    assert sorted(refused) == sorted(f"{table.name}: database is locked" for table in tables)
+
+
+def test_a_database_with_every_table_opens_without_a_write(tmp_path: Path) -> None:
+    # A file the reader may not write (shared results, a read-only mount) still opens.
+    from sqlalchemy import create_engine, event
+
+    url = f"sqlite:///{tmp_path / 'done.sqlite3'}"
+    db._create_sqlite_tables(create_engine(url))
+    reader = create_engine(url)
+    event.listen(
+        reader,
+        "connect",
+        lambda dbapi_connection, _: dbapi_connection.execute("PRAGMA query_only = ON"),
+    )
+    db._create_sqlite_tables(reader)
+    with pytest.raises(OperationalError, match="readonly"), reader.begin() as connection:
+        connection.execute(text("DELETE FROM feedback"))

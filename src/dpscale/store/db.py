@@ -12,13 +12,15 @@ traceback: the web app answers it with 503, ``dpscale serve`` refuses to start o
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
     ArgumentError,
@@ -158,11 +160,15 @@ def database_url() -> str:
     return os.environ.get(ENV_VAR) or default_url()
 
 
+BUSY_TIMEOUT_S = 30
+"""How long an SQLite connection waits for another one's lock before it fails."""
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
@@ -219,7 +225,9 @@ def _create_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        created = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        created = create_engine(
+            url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
+        )
         event.listen(created, "connect", _sqlite_pragmas)
     else:
         created = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
@@ -229,7 +237,57 @@ def _create_engine(url: str) -> Engine:
 
 
 def _create_tables(created: Engine) -> None:
-    """Create missing tables; tolerate other processes creating them at the same moment.
+    """Create missing tables; tolerate other processes creating them at the same moment."""
+    if created.dialect.name == "sqlite":
+        _create_sqlite_tables(created)
+    else:
+        _create_tables_checking_again(created)
+
+
+def _create_sqlite_tables(created: Engine) -> None:
+    """Create missing tables holding SQLite's write lock, one process after another.
+
+    ``BEGIN IMMEDIATE`` takes the write lock before the checks, waiting through the busy
+    timeout, so a process that comes second sees the first one's tables and creates none.
+    SQLite also refuses a lock at once instead of waiting where waiting could deadlock (a
+    connection turning a new file to WAL while others open it): six processes opening a new
+    file together had one fail with "database is locked" (CI). A refusal of that kind is tried
+    again until the busy timeout has passed.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            with created.connect() as connection:
+                if not _missing(connection):  # nothing to write: a read-only file opens
+                    return
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+                Base.metadata.create_all(connection)
+                connection.commit()
+            return
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            if not _locked(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _missing(connection: Connection) -> bool:
+    """Whether a table or index of ``Base.metadata`` is missing from an SQLite database."""
+    names = set(connection.exec_driver_sql("SELECT name FROM sqlite_master").scalars())
+    tables = Base.metadata.sorted_tables
+    wanted = [table.name for table in tables] + [
+        str(index.name) for table in tables for index in table.indexes
+    ]
+    return not names.issuperset(wanted)
+
+
+def _locked(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite saying another connection holds the lock it needs."""
+    reason = str(getattr(exc, "orig", None) or exc).lower()
+    return "locked" in reason or "busy" in reason
+
+
+def _create_tables_checking_again(created: Engine) -> None:
+    """Create missing tables where they cannot be created under one lock (PostgreSQL).
 
     ``create_all`` checks, then creates: two web workers (or four ``dpscale runs import``)
     starting together can both see a table missing, and the second ``CREATE TABLE`` fails.
