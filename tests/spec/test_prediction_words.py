@@ -367,6 +367,9 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         _memory_fix(
             MemoryAdvice(16384, None, None, ("fsdp", "hsdp"), None, "", True, True), "zero2"
         ),
+        # ... and with the other changes too, or nothing.
+        _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 1), "fsdp", False, True), "fsdp"),
+        _memory_fix(MemoryAdvice(64, None, None, (), None, "fsdp", False, True), "fsdp"),
     ]
     # What --compare-strategies leaves out: HSDP at counts that are not whole nodes, and FSDP
     # that cannot give DDP's step measured on 16 over 100 GbE (tests/model/test_sharded.py).
@@ -475,6 +478,54 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
         ).result.memory_advice
         is None
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "terminal_words", "page_words"),
+    [
+        (
+            {},
+            "It would fit at 64 devices with --strategy fsdp without --shard-group-size, "
+            "--activation-checkpointing and --micro-batch at most 1.",
+            "Mit FSDP (Full Shard) über alle Geräte, Activation Checkpointing und einem "
+            "Micro-Batch von höchstens 1 würde es auf 64 Geräten passen.",
+        ),
+        (
+            {"seq_len": "1000000"},
+            "Nothing tried fits at 64 devices: not even --micro-batch 1 "
+            "--activation-checkpointing under --strategy fsdp without --shard-group-size.",
+            "Nichts Erprobtes passt auf 64 Geräte: nicht einmal Micro-Batch 1 mit Activation "
+            "Checkpointing unter FSDP (Full Shard) über alle Geräte.",
+        ),
+    ],
+)
+def test_what_would_fit_drops_a_stated_group_with_the_other_changes(
+    capsys: pytest.CaptureFixture[str],
+    extra: dict[str, str],
+    terminal_words: str,
+    page_words: str,
+) -> None:
+    """Llama 3 70B under FSDP in groups of 8 on 64 H100s at micro-batch 1 holds 131 GiB of
+    model states a device. Neither checkpointing nor dropping the group fits alone; both
+    together do (42 GiB). The advice had tried the group with every change but that one and
+    said nothing fits."""
+    values = {
+        "model": "llama3-70b",
+        "hardware": "dgx-h100",
+        "strategy": "fsdp",
+        "shard_group_size": "8",
+        "per_device_throughput": "1000",
+        "unit": "tokens",
+        "micro_batch": "1",
+        "devices": "64",
+        **extra,
+    }
+    advice = compute(values).result.memory_advice
+    assert advice is not None
+    assert (advice.ungrouped, advice.strategies, advice.leanest) == (False, (), "fsdp")
+    assert advice.combined == (None if extra else ("fsdp", 1))
+    assert any(line.endswith(terminal_words) for line in terminal(capsys, values))
+    assert page_words in page_sentences(values, "de")
 
 
 @pytest.mark.parametrize(

@@ -154,7 +154,9 @@ class MemoryAdvice:
     checkpointing, and the largest micro-batch up to the stated one that fits."""
     leanest: str = ""
     """Where no single change fits: the strategy holding the least (tried with activation
-    checkpointing at micro-batch 1 at least)."""
+    checkpointing at micro-batch 1 at least). In :attr:`combined` and here a strategy other
+    than HSDP runs without a stated group, as in :attr:`strategies` (the stated FSDP or ZeRO
+    over all devices too: it holds less than in groups)."""
     ungrouped: bool = False
     """Whether the stated strategy fits sharded over all devices, without the stated
     ``--shard-group-size`` (FSDP or ZeRO over groups: the group holds the state)."""
@@ -209,8 +211,10 @@ def memory_advice(
     grouped = scenario.shard_group_size > 0
     ungrouped = False
     if grouped and row(scenario.strategy).group == "all":
+        # FSDP or ZeRO in groups: the stated strategy over all devices is one more to try.
         over_all = replace(scenario, shard_group_size=0)
         ungrouped = bool(np.asarray(memory(over_all, [devices]).fits)[0])
+        others.append(over_all)
     combined, leanest = None, ""
     if not (smaller or checkpointing or fitting or ungrouped):
         least = min(

@@ -1117,6 +1117,14 @@ LINES: Mapping[str, Wording] = {
         "Nothing tried fits at {devices} devices: not even --micro-batch 1 "
         "--activation-checkpointing under --strategy {strategy}.",
     ),
+    "memory_no_fix_ungrouped": Wording(
+        N_(
+            "Nothing tried fits at %(devices)s devices: not even micro-batch 1 with activation "
+            "checkpointing under %(strategy)s over all devices."
+        ),
+        "Nothing tried fits at {devices} devices: not even --micro-batch 1 "
+        "--activation-checkpointing under --strategy {strategy} without --shard-group-size.",
+    ),
     "fit_micro_batch": Wording(
         N_("a micro-batch of at most %(micro_batch)s"),
         "--micro-batch at most {micro_batch}",
@@ -1136,6 +1144,14 @@ LINES: Mapping[str, Wording] = {
     "fit_combined": Wording(
         N_("%(strategy)s, activation checkpointing and a micro-batch of at most %(micro_batch)s"),
         "--strategy {strategy}, --activation-checkpointing and --micro-batch at most {micro_batch}",
+    ),
+    "fit_combined_ungrouped": Wording(
+        N_(
+            "%(strategy)s over all devices, activation checkpointing and a micro-batch of at "
+            "most %(micro_batch)s"
+        ),
+        "--strategy {strategy} without --shard-group-size, --activation-checkpointing and "
+        "--micro-batch at most {micro_batch}",
     ),
     "compute": Wording(
         "",
@@ -1594,22 +1610,28 @@ def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
         )
     if advice.ungrouped:
         options.append(Said("fit_ungrouped"))
-    for name in advice.strategies:
+
+    def alone(name: str) -> bool:
         # A stated group goes with HSDP alone (strategies.group_beside): another runs without.
-        alone = advice.grouped and row(name).group != "node"
-        code = "fit_strategy_ungrouped" if alone else "fit_strategy"
+        return advice.grouped and row(name).group != "node"
+
+    for name in advice.strategies:
+        code = "fit_strategy_ungrouped" if alone(name) else "fit_strategy"
         options.append(Said(code, {"strategy": Name(name, "strategy")}))
     if advice.combined is not None:
         name, batch = advice.combined
         options.append(
             Said(
-                "fit_combined",
+                "fit_combined_ungrouped" if alone(name) else "fit_combined",
                 {"strategy": Name(name, "strategy"), "micro_batch": Count(batch, grouped=False)},
             )
         )
     if not options:
         leanest = advice.leanest or strategy
-        return Said("memory_no_fix", {"devices": devices, "strategy": Name(leanest, "strategy")})
+        return Said(
+            "memory_no_fix_ungrouped" if alone(leanest) else "memory_no_fix",
+            {"devices": devices, "strategy": Name(leanest, "strategy")},
+        )
     return Said("memory_fix", {"devices": devices, "options": Either(tuple(options))})
 
 
