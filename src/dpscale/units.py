@@ -243,7 +243,11 @@ def format_duration(seconds: float) -> str:
 
     >>> format_duration(0.0123)
     '12.3 ms'
+    >>> format_duration(0.0)  # nothing, not a time measured to the nanosecond
+    '0 s'
     """
+    if seconds == 0:
+        return "0 s"
     return _scaled(seconds, ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")))
 
 

@@ -121,7 +121,7 @@ def test_the_tables_show_the_step_split_and_what_crosses_nodes() -> None:
     assert "Run r2: gloo, cpu on n0, n1 (2 nodes)" in text
     assert "The median step: compute + exposed communication + fixed cost" in text
     # 0.1 s steps and 0.1 s of compute alone (the helper's times): nothing exposed, no fixed cost
-    assert "│       2 │   100 ms │   0.0 % │  100 ms │     100 ms │    0 ns │  0 ns │" in text
+    assert "│       2 │   100 ms │   0.0 % │  100 ms │     100 ms │     0 s │   0 s │" in text
     assert "│ all_reduce │       2 │ 1.05 MB │ 2 ms │ 524 MB/s │ 524 MB/s │ 2 nodes │" in text
 
 
