@@ -552,15 +552,54 @@ def test_the_presets_at_80_columns_keep_each_title_on_one_line(
     monkeypatch.setenv("COLUMNS", "200")  # room for one line a preset: the full table
     _, out, _ = run(capsys, "predict", "--list-hardware")
     header = next(line for line in out.splitlines() if "Name" in line)
-    assert header.split("┃")[1:-1] == [
-        f" {h} ".ljust(len(cell))
-        for h, cell in zip(
-            ("Name", "Title", "Per node", "Intra-node", "Network", "Transport"),
-            header.split("┃")[1:-1],
-            strict=True,
-        )
-    ]
+    assert [cell.strip() for cell in header.split("┃")[1:-1]] == [
+        "Name", "Title", "Per node", "Intra-node", "Network", "Transport"
+    ]  # fmt: skip
     assert len(out.splitlines()) == len(presets) + 5
+    first = next(line for line in out.splitlines() if "│ aws-p5-efa " in line)
+    assert "│        8 │   350 GB/s │  3.2 Tbit/s │ rdma      │" in first  # figures right
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_the_model_presets_are_listed_with_their_shapes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    """--list-models, as --list-hardware: what --model fills in, each with its source (JSON)."""
+    status, out, _ = run(capsys, "predict", "--list-models", "--json")
+    assert status == 0
+    models = {model["name"]: model for model in json.loads(out)["models"]}
+    assert len(models) == 12
+    assert models["llama3-8b"] == {
+        "name": "llama3-8b",
+        "title": "Llama 3 8B (also Llama 3.1 8B)",
+        "params": 8.03e9,
+        "layers": 32,
+        "hidden_size": 4096,
+        "heads": 32,
+        "vocab_size": 128256,
+        "seq_len": 8192,
+        "source": models["llama3-8b"]["source"],
+    }
+    assert "arXiv 2407.21783" in models["llama3-8b"]["source"]
+    monkeypatch.setenv("COLUMNS", columns)
+    status, out, _ = run(capsys, "predict", "--list-models")
+    assert status == 0
+    assert "…" not in out
+    assert max(len(line) for line in out.splitlines()) <= int(columns)
+    text = " ".join(out.split())
+    for name in models:
+        assert f"│ {name} " in out
+    if columns == "200":  # a line a model
+        line = next(line for line in out.splitlines() if "│ llama3.1-405b " in line)
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        assert cells == ["llama3.1-405b", "Llama 3.1 405B", "405.9B", "126", "16,384", "128",
+                         "8,192", "128,256"]  # fmt: skip
+    else:  # each title on a line, its shape under it
+        assert "MPT-760M" in text
+        words = "760.5M parameters · 24 layers · hidden 1,536 · 12 heads · seq len 2,048"
+        assert words in " ".join(
+            cell.strip() for line in out.splitlines() for cell in line.split("│")[2:3]
+        )
 
 
 def test_the_plot_writes_device_counts_as_the_page_does(

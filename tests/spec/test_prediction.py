@@ -34,6 +34,7 @@ FLAGS = {
     "--no-overlap", "--overlap-slowdown", "--step-overhead", "--optimizer",
     "--device-memory-bandwidth", "--jitter", "--fusion-cycle", "--measured",
     "--target-efficiency", "--unit", "-u", "--calibrate", "--plot", "--list-hardware", "--json",
+    "--list-models",
     # Sharded data parallelism (issue 24).
     "--model", "--param-dtype", "--seq-len", "--baseline-devices", "--layers", "--hidden-size",
     "--shard-group-size", "--no-sync", "--activation-checkpointing", "--mfu", "--device-memory",
@@ -56,6 +57,7 @@ def test_every_field_of_the_model_is_described_once() -> None:
         "calibrate",
         "plot",
         "list_hardware",
+        "list_models",
     ]
 
 
@@ -83,6 +85,7 @@ def test_the_page_fields_are_the_described_ones() -> None:
     assert {item.name for item in PREDICTION.inputs if not item.on_page} == {
         "plot",
         "list_hardware",
+        "list_models",
     }
     fresh = {field.name: field.default for field in FIELDS if field.default}
     assert fresh["hardware"] == "dgx-a100"

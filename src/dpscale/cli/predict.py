@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,9 @@ from dpscale.cli._common import (
     read_input,
 )
 from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, terminal_help
+
+if TYPE_CHECKING:
+    from dpscale.cli._table import Justify
 
 
 class _HelpFromModel(click.Command):
@@ -48,6 +51,9 @@ def predict(**options: Any) -> None:
     as_json = bool(options.pop("as_json"))
     if options.pop("list_hardware"):
         _print_presets(as_json)
+        return
+    if options.pop("list_models"):
+        _print_models(as_json)
         return
     plot, calibrate = options.pop("plot"), options.pop("calibrate")
     in_percent = {item.name for item in PREDICTION.inputs if item.kind == "percent"}
@@ -131,10 +137,6 @@ def _print_presets(as_json: bool) -> None:
     if as_json:
         print_json({"presets": [preset.to_dict() for preset in presets]})
         return
-    from dpscale.terminal import Table, console
-
-    title = "Hardware presets (--hardware NAME)"
-    headers = ("Name", "Title", "Per node", "Intra-node", "Network", "Transport")
     rows = [
         (
             preset.name,
@@ -144,21 +146,76 @@ def _print_presets(as_json: bool) -> None:
         )
         for preset in presets
     ]
+    _print_listing(
+        "Hardware presets (--hardware NAME)",
+        (
+            ("Per node", "right"),
+            ("Intra-node", "right"),
+            ("Network", "right"),
+            ("Transport", "left"),
+        ),
+        rows,
+        "{} per node · {} intra-node · {} network · {}",
+    )
+
+
+def _print_models(as_json: bool) -> None:
+    from dpscale.model.llm import load_model, model_names
+
+    models = [load_model(name) for name in model_names()]
+    if as_json:
+        print_json({"models": [model.to_dict() for model in models]})
+        return
+    rows = [
+        (
+            model.name,
+            model.title,
+            _parameters(model.params),
+            *(number(value) for value in (model.layers, model.hidden_size, model.heads)),
+            *(number(value) for value in (model.seq_len, model.vocab_size)),
+        )
+        for model in models
+    ]
+    _print_listing(
+        "Model presets (--model NAME; each with its source under --json)",
+        tuple(
+            (name, "right")
+            for name in ("Parameters", "Layers", "Hidden", "Heads", "Seq len", "Vocabulary")
+        ),
+        rows,
+        "{} parameters · {} layers · hidden {} · {} heads · seq len {} · vocabulary {}",
+    )
+
+
+def _parameters(count: float) -> str:
+    """A model's parameter count as its name gives it, to four digits: 8.03B, 760.5M.
+
+    >>> _parameters(8.03e9), _parameters(405.85e9), _parameters(760470528)
+    ('8.03B', '405.9B', '760.5M')
+    """
+    return f"{count / 1e9:.4g}B" if count >= 1e9 else f"{count / 1e6:.4g}M"
+
+
+def _print_listing(
+    title: str, headers: tuple[tuple[str, Justify], ...], rows: list[tuple[str, ...]], figures: str
+) -> None:
+    """Presets as a table of a name, a title and figures. Too narrow for a line a preset (80
+    columns: the titles folded over five lines), each title has a line of its own and its
+    ``figures`` (the figures in this format) the line under it."""
+    from dpscale.terminal import Table, console
+
     table = Table(title=title)
-    for column in headers:
-        table.add_column(column)
+    for column, justify in (("Name", "left"), ("Title", "left"), *headers):
+        table.add_column(column, justify=justify)
     for row in rows:
         table.add_row(*row)
     out = console()
     if out.measure(table, options=out.options.update_width(10_000)).maximum > out.width:
-        # Too narrow for one line a preset (80 columns): the title folded over five lines.
-        # Each preset's title then has a line of its own, its figures the line under it.
         table = Table(title=title)
         table.add_column("Name")
         table.add_column("Title")
-        for name, text, per_node, intra, network, transport in rows:
-            figures = f"{per_node} per node · {intra} intra-node · {network} network · {transport}"
-            table.add_row(name, f"{text}\n{figures}")
+        for name, text, *values in rows:
+            table.add_row(name, f"{text}\n{figures.format(*values)}")
     out.print(table)
 
 

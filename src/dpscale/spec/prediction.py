@@ -937,7 +937,12 @@ PREDICTION = Prediction(
         ),
         Input(
             name="list_hardware",
-            terminal_help="List presets and exit.",
+            terminal_help="List the hardware presets and exit.",
+            switch=True,
+        ),
+        Input(
+            name="list_models",
+            terminal_help="List the model presets and exit.",
             switch=True,
         ),
     ),
