@@ -319,6 +319,16 @@ def test_a_node_step_keeps_the_physical_model_and_names_the_disagreement() -> No
     assert "outside this interval" in terminal(note)
 
 
+def test_a_curve_two_models_share_is_named_once() -> None:
+    # 8:7900,16:15500,32:30200 asked about 512: USL fits no contention and is Amdahl's curve;
+    # the note had said "amdahl predicts 258,005 samples/s; usl predicts 258,005 samples/s".
+    result = fit(FitQuery(points="8:7900,16:15500,32:30200", at="512"))
+    note = next(note for note in result.notes if note.code == "disagree")
+    text = terminal(note)
+    assert text.startswith("At 512 devices amdahl predicts 258,005: outside this interval")
+    assert "usl" not in text
+
+
 def test_models_that_disagree_far_out_are_named() -> None:
     # Without the node size the comm model is a flat ring that cannot follow the step:
     # Amdahl fits six points more closely, but not decisively (F 7 against 7.85 at 1 %),

@@ -212,10 +212,14 @@ def _disagreement(
         return []
     target = max(far, key=lambda p: abs(math.log(p.devices / fitted.points.devices.max())))
     weights = {c.model: c.weight for c in selection.candidates}
-    outside = []
+    outside: list[Said] = []
+    named: list[float] = []
     for other in selection.others:
         value = float(other.throughput([target.devices])[0])
+        if any(math.isclose(value, seen, rel_tol=1e-4) for seen in named):
+            continue  # the same curve again (USL with no contention is Amdahl): said once
         if not target.throughput_low <= value <= target.throughput_high:
+            named.append(value)
             weight = weights.get(other.model.name)
             shown = (
                 ()
