@@ -173,7 +173,7 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
     out = terminal(capsys, values)
     # The README's console block (tests/test_readme.py checks it whole).
     assert out[-6:] == [
-        "Gradients: 2.42 GiB (1,300,000,000 x bf16), ddp in buckets of 25 MiB. Compute per "
+        "Gradients: 2.42 GiB (1,300,000,000 x bf16) in buckets of 25 MiB (ddp). Compute per "
         "micro-step 200 ms (8 / 40 samples/s), backward 66.7 % of it. Network: 25 GB/s nominal "
         "x 96 % (rdma) = 24 GB/s per node; inside a node 235 GB/s per device.",
         "At 256 devices the step also waits 5.63 ms for the slowest device and pays 12.19 ms of "
@@ -381,6 +381,13 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
          "devices": "16,512"},
     ):  # fmt: skip
         calibrations += comparison_notes(compute({**job, "compare_strategies": "true"}).result)
+    # ZeRO-1 within the node: the strategy named with its group.
+    within = compute(
+        {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "mfu": "40",
+         "strategy": "zero1", "shard_group_size": "8", "devices": "64"}
+    ).result  # fmt: skip
+    calibrations.append(lines(within)["gradients"])
+    assert say_terminal(calibrations[-1]).endswith("in buckets of 25 MiB (zero1 in groups of 8).")
     # Tokens without a sequence length: the micro-batch is counted in tokens.
     calibrations.append(lines(compute({**README, "unit": "tokens/s"}).result)["micro_batch_tokens"])
     codes = set()

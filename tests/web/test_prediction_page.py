@@ -745,6 +745,20 @@ def test_strategies_side_by_side_on_the_page_and_the_api(client: httpx.Client) -
     assert "data-strategy-table" not in without
 
 
+def test_zero_stated_in_groups_is_named_with_its_group(client: httpx.Client) -> None:
+    # Beside it, ZeRO-1 over all devices: two rows of one strategy, told apart by the group.
+    query = LLM.replace("strategy=fsdp", "strategy=zero1&shard_group_size=8")
+    html = client.get(f"/de/scaling-prediction?{query}&compare_strategies=true").text
+    rows = re.search(r"data-strategy-table>.*?<tbody>(.*?)</tbody>", html, re.S)
+    assert rows, "no strategy table"
+    names = [
+        unescape(name).strip()
+        for name in re.findall(r'<th[^>]*rowspan="3"[^>]*>(.*?)</th>', rows.group(1), re.S)
+    ]
+    assert names[1:3] == ["ZeRO-1 in Gruppen zu 8", "ZeRO-1"]
+    assert "(ZeRO-1 in Gruppen zu 8)." in unescape(html)  # the gradients' sentence
+
+
 @pytest.mark.parametrize(
     ("strategy", "devices", "told"),
     [

@@ -254,6 +254,15 @@ def _points_table(result: Any) -> Any:
     return table
 
 
+def _strategy_label(result: Any) -> str:
+    """A compared strategy as the terminal names it (``zero1 in groups of 8``)."""
+    from dpscale.said import Said, english, english_value
+    from dpscale.spec.prediction import LINES, strategy_named
+
+    named = strategy_named(result)
+    return english(named, LINES) if isinstance(named, Said) else english_value(named)
+
+
 def _comparison_table(result: Any) -> Any:
     """``--compare-strategies``: each strategy's efficiency, exposed time and memory per count."""
     from dpscale.terminal import Table
@@ -268,7 +277,7 @@ def _comparison_table(result: Any) -> Any:
         for p in other.points():
             fits = p.get("fits")
             table.add_row(
-                other.scenario.strategy,
+                _strategy_label(other),
                 number(p["devices"]),
                 percent(p["efficiency"]),
                 _CELLS["band"](p["efficiency_low"], p["efficiency_high"]),

@@ -46,13 +46,16 @@ def efficiency_figure(result: PredictionResult, *, title: str | None = None) -> 
     axes.fill_between(devices, low, high, color="tab:blue", alpha=0.2, linewidth=0, label="band")
     axes.plot(devices, efficiency, marker="o" if len(devices) <= 40 else None, label="predicted")
     for other in result.comparison:
-        if other.scenario.strategy != result.scenario.strategy:
+        if not other.stated_in(result):
+            group = other.named_group
             axes.plot(
                 [p["devices"] for p in other.points()],
                 [p["efficiency"] for p in other.points()],
                 linestyle="--",
                 linewidth=1.2,
-                label=other.scenario.strategy,
+                label=f"{other.scenario.strategy} in groups of {group:,}"
+                if group
+                else other.scenario.strategy,
             )
     per_node = result.scenario.hardware.devices_per_node
     if devices and max(devices) > per_node:

@@ -172,6 +172,28 @@ class PredictionResult:
         last = {name: float(np.asarray(value)[-1]) for name, value in self.band_budget.items()}
         return sorted(last.items(), key=lambda item: (-item[1], item[0]))
 
+    def stated_in(self, result: PredictionResult) -> bool:
+        """Whether this entry of ``result.comparison`` is the stated job itself (the others
+        run each strategy as it runs by default)."""
+        mine, stated = self.scenario, result.scenario
+        return (mine.strategy, mine.shard_group_size) == (stated.strategy, stated.shard_group_size)
+
+    @property
+    def named_group(self) -> int:
+        """The shard group to name beside the strategy: one FSDP or ZeRO was stated in (ZeRO-1
+        within the node), 0 where the strategy runs as it does by default (HSDP's group is its
+        own: the sharded line names it).
+
+        >>> from dpscale.model.query import PredictQuery
+        >>> job = dict(model="llama3-8b", hardware="dgx-h100", micro_batch=1, mfu=0.4)
+        >>> grouped = predict(PredictQuery(**job, strategy="zero1", shard_group_size=8))
+        >>> grouped.named_group, predict(PredictQuery(**job, strategy="zero1")).named_group
+        (8, 0)
+        """
+        sc = self.scenario
+        beside = group_beside(sc.strategy, sc.shard_group_size)
+        return sc.shard_group_size if beside != sc.shard_group_size else 0
+
     def points(self) -> list[dict[str, Any]]:
         return self._rows(slice(None))
 
@@ -312,7 +334,12 @@ class PredictionResult:
             }
         if self.comparison:
             payload["strategies"] = [
-                {"strategy": other.scenario.strategy, "points": other.points()}
+                {
+                    "strategy": other.scenario.strategy,
+                    "shard_group_size": other.scenario.shard_group_size or None,
+                    "stated": other.stated_in(self),
+                    "points": other.points(),
+                }
                 for other in self.comparison
             ]
         if self.unreachable:
@@ -453,7 +480,10 @@ def predict_scenario(
     for name in COMPARED:
         if name == scenario.strategy:
             comparison.append(replace(result, answers=None, memory_advice=None))
-            continue
+            if group_beside(name, scenario.shard_group_size) == scenario.shard_group_size:
+                continue
+            # FSDP or ZeRO stated in groups (ZeRO-1 sharded within the node): the strategy
+            # as it runs by default, over all devices, goes beside it.
         compared = _as_strategy(others, name)
         # A compared strategy runs as it does by default: where that is on whole groups (HSDP's
         # node), the counts above a group that are not whole groups are left out of its rows.

@@ -78,6 +78,7 @@ __all__ = [
     "preset_choices",
     "shown_run_id",
     "statements",
+    "strategy_named",
     "terminal_help",
 ]
 
@@ -1078,7 +1079,10 @@ LINES: Mapping[str, Wording] = {
             "%(params)s parameters in %(dtype)s, sent in %(buckets)s buckets of at most "
             "%(bucket)s as backward produces them (%(strategy)s)."
         ),
-        "Gradients: {gradients} ({params} x {dtype}), {strategy} in buckets of {bucket}.",
+        "Gradients: {gradients} ({params} x {dtype}) in buckets of {bucket} ({strategy}).",
+    ),
+    "strategy_in_groups": Wording(
+        N_("%(strategy)s in groups of %(size)s"), "{strategy} in groups of {size}"
     ),
     "sharded": Wording(
         N_(
@@ -1400,7 +1404,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
                 "gradients": Quantity(sc.gradient_bytes, "bytes"),
                 "params": Number(sc.params),
                 "dtype": sc.grad_dtype,
-                "strategy": Name(sc.strategy, "strategy"),
+                "strategy": strategy_named(result),
                 "buckets": Count(last["buckets"]),
                 "bucket": Quantity(sc.bucket_bytes, "bytes"),
             },
@@ -1595,6 +1599,15 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             if result.memory_advice is not None:
                 said["memory_fix"] = _memory_fix(result.memory_advice, sc.strategy)
     return said
+
+
+def strategy_named(result: PredictionResult) -> Name | Said:
+    """The strategy of ``result`` (a prediction, or one of its comparison's), named with the
+    shard group where FSDP or ZeRO was stated in one: "zero1 in groups of 8" (ZeRO-1 within
+    the node) beside the comparison's zero1, which runs over all devices."""
+    name = Name(result.scenario.strategy, "strategy")
+    group = result.named_group
+    return Said("strategy_in_groups", {"strategy": name, "size": Count(group)}) if group else name
 
 
 def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:

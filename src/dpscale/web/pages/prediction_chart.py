@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from dpscale import plotting
 from dpscale.model import PredictionResult
 from dpscale.plotting import ACCENT, INK, MUTED, TARGET, ChartLayout
-from dpscale.spec.prediction import STRATEGY_NAMES
 from dpscale.web.i18n import Localizer
+from dpscale.web.pages.prediction_results import strategy_name
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -146,8 +146,7 @@ _STRATEGY_STYLES = ("--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
 
 def _strategies(axes: Any, result: PredictionResult, loc: Localizer) -> None:
     """The other strategies of ``--compare-strategies`` as thin lines, each named."""
-    main = result.scenario.strategy
-    others = [other for other in result.comparison if other.scenario.strategy != main]
+    others = [other for other in result.comparison if not other.stated_in(result)]
     for style, other in zip(_STRATEGY_STYLES, others, strict=False):
         points = other.points()
         axes.plot(
@@ -156,5 +155,5 @@ def _strategies(axes: Any, result: PredictionResult, loc: Localizer) -> None:
             linewidth=1.4,
             linestyle=style,
             color=MUTED,
-            label=loc.gettext(STRATEGY_NAMES[other.scenario.strategy]),
+            label=strategy_name(other, loc),
         )

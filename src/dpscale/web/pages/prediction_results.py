@@ -22,13 +22,14 @@ from dpscale.spec.prediction import (
     comparison_notes,
     lines,
     prediction_json,
+    strategy_named,
 )
 from dpscale.units import format_binary_bytes
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages._said import say, write
 from dpscale.web.registry import Presentation, ResultItem
 
-__all__ = ["MAX_ROWS", "Prediction", "Row", "StrategyRow", "Table", "present"]
+__all__ = ["MAX_ROWS", "Prediction", "Row", "StrategyRow", "Table", "present", "strategy_name"]
 
 MAX_ROWS = 64
 """Rows in the page's table; longer device lists show their powers of two and the largest."""
@@ -122,7 +123,7 @@ class Prediction:
                     if p is points[0] or p["devices"] == last or _power_of_two(p["devices"])
                 ]
             )
-            name = loc.gettext(STRATEGY_NAMES[other.scenario.strategy])
+            name = strategy_name(other, loc)
             for i, p in enumerate(shown):
                 fits = p.get("fits")
                 rows.append(
@@ -356,3 +357,11 @@ def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> l
             )
         )
     return items
+
+
+def strategy_name(result: PredictionResult, loc: Localizer) -> str:
+    """A compared strategy as the page names it, in its language ("ZeRO-1 in groups of 8")."""
+    named = strategy_named(result)
+    if isinstance(named, Said):
+        return say(named, LINES, loc)
+    return loc.gettext(STRATEGY_NAMES[named.value])
