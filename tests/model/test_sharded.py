@@ -313,6 +313,27 @@ def test_zero_stated_in_groups_is_compared_with_itself_over_all_devices() -> Non
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("stated", "names"),
+    [
+        ("zero3", ["ddp", "zero1", "zero2", "zero3", "hsdp"]),  # FSDP's row, named as stated
+        ("fsdp-shard-grad-op", ["ddp", "zero1", "zero2", "fsdp", "fsdp-shard-grad-op", "hsdp"]),
+    ],
+)
+def test_the_stated_strategy_is_always_among_those_compared(stated: str, names: list[str]) -> None:
+    # FSDP's SHARD_GRAD_OP, stated, had been left out of its own comparison (the five
+    # strategies only), and ZeRO-3 shown as an FSDP row not marked as the stated job.
+    job = {"model": "llama3-8b", "micro_batch": 1, "per_device_throughput": 9000,
+           "unit": "tokens", "hardware": "dgx-h100", "baseline_devices": 8,
+           "devices": "8,64"}  # fmt: skip
+    payload = predict(PredictQuery(**job, strategy=stated, compare_strategies=True)).to_dict()
+    entries = payload["strategies"]
+    assert [e["strategy"] for e in entries] == names
+    [mine] = [e for e in entries if e["stated"]]
+    assert mine["strategy"] == stated
+    assert mine["points"] == payload["points"]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     strategy=st.sampled_from(STRATEGIES),

@@ -47,6 +47,7 @@ from dpscale.model.questions import (
 from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, from_baseline
 from dpscale.model.step import BYTES_PER_VALUE, Step
 from dpscale.model.strategies import (
+    STRATEGIES,
     Strategy,
     check_groups,
     default_bucket_bytes,
@@ -477,7 +478,7 @@ def predict_scenario(
     comparison: list[PredictionResult] = []
     unreachable: list[Unreachable] = []
     left_out: list[LeftOut] = []
-    for name in COMPARED:
+    for name in compared_strategies(scenario.strategy):
         if name == scenario.strategy:
             comparison.append(replace(result, answers=None, memory_advice=None))
             if group_beside(name, scenario.shard_group_size) == scenario.shard_group_size:
@@ -585,6 +586,23 @@ def _measured_baseline(scenario: Scenario, measured: MeasuredFit) -> tuple[Scena
     at_fewest = float(np.asarray(measured.efficiency([fewest]))[0])
     shown = replace(scenario, baseline_devices=fewest, baseline_throughput=per_device)
     return shown, at_fewest
+
+
+def compared_strategies(stated: Strategy) -> tuple[Strategy, ...]:
+    """The strategies ``--compare-strategies`` runs for a job stated under ``stated``: those of
+    :data:`COMPARED`, the stated one in the place of the one it runs as (ZeRO-3 is FSDP's row)
+    or among them (FSDP's SHARD_GRAD_OP after FSDP), so the stated job is always one of them.
+
+    >>> compared_strategies("hsdp"), compared_strategies("zero3")
+    (('ddp', 'zero1', 'zero2', 'fsdp', 'hsdp'), ('ddp', 'zero1', 'zero2', 'zero3', 'hsdp'))
+    >>> compared_strategies("fsdp-shard-grad-op")
+    ('ddp', 'zero1', 'zero2', 'fsdp', 'fsdp-shard-grad-op', 'hsdp')
+    """
+    mine = replace(row(stated), name="")
+    same = [name for name in COMPARED if replace(row(name), name="") == mine]
+    if same:
+        return tuple(stated if name == same[0] else name for name in COMPARED)
+    return tuple(sorted((*COMPARED, stated), key=STRATEGIES.index))
 
 
 def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
