@@ -449,8 +449,9 @@ PREDICTION = Prediction(
             metavar="NAME",
             label=N_("Data-parallel strategy"),
             help=N_(
-                "DDP replicates everything; ZeRO and FSDP shard optimizer state, gradients "
-                "and parameters and move them one layer at a time; HSDP shards within a node."
+                "DDP replicates everything; ZeRO-1 shards the optimizer state, ZeRO-2 the "
+                "gradients too, ZeRO-3 and FSDP the parameters too, moved one layer at a time; "
+                "HSDP shards within a node and replicates across nodes."
             ),
             kind="text",
             choices=tuple(STRATEGY_NAMES.items()),
@@ -670,11 +671,14 @@ PREDICTION = Prediction(
         Input(
             name="shard_group_size",
             model=QUERY,
-            terminal_help="Devices one shard group holds (hsdp: one node by default; zero1: "
-            "all devices).",
+            terminal_help="Devices one shard group holds (by default one node for hsdp, all "
+            "devices for zero and fsdp).",
             metavar="INT",
             label=N_("Shard group size"),
-            help=N_("HSDP and ZeRO shard within groups of this many devices. Empty: one node."),
+            help=N_(
+                "HSDP, ZeRO and FSDP shard within groups of this many devices. Empty: one node "
+                "for HSDP, all devices for the others."
+            ),
             kind="integer",
             advanced=True,
         ),
