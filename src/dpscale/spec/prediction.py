@@ -492,12 +492,13 @@ PREDICTION = Prediction(
         Input(
             name="per_device_throughput",
             model=QUERY,
-            terminal_help="One device alone, in samples/s (the unit of --micro-batch); with "
-            "--measured points, left out, the points give it.",
+            terminal_help="One device alone, in --unit: samples/s (of --micro-batch), or "
+            "tokens/s with --unit tokens; with --measured points, left out, the points give it.",
             metavar="FLOAT",
             label=N_("Throughput of one device"),
             help=N_(
-                "Samples per second one device trains alone (v), in the unit of the micro-batch."
+                "What one device trains per second alone (v), in the throughput unit: samples "
+                "of the micro-batch, or tokens with the unit tokens/s."
             ),
             example="40",
         ),
@@ -808,11 +809,15 @@ PREDICTION = Prediction(
         Input(
             name="unit",
             model=QUERY,
-            terminal_help="Unit of the throughput. Default: %(default)s.",
+            terminal_help="Unit of the throughputs, carried to the results; tokens (or "
+            "tokens/s) counts tokens, --seq-len to a sample. Default: %(default)s.",
             metavar="UNIT",
             short="-u",
             label=N_("Throughput unit"),
-            help=N_("Any unit: it carries through to the results."),
+            help=N_(
+                "Any unit: it carries through to the results. Tokens/s counts tokens, the "
+                "sequence length to a sample."
+            ),
             kind="text",
             advanced=True,
             invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
