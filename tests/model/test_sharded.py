@@ -381,8 +381,10 @@ def test_the_llm_question_on_the_cli(tmp_path: Path) -> None:
         [sys.executable, "-m", "dpscale", "predict", *LLAMA],
         capture_output=True, text=True, check=True, timeout=120, env={"COLUMNS": "160", **_env()},
     )  # fmt: skip
-    assert "Strategies side by side" in table.stdout
+    assert "Strategies side by side (memory per device; band %; * as stated)" in table.stdout
     assert "Memory per device at 1,024 devices" in table.stdout
+    names = {line.split("│")[1].strip() for line in table.stdout.splitlines() if "│" in line}
+    assert {"ddp", "zero1", "zero2", "fsdp*", "hsdp"} <= names  # the job as stated, marked
 
 
 def _env() -> dict[str, str]:

@@ -725,20 +725,24 @@ def test_strategies_side_by_side_on_the_page_and_the_api(client: httpx.Client) -
     rows = re.search(r"data-strategy-table>.*?<tbody>(.*?)</tbody>", html, re.S)
     assert rows, "no strategy table"
     cells = [
-        [unescape(c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r)]
+        [
+            unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r)
+        ]
         for r in re.findall(r"<tr[^>]*>(.*?)</tr>", rows.group(1), re.S)
     ]
     assert len(cells) == 15  # five strategies at three counts, each named over its rows
     named = [row for row in cells if len(row) == 8]
+    mine = "FSDP (full shard) (your job)"  # the job as entered is marked
     assert [row[0] for row in named] == [
-        "DDP", "ZeRO-1", "ZeRO-2", "FSDP (full shard)", "HSDP (shard in a node, replicate across)"
+        "DDP", "ZeRO-1", "ZeRO-2", mine, "HSDP (shard in a node, replicate across)"
     ]  # fmt: skip
     last = {name[0]: cells[cells.index(name) + 2] for name in named}
     assert last["DDP"][0] == "1,024"
     assert last["DDP"][-1] == "No: too little memory"  # 8B x 16 bytes in 80 GB
-    assert last["FSDP (full shard)"][-1] == "Yes"
+    assert last[mine][-1] == "Yes"
     fsdp = next(s["points"][-1] for s in got["strategies"] if s["strategy"] == "fsdp")
-    assert last["FSDP (full shard)"][1] == localizer("en").percent(fsdp["efficiency"])
+    assert last[mine][1] == localizer("en").percent(fsdp["efficiency"])
     # What limits each: the same words as the table of points (here the network, at 1,024).
     assert last["HSDP (shard in a node, replicate across)"][4] == "Network · Ring"
     without = client.get(f"/en/scaling-prediction?{LLM}").text
@@ -752,10 +756,12 @@ def test_zero_stated_in_groups_is_named_with_its_group(client: httpx.Client) -> 
     rows = re.search(r"data-strategy-table>.*?<tbody>(.*?)</tbody>", html, re.S)
     assert rows, "no strategy table"
     names = [
-        unescape(name).strip()
+        unescape(re.sub(r"<[^>]+>", "", name)).strip()
         for name in re.findall(r'<th[^>]*rowspan="3"[^>]*>(.*?)</th>', rows.group(1), re.S)
     ]
-    assert names[1:3] == ["ZeRO-1 in Gruppen zu 8", "ZeRO-1"]
+    # The job as entered is marked, the others run as each strategy does by default.
+    assert names[1:3] == ["ZeRO-1 in Gruppen zu 8 (Ihr Job)", "ZeRO-1"]
+    assert sum("(Ihr Job)" in name for name in names) == 1
     assert "(ZeRO-1 in Gruppen zu 8)." in unescape(html)  # the gradients' sentence
 
 

@@ -268,7 +268,7 @@ def _comparison_table(result: Any) -> Any:
     from dpscale.terminal import Table
     from dpscale.units import format_binary_bytes
 
-    table = Table(title="Strategies side by side (memory per device; band %)")
+    table = Table(title="Strategies side by side (memory per device; band %; * as stated)")
     for column in ("Strategy", "N", "E(N)", "Band %", "Exposed ms", "Limit", "Memory", "Fits"):
         table.add_column(
             column, justify="left" if column in ("Strategy", "Limit", "Fits") else "right"
@@ -277,7 +277,7 @@ def _comparison_table(result: Any) -> Any:
         for p in other.points():
             fits = p.get("fits")
             table.add_row(
-                _strategy_label(other),
+                _strategy_label(other) + ("*" if other.stated_in(result) else ""),
                 number(p["devices"]),
                 percent(p["efficiency"]),
                 _CELLS["band"](p["efficiency_low"], p["efficiency_high"]),

@@ -69,6 +69,8 @@ class StrategyRow:
     first: bool
     """The first row of its strategy (where the page names it, over ``span`` rows)."""
     span: int
+    stated: bool = False
+    """The job as entered (the others run each strategy as it runs by default)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class Prediction:
                         else loc.gettext(N_("Yes") if fits else N_("No: too little memory")),
                         first=i == 0,
                         span=len(shown),
+                        stated=other.stated_in(self.result),
                     )
                 )
         return rows
