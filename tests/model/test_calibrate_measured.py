@@ -224,8 +224,11 @@ def test_an_estimate_held_at_its_bound_is_exactly_there() -> None:
 def test_strategies_compared_beside_a_calibration_share_its_baseline() -> None:
     # Llama 3 8B under FSDP measured on 8, 16 and 32 H100s: the FSDP row of the comparison
     # is the calibrated result itself (it once was the bare step model: 91 % at 64 beside a
-    # table saying 98 %), and every other strategy is relative to the same 8 devices, with
-    # its stated band (the points did not measure it).
+    # table saying 98 %), and every other strategy is relative to the throughput measured on
+    # the same 8 devices, with the same compute and its stated band (the points did not
+    # measure it). At 8 devices HSDP is FSDP (one node, one group); DDP (Adam unsharded),
+    # ZeRO-1 and ZeRO-2 (larger exchanges) are slower than what FSDP measured there: each
+    # had been given 100 % at 8, a faster device solved to make up for its exchanges.
     from dpscale.spec.measured_runs import predict_with_runs
 
     query = PredictQuery(
@@ -242,8 +245,11 @@ def test_strategies_compared_beside_a_calibration_share_its_baseline() -> None:
     result = predict_with_runs(query, calibrate=None, files=False)
     rows = {other.scenario.strategy: other.points() for other in result.comparison}
     assert rows["fsdp"] == result.points()
+    at_baseline = {name: points[0]["efficiency"] for name, points in rows.items()}
+    assert at_baseline["fsdp"] == pytest.approx(1.0)
+    assert at_baseline["hsdp"] == pytest.approx(1.0)
+    assert all(at_baseline[name] < 0.99 for name in ("ddp", "zero1", "zero2")), at_baseline
     for name, points in rows.items():
-        assert points[0]["efficiency"] == pytest.approx(1.0), name
         if name != "fsdp":
             assert points[2]["efficiency_low"] < points[2]["efficiency"], name
 

@@ -287,21 +287,35 @@ def setup_loss_applies(scenario: Scenario) -> bool:
     return "step_overhead" not in scenario.known and scenario.measured is None
 
 
-def band(scenario: Scenario, devices: ArrayLike, *, spread: float = SETUP_SPREAD) -> Band:
+def band(
+    scenario: Scenario,
+    devices: ArrayLike,
+    *,
+    spread: float = SETUP_SPREAD,
+    reference: Scenario | None = None,
+) -> Band:
     """The efficiency band at ``devices`` for ``scenario``.
 
     With ``baseline_devices`` B > 1 every row of the stack is taken relative to its own
     efficiency at B (what was measured there is known), and the setup loss counts only the
-    nodes beyond the baseline's: ``(1 + s z(n_B)) / (1 + s z(n))``. ``spread`` is the setup
-    loss's ``s`` (another value only for ``benchmarks/bench_accuracy.py``'s experiments).
+    nodes beyond the baseline's: ``(1 + s z(n_B)) / (1 + s z(n))``. ``reference``: another
+    strategy's job whose efficiency at B each row is taken relative to instead (a strategy
+    compared beside the stated one, whose step ran at B), with the same input at the same
+    end. ``spread`` is the setup loss's ``s`` (another value only for
+    ``benchmarks/bench_accuracy.py``'s experiments).
     """
     counts = np.asarray(devices, dtype=float)
     base = float(scenario.baseline_devices)
     step, names = band_steps(scenario, np.append(counts, base))
     stack = np.asarray(step.efficiency)
+    if base > 1 and reference is not None:
+        at_base, same = band_steps(reference, [base])
+        if same != names:  # the inputs left open are the job's, not the strategy's
+            raise ValueError(f"the reference varies {same}, not {names}")
+        stack = np.concatenate([stack[..., :-1], np.asarray(at_base.efficiency)], axis=-1)
     # At one device the model's efficiency is its own reference (it may be below 1).
-    reference = stack[..., -1:] if base > 1 else 1.0
-    relative = stack[..., :-1] / reference
+    reference_row = stack[..., -1:] if base > 1 else 1.0
+    relative = stack[..., :-1] / reference_row
     central, low, high = combine(relative)
     budget = dict(zip(names, half_widths(relative), strict=True))
     if setup_loss_applies(scenario):

@@ -77,9 +77,11 @@ COMPARED: tuple[Strategy, ...] = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 
 @dataclass(frozen=True)
 class Unreachable:
-    """A compared strategy that cannot give the throughput measured at ``devices`` devices:
-    its communication, waits and fixed costs there alone take ``modelled_s``, longer than the
-    measured step ``measured_s``, so no one-device throughput gives that step."""
+    """Why no other strategy is compared beside a calibration: the stated job, as stated (not
+    calibrated), cannot give the throughput measured at ``devices`` devices, the fewest
+    measured; its communication, waits and fixed costs there alone take ``modelled_s``,
+    longer than the measured step ``measured_s``, so no one-device throughput gives that
+    step, and the others have no compute to run with."""
 
     strategy: Strategy
     devices: int
@@ -396,9 +398,12 @@ def predict_scenario(
     *,
     compare: bool = False,
     advise: bool = True,
+    stated_job: Scenario | None = None,
 ) -> PredictionResult:
     """The prediction for a resolved scenario (for callers that calibrated it); ``advise``:
-    say what would fit where it does not (not for the strategies compared beside it)."""
+    say what would fit where it does not (not for the strategies compared beside it);
+    ``stated_job``: the stated job whose baseline the efficiency is relative to, where this is
+    another strategy compared beside it (the same one-device throughput, solved from it)."""
     counts = np.asarray(devices, dtype=float)
     stated = scenario
     if measured is not None:
@@ -443,17 +448,19 @@ def predict_scenario(
     else:
         # One device is the model's own reference: its efficiency there may be below 1 (the
         # optimizer step spread over less accumulation than the throughput was measured with).
-        reference = (
-            float(evaluate(scenario, devices=scenario.baseline_devices).efficiency)
+        at_baseline = scenario if stated_job is None else stated_job
+        relative_to = (
+            float(evaluate(at_baseline, devices=scenario.baseline_devices).efficiency)
             if scenario.baseline_devices > 1
             else 1.0
         )
         answers = (
-            _answers(scenario, target_efficiency, max(devices), reference)
+            _answers(scenario, target_efficiency, max(devices), relative_to)
             if target_efficiency is not None
             else None
         )
-        spread = band(scenario, counts)  # within [0, the ideal] already (band.band)
+        # within [0, the ideal] already (band.band)
+        spread = band(scenario, counts, reference=stated_job)
         result = PredictionResult(
             scenario,
             step,
@@ -461,7 +468,7 @@ def predict_scenario(
             spread.low,
             spread.high,
             spread.inputs,
-            reference=reference,
+            reference=relative_to,
             memory=used,
             band_budget=spread.budget,
         )
@@ -470,14 +477,26 @@ def predict_scenario(
         result = replace(result, memory_advice=advice)
     if not compare:
         return result
-    # The stated strategy is this very result (calibrated, where points were measured); each
-    # other one is predicted from the stated inputs and the same baseline (the throughput per
-    # device measured there, so its efficiency is relative to the same count), with the
-    # stated band: the points measured the stated strategy, not the others.
-    others = result.scenario if measured is None else _measured_base(stated, measured)
+    # The stated strategy is this very result (calibrated, where points were measured). Every
+    # other one runs the same compute: the one-device throughput solved from the baseline
+    # under the stated strategy, which is what ran there; its efficiency is relative to the
+    # throughput measured there, so a strategy slower at the baseline starts below 100 %. The
+    # band is each one's stated ranges: the points measured one strategy, not the others.
     comparison: list[PredictionResult] = []
     unreachable: list[Unreachable] = []
     left_out: list[LeftOut] = []
+    try:
+        others = result.scenario if measured is None else _measured_base(stated, measured)
+    except InputError as err:
+        # The stated inputs, uncalibrated, cannot give the step the points measured: no
+        # compute to run the others with. Said beside the calibrated result, not its error.
+        unreachable.append(_unreachable(scenario.strategy, err))
+        return replace(
+            result,
+            comparison=(replace(result, answers=None, memory_advice=None),),
+            unreachable=tuple(unreachable),
+        )
+    job = others if others.baseline_devices > 1 else None
     for name in compared_strategies(scenario.strategy):
         if name == scenario.strategy:
             comparison.append(replace(result, answers=None, memory_advice=None))
@@ -495,30 +514,27 @@ def predict_scenario(
             left_out.append(LeftOut(name, group, tuple(missed)))
             skipped = set(missed)
             runs = [n for n in devices if n not in skipped]
-        if not runs:
-            continue
-        try:
-            comparison.append(predict_scenario(compared, runs, advise=False))
-        except InputError as err:
-            # The measured baseline is the stated strategy's step: one whose exchanges alone
-            # outlast it is told beside the others, not made the whole query's error.
-            issue = err.issues[0]
-            if issue.code != FASTER_THAN_STATED:
-                raise
-            ctx = issue.ctx
-            unreachable.append(
-                Unreachable(
-                    name,
-                    int(ctx["devices"]),  # type: ignore[call-overload]
-                    float(ctx["measured"]),  # type: ignore[arg-type]
-                    float(ctx["modelled"]),  # type: ignore[arg-type]
-                )
-            )
+        if runs:
+            comparison.append(predict_scenario(compared, runs, advise=False, stated_job=job))
     return replace(
         result,
         comparison=tuple(comparison),
         unreachable=tuple(unreachable),
         left_out=tuple(left_out),
+    )
+
+
+def _unreachable(strategy: Strategy, err: InputError) -> Unreachable:
+    """A baseline no one-device throughput gives (:data:`FASTER_THAN_STATED`), as a note."""
+    issue = err.issues[0]
+    if issue.code != FASTER_THAN_STATED:
+        raise err
+    ctx = issue.ctx
+    return Unreachable(
+        strategy,
+        int(ctx["devices"]),  # type: ignore[call-overload]
+        float(ctx["measured"]),  # type: ignore[arg-type]
+        float(ctx["modelled"]),  # type: ignore[arg-type]
     )
 
 
@@ -530,11 +546,13 @@ def _fewest(measured: MeasuredFit) -> tuple[int, float]:
 
 def _measured_base(stated: Scenario, measured: MeasuredFit) -> Scenario:
     """The stated job with the measured points' baseline: one device's throughput where a
-    point ran on one, else the fewest devices' per device, measured there."""
+    point ran on one, else the one-device throughput that gives the fewest devices' per
+    device, measured there (:func:`~dpscale.model.scenario.from_baseline`; raises
+    :data:`FASTER_THAN_STATED` where none does)."""
     fewest, per_device = _fewest(measured)
     if fewest == 1:
         return replace(stated, per_device_throughput=per_device)
-    return replace(stated, baseline_devices=fewest, baseline_throughput=per_device)
+    return from_baseline(replace(stated, baseline_devices=fewest, per_device_throughput=per_device))
 
 
 def _measured_answers(
@@ -606,16 +624,13 @@ def compared_strategies(stated: Strategy) -> tuple[Strategy, ...]:
 
 
 def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
-    """The same job under strategy ``name``, as that strategy runs by default, its one-device
-    throughput solved again from the measured baseline (the strategy was part of that
-    measurement), calibrated with the collectives it runs. A stated shard group goes with
-    HSDP, whose group it is: FSDP or ZeRO in the comparison shard over all devices (FSDP over
-    a group of 16 is HSDP's row again)."""
+    """The same job under strategy ``name``, as that strategy runs by default, with the same
+    one-device throughput (solved from the baseline under the stated strategy, which is what
+    ran there: solved again under each strategy, a slower one had been given a faster device
+    to make up for its exchanges), calibrated with the collectives it runs. A stated shard
+    group goes with HSDP, whose group it is: FSDP or ZeRO in the comparison shard over all
+    devices (FSDP over a group of 16 is HSDP's row again)."""
     group = group_beside(name, scenario.shard_group_size)
-    if scenario.baseline_throughput is not None:
-        scenario = replace(
-            scenario, per_device_throughput=scenario.baseline_throughput, baseline_throughput=None
-        )
     bucket = scenario.bucket_bytes
     if not scenario.bucket_stated:
         bucket = default_bucket_bytes(name, BYTES_PER_VALUE[scenario.grad_dtype])

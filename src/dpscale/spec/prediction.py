@@ -1335,12 +1335,13 @@ LINES: Mapping[str, Wording] = {
     ),
     "compared_unreachable": Wording(
         N_(
-            "%(strategy)s cannot give the throughput measured at %(devices)s devices: its "
-            "communication and waits alone take %(modelled)s, longer than the %(measured)s "
-            "step measured there."
+            "The other strategies are not compared: with %(strategy)s as stated, the "
+            "communication and waits at %(devices)s devices alone take %(modelled)s, longer "
+            "than the %(measured)s step measured there."
         ),
-        "{strategy} cannot give the throughput measured at {devices} devices: its communication "
-        "and waits alone take {modelled}, longer than the {measured} step measured there.",
+        "The other strategies are not compared: with {strategy} as stated, the communication "
+        "and waits at {devices} devices alone take {modelled}, longer than the {measured} step "
+        "measured there.",
     ),
     "change_not_needed": Wording(N_("Already reached with the current value."), ""),
     "change_out_of_reach": Wording(N_("No value up to %(limit)s reaches %(target)s."), ""),
