@@ -471,6 +471,42 @@ def test_compared_strategies_run_the_compute_the_stated_one_measured() -> None:
     assert caught.value.issues[0].code == "faster_than_stated"
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    strategy=st.sampled_from(["ddp", "zero1", "zero2", "fsdp", "hsdp"]),
+    params=st.floats(1e8, 1e11),
+    per_device=st.floats(100.0, 50_000.0),
+    nodes=st.integers(1, 8),
+    network=st.sampled_from(["dgx-h100", "pcie-100gbe"]),
+)
+def test_the_throughput_measured_at_the_baseline_is_what_every_strategy_is_relative_to(
+    strategy: str, params: float, per_device: float, nodes: int, network: str
+) -> None:
+    # The stated job gives exactly the throughput measured at its baseline (the solver is
+    # exact where exchanges dominate), and every compared strategy shares its one-device
+    # throughput and is measured against that same figure.
+    base = 8 * nodes
+    query = PredictQuery(params=params, strategy=strategy, micro_batch=1, seq_len=4096,
+                         unit="tokens", per_device_throughput=per_device, hardware=network,
+                         baseline_devices=base, devices=f"{base},{4 * base}",
+                         compare_strategies=True)  # fmt: skip
+    try:
+        result = predict(query)
+    except InputError as err:  # no one-device throughput gives that step: said, not solved
+        code = err.issues[0].code
+        result = None
+    if result is None:
+        assert code == "faster_than_stated"
+        return
+    assert result.points()[0]["actual_throughput"] == pytest.approx(base * per_device, rel=1e-9)
+    one_device = result.scenario.per_device_throughput
+    for other in result.comparison:
+        assert other.scenario.per_device_throughput == one_device
+        point = other.points()[0]
+        assert point["ideal_throughput"] == pytest.approx(base * per_device, rel=1e-9)
+        assert 0 <= point["efficiency_low"] <= point["efficiency"] <= point["efficiency_high"]
+
+
 def test_no_strategy_is_compared_where_the_stated_one_cannot_give_the_points(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
