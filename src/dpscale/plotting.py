@@ -75,8 +75,9 @@ NARROW_SIZE = (3.6, 4.6)
 card is 12 px high (11 * 4/3 * 290 / 346)."""
 NARROW_COLUMNS = 34
 """How many characters of 11 pt text a legend line under a narrow chart holds beside its key."""
-WIDE_COLUMNS = 44
-"""The same for each of a wide chart's two legend columns (720 CSS px)."""
+WIDE_COLUMNS = 39
+"""The same for each of a wide chart's two legend columns (720 CSS px): at 44 the two
+columns together were wider than the chart (tests/web/test_legend_fits.py)."""
 
 INK, ACCENT, MUTED, TARGET = "#1d2733", "#0b6bcb", "#5c6b7a", "#b3261e"
 
