@@ -382,6 +382,16 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
          "measured": "16:23760,32:47000,64:93000", "devices": "16,512"},
     ):  # fmt: skip
         calibrations += comparison_notes(compute({**job, "compare_strategies": "true"}).result)
+    # From a baseline of one node, what every strategy's efficiency is relative to.
+    node = {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "unit": "tokens",
+            "per_device_throughput": "9000", "baseline_devices": "8", "devices": "8,64",
+            "compare_strategies": "true"}  # fmt: skip
+    (same_device,) = comparison_notes(compute(node).result)
+    assert say_terminal(same_device) == (
+        "Every strategy runs the same device: its efficiency is relative to the 9,000 tokens/s "
+        "per device measured at 8 devices, so one slower there starts below 100 %."
+    )
+    calibrations.append(same_device)
     # ZeRO-1 within the node: the strategy named with its group.
     within = compute(
         {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "mfu": "40",

@@ -1325,6 +1325,16 @@ LINES: Mapping[str, Wording] = {
         ),
         "--micro-batch {value} (which does not fit: {memory} needed per device, {capacity} there)",
     ),
+    "compared_baseline": Wording(
+        N_(
+            "Every strategy runs the same device: its efficiency is relative to the "
+            "%(throughput)s %(unit)s per device measured at %(devices)s devices, so one slower "
+            "there starts below 100%%."
+        ),
+        "Every strategy runs the same device: its efficiency is relative to the {throughput} "
+        "{unit} per device measured at {devices} devices, so one slower there starts below "
+        "100 %.",
+    ),
     "compared_left_out": Wording(
         N_(
             "%(strategy)s shards within groups of %(group)s devices: it is left out at the "
@@ -1722,12 +1732,22 @@ def prediction_json(result: PredictionResult) -> dict[str, Any]:
 def comparison_notes(result: PredictionResult) -> list[Said]:
     """What ``--compare-strategies`` leaves out, a statement each (:data:`LINES`): the counts
     at which a compared strategy does not run, then the strategies that cannot give the
-    throughput measured at the baseline."""
+    throughput measured at the baseline; first, where that baseline is several devices,
+    what the others' efficiency is relative to."""
     notes = []
+    others = [other for other in result.comparison if not other.stated_in(result)]
+    if others and others[0].scenario.baseline_devices > 1:
+        base = others[0].scenario
+        words: dict[str, Value] = {
+            "throughput": Number(float(base.baseline_throughput or 0.0), 4),
+            "unit": base.unit,
+            "devices": Count(base.baseline_devices),
+        }
+        notes.append(Said("compared_baseline", words))
     for left in result.left_out:
         shown = ", ".join(number(n) for n in left.devices[:5])
         more = len(left.devices) - 5
-        words: dict[str, Value] = {
+        words = {
             "strategy": Name(left.strategy, "strategy"),
             "group": Count(left.group),
             "count": Count(len(left.devices)),
