@@ -306,6 +306,9 @@ def test_zero_stated_in_groups_is_compared_with_itself_over_all_devices() -> Non
         8.03e9 * 8 * (1 / 8 - 1 / 64)
     )
     assert [r.named_group for r in compared.comparison] == [0, 8, 0, 0, 0, 0]
+    # The same device under FSDP at 8 would outrun the ZeRO-1 job measured there.
+    fsdp = next(entry for entry in entries if entry["strategy"] == "fsdp")
+    assert fsdp["points"][0]["efficiency"] == pytest.approx(1.11, abs=0.01)
     # Stated without a group, each strategy is there once, the stated one marked.
     plain = predict(PredictQuery(**job, strategy="zero1", compare_strategies=True)).to_dict()
     assert [(e["strategy"], e["stated"]) for e in plain["strategies"]] == [

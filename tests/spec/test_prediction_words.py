@@ -389,7 +389,8 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     (same_device,) = comparison_notes(compute(node).result)
     assert say_terminal(same_device) == (
         "Every strategy runs the same device: its efficiency is relative to the 9,000 tokens/s "
-        "per device measured at 8 devices, so one slower there starts below 100 %."
+        "per device measured at 8 devices, so one slower there starts below 100 %, one faster "
+        "above."
     )
     calibrations.append(same_device)
     # ZeRO-1 within the node: the strategy named with its group.

@@ -1329,11 +1329,11 @@ LINES: Mapping[str, Wording] = {
         N_(
             "Every strategy runs the same device: its efficiency is relative to the "
             "%(throughput)s %(unit)s per device measured at %(devices)s devices, so one slower "
-            "there starts below 100%%."
+            "there starts below 100%%, one faster above."
         ),
         "Every strategy runs the same device: its efficiency is relative to the {throughput} "
         "{unit} per device measured at {devices} devices, so one slower there starts below "
-        "100 %.",
+        "100 %, one faster above.",
     ),
     "compared_left_out": Wording(
         N_(
