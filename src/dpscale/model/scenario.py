@@ -18,7 +18,6 @@ ones the user gave, and :mod:`dpscale.model.band` varies the others over their s
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -328,20 +327,22 @@ def from_baseline(scenario: Scenario) -> Scenario:
         )
         return measured - one * float(at.efficiency)
 
+    # Bracket the root: E(B) is at most 1 and at least its asymptote, a few halvings or
+    # doublings each; none within 200 means no one-device throughput gives the step.
     low, high = measured, 2 * measured
-    for _ in range(200):  # E(B) at most 1 and at least its asymptote: a few doublings each
+    for _ in range(200):
         if short(low) >= 0:
             break
         low /= 2
+    else:
+        raise faster_than_stated("per_device_throughput", scenario.baseline_devices, step, fixed)
     for _ in range(200):
         if short(high) <= 0:
             break
         high *= 2
-    if not (short(low) >= 0 >= short(high)):
+    else:
         raise faster_than_stated("per_device_throughput", scenario.baseline_devices, step, fixed)
     one = float(brentq(short, low, high, xtol=1e-300, rtol=1e-12, maxiter=200))
-    if not math.isfinite(one) or one <= 0:
-        raise faster_than_stated("per_device_throughput", scenario.baseline_devices, step, fixed)
     return replace(scenario, per_device_throughput=one, baseline_throughput=measured)
 
 

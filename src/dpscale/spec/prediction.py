@@ -1735,11 +1735,11 @@ def comparison_notes(result: PredictionResult) -> list[Said]:
     throughput measured at the baseline; first, where that baseline is several devices,
     what the others' efficiency is relative to."""
     notes = []
-    others = [other for other in result.comparison if not other.stated_in(result)]
-    if others and others[0].scenario.baseline_devices > 1:
-        base = others[0].scenario
+    others = [other.scenario for other in result.comparison if not other.stated_in(result)]
+    base = others[0] if others else None
+    if base is not None and base.baseline_devices > 1 and base.baseline_throughput is not None:
         words: dict[str, Value] = {
-            "throughput": Number(float(base.baseline_throughput or 0.0), 4),
+            "throughput": Number(base.baseline_throughput, 4),
             "unit": base.unit,
             "devices": Count(base.baseline_devices),
         }
