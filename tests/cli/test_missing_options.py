@@ -81,6 +81,8 @@ def test_calc_names_every_missing_option(capsys: pytest.CaptureFixture[str]) -> 
         (["--flops-per-sample", "1e12"], "--achieved-tflops: is required with --flops-per-sample"),
         (["--achieved-tflops", "10"], "--flops-per-sample: is required with --achieved-tflops"),
         (["--mfu", "40"], "--seq-len: is required with --mfu (FLOPs per token need it)"),
+        # A fraction typed for a percentage had given a hundredth of the throughput unseen.
+        (["--mfu", "0.4", "--seq-len", "2048"], "--mfu must be a number from 1 to 100 (got 0.4)"),
     ],
 )
 def test_one_device_throughput_is_stated_one_way_and_whole(

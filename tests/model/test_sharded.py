@@ -171,6 +171,15 @@ def test_mfu_gives_the_throughput_from_the_peak() -> None:
     # 0.4 x 989 TFLOP/s / (6 x 8.03e9 + 12 x 32 x 4096 x 8192) FLOPs per token.
     expected = 0.4 * 989e12 / (6 * 8.03e9 + 12 * 32 * 4096 * 8192)
     assert query.scenario().per_device_throughput == pytest.approx(expected)
+    assert predict(query).to_dict()["inputs"]["mfu"] == 0.4
+
+
+def test_an_mfu_below_one_percent_is_refused() -> None:
+    """The library takes a fraction: 0.004 is 0.4 %, which no training job reports; on the
+    CLI and the page (in percent) it is 0.4 typed for 40 %."""
+    with pytest.raises(ValueError, match="mfu"):
+        PredictQuery(model="llama3-8b", hardware="dgx-h100", micro_batch=1, mfu=0.004, devices="8")
+    PredictQuery(model="llama3-8b", hardware="dgx-h100", micro_batch=1, mfu=0.01, devices="8")
 
 
 def test_memory_says_what_does_not_fit() -> None:

@@ -360,17 +360,39 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     # What would fit where the job does not (issue 24, item 3): each single change, the
     # leanest combination, and nothing.
     calibrations += [
-        _memory_fix(MemoryAdvice(64, 2, 1, ("fsdp", "hsdp"), None), "ddp"),
-        _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 4)), "ddp"),
-        _memory_fix(MemoryAdvice(8, None, None, (), None), "fsdp"),
+        _memory_fix(MemoryAdvice(64, 2, 1, ("fsdp", "hsdp"), None), "ddp", 4),
+        _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 2)), "ddp", 4),
+        _memory_fix(MemoryAdvice(8, None, None, (), None), "fsdp", 4),
         # A stated shard group: dropping it, and strategies that run without it.
         _memory_fix(
-            MemoryAdvice(16384, None, None, ("fsdp", "hsdp"), None, "", True, True), "zero2"
+            MemoryAdvice(16384, None, None, ("fsdp", "hsdp"), None, "", True, True), "zero2", 4
         ),
         # ... and with the other changes too, or nothing.
-        _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 1), "fsdp", False, True), "fsdp"),
-        _memory_fix(MemoryAdvice(64, None, None, (), None, "fsdp", False, True), "fsdp"),
+        _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 1), "fsdp", False, True), "fsdp", 2),
+        _memory_fix(MemoryAdvice(64, None, None, (), None, "fsdp", False, True), "fsdp", 4),
+        # Checkpointing at the job's own micro-batch: no micro-batch to name.
+        _memory_fix(MemoryAdvice(64, None, 4, (), None), "ddp", 4),
+        _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 4)), "ddp", 4),
+        _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 1), "fsdp", False, True), "fsdp", 1),
     ]
+    assert [say_terminal(line) for line in calibrations[-3:]] == [
+        "It would fit at 64 devices with --activation-checkpointing.",
+        "It would fit at 64 devices with --strategy fsdp and --activation-checkpointing.",
+        "It would fit at 64 devices with --strategy fsdp without --shard-group-size and with "
+        "--activation-checkpointing.",
+    ]
+    # An MFU: what it gave (issue 24: 0.4 typed for 40 % had given 1 % of the throughput
+    # without a word; now refused, and every MFU says what it gave).
+    by_mfu = compute(
+        {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "mfu": "40",
+         "unit": "tokens", "devices": "8"}
+    ).result  # fmt: skip
+    calibrations.append(lines(by_mfu)["mfu"])
+    # 0.4 x 989 TFLOP/s / (6 x 8.03e9 + 12 x 32 x 4096 x 8192 = 61.06e9) FLOPs per token.
+    assert say_terminal(calibrations[-1]) == (
+        "MFU 40 % of the device's 989 TFLOP/s gives 6,478 tokens/s per device, at 61.1 GFLOP "
+        "per token (6 P + 12 L h s)."
+    )
     # What --compare-strategies leaves out: HSDP at counts that are not whole nodes, and every
     # other strategy where FSDP as stated cannot give the step its points measured on 16 over
     # 100 GbE (tests/model/test_sharded.py).
@@ -477,14 +499,12 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
         "combined": {"strategy": "fsdp", "micro_batch": 4},
         "leanest": "fsdp",
     }
-    fix = (
-        "It would fit at 64 devices with --strategy fsdp, --activation-checkpointing and "
-        "--micro-batch at most 4."
-    )
+    # At the job's own micro-batch: no micro-batch to name.
+    fix = "It would fit at 64 devices with --strategy fsdp and --activation-checkpointing."
     assert any(line.endswith(fix) for line in terminal(capsys, values))
     assert (
-        "Mit FSDP (Full Shard), Activation Checkpointing und einem Micro-Batch von "
-        "höchstens 4 würde es auf 64 Geräten passen." in page_sentences(values, "de")
+        "Mit FSDP (Full Shard) und Activation Checkpointing würde es auf 64 Geräten passen."
+        in page_sentences(values, "de")
     )
     # ZeRO-1 holds 8B at micro-batch 2 with activation checkpointing: one change is enough.
     zero1 = compute({**values, "strategy": "zero1"}).result
@@ -504,10 +524,10 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
     [
         (
             {},
-            "It would fit at 64 devices with --strategy fsdp without --shard-group-size, "
-            "--activation-checkpointing and --micro-batch at most 1.",
-            "Mit FSDP (Full Shard) über alle Geräte, Activation Checkpointing und einem "
-            "Micro-Batch von höchstens 1 würde es auf 64 Geräten passen.",
+            "It would fit at 64 devices with --strategy fsdp without --shard-group-size and "
+            "with --activation-checkpointing.",
+            "Mit FSDP (Full Shard) über alle Geräte und Activation Checkpointing würde es auf "
+            "64 Geräten passen.",
         ),
         (
             {"seq_len": "1000000"},
@@ -616,7 +636,7 @@ def test_what_would_fit_with_a_stated_shard_group_says_to_drop_it() -> None:
     """A stated group goes with HSDP alone: FSDP suggested beside it runs without the group,
     and the line says so (followed with the group kept, it would not fit)."""
     grouped = MemoryAdvice(16384, None, None, ("fsdp", "hsdp"), None, "", True, True)
-    assert say_terminal(_memory_fix(grouped, "zero2")) == (
+    assert say_terminal(_memory_fix(grouped, "zero2", 1)) == (
         "It would fit at 16,384 devices with no --shard-group-size (sharding over all devices) or "
         "--strategy fsdp without --shard-group-size or --strategy hsdp."
     )

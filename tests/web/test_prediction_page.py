@@ -259,10 +259,17 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
         ("ja", "params=", "params", "モデルのプリセットを選ばない場合は必須です。"),
         (
             "en",
-            "per_device_throughput=&mfu=0.0000000001&seq_len=2048",
+            "per_device_throughput=&mfu=1&seq_len=100000000",
             "mfu",
             "This MFU gives fewer than 0.000001 per second: check it, the parameters and the "
             "sequence length.",
+        ),
+        # An MFU typed as a fraction (0.4 for 40 %) had given a hundredth of the throughput.
+        (
+            "en",
+            "per_device_throughput=&mfu=0.4&seq_len=2048",
+            "mfu",
+            "Enter a number from 1 to 100",
         ),
         (
             "en",

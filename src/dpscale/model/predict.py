@@ -304,6 +304,7 @@ class PredictionResult:
                     "baseline_devices": sc.baseline_devices,
                     "baseline_throughput": sc.baseline_throughput,
                     "one_device_throughput": sc.per_device_throughput,
+                    "mfu": sc.mfu,
                 }
             ),
             "hardware": tidy_dict(

@@ -131,6 +131,9 @@ class Scenario:
     it); :func:`from_baseline` resolves it."""
     baseline_throughput: float | None = None
     """The throughput per device measured at ``baseline_devices`` (None: at one device)."""
+    mfu: float | None = None
+    """The model FLOPs utilisation (a fraction) that gave the throughput at
+    ``baseline_devices``, where the job stated it that way; shown, not computed with."""
 
     @property
     def micro_batch_in_tokens(self) -> bool:

@@ -1103,6 +1103,14 @@ LINES: Mapping[str, Wording] = {
         "{units} layers moves {gathered} per all-gather ({param_dtype}) and {reduced} per "
         "reduction ({grad_dtype}), one layer ahead of the compute.",
     ),
+    "mfu": Wording(
+        N_(
+            "MFU %(mfu)s of the device's %(peak)s TFLOP/s gives %(throughput)s %(unit)s per "
+            "device, at %(flops)s GFLOP per token (6 P + 12 L h s)."
+        ),
+        "MFU {mfu} of the device's {peak} TFLOP/s gives {throughput} {unit} per device, at "
+        "{flops} GFLOP per token (6 P + 12 L h s).",
+    ),
     "baseline": Wording(
         N_(
             "Efficiency is relative to %(devices)s devices, where %(throughput)s %(unit)s per "
@@ -1151,6 +1159,9 @@ LINES: Mapping[str, Wording] = {
         N_("activation checkpointing and a micro-batch of at most %(micro_batch)s"),
         "--activation-checkpointing and --micro-batch at most {micro_batch}",
     ),
+    "fit_checkpointing_as_stated": Wording(
+        N_("activation checkpointing"), "--activation-checkpointing"
+    ),
     "fit_strategy": Wording(N_("%(strategy)s"), "--strategy {strategy}"),
     "fit_strategy_ungrouped": Wording(
         N_("%(strategy)s over all devices"), "--strategy {strategy} without --shard-group-size"
@@ -1170,6 +1181,14 @@ LINES: Mapping[str, Wording] = {
         ),
         "--strategy {strategy} without --shard-group-size, --activation-checkpointing and "
         "--micro-batch at most {micro_batch}",
+    ),
+    "fit_combined_as_stated": Wording(
+        N_("%(strategy)s and activation checkpointing"),
+        "--strategy {strategy} and --activation-checkpointing",
+    ),
+    "fit_combined_ungrouped_as_stated": Wording(
+        N_("%(strategy)s over all devices and activation checkpointing"),
+        "--strategy {strategy} without --shard-group-size and with --activation-checkpointing",
     ),
     "compute": Wording(
         "",
@@ -1383,6 +1402,7 @@ TERMINAL_ORDER = (
     ("transfer_2",),
     ("gradients", "compute", "network"),
     ("micro_batch_tokens",),
+    ("mfu",),
     ("baseline",),
     ("wait",),
     ("memory", "memory_over", "memory_fix"),
@@ -1455,6 +1475,8 @@ def lines(result: PredictionResult) -> dict[str, Said]:
         said["micro_batch_tokens"] = Said(
             "micro_batch_tokens", {"micro_batch": Count(sc.micro_batch)}
         )
+    if sc.mfu is not None:
+        said["mfu"] = _mfu(sc)
     said.update(_sharded(result, last))
     if last["devices"] > 1:
         from dpscale.model.scenario import DEFAULT_OPTIMIZER
@@ -1558,6 +1580,27 @@ def _points(share: float) -> Number:
     return Number(100 * share, 2)
 
 
+def _mfu(sc: Scenario) -> Said:
+    """What a stated MFU gave: the throughput per device at the baseline, from the peak and
+    the FLOPs per token, so a share typed as a fraction cannot pass unseen."""
+    from dpscale.model.llm import flops_per_token
+
+    peak = sc.hardware.peak_flops or 0.0  # an MFU is refused where the preset states none
+    flops = flops_per_token(
+        sc.params, layers=sc.units, hidden_size=sc.hidden, seq_len=sc.seq_len or 0
+    )
+    return Said(
+        "mfu",
+        {
+            "mfu": Percentage(float(sc.mfu or 0.0), 3),
+            "peak": Number(peak / 1e12, 4),
+            "throughput": Number(sc.baseline_throughput or sc.per_device_throughput, 4),
+            "unit": sc.unit,
+            "flops": Number(float(flops) / 1e9, 3),
+        },
+    )
+
+
 def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
     """The lines of a sharded strategy, a measured baseline and the memory per device."""
     from dpscale.model.step import BYTES_PER_VALUE
@@ -1617,7 +1660,7 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
                 {key: words[key] for key in ("devices", "total", "capacity")},
             )
             if result.memory_advice is not None:
-                said["memory_fix"] = _memory_fix(result.memory_advice, sc.strategy)
+                said["memory_fix"] = _memory_fix(result.memory_advice, sc.strategy, sc.micro_batch)
     return said
 
 
@@ -1630,8 +1673,9 @@ def strategy_named(result: PredictionResult) -> Name | Said:
     return Said("strategy_in_groups", {"strategy": name, "size": Count(group)}) if group else name
 
 
-def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
-    """What would fit where the job does not: each single change, or the leanest one."""
+def _memory_fix(advice: MemoryAdvice, strategy: str, micro_batch: int) -> Said:
+    """What would fit where the job does not (at ``micro_batch`` as stated): each single
+    change, or the leanest one."""
     from dpscale.model.strategies import row
 
     devices = Count(advice.devices)
@@ -1641,10 +1685,7 @@ def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
         options.append(Said("fit_micro_batch", {"micro_batch": smaller}))
     if advice.checkpointing_micro_batch:
         options.append(
-            Said(
-                "fit_checkpointing",
-                {"micro_batch": Count(advice.checkpointing_micro_batch, grouped=False)},
-            )
+            _with_checkpointing("fit_checkpointing", advice.checkpointing_micro_batch, micro_batch)
         )
     if advice.ungrouped:
         options.append(Said("fit_ungrouped"))
@@ -1658,12 +1699,8 @@ def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
         options.append(Said(code, {"strategy": Name(name, "strategy")}))
     if advice.combined is not None:
         name, batch = advice.combined
-        options.append(
-            Said(
-                "fit_combined_ungrouped" if alone(name) else "fit_combined",
-                {"strategy": Name(name, "strategy"), "micro_batch": Count(batch, grouped=False)},
-            )
-        )
+        code = "fit_combined_ungrouped" if alone(name) else "fit_combined"
+        options.append(_with_checkpointing(code, batch, micro_batch, Name(name, "strategy")))
     if not options:
         leanest = advice.leanest or strategy
         return Said(
@@ -1671,6 +1708,16 @@ def _memory_fix(advice: MemoryAdvice, strategy: str) -> Said:
             {"devices": devices, "strategy": Name(leanest, "strategy")},
         )
     return Said("memory_fix", {"devices": devices, "options": Either(tuple(options))})
+
+
+def _with_checkpointing(code: str, batch: int, stated: int, strategy: Name | None = None) -> Said:
+    """An option with activation checkpointing (``code``, and another strategy where given):
+    with the largest micro-batch that fits, or without one where that is the job's own (it
+    had said "--micro-batch at most 1" to a job at micro-batch 1)."""
+    words: dict[str, Value] = {} if strategy is None else {"strategy": strategy}
+    if batch == stated:
+        return Said(f"{code}_as_stated", words)
+    return Said(code, {**words, "micro_batch": Count(batch, grouped=False)})
 
 
 def _transfer(taken: Transfer) -> Said:

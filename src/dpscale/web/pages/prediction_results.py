@@ -260,6 +260,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "transfer",
             "transfer_2",
             "micro_batch_tokens",
+            "mfu",
             "baseline",
             "wait",
             "memory",
