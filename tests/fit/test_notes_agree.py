@@ -118,3 +118,17 @@ def test_points_beyond_what_a_ring_can_lose_are_not_fitted_with_one() -> None:
     # Two points a ring can follow keep comm: nothing to test where it passes through both.
     data, _, _ = _said([(8, 100), (16, 195)], None)
     assert (data["model"], data["selection"]["method"]) == ("comm", "physics")
+
+
+def test_totals_that_do_not_rise_are_said_to_be_totals() -> None:
+    """One device's figures typed as totals (about 2,000 samples/s per device on 8, 16 and
+    32) were fitted as a job that stops scaling at 8, with no word on what the points are."""
+    data = fit_json(fit(Points.of([(8, 2000), (16, 1990), (32, 1980)])))
+    assert (
+        "The total throughput does not rise from 8 to 32 devices (2,000 to 1,980): each point "
+        "is the total over all its devices; if these are one device's figures, multiply each "
+        "by its count." in data["notes"]
+    )
+    # Totals that rise at all say nothing of it.
+    rising = fit_json(fit(Points.of([(8, 2000), (16, 2010), (32, 2020)])))
+    assert not any(note.startswith("The total throughput") for note in rising["notes"])

@@ -11,10 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpscale.model.costs import MAX_JITTER
 from dpscale.model.hardware import Hardware
 from dpscale.model.measured import FASTER_THAN_STATED, calibrate_measured, parse_measured
 from dpscale.model.query import PredictQuery
 from dpscale.model.scenario import Scenario
+from dpscale.said import Count
 from dpscale.validation import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,6 +272,44 @@ def test_points_faster_than_the_stated_communication_are_told_not_fitted_negativ
         "communication and waits alone take 3.27 s: check the strategy, the shard group size, "
         "the bandwidths, the parameters and the throughput's unit"
     )
+
+
+def test_one_devices_figures_typed_as_totals_are_named_as_the_likely_cause() -> None:
+    """Llama 3 8B under FSDP measured at about 9,000 tokens/s per device, typed as each
+    count's total: the step doubles with every doubling of devices. The fit gave no positive
+    single-device step and the error said "the stated job's communication and waits alone take
+    118 s", which was the fit's, not the stated job's, and named no cause."""
+    query = PredictQuery(model="llama3-8b", hardware="dgx-h100", strategy="fsdp", unit="tokens",
+                         micro_batch=1, per_device_throughput=1125, devices="8")  # fmt: skip
+    points = [(8, 9000.0), (16, 8950.0), (32, 8900.0)]
+    with pytest.raises(InputError) as caught:
+        calibrate_measured(query.scenario(), points, source="t")
+    issue = caught.value.issues[0]
+    assert (issue.code, issue.ctx["fitted"]) == (FASTER_THAN_STATED, True)
+    assert issue.sentence("--measured") == (
+        "--measured: at 8 devices the measured step takes 7.28 s, but the stated job, fitted to "
+        "these points, spends 118 s there on communication and waits alone; the total "
+        "throughput does not rise from 8 to 32 devices (9,000 to 8,900): each point is the "
+        "total over all its devices; if these are one device's figures, multiply each by its "
+        "count"
+    )
+    # The same points as totals (x 8, 16, 32) calibrate, and say nothing of it.
+    totals = [(n, x * n) for n, x in points]
+    fit = calibrate_measured(query.scenario(), totals, source="t")
+    assert "calibration_flat" not in {said.code for said in fit.said()}
+
+
+def test_an_estimated_jitter_stays_where_the_step_model_holds() -> None:
+    """Totals that barely rise from one device to 16 pushed the jitter to 484 % (printed as
+    "jitter 484 %"); it is bounded as a stated one is (50 %), the points' miss is said, and so
+    is the flat total."""
+    query = PredictQuery(params="1.3e9", hardware="dgx-a100", micro_batch=8,
+                         per_device_throughput=250, devices="8")  # fmt: skip
+    fit = calibrate_measured(query.scenario(), [(1, 250.0), (8, 245.0), (16, 243.0)], source="t")
+    assert fit.jitter == MAX_JITTER
+    codes = [said.code for said in fit.said()]
+    assert codes[-2:] == ["calibration_misfit", "calibration_flat"]
+    assert fit.said()[-1].ctx["low"] == Count(1)
 
 
 def test_with_a_one_device_point_too_a_step_shorter_than_the_communication_is_told() -> None:

@@ -354,6 +354,9 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         ("1:40,2:78,4:150,8:290", {}),
         ("1:40,2:79,4:157,8:310,16:610,32:1200,64:1500,128:4600", {}),
         ("1:40,8:290", {"jitter": "1", "step_overhead": "5 ms"}),
+        # Totals that do not rise: one device's figures typed as totals, or a job that
+        # stopped scaling.
+        ("1:40,8:39,16:38", {}),
     ):
         calibrated = lines(compute({**README, "measured": points, **extra}).result)
         calibrations += [calibrated[key] for key in MEASURED_KEYS if key in calibrated]

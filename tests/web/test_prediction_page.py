@@ -811,6 +811,34 @@ def test_a_baseline_throughput_the_job_cannot_give_is_a_field_error_not_a_500(
     )
 
 
+def test_one_devices_figures_typed_as_totals_are_told_at_the_points(
+    client: httpx.Client,
+) -> None:
+    """About 9,000 tokens/s per device typed as each count's total: the field says the totals
+    do not rise and what each point is, on the page and in the API (whose error had no room
+    for the cause)."""
+    query = {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": "fsdp", "unit": "tokens",
+             "micro_batch": "1", "per_device_throughput": "", "devices": "8,64",
+             "measured": "8:9000,16:8950,32:8900"}  # fmt: skip
+    html = client.get("/en/scaling-prediction", params=query).text
+    assert unescape(field_error(html, "measured")) == (
+        "At 8 devices the measured step takes 7.28 s, but the stated job, fitted to these "
+        "points, spends 118 s there on communication and waits alone. The total throughput "
+        "does not rise from 8 to 32 devices (9,000 to 8,900): each point is the total over all "
+        "its devices; if these are one device's figures, multiply each by its count."
+    )
+    ja = client.get("/ja/scaling-prediction", params=query).text
+    assert "合計スループットが 8 台から 32 台で増えていません（9,000 から 8,900）" in unescape(
+        field_error(ja, "measured")
+    )
+    api = client.get("/api/v1/scaling-prediction", params=query)
+    assert api.status_code == 422
+    assert (
+        "the total throughput does not rise from 8 to 32 devices"
+        in api.json()["detail"][0]["message"]
+    )
+
+
 @pytest.mark.parametrize(
     ("query", "words"),
     [

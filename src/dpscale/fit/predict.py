@@ -24,6 +24,7 @@ from dpscale.fit.intervals import MIN_NOISE_DOF, NOISE_PRIOR
 from dpscale.fit.physics import Physics
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.fit.selection import ModelChoice, Selection, choose
+from dpscale.model.measured import totals_flat
 from dpscale.model.strategies import check_groups
 from dpscale.said import Amount, Count, Name, Number, Percentage, Said
 from dpscale.validation import InputError
@@ -189,6 +190,10 @@ def _notes(
                     },
                 )
             )
+    if not isinstance(fitted, CalibratedFit):  # a calibration says it among its own notes
+        flat = totals_flat([(int(d), float(x)) for d, x in zip(devices, means, strict=True)])
+        if flat is not None:
+            notes.append(flat)
     if fitted.model.name == "comm" and devices_per_node is None:
         notes.append(Said("comm_flat"))
     if any(p.extrapolated for p in predictions):

@@ -105,6 +105,10 @@ MIXED_PRECISION_EXTRA_BYTES = 4.0
 
 DEFAULT_JITTER = 0.01
 """Coefficient of variation of one device's step time (PyTorch DDP benchmark, p50 = p95)."""
+MAX_JITTER = 0.5
+"""A standard deviation of half the step: beyond it the normal model of step times fails (a
+step would be negative one time in 44), so neither a stated jitter nor one a calibration
+estimates goes past it."""
 JITTER_RANGE = (0.003, 0.03)
 """Stated range, not sourced as a single value: from the one-GPU spread printed at 3 digits
 (0.3 %) to the 5 % tail over median of ResNet-101 at 16 GPUs in the same benchmark (0.188 /

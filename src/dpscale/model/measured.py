@@ -33,7 +33,8 @@ What is estimated, with ``k`` measured device counts (a one-device point counts)
 
 A value the user states (``--jitter``, ``--step-overhead``, a run's measured ``step_time_cv``,
 a ``--calibrate``d network) is kept as stated; one not estimated keeps its stated range in the
-band. Estimates are bounded: no cost below zero. The fit is weighted least squares on relative
+band. Estimates are bounded: no cost below zero, no jitter above :data:`MAX_JITTER` (as a
+stated one). The fit is weighted least squares on relative
 residuals (``scipy.optimize.lsq_linear`` by BVLS, so that an estimate held at its bound is
 exactly there). With two or more points beyond the parameters, the worst externally
 studentized residual is tested at the Bonferroni 1 % level (as ``dpscale
@@ -91,6 +92,7 @@ from dpscale.model.band import NETWORK_SHARE_RANGE, setup_loss, with_setup_loss
 from dpscale.model.costs import (
     DEFAULT_JITTER,
     JITTER_RANGE,
+    MAX_JITTER,
     expected_max_normal,
     waited_micro_steps,
 )
@@ -110,6 +112,7 @@ __all__ = [
     "calibrate_measured",
     "measured_from_run",
     "parse_measured",
+    "totals_flat",
 ]
 
 MAX_MEASURED_POINTS = 200
@@ -359,7 +362,7 @@ class MeasuredFit:
     def said(self) -> tuple[Said, ...]:
         """:meth:`notes` as statements each surface words in its language (codes
         ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
-        ``calibration_flagged``, ``calibration_misfit``:
+        ``calibration_flagged``, ``calibration_misfit``, ``calibration_flat``:
         ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of parameters is
         ``parameters``, a statement per parameter (``parameter_jitter``)."""
         said = [Said("calibration_estimated", _names(self.free or ("nothing",)))]
@@ -381,7 +384,37 @@ class MeasuredFit:
             )
         if self.misfit:
             said.append(Said("calibration_misfit", {"miss": Percentage(self.misfit, 2)}))
+        flat = totals_flat(self.points)
+        if flat is not None:
+            said.append(flat)
         return tuple(said)
+
+
+def totals_flat(points: list[tuple[int, float]] | tuple[tuple[int, float], ...]) -> Said | None:
+    """A note where the total throughput does not rise from the fewest devices measured to
+    the most (code ``calibration_flat``), else None. Each point is a count's total over all its
+    devices; one device's figures typed instead look like that (8:9,000, 16:8,950, 32:8,900
+    tokens/s), and were told only that the stated job's communication "alone" took 118 s,
+    or fitted with a jitter of 484 %. Data-parallel jobs whose total falls as devices are
+    added exist (a large model over a slow network), so it is said, not refused.
+
+    >>> totals_flat([(8, 2000.0), (16, 1990.0), (32, 1980.0)]).ctx["high_total"]
+    Number(value=1980.0, digits=4)
+    >>> totals_flat([(8, 2000.0), (16, 3900.0)]) is None
+    True
+    """
+    (low, low_total), (high, high_total) = min(points), max(points)
+    if high <= low or high_total > low_total:
+        return None
+    return Said(
+        "calibration_flat",
+        {
+            "low": Count(low),
+            "high": Count(high),
+            "low_total": Number(low_total, 4),
+            "high_total": Number(high_total, 4),
+        },
+    )
 
 
 def _names(names: tuple[str, ...]) -> dict[str, Value]:
@@ -499,10 +532,13 @@ def calibrate_measured(
     # What the fit cannot take away (costs are never below zero): a point whose whole step is
     # shorter has no single-device step, not even none, that explains it.
     extras = sum(columns[name] * kept[name] for name in columns if name not in {*free, "level"})
+    flat = totals_flat(points)
     short = np.flatnonzero(measured <= extras)
     if short.size:
         first = int(short[np.argmin(n[short])])
-        raise faster_than_stated("measured", n[first], measured[first], float(extras[first]))
+        raise faster_than_stated(
+            "measured", n[first], measured[first], float(extras[first]), flat=flat
+        )
     floor = max(MEASUREMENT_NOISE, measurement_noise or 0.0)
     weight = np.ones_like(n)
     fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
@@ -534,9 +570,13 @@ def calibrate_measured(
         # The level is the single-device step: a per-device throughput of its own.
         compute = sc.grad_accum * sc.micro_step_time
         if compute + values["level"] <= 0:
+            # The fit's own communication and waits outlast the smallest count's step: no
+            # single-device step is left for it.
             first = int(np.argmin(n))
             extra = sum(columns[name][first] * values[name] for name in columns if name != "level")
-            raise faster_than_stated("measured", n[first], measured[first], float(extra))
+            raise faster_than_stated(
+                "measured", n[first], measured[first], float(extra), fitted=True, flat=flat
+            )
         sc = replace(
             sc,
             per_device_throughput=sc.micro_batch
@@ -594,7 +634,7 @@ def _misfit(residual: Any, estimates: Mapping[str, float], floor: float) -> floa
     >>> _misfit(np.array([-0.004, 0.005]), {"level": 0.1, "network_share": 0.0}, 0.01)
     0.0
     """
-    held = sum(1 for name, value in estimates.items() if value == _LOWER[name])  # (_fit)
+    held = sum(1 for name, value in estimates.items() if _held(name, value))  # (_fit)
     dof = len(residual) - (len(estimates) - held)
     squares = float(np.sum(np.asarray(residual) ** 2))
     if dof < 1 or squares <= floor**2 * float(stats.chi2.ppf(1 - MISFIT_LEVEL, dof)):
@@ -630,6 +670,15 @@ def _choose(
 
 _LOWER = {"level": -np.inf, "step_overhead": 0.0, "network_share": 0.0, "jitter": 0.0}
 """No cost below zero; the level (the single-device step) may fall below the stated one."""
+_UPPER = {"level": np.inf, "step_overhead": np.inf, "network_share": np.inf, "jitter": MAX_JITTER}
+"""No jitter beyond what the step model holds (a stated one has the same bound): points whose
+step grows as if every device were 480 % late at random had been given "jitter 484 %"."""
+
+
+def _held(name: str, value: float) -> bool:
+    """Whether an estimate sits on one of its bounds (it estimates nothing there: the points
+    pushed it past what the job allows)."""
+    return value in (_LOWER[name], _UPPER[name])
 
 
 def _fit(
@@ -651,9 +700,12 @@ def _fit(
         return {}, np.zeros((0, 0)), floor, np.zeros_like(measured), residual
     design = np.column_stack([columns[name] * root for name in free])
     lower = np.array([_LOWER[name] for name in free])
-    solved = optimize.lsq_linear(design, target, bounds=(lower, np.inf), method="bvls").x
-    at_bound = np.isclose(solved, lower) & np.isfinite(lower)
-    solved = np.where(at_bound, lower, solved)  # held at its bound: exactly there
+    upper = np.array([_UPPER[name] for name in free])
+    solved = optimize.lsq_linear(design, target, bounds=(lower, upper), method="bvls").x
+    at_lower = np.isclose(solved, lower) & np.isfinite(lower)
+    at_upper = np.isclose(solved, upper) & np.isfinite(upper)
+    solved = np.where(at_lower, lower, np.where(at_upper, upper, solved))  # exactly there
+    at_bound = at_lower | at_upper
     estimates = dict(zip(free, (float(v) for v in solved), strict=True))
     fitted = design @ solved
     dof = len(measured) - int(np.sum(~at_bound))

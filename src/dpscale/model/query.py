@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dpscale.calculators.scaling import MAX_DEVICES, MAX_THROUGHPUT, MIN_DEVICES
 from dpscale.model.collectives import Algorithm
-from dpscale.model.costs import Optimizer
+from dpscale.model.costs import MAX_JITTER, Optimizer
 from dpscale.model.hardware import Hardware, Transport
 from dpscale.model.llm import (
     CHECKPOINTED_BACKWARD_FRACTION,
@@ -95,8 +95,6 @@ MAX_BUCKET = 1e13
 MAX_OVERHEAD = 3600.0
 MAX_MEMORY = 1e15
 """Bytes: a petabyte per device is far beyond any device built."""
-MAX_JITTER = 0.5
-"""A standard deviation of half the step: beyond it the normal model of step times fails."""
 MAX_MEASURED_TEXT = 4000
 
 NEEDS_PRESET = "needs_preset"

@@ -46,6 +46,7 @@ from dpscale.model.step import (
     data_parallel_step,
 )
 from dpscale.model.strategies import Strategy, row
+from dpscale.said import Said, english_value
 from dpscale.units import format_duration
 from dpscale.validation import InputError
 
@@ -355,17 +356,51 @@ FASTER_THAN_STATED = "faster_than_stated"
 
 
 def faster_than_stated(
-    field: str, devices: float, measured_s: float, modelled_s: float
+    field: str,
+    devices: float,
+    measured_s: float,
+    modelled_s: float,
+    *,
+    fitted: bool = False,
+    flat: Said | None = None,
 ) -> InputError:
     """The :class:`~dpscale.validation.InputError` of a step measured at ``devices`` devices
     that is shorter than what the stated job adds to it there: no single-device step, not even
-    none, gives it."""
+    none, gives it. ``fitted``: ``modelled_s`` is the job's communication and waits as a
+    calibration fitted them to the points, not as stated; ``flat``: the points' total
+    throughput does not rise (:func:`~dpscale.model.measured.totals_flat`), the likeliest
+    cause, said instead of the checklist."""
+    took = format_duration(modelled_s)
+    spends = (
+        f"the stated job, fitted to these points, spends {took} there on communication and "
+        "waits alone"
+        if fitted
+        else f"the stated job's communication and waits alone take {took}"
+    )
+    if flat is None:
+        cause = (
+            ": check the strategy, the shard group size, the bandwidths, the parameters and the "
+            "throughput's unit"
+        )
+    else:
+        low, high, low_total, high_total = (
+            english_value(flat.ctx[key]) for key in ("low", "high", "low_total", "high_total")
+        )
+        cause = (
+            f"; the total throughput does not rise from {low} to {high} devices ({low_total} "
+            f"to {high_total}): each point is the total over all its devices; if these are one "
+            "device's figures, multiply each by its count"
+        )
     return InputError.single(
         field,
-        f"at {int(devices):,} devices the measured step takes {format_duration(measured_s)}, but "
-        f"the stated job's communication and waits alone take {format_duration(modelled_s)}: "
-        "check the strategy, the shard group size, the bandwidths, the parameters and the "
-        "throughput's unit",
+        f"at {int(devices):,} devices the measured step takes {format_duration(measured_s)}, "
+        f"but {spends}{cause}",
         code=FASTER_THAN_STATED,
-        ctx={"devices": int(devices), "measured": measured_s, "modelled": modelled_s},
+        ctx={
+            "devices": int(devices),
+            "measured": measured_s,
+            "modelled": modelled_s,
+            "fitted": fitted,
+            "flat": flat,
+        },
     )

@@ -1063,6 +1063,16 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
         "the band holds the miss. Check the stated job (network, strategy, throughput), or "
         "fit the points without its facts.",
     ),
+    "calibration_flat": Wording(
+        N_(
+            "The total throughput does not rise from %(low)s to %(high)s devices "
+            "(%(low_total)s to %(high_total)s): each point is the total over all its devices; "
+            "if these are one device's figures, multiply each by its count."
+        ),
+        "The total throughput does not rise from {low} to {high} devices ({low_total} to "
+        "{high_total}): each point is the total over all its devices; if these are one "
+        "device's figures, multiply each by its count.",
+    ),
 }
 """What a calibration from measured points says (:meth:`dpscale.model.measured.MeasuredFit.said`):
 the prediction's lines and the fit's notes alike."""
@@ -1393,6 +1403,7 @@ MEASURED_KEYS = (
     "measured_folded",
     "measured_flagged",
     "measured_misfit",
+    "measured_flat",
 )
 """The keys of :func:`lines` for what a calibration from measured points estimated, kept,
 held in the level and doubted (:data:`CALIBRATION_WORDS`)."""

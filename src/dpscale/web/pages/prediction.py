@@ -35,16 +35,18 @@ from dpscale.model.query import (
 )
 from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NODE_NOT_A_DIVISOR, NOTHING_SHARDED
 from dpscale.plotting import ChartLayout
+from dpscale.said import Said
 from dpscale.spec.measured_runs import (
     RUN_OTHER_JOB,
     needs_throughput,
     predict_with_runs,
     run_id_of,
 )
-from dpscale.spec.prediction import NO_RUN, PREDICTION, RUN_FIELD_NAMES
+from dpscale.spec.prediction import LINES, NO_RUN, PREDICTION, RUN_FIELD_NAMES
 from dpscale.units import format_bandwidth, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
+from dpscale.web.pages._said import say
 from dpscale.web.pages.prediction_chart import efficiency_chart
 from dpscale.web.pages.prediction_inputs import FIELDS, PageInputs
 from dpscale.web.pages.prediction_results import Prediction, present
@@ -114,13 +116,30 @@ def faster_than_stated(issue: FieldIssue, loc: Localizer) -> str:
     """Measured points faster than the stated job's communication allows (the prediction's
     ``measured``, the fit's ``points``)."""
     ctx = issue.ctx
-    return loc.gettext(
-        "At %(devices)s devices the measured step takes %(measured)s, but the stated job's "
-        "communication and waits alone take %(modelled)s: check the strategy, the shard group "
-        "size, the bandwidths, the parameters and the throughput's unit.",
-        devices=loc.number(int(ctx["devices"])),  # type: ignore[call-overload]
-        measured=loc.quantity(format_duration(float(ctx["measured"]))),  # type: ignore[arg-type]
-        modelled=loc.quantity(format_duration(float(ctx["modelled"]))),  # type: ignore[arg-type]
+    figures = {
+        "devices": loc.number(int(ctx["devices"])),  # type: ignore[call-overload]
+        "measured": loc.quantity(format_duration(float(ctx["measured"]))),  # type: ignore[arg-type]
+        "modelled": loc.quantity(format_duration(float(ctx["modelled"]))),  # type: ignore[arg-type]
+    }
+    if ctx.get("fitted"):
+        said = loc.gettext(
+            "At %(devices)s devices the measured step takes %(measured)s, but the stated job, "
+            "fitted to these points, spends %(modelled)s there on communication and waits "
+            "alone.",
+            **figures,
+        )
+    else:
+        said = loc.gettext(
+            "At %(devices)s devices the measured step takes %(measured)s, but the stated job's "
+            "communication and waits alone take %(modelled)s.",
+            **figures,
+        )
+    flat = ctx.get("flat")
+    if isinstance(flat, Said):  # the likeliest cause: one device's figures typed as totals
+        return f"{said} {say(flat, LINES, loc)}"
+    return f"{said} " + loc.gettext(
+        "Check the strategy, the shard group size, the bandwidths, the parameters and the "
+        "throughput's unit."
     )
 
 
