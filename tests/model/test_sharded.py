@@ -171,7 +171,9 @@ def test_mfu_gives_the_throughput_from_the_peak() -> None:
     # 0.4 x 989 TFLOP/s / (6 x 8.03e9 + 12 x 32 x 4096 x 8192) FLOPs per token.
     expected = 0.4 * 989e12 / (6 * 8.03e9 + 12 * 32 * 4096 * 8192)
     assert query.scenario().per_device_throughput == pytest.approx(expected)
-    assert predict(query).to_dict()["inputs"]["mfu"] == 0.4
+    inputs = predict(query).to_dict()["inputs"]
+    assert inputs["mfu"] == 0.4
+    assert inputs["implied_mfu"] == pytest.approx(0.4)  # the throughput it gave, as an MFU
 
 
 def test_an_mfu_below_one_percent_is_refused() -> None:

@@ -396,6 +396,24 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "MFU 40 % of the device's 989 TFLOP/s gives 6,478 tokens/s per device, at 61.1 GFLOP "
         "per token (6 P + 12 L h s)."
     )
+    # A stated throughput as an MFU, and one no training job has: tokens/s typed as samples/s
+    # (no --unit tokens) had predicted 0.046 % at 8 devices with no word on why.
+    job = {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "devices": "8"}
+    for throughput, unit in (("9000", "tokens"), ("9000", "samples/s"), ("1.1", "tokens")):
+        spoken = lines(compute({**job, "per_device_throughput": throughput, "unit": unit}).result)
+        calibrations += [spoken[key] for key in ("mfu", "mfu_check") if key in spoken]
+    assert [say_terminal(line) for line in calibrations[-5:]] == [
+        "9,000 tokens/s per device is an MFU of 55.6 % of the device's 989 TFLOP/s, at 61.1 "
+        "GFLOP per token (6 P + 12 L h s).",
+        "9,000 samples/s per device is an MFU of 455,227 % of the device's 989 TFLOP/s, at "
+        "61.1 GFLOP per token (6 P + 12 L h s).",
+        "No device runs above its peak: check the throughput's unit (tokens/s with --unit "
+        "tokens, sequences/s without) and --params.",
+        "1.1 tokens/s per device is an MFU of 0.00679 % of the device's 989 TFLOP/s, at 61.1 "
+        "GFLOP per token (6 P + 12 L h s).",
+        "That is far below the 27-67 % that published training runs reach: check the "
+        "throughput's unit (tokens/s with --unit tokens, sequences/s without) and --params.",
+    ]
     # What --compare-strategies leaves out: HSDP at counts that are not whole nodes, and every
     # other strategy where FSDP as stated cannot give the step its points measured on 16 over
     # 100 GbE (tests/model/test_sharded.py).

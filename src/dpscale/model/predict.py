@@ -305,6 +305,7 @@ class PredictionResult:
                     "baseline_throughput": sc.baseline_throughput,
                     "one_device_throughput": sc.per_device_throughput,
                     "mfu": sc.mfu,
+                    "implied_mfu": sc.implied_mfu,
                 }
             ),
             "hardware": tidy_dict(

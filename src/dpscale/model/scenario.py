@@ -35,7 +35,7 @@ from dpscale.model.costs import (
     optimizer_step_time,
 )
 from dpscale.model.hardware import Hardware
-from dpscale.model.llm import default_hidden_size, default_layers
+from dpscale.model.llm import default_hidden_size, default_layers, flops_per_token
 from dpscale.model.step import (
     BACKWARD_FRACTION,
     BYTES_PER_VALUE,
@@ -173,6 +173,39 @@ class Scenario:
     def sample_rate(self) -> float:
         """Samples (sequences) per second of one device: the throughput in samples."""
         return self.per_device_throughput / self.tokens_per_sample
+
+    @property
+    def flops_per_token(self) -> float | None:
+        """Training FLOPs per token, ``6 P + 12 L h s`` (:func:`~dpscale.model.llm.
+        flops_per_token`); None without a sequence length (no transformer stated)."""
+        if self.seq_len is None:
+            return None
+        return float(
+            flops_per_token(
+                self.params, layers=self.units, hidden_size=self.hidden, seq_len=self.seq_len
+            )
+        )
+
+    @property
+    def implied_mfu(self) -> float | None:
+        """The model FLOPs utilisation of the throughput at the baseline: tokens/s x FLOPs per
+        token / the device's peak (None where either is unknown). A stated ``mfu`` gives
+        itself back; a throughput in the wrong unit gives an MFU no device reaches (tokens/s
+        typed as samples/s: thousands of percent).
+
+        >>> from dpscale.model.hardware import Hardware
+        >>> hw = Hardware(8, 350e9, 400e9, peak_flops=989e12)
+        >>> sc = Scenario(params=8.03e9, grad_dtype="bf16", micro_batch=1, grad_accum=1,
+        ...     per_device_throughput=6478.2, hardware=hw, layers=32, hidden_size=4096,
+        ...     seq_len=8192, tokens_per_sample=8192, unit="tokens/s")
+        >>> round(sc.implied_mfu, 3), round(replace(sc, tokens_per_sample=1).implied_mfu)
+        (0.4, 3277)
+        """
+        flops, peak = self.flops_per_token, self.hardware.peak_flops
+        if flops is None or not peak or self.seq_len is None:
+            return None
+        throughput = self.baseline_throughput or self.per_device_throughput
+        return throughput / self.tokens_per_sample * self.seq_len * flops / peak
 
     @property
     def micro_step_time(self) -> float:

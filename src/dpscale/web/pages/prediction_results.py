@@ -261,6 +261,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "transfer_2",
             "micro_batch_tokens",
             "mfu",
+            "mfu_check",
             "baseline",
             "wait",
             "memory",
