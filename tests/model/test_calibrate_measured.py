@@ -270,7 +270,8 @@ def test_points_faster_than_the_stated_communication_are_told_not_fitted_negativ
     assert issue.sentence("--measured") == (
         "--measured: at 128 devices the measured step takes 128 ms, but the stated job's "
         "communication and waits alone take 3.27 s: check the strategy, the shard group size, "
-        "the bandwidths, the parameters and the throughput's unit"
+        "the bandwidths, the parameters and the throughput's unit, or fit the points without "
+        "the job's facts (dpscale fit)"
     )
 
 

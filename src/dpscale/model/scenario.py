@@ -415,6 +415,8 @@ def faster_than_stated(
             ": check the strategy, the shard group size, the bandwidths, the parameters and the "
             "throughput's unit"
         )
+        if field != "per_device_throughput":  # points: the scaling-law fit takes them as they are
+            cause += ", or fit the points without the job's facts (dpscale fit)"
     else:
         low, high, low_total, high_total = (
             english_value(flat.ctx[key]) for key in ("low", "high", "low_total", "high_total")

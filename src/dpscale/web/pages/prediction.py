@@ -137,9 +137,15 @@ def faster_than_stated(issue: FieldIssue, loc: Localizer) -> str:
     flat = ctx.get("flat")
     if isinstance(flat, Said):  # the likeliest cause: one device's figures typed as totals
         return f"{said} {say(flat, LINES, loc)}"
+    if issue.field == "per_device_throughput":
+        return f"{said} " + loc.gettext(
+            "Check the strategy, the shard group size, the bandwidths, the parameters and the "
+            "throughput's unit."
+        )
+    # Points: the scaling-law fit (the fit page without the job's facts) takes them as they are.
     return f"{said} " + loc.gettext(
         "Check the strategy, the shard group size, the bandwidths, the parameters and the "
-        "throughput's unit."
+        "throughput's unit, or fit the points without the job's facts."
     )
 
 
