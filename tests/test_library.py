@@ -129,6 +129,8 @@ def test_text_fields_read_lists_pairs_and_numbers() -> None:
     assert _as_text("bucket_size", 25 * 2**20) == "26214400 B"
     assert _as_text("intra_node_bandwidth", 1.5e11) == "150000000000.0 B/s"
     assert _as_text("step_overhead", 0.002) == "0.002 s"
+    # Device memory in bytes: text without a unit is refused, so a number must carry one.
+    assert _as_text("device_memory", 80e9) == "80000000000.0 B"
     assert _as_text("unit", "tokens/s") == "tokens/s"
     assert {unit for _, unit in IMPLIED_UNITS} == {"B", "B/s", "s"}
 
@@ -161,6 +163,11 @@ def test_predict_takes_every_field_of_its_query() -> None:
             "bucket_size: must be from 1 B to 10 TB (got '0 B')",
         ),
         ({"params": 1e9}, "micro_batch is required"),
+        # Text is read as typed: a number without its unit is refused, as on the CLI.
+        (
+            {**PREDICT, "device_memory": "80"},
+            "device_memory: '80' has no unit: write one, as in 80 MB or 80 GB",
+        ),
     ],
 )
 def test_predict_names_the_field_at_fault(inputs: dict[str, object], message: str) -> None:

@@ -65,6 +65,7 @@ IMPLIED_UNITS = (
     ("_latency", "s"),
     ("_overhead", "s"),
     ("_cycle", "s"),
+    ("_memory", "B"),
 )
 """The unit a number given for a text quantity is read in, by the end of the field's name."""
 

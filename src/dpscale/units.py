@@ -32,6 +32,7 @@ import re
 __all__ = [
     "MAX_DIGITS",
     "UnitError",
+    "bare_number",
     "format_bandwidth",
     "format_binary_bytes",
     "format_bytes",
@@ -145,6 +146,17 @@ def _number(text: str) -> tuple[float, str] | None:
         return None
     value = float(f"{sign}{whole or '0'}.{fraction or '0'}e{exponent or '0'}")
     return value, text[match.end() :]
+
+
+def bare_number(text: str) -> float | None:
+    """The number ``text`` is, where it is a number alone (no unit), else None.
+
+    >>> bare_number(" 80 "), bare_number("80 GB"), bare_number("GB")
+    (80.0, None, None)
+    """
+    stripped = text.strip()
+    read = _number(stripped) if len(stripped) <= MAX_DIGITS + 16 else None
+    return read[0] if read is not None and not read[1].strip() else None
 
 
 def _unit_name(text: str) -> str:

@@ -91,3 +91,48 @@ def test_one_device_throughput_is_stated_one_way_and_whole(
     # Two ways at once had taken the first silently and dropped what was typed in the other.
     job = ["--hardware", "dgx-h100", "--params", "1e9", "--micro-batch", "4", "--devices", "8"]
     assert _error(capsys, "predict", *job, *given) == f"dpscale: error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        # Each had been read in the base unit without a word: 80 bytes of device memory
+        # ("DOES NOT FIT ... 80 B there"), 25-byte buckets (0.0066 % efficiency), 5 s of
+        # fixed cost per step; 4,000 B/s of network passed the 1 kB/s floor.
+        (
+            ["--device-memory", "80"],
+            "--device-memory: '80' has no unit: write one, as in 80 MB or 80 GB",
+        ),
+        (
+            ["--bucket-size", "25"],
+            "--bucket-size: '25' has no unit: write one, as in 25 MB or 25 GB",
+        ),
+        (
+            ["--step-overhead", " 5 "],
+            "--step-overhead: '5' has no unit: write one, as in 5 us or 5 ms",
+        ),
+        (
+            ["--inter-node-bandwidth", "4000"],
+            "--inter-node-bandwidth: '4000' has no unit: write one, as in 4000 Gbit/s or 4000 GB/s",
+        ),
+        (
+            ["--inter-node-latency", "1e-5"],
+            "--inter-node-latency: '1e-5' has no unit: write one, as in 1e-5 us or 1e-5 ms",
+        ),
+    ],
+)
+def test_a_quantity_without_its_unit_is_refused(
+    capsys: pytest.CaptureFixture[str], given: list[str], message: str
+) -> None:
+    job = ["--hardware", "dgx-h100", "--model", "llama3-8b", "--micro-batch", "1", "--mfu", "40",
+           "--devices", "8"]  # fmt: skip
+    assert _error(capsys, "predict", *job, *given) == f"dpscale: error: {message}\n"
+
+
+def test_zero_needs_no_unit(capsys: pytest.CaptureFixture[str]) -> None:
+    job = ["--hardware", "dgx-h100", "--model", "llama3-8b", "--micro-batch", "1", "--mfu", "40",
+           "--devices", "8", "--step-overhead", "0", "--json"]  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main(["predict", *job])
+    assert exited.value.code == 0
+    assert '"step_overhead_s": 0.0' in capsys.readouterr().out

@@ -264,6 +264,10 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
             "This MFU gives fewer than 0.000001 per second: check it, the parameters and the "
             "sequence length.",
         ),
+        # A size without its unit (80 bytes), and any bad memory, had been "Check this value."
+        ("en", "device_memory=80", "device_memory", "Enter a size with its unit, above 0 and up"),
+        ("ja", "device_memory=abc", "device_memory", "単位付きのサイズを"),
+        ("en", "bucket_size=25", "bucket_size", "Enter a size with its unit"),
         # An MFU typed as a fraction (0.4 for 40 %) had given a hundredth of the throughput.
         (
             "en",

@@ -50,6 +50,7 @@ from dpscale.model.step import (
 from dpscale.model.strategies import NOTHING_SHARDED, Strategy, default_bucket_bytes, row
 from dpscale.units import (
     UnitError,
+    bare_number,
     format_bandwidth,
     format_binary_bytes,
     format_bytes,
@@ -637,7 +638,19 @@ def _check_optimizer_fits(scenario: Scenario) -> None:
         )
 
 
+_UNIT_EXAMPLES = {parse_bandwidth: ("Gbit/s", "GB/s"), parse_bytes: ("MB", "GB"),
+                  parse_duration: ("us", "ms")}  # fmt: skip
+"""Units to suggest for a number typed without one, by what reads the quantity."""
+
+
 def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -> float:
+    bare = bare_number(text) if isinstance(text, str) else None
+    if bare:  # 0 is 0 in any unit; any other number without one is a guess
+        number = text.strip()
+        first, second = (f"{number} {unit}" for unit in _UNIT_EXAMPLES[parser])
+        raise InputError.single(
+            field, f"{number!r} has no unit: write one, as in {first} or {second}", text
+        )
     try:
         value = float(parser(text))
     except UnitError as err:

@@ -21,6 +21,7 @@ from dpscale.model.query import (
     MAX_BANDWIDTH,
     MAX_BUCKET,
     MAX_LATENCY,
+    MAX_MEMORY,
     MAX_OVERHEAD,
     MAX_POINTS,
     MFU_TOO_SMALL,
@@ -43,7 +44,7 @@ from dpscale.spec.measured_runs import (
     run_id_of,
 )
 from dpscale.spec.prediction import LINES, NO_RUN, PREDICTION, RUN_FIELD_NAMES
-from dpscale.units import format_bandwidth, format_bytes, format_duration
+from dpscale.units import format_bandwidth, format_binary_bytes, format_bytes, format_duration
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages._said import say
@@ -237,6 +238,12 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         ),
         "per_device_throughput": _(
             "Required, or fill in the MFU, or both FLOPs per sample and achieved TFLOP/s."
+        ),
+        # It had said "Check this value." to "80" (read as 80 bytes) and to "abc" alike.
+        "device_memory": _(
+            "Enter a size with its unit, above 0 and up to %(high)s: 80 GB, 141 GB. Empty: "
+            "the preset's value.",
+            high=loc.quantity(format_binary_bytes(MAX_MEMORY)),
         ),
         "achieved_tflops": _(
             "FLOPs per sample and TFLOP/s give fewer than %(min)s samples per second.",
