@@ -1131,11 +1131,11 @@ LINES: Mapping[str, Wording] = {
     ),
     "mfu_over": Wording(
         N_(
-            "No device runs above its peak: check the throughput's unit (tokens or sequences "
-            "per second) and the parameter count."
+            "No device runs above its peak: check that the throughput is one device's, its "
+            "unit (tokens or sequences per second) and the parameter count."
         ),
-        "No device runs above its peak: check the throughput's unit (tokens/s with --unit "
-        "tokens, sequences/s without) and --params.",
+        "No device runs above its peak: check that the throughput is one device's, its unit "
+        "(tokens/s with --unit tokens, sequences/s without) and --params.",
     ),
     "mfu_under": Wording(
         N_(
