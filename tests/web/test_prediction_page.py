@@ -809,9 +809,10 @@ def test_a_baseline_throughput_the_job_cannot_give_is_a_field_error_not_a_500(
     assert api.status_code == 422
     assert api.json()["detail"][0]["field"] == "per_device_throughput"
     html = client.get("/en/scaling-prediction", params=query).text
-    assert field_error(html, "per_device_throughput").startswith(
+    assert field_error(html, "per_device_throughput") == (
         "At 8 devices the measured step takes 0.000001 ns, but the stated job's communication and "
-        "waits alone take 1.7 s"
+        "waits alone take 1.7 s. Check that the throughput is one device's, the strategy, the "
+        "shard group size, the bandwidths, the parameters and the throughput's unit."
     )
 
 

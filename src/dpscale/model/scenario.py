@@ -410,13 +410,17 @@ def faster_than_stated(
         if fitted
         else f"the stated job's communication and waits alone take {took}"
     )
-    if flat is None:
+    if flat is None and field == "per_device_throughput":
+        # A one-node baseline's total typed as one device's is a step 8 times too short.
+        cause = (
+            ": check that the throughput is one device's, the strategy, the shard group size, "
+            "the bandwidths, the parameters and the throughput's unit"
+        )
+    elif flat is None:  # points: the scaling-law fit takes them as they are
         cause = (
             ": check the strategy, the shard group size, the bandwidths, the parameters and the "
-            "throughput's unit"
+            "throughput's unit, or fit the points without the job's facts (dpscale fit)"
         )
-        if field != "per_device_throughput":  # points: the scaling-law fit takes them as they are
-            cause += ", or fit the points without the job's facts (dpscale fit)"
     else:
         low, high, low_total, high_total = (
             english_value(flat.ctx[key]) for key in ("low", "high", "low_total", "high_total")
