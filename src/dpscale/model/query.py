@@ -120,9 +120,9 @@ JitterPercent = Annotated[Percent, Field(le=MAX_JITTER * 100)]
 """``jitter`` as the CLI and the page take it: a percentage from 0 to 50."""
 
 MIN_MFU = 0.01
-"""MFU as a fraction: 1 %. Training jobs report 20-60 % (docs/predict.md); below 1 % a value is
-far likelier a fraction typed where a percentage is asked (0.4 for 40 %), which would make the
-throughput a hundred times too small without a word."""
+"""MFU as a fraction: 1 %. The published runs of ``tests/model/data`` report 27-67 %; below 1 %
+a value is far likelier a fraction typed where a percentage is asked (0.4 for 40 %), which
+would make the throughput a hundred times too small without a word."""
 MfuPercent = Annotated[Percent, Field(ge=MIN_MFU * 100)]
 """``mfu`` as the CLI and the page take it: a percentage from 1 to 100."""
 MAX_LAYERS = 100_000

@@ -202,10 +202,11 @@ class Scenario:
         (0.4, 3277)
         """
         flops, peak = self.flops_per_token, self.hardware.peak_flops
-        if flops is None or not peak or self.seq_len is None:
+        if flops is None or not peak:
             return None
         throughput = self.baseline_throughput or self.per_device_throughput
-        return throughput / self.tokens_per_sample * self.seq_len * flops / peak
+        tokens_per_s = throughput / self.tokens_per_sample * (self.seq_len or 0)
+        return tokens_per_s * flops / peak
 
     @property
     def micro_step_time(self) -> float:
