@@ -132,6 +132,7 @@ PREDICT = _HelpFromModel(
 
 def _print_presets(as_json: bool) -> None:
     from dpscale.model.presets import load_preset, preset_names
+    from dpscale.units import format_binary_bytes
 
     presets = [load_preset(name) for name in preset_names()]
     if as_json:
@@ -143,6 +144,9 @@ def _print_presets(as_json: bool) -> None:
             preset.title,
             *(str(preset.values[key]) for key in ("devices_per_node", "intra_node_bandwidth")),
             *(str(preset.values[key]) for key in ("inter_node_bandwidth", "transport")),
+            # What the memory lines and --mfu read: a device's memory and its peak.
+            _or_dash(preset.hardware.memory_capacity, format_binary_bytes),
+            _or_dash(preset.hardware.peak_flops, lambda flops: f"{number(flops / 1e12)} TFLOP/s"),
         )
         for preset in presets
     ]
@@ -153,10 +157,16 @@ def _print_presets(as_json: bool) -> None:
             ("Intra-node", "right"),
             ("Network", "right"),
             ("Transport", "left"),
+            ("Memory", "right"),
+            ("Peak bf16", "right"),
         ),
         rows,
-        "{} per node · {} intra-node · {} network · {}",
+        "{} per node · {} intra-node · {} network · {}\n{} a device · {} dense bf16",
     )
+
+
+def _or_dash(value: float | None, shown: Callable[[float], str]) -> str:
+    return "-" if value is None else shown(value)
 
 
 def _print_models(as_json: bool) -> None:
