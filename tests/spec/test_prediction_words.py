@@ -408,7 +408,8 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "9,000 samples/s per device is an MFU of 455,227 % of the device's 989 TFLOP/s, at "
         "61.1 GFLOP per token (6 P + 12 L h s).",
         "No device runs above its peak: check that the throughput is one device's, its unit "
-        "(tokens/s with --unit tokens, sequences/s without) and --params.",
+        "(tokens/s with --unit tokens, sequences/s without) and --params (a mixture of experts "
+        "computes with fewer parameters than it holds).",
         "1.1 tokens/s per device is an MFU of 0.00679 % of the device's 989 TFLOP/s, at 61.1 "
         "GFLOP per token (6 P + 12 L h s).",
         "That is far below the 27-67 % that published training runs reach: check the "

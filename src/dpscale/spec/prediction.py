@@ -1132,10 +1132,12 @@ LINES: Mapping[str, Wording] = {
     "mfu_over": Wording(
         N_(
             "No device runs above its peak: check that the throughput is one device's, its "
-            "unit (tokens or sequences per second) and the parameter count."
+            "unit (tokens or sequences per second) and the parameter count (a mixture of "
+            "experts computes with fewer parameters than it holds)."
         ),
         "No device runs above its peak: check that the throughput is one device's, its unit "
-        "(tokens/s with --unit tokens, sequences/s without) and --params.",
+        "(tokens/s with --unit tokens, sequences/s without) and --params (a mixture of experts "
+        "computes with fewer parameters than it holds).",
     ),
     "mfu_under": Wording(
         N_(
