@@ -244,19 +244,28 @@ class PredictQuery(BaseModel):
     )
     devices_per_node: int | None = Field(default=None, ge=1, le=1024, description="Per node.")
     intra_node_bandwidth: str | None = Field(
-        default=None, max_length=40, description="All-reduce bus bandwidth per device in a node."
+        default=None,
+        max_length=40,
+        description="All-reduce bus bandwidth per device in a node, with its unit: 350 GB/s.",
     )
     inter_node_bandwidth: str | None = Field(
-        default=None, max_length=40, description="Nominal network bandwidth of one node."
+        default=None,
+        max_length=40,
+        description="Nominal network bandwidth of one node, with its unit: 400 Gbit/s.",
     )
-    intra_node_latency: str | None = Field(default=None, max_length=40, description="Per hop.")
-    inter_node_latency: str | None = Field(default=None, max_length=40, description="Per hop.")
+    intra_node_latency: str | None = Field(
+        default=None, max_length=40, description="Per hop, with its unit: 3.4 us."
+    )
+    inter_node_latency: str | None = Field(
+        default=None, max_length=40, description="Per hop, with its unit: 9.6 us."
+    )
     transport: Transport | None = Field(default=None, description="Network transport.")
     devices: str = Field(default="1..1024", max_length=400, description="Device counts.")
     bucket_size: str = Field(
         default=DEFAULT_BUCKET_SIZE,
         max_length=40,
-        description="Gradient bucket size (DDP's 25 MiB; zero2: DeepSpeed's 5e8 values).",
+        description="Gradient bucket size with its unit (DDP's 25 MiB; zero2: DeepSpeed's 5e8 "
+        "values).",
     )
     algorithm: Algorithm = Field(default="auto", description="All-reduce algorithm.")
     strategy: Strategy = Field(default="ddp", description="Data-parallel strategy.")
@@ -322,7 +331,8 @@ class PredictQuery(BaseModel):
     step_overhead: str | None = Field(
         default=None,
         max_length=40,
-        description="Measured fixed cost per step (none: the wrapper's, varied in the band).",
+        description="Measured fixed cost per step with its unit: 5 ms (none: the wrapper's, "
+        "varied in the band).",
     )
     optimizer: Optimizer | None = Field(
         default=None, description="Optimizer (none: adam, varied from none to lamb in the band)."
