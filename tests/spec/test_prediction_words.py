@@ -386,15 +386,22 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     ]
     # An MFU: what it gave (issue 24: 0.4 typed for 40 % had given 1 % of the throughput
     # without a word; now refused, and every MFU says what it gave).
-    by_mfu = compute(
-        {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "mfu": "40",
-         "unit": "tokens", "devices": "8"}
-    ).result  # fmt: skip
+    by_mfu_job = {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "mfu": "40",
+                  "unit": "tokens", "devices": "8"}  # fmt: skip
+    by_mfu = compute(by_mfu_job).result
     calibrations.append(lines(by_mfu)["mfu"])
     # 0.4 x 989 TFLOP/s / (6 x 8.03e9 + 12 x 32 x 4096 x 8192 = 61.06e9) FLOPs per token.
     assert say_terminal(calibrations[-1]) == (
         "MFU 40 % of the device's 989 TFLOP/s gives 6,478 tokens/s per device, at 61.1 GFLOP "
         "per token (6 P + 12 L h s)."
+    )
+    # An MFU at a baseline of one node: stated there, not measured (6,478 tokens/s there is
+    # 89.8 % of the one-device throughput under DDP).
+    at_node = lines(compute({**by_mfu_job, "baseline_devices": "8"}).result)["baseline"]
+    calibrations.append(at_node)
+    assert say_terminal(at_node) == (
+        "Efficiency relative to 8 devices, where that MFU holds (7,211 tokens/s on one device "
+        "by the model)."
     )
     # A stated throughput as an MFU, and one no training job has: tokens/s typed as samples/s
     # (no --unit tokens) had predicted 0.046 % at 8 devices with no word on why.
@@ -433,7 +440,7 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     (same_device,) = comparison_notes(compute(node).result)
     assert say_terminal(same_device) == (
         "Every strategy runs the same device: its efficiency is relative to the 9,000 tokens/s "
-        "per device measured at 8 devices, so one slower there starts below 100 %, one faster "
+        "per device at 8 devices, so one slower there starts below 100 %, one faster "
         "above."
     )
     calibrations.append(same_device)

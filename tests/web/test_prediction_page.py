@@ -758,7 +758,7 @@ def test_strategies_side_by_side_on_the_page_and_the_api(client: httpx.Client) -
     assert last["HSDP (shard in a node, replicate across)"][4] == "Network · Ring"
     assert (
         "Every strategy runs the same device: its efficiency is relative to the 9,000 tokens/s "
-        "per device measured at 8 devices, so one slower there starts below 100%, one faster "
+        "per device at 8 devices, so one slower there starts below 100%, one faster "
         "above."
     ) in unescape(html)
     without = client.get(f"/en/scaling-prediction?{LLM}").text

@@ -1147,6 +1147,14 @@ LINES: Mapping[str, Wording] = {
         "That is far below the 27-67 % that published training runs reach: check the "
         "throughput's unit (tokens/s with --unit tokens, sequences/s without) and --params.",
     ),
+    "baseline_mfu": Wording(
+        N_(
+            "Efficiency is relative to %(devices)s devices, where that MFU holds (%(one)s "
+            "%(unit)s on one device by the model)."
+        ),
+        "Efficiency relative to {devices} devices, where that MFU holds ({one} {unit} on one "
+        "device by the model).",
+    ),
     "baseline": Wording(
         N_(
             "Efficiency is relative to %(devices)s devices, where %(throughput)s %(unit)s per "
@@ -1383,12 +1391,12 @@ LINES: Mapping[str, Wording] = {
     "compared_baseline": Wording(
         N_(
             "Every strategy runs the same device: its efficiency is relative to the "
-            "%(throughput)s %(unit)s per device measured at %(devices)s devices, so one slower "
-            "there starts below 100%%, one faster above."
+            "%(throughput)s %(unit)s per device at %(devices)s devices, so one slower there "
+            "starts below 100%%, one faster above."
         ),
         "Every strategy runs the same device: its efficiency is relative to the {throughput} "
-        "{unit} per device measured at {devices} devices, so one slower there starts below "
-        "100 %, one faster above.",
+        "{unit} per device at {devices} devices, so one slower there starts below 100 %, one "
+        "faster above.",
     ),
     "compared_left_out": Wording(
         N_(
@@ -1679,7 +1687,8 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
         )
     if sc.baseline_devices > 1 and sc.baseline_throughput is not None:
         said["baseline"] = Said(
-            "baseline",
+            # An MFU states the throughput there; it was not measured.
+            "baseline" if sc.mfu is None else "baseline_mfu",
             {
                 "devices": Count(sc.baseline_devices),
                 # Four significant digits, as the terminal writes them (the page had six:
