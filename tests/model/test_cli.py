@@ -618,3 +618,39 @@ def test_the_plot_writes_device_counts_as_the_page_does(
     ticks = re.findall(r">([^<>]+)</text>", svg)
     assert {"8", "16", "64", "256", "1,024"} <= set(ticks)
     assert "mathdefault" not in svg  # no 2^{10}
+
+
+def test_an_mfu_gives_tokens_per_second_unless_a_unit_is_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An MFU is a rate of tokens: left without --unit, Llama 3 70B at 40 % MFU on B200 had
+    been predicted as 0.2253 samples/s per device (12 samples/s on 64); now tokens/s, 1,845 per
+    device (0.4 x 2,250 TFLOP/s / 488 GFLOP per token). A unit given is kept."""
+    job = ("predict", "--model", "llama3-70b", "--hardware", "dgx-b200", "--mfu", "40",
+           "--micro-batch", "1", "--devices", "1,64", "--json")  # fmt: skip
+    status, out, _ = run(capsys, *job)
+    assert status == 0
+    data = json.loads(out)
+    assert data["unit"] == "tokens/s"
+    assert round(data["points"][0]["actual_throughput"]) == 1845
+    status, out, _ = run(capsys, *job, "--unit", "samples/s")
+    data = json.loads(out)
+    assert data["unit"] == "samples/s"
+    assert data["points"][0]["actual_throughput"] == pytest.approx(1845.4 / 8192, rel=1e-3)
+
+
+def test_fit_and_predict_take_each_others_name_for_the_counts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``fit --devices 512`` had been refused with a hint at --devices-per-node, an option that
+    would have read 512 as the node size; both commands now take --devices and --at."""
+    points = ("fit", "--points", "8:7900,16:15500,32:30200", "--json")
+    answers = {}
+    for name in ("--at", "--devices", "-d"):
+        status, out, _ = run(capsys, *points, name, "512")
+        assert status == 0
+        answers[name] = json.loads(out)["predictions"][0]["devices"]
+    assert answers == {"--at": 512, "--devices": 512, "-d": 512}
+    status, out, _ = run(capsys, *DESIGN_EXAMPLE[:-2], "--at", "1,16", "--json")
+    assert status == 0
+    assert [p["devices"] for p in json.loads(out)["points"]] == [1, 16]

@@ -39,6 +39,7 @@ FLAGS = {
     "--model", "--param-dtype", "--seq-len", "--baseline-devices", "--layers", "--hidden-size",
     "--shard-group-size", "--no-sync", "--activation-checkpointing", "--mfu", "--device-memory",
     "--compare-strategies",
+    "--at",  # fit's name for the counts
 }  # fmt: skip
 
 

@@ -259,7 +259,7 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
         ("ja", "params=", "params", "モデルのプリセットを選ばない場合は必須です。"),
         (
             "en",
-            "per_device_throughput=&mfu=1&seq_len=100000000",
+            "per_device_throughput=&mfu=1&seq_len=100000000&unit=samples/s",
             "mfu",
             "This MFU gives fewer than 0.000001 per second: check it, the parameters and the "
             "sequence length.",

@@ -139,7 +139,7 @@ def option_parameter(item: Input, help: str) -> click.Option:
             off = "--no-" + item.option.removeprefix("--")
             return click.Option([item.name, f"{item.option}/{off}"], default=None, help=help)
         return click.Option([item.name, item.option], is_flag=True, default=False, help=help)
-    names = [item.name, item.option, *((item.short,) if item.short else ())]
+    names = [item.name, item.option, *item.also, *((item.short,) if item.short else ())]
     return click.Option(names, default=None, metavar=item.value_name, help=help)
 
 

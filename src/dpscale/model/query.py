@@ -360,7 +360,11 @@ class PredictQuery(BaseModel):
     target_efficiency: TargetFraction | None = Field(
         default=None, description="Target efficiency, a fraction strictly between 0 and 1."
     )
-    unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Throughput unit.")
+    unit: str = Field(
+        default="samples/s",
+        pattern=UNIT_PATTERN,
+        description="Throughput unit; left out, samples/s (tokens/s where mfu gives it).",
+    )
 
     @field_validator("params", "flops_per_sample", mode="before")
     @classmethod
@@ -376,9 +380,22 @@ class PredictQuery(BaseModel):
     def device_counts(self) -> list[int]:
         return parse_devices(self.devices)
 
+    def throughput_unit(self) -> str:
+        """The unit as given; left out, samples/s, or tokens where the throughput is an MFU
+        (a rate of tokens) and no measured point is typed in a unit of its own.
+
+        >>> PredictQuery(mfu=0.4, seq_len=8192, micro_batch=1).throughput_unit()
+        'tokens'
+        >>> PredictQuery(mfu=0.4, seq_len=8192, micro_batch=1, unit="samples/s").throughput_unit()
+        'samples/s'
+        """
+        if "unit" not in self.model_fields_set and self.mfu is not None and not self.measured:
+            return "tokens"
+        return self.unit
+
     def tokens(self) -> bool:
-        """Whether the throughput is in tokens (``--unit tokens``)."""
-        return self.unit.strip().lower() in TOKEN_UNITS
+        """Whether the throughput is in tokens (``--unit tokens``, or an MFU's)."""
+        return self.throughput_unit().strip().lower() in TOKEN_UNITS
 
     def _model(self) -> Any:
         return load_model(self.model) if self.model else None
@@ -553,6 +570,7 @@ class PredictQuery(BaseModel):
         # Tokens without a sequence length keep the older meaning: the micro-batch is counted
         # in the throughput's unit (tokens), as any other unit's label.
         tokens = self.tokens() and seq_len is not None
+        unit = self.throughput_unit()
         hardware = self._hardware()
         fraction = self.backward_fraction
         if self.activation_checkpointing and "backward_fraction" not in self.model_fields_set:
@@ -585,7 +603,7 @@ class PredictQuery(BaseModel):
             step_overhead=_quantity("step_overhead", overhead, parse_duration, MAX_OVERHEAD, False),
             strategy=self.strategy,
             algorithm=self.algorithm,
-            unit="tokens/s" if tokens and self.unit.strip() == "tokens" else self.unit,
+            unit="tokens/s" if tokens and unit.strip() == "tokens" else unit,
             optimizer=self.optimizer,
             jitter=self.jitter,
             known=self.known(),

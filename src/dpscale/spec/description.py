@@ -97,6 +97,9 @@ class Input:
     ``terminal_help`` says otherwise."""
     short: str = ""
     """The CLI's one-letter option (``-d``), if any."""
+    also: tuple[str, ...] = ()
+    """Other names the CLI takes for the option, where a sibling command names the same
+    input otherwise (``fit --devices`` for ``--at``, as ``dpscale predict`` names the counts)."""
     example: str = ""
     """The worked example's value: what a fresh page shows, unless a preset fills the input
     (empty: the box starts empty)."""

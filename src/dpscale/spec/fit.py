@@ -185,6 +185,8 @@ FIT_INPUTS: tuple[Input, ...] = (
         "(doubling); default: measured, then 2x, 4x, 8x the largest.",
         example="64,128,256,512",
         kind="text",
+        short="-d",
+        also=("--devices",),
     ),
     Input(
         name="devices_per_node",

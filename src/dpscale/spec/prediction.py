@@ -532,6 +532,7 @@ PREDICTION = Prediction(
             "Default: %(default)s.",
             metavar="COUNTS",
             short="-d",
+            also=("--at",),
             label=N_("Device counts"),
             help=N_(
                 "Comma-separated: 1,8,64; 1-64 for every count; 1..256 doubling (1, 2, 4, …, 256)."
@@ -810,13 +811,15 @@ PREDICTION = Prediction(
             name="unit",
             model=QUERY,
             terminal_help="Unit of the throughputs, carried to the results; tokens (or "
-            "tokens/s) counts tokens, --seq-len to a sample. Default: %(default)s.",
+            "tokens/s) counts tokens, --seq-len to a sample. Default: %(default)s (tokens/s "
+            "where --mfu gives the throughput).",
             metavar="UNIT",
             short="-u",
             label=N_("Throughput unit"),
             help=N_(
                 "Any unit: it carries through to the results. Tokens/s counts tokens, the "
-                "sequence length to a sample."
+                "sequence length to a sample. Left empty: samples/s, or tokens/s where an MFU "
+                "gives the throughput."
             ),
             kind="text",
             advanced=True,
