@@ -101,6 +101,28 @@ def test_at_80_columns_every_row_is_one_line_without_border_and_padding() -> Non
     assert _printed(_predict_like(), 96).splitlines()[1].startswith("┏")
 
 
+def test_a_header_folds_before_every_row_does() -> None:
+    """1.3B on dgx-a100 to 4,096 devices: one column too many for 80. Narrowing the widest
+    column (Limit) had folded "network, tree" on every row beyond a node; "Step ms" over two
+    lines keeps every row on one."""
+    table = Table()
+    for header in HEADERS:
+        table.add_column(header, justify="right")
+    table.add_column("Limit")
+    table.add_row("8", "1", "88.64 %", "85.2-92.1", "212.7", "7.092x", "300.8", "49.87",
+                  "9.628", "node, ring")  # fmt: skip
+    for _ in range(3):
+        table.add_row("4,096", "512", "83.69 %", "62.6-100", "102,838", "3,428x", "318.6",
+                      "112", "21.63", "network, tree")  # fmt: skip
+    lines = _printed(table, 80).splitlines()
+    assert lines[:2] == [
+        "     ┃     ┃       ┃         ┃       ┃       ┃  Step┃     ┃       ┃             ",
+        "    N┃Nodes┃   E(N)┃   Band %┃ Actual┃Speedup┃    ms┃ Comm┃Exposed┃Limit        ",
+    ]
+    assert lines[4:] == ["4,096│  512│83.69 %│ 62.6-100│102,838│ 3,428x│ 318.6│  112│  21.63│"
+                         "network, tree"] * 3  # fmt: skip
+
+
 def _all_text() -> str:
     return " ".join(
         (

@@ -6,8 +6,8 @@ printed ``tok`` and ``:smile:`` an emoji; :func:`console` prints them as they ar
 that styles a part builds a ``rich.text.Text``). A table wider than the terminal (80
 columns in a pipe) had its cells cut to ``750…``; :class:`Table` narrows its columns down
 to their longest words, then with less padding, then without its outer border and padding, and
-folds only what still does not fit (a header before a cell's word): no cell is ever cut, at any
-width.
+folds only what still does not fit (a header before a row, a header before a cell's word): no
+cell is ever cut, at any width.
 
 Only the command that prints imports this module (and rich with it): ``dpscale --help``
 does not.
@@ -153,6 +153,13 @@ class Table(RichTable):
         with_headers = [
             max(word, header[0].minimum) for word, header in zip(words, headers, strict=True)
         ]
+        # Every cell on one line, only headers folded at their words: narrowing the widest
+        # column first folded predict's "network, tree" on every row at 80 columns, where
+        # "Step ms" over two lines held them all.
+        whole = [
+            max([floor, *(m.maximum for m in body)])
+            for floor, body in zip(with_headers, bodies, strict=True)
+        ]
         rows = list(zip(*(column.cells for column in self.columns), strict=True))
         texts = [
             [console.render_str(c) if isinstance(c, str) else c for c in row]
@@ -175,9 +182,9 @@ class Table(RichTable):
         # columns at 80 folded "Speedup" as "Speedu/p" with the border; with neither they
         # hold every row on one line); then the cells' words alone (a header folds); then a
         # character a column at least: rich alone cuts cells or leaves a column no width.
-        for floors, layouts in (
+        for stage, layouts in (
             (
-                with_headers,
+                (whole, with_headers),
                 (
                     (self.padding, self.show_edge),
                     (TIGHT_PADDING, self.show_edge),
@@ -185,15 +192,16 @@ class Table(RichTable):
                     (NO_PADDING, False),
                 ),
             ),
-            (words, ((TIGHT_PADDING, False), (NO_PADDING, False))),
+            ((words,), ((TIGHT_PADDING, False), (NO_PADDING, False))),
         ):
             fitting: list[tuple[int, int, tuple[int, int, int, int], bool, list[int]]] = []
             for padding, edge in layouts:
                 self.padding, self.show_edge = padding, edge
                 room = options.max_width - self._frame()
-                if sum(floors) <= room:
-                    widths = narrowed(widest, floors, room)
-                    fitting.append((folded(widths), len(fitting), padding, edge, widths))
+                for floors in stage:
+                    if sum(floors) <= room:
+                        widths = narrowed(widest, floors, room)
+                        fitting.append((folded(widths), len(fitting), padding, edge, widths))
             if fitting:
                 _, _, self.padding, self.show_edge, widths = min(fitting)
                 return widths
