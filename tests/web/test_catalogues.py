@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from babel.messages.pofile import read_po
 
+from dpscale.validation import Rule
 from dpscale.web.catalogues import extract, placeholders
+from dpscale.web.forms import rule_message
 from dpscale.web.i18n import LANGUAGES, catalogue_path, localizer, preferred_language
 
 
@@ -76,3 +78,30 @@ def test_literal_percentages_are_written_as_the_locale_writes_them(lang: object)
     ]
     assert unlike == []
     assert percent_style("95 %", lang.locale) == written
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        (Rule(low=0, high=100, low_open=True, high_open=True),
+         "Enter a number greater than 0 and less than 100."),
+        (Rule(low=1, high=100, high_open=True), "Enter a number of at least 1 and less than 100."),
+        (Rule(low=0, high=1, low_open=True), "Enter a number greater than 0 and at most 1."),
+        (Rule(integer=True, low=1, high=64), "Enter a whole number from 1 to 64."),
+        (Rule(high=1, high_open=True), "Enter a number less than 1."),
+        (Rule(high=1), "Enter a number of at most 1."),
+        (Rule(low=0, low_open=True), "Enter a number greater than 0."),
+        (Rule(low=0), "Enter a number of at least 0."),
+    ],
+)  # fmt: skip
+def test_a_rule_is_said_with_its_open_and_closed_ends(rule: Rule, message: str) -> None:
+    """A target efficiency of 100 had been refused with "Enter a number greater than 0 and at
+    most 100": each end is said as the rule has it, in every language."""
+    assert rule_message(rule, localizer("en")) == message
+    for lang in LANGUAGES:
+        said = rule_message(rule, localizer(lang.code))
+        assert said
+        assert "%(" not in said
+        for value in (rule.low, rule.high):
+            if value is not None:
+                assert localizer(lang.code).number(value) in said

@@ -247,11 +247,24 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
             "inter_node_bandwidth",
             "Required unless you choose a hardware preset.",
         ),
+        # An open end is said as one: "at most 100" had refused 100 (and "at most 1" 1).
         (
             "ja",
-            "target_efficiency=0",
+            "target_efficiency=100",
             "target_efficiency",
-            "0 より大きく 100 以下の数値を入力してください",
+            "0 より大きく 100 未満の数値を入力してください",
+        ),
+        (
+            "en",
+            "target_efficiency=100",
+            "target_efficiency",
+            "Enter a number greater than 0 and less than 100. You entered: 100",
+        ),
+        (
+            "en",
+            "backward_fraction=1",
+            "backward_fraction",
+            "Enter a number greater than 0 and less than 1. You entered: 1",
         ),
         ("en", "bucket_size=0+MB", "bucket_size", "Enter a size with its unit"),
         # Each had been "Check this value." (a check no field rule expresses, with no code).

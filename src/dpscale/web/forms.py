@@ -133,10 +133,25 @@ def rule_message(rule: Rule | None, loc: Localizer) -> str:
         return _("This value is not allowed here.")
     kind = _("a whole number") if rule.integer else _("a number")
     low, high = _limit(rule.low, loc), _limit(rule.high, loc)
+    # An open end is said as one: "at most 100" had refused 100 for a target efficiency.
     if rule.low is not None and rule.high is not None:
+        if rule.low_open and rule.high_open:
+            return _(
+                "Enter %(kind)s greater than %(low)s and less than %(high)s.",
+                kind=kind,
+                low=low,
+                high=high,
+            )
         if rule.low_open:
             return _(
                 "Enter %(kind)s greater than %(low)s and at most %(high)s.",
+                kind=kind,
+                low=low,
+                high=high,
+            )
+        if rule.high_open:
+            return _(
+                "Enter %(kind)s of at least %(low)s and less than %(high)s.",
                 kind=kind,
                 low=low,
                 high=high,
@@ -147,6 +162,8 @@ def rule_message(rule: Rule | None, loc: Localizer) -> str:
             return _("Enter %(kind)s greater than %(low)s.", kind=kind, low=low)
         return _("Enter %(kind)s of at least %(low)s.", kind=kind, low=low)
     if rule.high is not None:
+        if rule.high_open:
+            return _("Enter %(kind)s less than %(high)s.", kind=kind, high=high)
         return _("Enter %(kind)s of at most %(high)s.", kind=kind, high=high)
     return _("Enter %(kind)s.", kind=kind)
 
