@@ -26,7 +26,7 @@ class Example(BaseModel):
 
 def test_rules_are_read_from_the_model() -> None:
     assert rule_of(Example, "devices") == Rule(integer=True, low=1, high=1000)
-    assert rule_of(Example, "share").describe() == "a number greater than 0 and <= 1"
+    assert rule_of(Example, "share").describe() == "a number greater than 0 and at most 1"
     assert rule_of(Example, "transport").describe() == "one of: tcp, rdma"
     assert rule_of(Example, "name").describe() == "a text of at most 8 characters"
 
@@ -37,7 +37,7 @@ def test_every_bad_field_is_reported_once() -> None:
     sentences = [issue.sentence() for issue in caught.value.issues]
     assert sentences == [
         "devices must be a whole number from 1 to 1,000 (got 0)",
-        "share must be a number greater than 0 and <= 1 (got 2)",
+        "share must be a number greater than 0 and at most 1 (got 2)",
         "transport must be one of: tcp, rdma (got udp)",
         "name must be a text of at most 8 characters (got xxxxxxxxx)",
     ]

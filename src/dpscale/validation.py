@@ -168,9 +168,13 @@ class Rule:
             return f"{kind} from {_number(low)} to {_number(high)}"
         parts = []
         if low is not None:
-            parts.append(f"greater than {_number(low)}" if self.low_open else f">= {_number(low)}")
+            parts.append(
+                f"greater than {_number(low)}" if self.low_open else f"at least {_number(low)}"
+            )
         if high is not None:
-            parts.append(f"less than {_number(high)}" if self.high_open else f"<= {_number(high)}")
+            parts.append(
+                f"less than {_number(high)}" if self.high_open else f"at most {_number(high)}"
+            )
         return f"{kind} {' and '.join(parts)}" if parts else f"a finite {kind[2:]}"
 
     def admits(self, values: np.ndarray) -> np.ndarray:

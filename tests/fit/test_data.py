@@ -82,12 +82,12 @@ def test_csv_round_trip_for_share_links() -> None:
         (
             "devices,throughput\n1,329\n2,-620\n",
             "points.csv: line 3, column throughput must be a number greater than 0 and "
-            "<= 1e+15 (got -620)",
+            "at most 1e+15 (got -620)",
         ),
         (
             "devices,throughput\n1,329\n2,nan\n",
             "points.csv: line 3, column throughput must be a number greater than 0 and "
-            "<= 1e+15 (got nan)",
+            "at most 1e+15 (got nan)",
         ),
         (
             "gpus,samples\n1,329\n",

@@ -167,7 +167,7 @@ def test_bad_file_names_the_line(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert status == 2
     assert err == (
         f"dpscale: error: {path}: line 3, column throughput must be a number greater than 0 "
-        "and <= 1e+15 (got -5)\n"
+        "and at most 1e+15 (got -5)\n"
     )
 
 

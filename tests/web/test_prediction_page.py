@@ -170,7 +170,11 @@ def test_api_gives_the_json_of_predict(client: httpx.Client) -> None:
 @pytest.mark.parametrize(
     ("query", "field", "message"),
     [
-        ("params=-1", "params", "params must be a number greater than 0 and <= 1e+15 (got -1)"),
+        (
+            "params=-1",
+            "params",
+            "params must be a number greater than 0 and at most 1e+15 (got -1)",
+        ),
         (
             "micro_batch=0",
             "micro_batch",
