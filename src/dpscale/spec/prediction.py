@@ -383,14 +383,17 @@ PREDICTION = Prediction(
     terminal_summary=(
         "Predict data-parallel scaling efficiency from model size, batch, precision and "
         "network.\n\nCompute per micro-step is micro-batch / throughput (backward 2/3 of it); "
-        "gradients are all-reduced in buckets as backward produces them; what communication "
-        "does not hide is added to the step. E(N) = compute time / step time."
+        "gradients are all-reduced in buckets as backward produces them (sharded strategies "
+        "all-gather and reduce-scatter one layer at a time); what communication does not "
+        "hide is added to the step. E(N) = compute time / step time."
     ),
     examples=(
         "dpscale predict --params 138e6 --grad-dtype fp32 --micro-batch 64 "
         '--per-device-throughput 130.9 --devices-per-node 4 --intra-node-bandwidth "12 GB/s" '
         '--inter-node-bandwidth "25 Gbit/s" --transport rdma --devices 1,16,128,512 '
         "--target-efficiency 90%",
+        "dpscale predict --model llama3-8b --hardware dgx-h100 --strategy fsdp "
+        "--param-dtype bf16 --micro-batch 1 --mfu 40 --devices 8..1024 --compare-strategies",
     ),
     inputs=(
         Input(
