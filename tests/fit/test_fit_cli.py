@@ -302,3 +302,18 @@ def test_tokens_with_facts_and_no_sequence_length_say_the_micro_batch_is_in_toke
     status, out, err = run(capsys, *job, "--seq-len", "8192")
     assert status == 0, err
     assert not any("--seq-len" in note for note in json.loads(out)["notes"])
+
+
+def test_a_model_preset_given_as_the_scaling_law_says_what_fit_takes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--model llama3-8b``, as predict takes it, had been told only the scaling laws."""
+    status, _, err = run(capsys, "fit", "--points", "8:7900,16:15500", "--model", "Llama3-8B")
+    assert (status, err) == (
+        2,
+        "dpscale: error: --model chooses the scaling law here (auto, amdahl, usl, comm); "
+        "llama3-8b is a model preset of dpscale predict: give its facts, --params 8.03B "
+        "--layers 32 --seq-len 8192\n",
+    )
+    status, _, err = run(capsys, "fit", "--points", "8:7900,16:15500", "--model", "gpt")
+    assert err == "dpscale: error: --model must be one of: auto, amdahl, usl, comm (got gpt)\n"

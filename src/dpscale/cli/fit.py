@@ -55,6 +55,24 @@ def _terminal_inputs() -> tuple[Input, ...]:
     return tuple(item for item in FIT_INPUTS if item.terminal)
 
 
+def _no_model_preset(model: str | None) -> None:
+    """``--model llama3-8b``, as ``dpscale predict`` takes it, is refused with what fit takes
+    instead: here ``--model`` chooses the scaling law (it had been told only the laws)."""
+    if model is None:
+        return
+    from dpscale.model.llm import load_model, model_names
+
+    if model.strip().lower() not in model_names():
+        return
+    preset = load_model(model.strip().lower())
+    scale, suffix = (1e9, "B") if preset.params >= 1e9 else (1e6, "M")
+    fail(
+        f"--model chooses the scaling law here (auto, amdahl, usl, comm); {preset.name} is a "
+        f"model preset of dpscale predict: give its facts, --params "
+        f"{preset.params / scale:.4g}{suffix} --layers {preset.layers} --seq-len {preset.seq_len}"
+    )
+
+
 def run_fit(
     file: str | None,
     run: str | None,
@@ -71,6 +89,7 @@ def run_fit(
 
     if sum(given is not None for given in (file, run, points)) != 1:
         fail("give a FILE of points, --points or --run ID (one of them)")
+    _no_model_preset(options.get("model"))
     labels = {item.name: item.option for item in _terminal_inputs()} | {"plot": "--plot"}
     if points is not None:
         # devices:throughput pairs, read as the page and the API read them (fit/data.py), or
