@@ -5,8 +5,9 @@
 Starts ``dpscale serve --workers 1`` on a free loopback port (its own SQLite file; nothing
 leaves 127.0.0.1, every load is bounded in count and time) and prints:
 
-1. each costly request alone: time and size (the largest prediction allowed, its chart, a
-   fit chart) and the time of the refusals (100,000 device counts, ``9**9**9 B``);
+1. each costly request alone: time and size (the largest prediction allowed, the same with the
+   five strategies compared, its chart, a fit chart) and the time of the refusals (100,000
+   device counts, ``9**9**9 B``);
 2. a normal page's latency (new inputs each time, so no cache answers) and ``/healthz``'s,
    quiet and then while ``--costly`` clients keep the costliest requests in flight, with what
    those clients got (200 or 503 with Retry-After) - the target: page median under 0.5 s;
@@ -121,6 +122,7 @@ def _costly_paths(n: int) -> list[str]:
     )
     return [
         f"/api/v1/scaling-prediction?{predict}",
+        f"/api/v1/scaling-prediction?{predict}&compare_strategies=true",
         f"/chart/en/scaling-prediction.svg?{predict}",
         f"/chart/en/scaling-fit.svg?{fit}",
     ]
@@ -130,7 +132,12 @@ def _alone(port: int) -> None:
     print("1. costly requests alone (first run each, no cache)")
     print(f"{'request':44s} {'status':>6s} {'seconds':>8s} {'bytes':>11s}")
     named = zip(
-        ("prediction, 10,000 counts (API)", "its chart", "fit chart, 199 points"),
+        (
+            "prediction, 10,000 counts (API)",
+            "the same, five strategies compared (API)",
+            "its chart",
+            "fit chart, 199 points",
+        ),
         _costly_paths(1),
         strict=True,
     )
