@@ -376,9 +376,9 @@ PREDICTION = Prediction(
     slug="scaling-prediction",
     title=N_("Scaling efficiency prediction"),
     summary=N_(
-        "Predicted data-parallel efficiency at each device count from model size, batch, "
-        "gradient precision and interconnect, with the step breakdown and what to change to "
-        "reach a target."
+        "Predicted data-parallel efficiency at each device count, for DDP, ZeRO, FSDP and "
+        "HSDP, from model size, batch, precision and interconnect, with the step breakdown, "
+        "memory per device and what to change to reach a target."
     ),
     terminal_summary=(
         "Predict data-parallel scaling efficiency from model size, batch, precision and "
