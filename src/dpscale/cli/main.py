@@ -31,7 +31,8 @@ COMMANDS = {
     **{command: Listed("calculators", entry.summary) for command, entry in DESCRIBED.items()},
     "predict": Listed(
         "predict",
-        "Predict data-parallel scaling efficiency from model size, batch, precision and network.",
+        "Predict data-parallel scaling efficiency (DDP, ZeRO, FSDP, HSDP) from model size, batch, "
+        "precision and network.",
     ),
     "fit": Listed(
         "fit", "Fit a scaling model to measured throughput and extrapolate with 95 % intervals."

@@ -381,11 +381,11 @@ PREDICTION = Prediction(
         "memory per device and what to change to reach a target."
     ),
     terminal_summary=(
-        "Predict data-parallel scaling efficiency from model size, batch, precision and "
-        "network.\n\nCompute per micro-step is micro-batch / throughput (backward 2/3 of it); "
-        "gradients are all-reduced in buckets as backward produces them (sharded strategies "
-        "all-gather and reduce-scatter one layer at a time); what communication does not "
-        "hide is added to the step. E(N) = compute time / step time."
+        "Predict data-parallel scaling efficiency (DDP, ZeRO, FSDP, HSDP) from model size, "
+        "batch, precision and network.\n\nCompute per micro-step is micro-batch / throughput "
+        "(backward 2/3 of it); gradients are all-reduced in buckets as backward produces "
+        "them (sharded strategies all-gather and reduce-scatter one layer at a time); what "
+        "communication does not hide is added to the step. E(N) = compute time / step time."
     ),
     examples=(
         "dpscale predict --params 138e6 --grad-dtype fp32 --micro-batch 64 "
