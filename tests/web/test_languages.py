@@ -171,6 +171,19 @@ def test_printed_report_uses_the_locale(client: httpx.Client, code: str) -> None
 
 
 @pytest.mark.parametrize("code", CODES)
+def test_a_bad_input_is_printed_as_its_message(client: httpx.Client, code: str) -> None:
+    """The printed report had given ``efficiency=nan`` as "nan %", read as a value."""
+    html = client.get(f"/{code}/data-parallel-scaling?devices=64&throughput=2000&efficiency=nan")
+    report = re.search(r'data-live="report">(.*?)</section>', html.text, re.S)
+    assert report, "no report region"
+    field = re.search(r'id="err-efficiency"[^>]*>([^<]+)<', html.text)
+    assert field, "no message at the field"
+    cells = re.findall(r"<td>(.*?)</td>", report.group(1))
+    assert field.group(1) in cells  # the field's own message, in the page's language
+    assert not any("%" in cell and "nan" in cell and cell != field.group(1) for cell in cells)
+
+
+@pytest.mark.parametrize("code", CODES)
 def test_every_page_has_hreflang_alternates_and_the_switch(client: httpx.Client, code: str) -> None:
     pages = [f"/{code}/"] + [f"/{code}/{slug}" for slug in calculators()]
     for path in pages:
