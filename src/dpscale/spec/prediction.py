@@ -506,6 +506,33 @@ PREDICTION = Prediction(
             example="40",
         ),
         Input(
+            name="unit",
+            model=QUERY,
+            terminal_help="Unit of the throughputs, carried to the results; tokens (or "
+            "tokens/s) counts tokens, --seq-len to a sample. Default: %(default)s (tokens/s "
+            "where --mfu gives the throughput).",
+            metavar="UNIT",
+            short="-u",
+            label=N_("Throughput unit"),
+            help=N_(
+                "Any unit: it carries through to the results. Tokens/s counts tokens, the "
+                "sequence length to a sample. Left empty: samples/s, or tokens/s where an MFU "
+                "gives the throughput."
+            ),
+            kind="text",
+            invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
+        ),
+        Input(
+            name="mfu",
+            model=PERCENT,
+            terminal_help="Model FLOPs utilisation in percent, instead of "
+            "--per-device-throughput: MFU x peak / (6 P + 12 L h s) per token.",
+            metavar="PERCENT",
+            label=N_("Model FLOPs utilisation (MFU)"),
+            help=N_("Instead of the throughput: a share of the preset's peak FLOP/s."),
+            kind="percent",
+        ),
+        Input(
             name="seq_len",
             model=QUERY,
             terminal_help="Tokens per sample (sequence length): with --unit tokens, each sample "
@@ -712,17 +739,6 @@ PREDICTION = Prediction(
             advanced=True,
         ),
         Input(
-            name="mfu",
-            model=PERCENT,
-            terminal_help="Model FLOPs utilisation in percent, instead of "
-            "--per-device-throughput: MFU x peak / (6 P + 12 L h s) per token.",
-            metavar="PERCENT",
-            label=N_("Model FLOPs utilisation (MFU)"),
-            help=N_("Instead of the throughput: a share of the preset's peak FLOP/s."),
-            kind="percent",
-            advanced=True,
-        ),
-        Input(
             name="device_memory",
             model=QUERY,
             terminal_help="One device's memory, e.g. \"80 GB\" (default: the preset's).",
@@ -809,24 +825,6 @@ PREDICTION = Prediction(
             label=N_("Achieved TFLOP/s per device"),
             help=N_("Used with FLOPs per sample."),
             advanced=True,
-        ),
-        Input(
-            name="unit",
-            model=QUERY,
-            terminal_help="Unit of the throughputs, carried to the results; tokens (or "
-            "tokens/s) counts tokens, --seq-len to a sample. Default: %(default)s (tokens/s "
-            "where --mfu gives the throughput).",
-            metavar="UNIT",
-            short="-u",
-            label=N_("Throughput unit"),
-            help=N_(
-                "Any unit: it carries through to the results. Tokens/s counts tokens, the "
-                "sequence length to a sample. Left empty: samples/s, or tokens/s where an MFU "
-                "gives the throughput."
-            ),
-            kind="text",
-            advanced=True,
-            invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
         ),
         Input(
             name="calibrate",
