@@ -92,6 +92,9 @@ def test_measure_json_is_stored_and_shown(
     [
         (("--nproc", "0"), "--nproc must be a whole number from 1 to 4,096 (got 0)"),
         (("--world-sizes", "1,4"), "--world-sizes: must not exceed --nproc 2"),
+        # predict's and fit's names for the same inputs (--devices had been pointed to --sizes)
+        (("--devices", "1,4"), "--world-sizes: must not exceed --nproc 2"),
+        (("--params", "10"), "--model-params must be a whole number from 1,000"),
         (("--timeout", "soon"), "--timeout: cannot read 'soon' as a duration"),
         (("--sizes", "64MiB..4KiB"), "--sizes: a range needs 1 byte <= start <= end"),
         (("--model-params", "10"), "--model-params must be a whole number from 1,000"),

@@ -73,9 +73,18 @@ _METAVARS = {
 }
 
 
+_ALSO = {"world_sizes": ("--devices",), "model_params": ("--params",)}
+"""Other names an option takes: predict's and fit's for the same input (``measure --devices
+1,2`` had been pointed to ``--sizes``, the message sizes)."""
+
+
 def _option(name: str) -> click.Option:
     flag = "--" + name.replace("_", "-")
-    return click.Option([name, flag], metavar=_METAVARS[name], help={**_HELP, **_NODE_HELP}[name])
+    return click.Option(
+        [name, flag, *_ALSO.get(name, ())],
+        metavar=_METAVARS[name],
+        help={**_HELP, **_NODE_HELP}[name],
+    )
 
 
 def _switch(name: str, default: bool, help: str) -> click.Option:
