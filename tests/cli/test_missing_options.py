@@ -136,3 +136,35 @@ def test_zero_needs_no_unit(capsys: pytest.CaptureFixture[str]) -> None:
         main(["predict", *job])
     assert exited.value.code == 0
     assert '"step_overhead_s": 0.0' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "possible"),
+    [
+        # click's guess by spelling had sent these to --hidden-size, --sizes and --bucket-size
+        (("predict", "--world-sizes", "8"), "--devices"),
+        (("measure", "--devices", "2"), None),  # measure takes it: --world-sizes' other name
+        (("measure", "--gpus", "2"), "--world-sizes"),
+        (("predict", "--batch-size", "4"), "--micro-batch"),
+        (("predict", "--nodes", "4"), "--devices, --devices-per-node"),
+        (("measure", "--nodes", "4"), "--world-sizes, --nnodes"),
+        (("batch", "--gbs", "512"), "--micro-batch, --grad-accum, --devices"),
+        (("fit", "--precision", "bf16"), "--grad-dtype, --param-dtype"),
+        (("calc", "--gpus", "8"), "--devices"),
+        (("predict", "--gradient-accumulation-steps", "4"), "--grad-accum"),
+        (("predict", "--devics", "8"), "--baseline-devices, --devices, --devices-per-node"),
+    ],
+)
+def test_an_option_named_as_other_tools_name_it_is_pointed_to_ours(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], possible: str | None
+) -> None:
+    """Names from torchrun, the Hugging Face Trainer or another dpscale command are pointed to
+    the options that take them here; a misspelling keeps click's guess by spelling."""
+    command, option = args[0], args[1]
+    if possible is None:
+        err = _error(capsys, *args, "--nproc", "1")
+        assert "No such option" not in err
+        return
+    assert _error(capsys, *args) == (
+        f"dpscale {command}: error: No such option: {option} (Possible options: {possible})\n"
+    )

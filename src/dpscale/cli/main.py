@@ -155,6 +155,47 @@ app = _LazyGroup(
 )
 
 
+OTHER_NAMES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        ("--gpus", "--num-gpus", "--world-size", "--world-sizes", "--nproc", "--counts"),
+        ("--devices", "--world-sizes"),
+    ),
+    "--nodes": ("--devices", "--devices-per-node", "--nnodes"),
+    **dict.fromkeys(
+        ("--batch-size", "--mbs", "--micro-batch-size", "--per-device-train-batch-size"),
+        ("--micro-batch",),
+    ),
+    **dict.fromkeys(
+        ("--global-batch", "--global-batch-size", "--gbs"),
+        ("--micro-batch", "--grad-accum", "--devices"),
+    ),
+    **dict.fromkeys(
+        ("--gradient-accumulation-steps", "--grad-accum-steps", "--accum"), ("--grad-accum",)
+    ),
+    **dict.fromkeys(("--precision", "--dtype"), ("--grad-dtype", "--param-dtype", "--precision")),
+    **dict.fromkeys(
+        ("--model-size", "--num-params", "--parameters"), ("--params", "--model-params")
+    ),
+    **dict.fromkeys(
+        ("--tokens-per-second", "--tokens-per-sec", "--tps"),
+        ("--per-device-throughput", "--unit"),
+    ),
+}
+"""Names other tools (torchrun, the Hugging Face Trainer, Megatron-LM) or another dpscale command
+give an input, and the options that may take it here: an unknown option is pointed to those the
+command has. click's guess by spelling had sent ``predict --world-sizes`` to ``--hidden-size``
+and ``measure --devices`` to ``--sizes``."""
+
+
+def _options(context: click.Context | None) -> dict[str, str]:
+    """Each option name of the context's command, and the first name of its option."""
+    command = context.command if context is not None else None
+    params = command.params if command is not None else []
+    return {
+        name: param.opts[0] for param in params for name in (*param.opts, *param.secondary_opts)
+    }
+
+
 def _message(exc: click.ClickException) -> str:
     """The error's sentence, worded as dpscale printed it under typer (click words two otherwise):
     ``No such option: --devics (Possible options: --devices)``,
@@ -162,6 +203,10 @@ def _message(exc: click.ClickException) -> str:
     if isinstance(exc, click.NoSuchOption):
         shown = re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda c: f"\\x{ord(c[0]):02x}", exc.option_name)
         possible = sorted(exc.possibilities or ())
+        here = _options(getattr(exc, "ctx", None))
+        meant = [here[name] for name in OTHER_NAMES.get(exc.option_name, ()) if name in here]
+        if meant:
+            possible = list(dict.fromkeys(meant))
         return f"No such option: {shown}" + (
             f" (Possible options: {', '.join(possible)})" if possible else ""
         )
