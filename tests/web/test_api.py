@@ -123,6 +123,31 @@ def test_bad_input_gets_422_with_a_message_per_field(client: httpx.Client) -> No
         assert response.status_code == 422, value
 
 
+def test_a_parameter_that_is_no_input_is_refused_naming_it(client: httpx.Client) -> None:
+    """``target_efficency=90`` and ``gpus=64`` had been left unread: the answer was the
+    defaults' (every count from 1 to 1,024, no target), as if nothing were misspelled."""
+    job = "params=1B&micro_batch=4&per_device_throughput=100&hardware=dgx-a100"
+    response = client.get(f"/api/v1/predict?{job}&gpus=64&target_efficency=90")
+    assert response.status_code == 422
+    assert response.json()["detail"] == [
+        {
+            "field": "gpus",
+            "code": "unknown",
+            "message": "gpus: is not a parameter of /api/v1/predict",
+        },
+        {
+            "field": "target_efficency",
+            "code": "unknown",
+            "message": "target_efficency: is not a parameter of /api/v1/predict; did you mean "
+            "'target_efficiency'?",
+        },
+    ]
+    # a cache-buster passes; the page reads what it knows and leaves the rest
+    assert client.get("/api/v1/calc?devices=8&throughput=2&efficiency=90&_=17").status_code == 200
+    page = client.get("/en/data-parallel-scaling?devices=8&throughput=2&efficiency=90&utm_x=a")
+    assert page.status_code == 200
+
+
 def test_openapi_documents_each_calculator(client: httpx.Client) -> None:
     spec = client.get("/api/openapi.json").json()
     scaling = spec["paths"]["/api/v1/data-parallel-scaling"]["get"]
