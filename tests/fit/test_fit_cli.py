@@ -143,10 +143,10 @@ def test_a_tiny_interval_end_is_written_short(
             "--target-efficiency must be a number greater than 0 and less than 100 (got 100)",
         ),
         (["--plot", "fit.jpg"], "--plot: the file name must end in .svg, .png or .pdf"),
-        (  # the fit takes no model preset: predict's "unless a model preset is given" misled
+        (  # the fit's preset is --model-preset (predict's "--model" chooses the law here)
             ["--hardware", "dgx-h100", "--micro-batch", "4"],
-            "--params: is required with the job's other facts (without any, the points are "
-            "fitted alone)",
+            "--params: is required with the job's other facts, unless a model preset is given "
+            "(without any, the points are fitted alone)",
         ),
     ],
 )
@@ -311,9 +311,29 @@ def test_a_model_preset_given_as_the_scaling_law_says_what_fit_takes(
     status, _, err = run(capsys, "fit", "--points", "8:7900,16:15500", "--model", "Llama3-8B")
     assert (status, err) == (
         2,
-        "dpscale: error: --model chooses the scaling law here (auto, amdahl, usl, comm); "
-        "llama3-8b is a model preset of dpscale predict: give its facts, --params 8.03B "
-        "--layers 32 --seq-len 8192\n",
+        "dpscale: error: --model chooses the scaling law here (auto, amdahl, usl, comm); for "
+        "the model preset of dpscale predict, give --model-preset llama3-8b\n",
     )
     status, _, err = run(capsys, "fit", "--points", "8:7900,16:15500", "--model", "gpt")
     assert err == "dpscale: error: --model must be one of: auto, amdahl, usl, comm (got gpt)\n"
+
+
+def test_a_model_preset_fills_the_facts_as_predict_reads_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--model-preset llama3-8b`` is the preset's parameters, layers and sequence length:
+    the same fit as with them typed (Llama 3 8B under FSDP on H100s, points in tokens/s)."""
+    job = ("fit", "--points", "8:72000,16:143000,32:284000", "--unit", "tokens/s",
+           "--micro-batch", "1", "--hardware", "dgx-h100", "--strategy", "fsdp", "--at", "256",
+           "--json")  # fmt: skip
+    answers = []
+    for facts in (("--model-preset", "llama3-8b"),
+                  ("--params", "8.03B", "--layers", "32", "--seq-len", "8192")):  # fmt: skip
+        status, out, _ = run(capsys, *job, *facts)
+        assert status == 0
+        answers.append(json.loads(out)["predictions"][0])
+    assert answers[0] == answers[1]
+    assert round(answers[0]["throughput"]) == 2_210_473
+    status, _, err = run(capsys, *job, "--model-preset", "gpt-5")
+    assert status == 2
+    assert err.startswith("dpscale: error: --model-preset: no model named 'gpt-5'; choose one")

@@ -407,18 +407,21 @@ def test_facts_without_parameters_ask_for_them_not_for_a_model_preset(
     query = {"points": DDP, "hardware": "dgx-h100", "micro_batch": "4"}
     page = client.get("/en/scaling-fit", params=query)
     assert unescape(error_at(page.text, "params")) == (
-        "Required with the job's other facts; leave them all empty to fit the points alone."
+        "Required with the job's other facts, unless you choose a model preset; leave them "
+        "all empty to fit the points alone."
     )
     japanese = client.get("/ja/scaling-fit", params=query)
-    assert error_at(japanese.text, "params").startswith("ジョブのほかの情報と合わせて必須です。")
+    assert error_at(japanese.text, "params").startswith(
+        "モデルのプリセットを選ばない場合は、ジョブのほかの情報と合わせて必須です。"
+    )
     api = client.get("/api/v1/scaling-fit", params=query)
     assert api.status_code == 422
     assert api.json()["detail"] == [
         {
             "field": "params",
             "code": "facts_need_params",
-            "message": "params: is required with the job's other facts (without any, the "
-            "points are fitted alone)",
+            "message": "params: is required with the job's other facts, unless a model preset "
+            "is given (without any, the points are fitted alone)",
         }
     ]
 

@@ -56,8 +56,8 @@ def _terminal_inputs() -> tuple[Input, ...]:
 
 
 def _no_model_preset(model: str | None) -> None:
-    """``--model llama3-8b``, as ``dpscale predict`` takes it, is refused with what fit takes
-    instead: here ``--model`` chooses the scaling law (it had been told only the laws)."""
+    """``--model llama3-8b``, as ``dpscale predict`` takes it, is refused with the option that
+    takes it here: ``--model`` chooses the scaling law (it had been told only the laws)."""
     if model is None:
         return
     from dpscale.model.llm import load_model, model_names
@@ -65,11 +65,9 @@ def _no_model_preset(model: str | None) -> None:
     if model.strip().lower() not in model_names():
         return
     preset = load_model(model.strip().lower())
-    scale, suffix = (1e9, "B") if preset.params >= 1e9 else (1e6, "M")
     fail(
-        f"--model chooses the scaling law here (auto, amdahl, usl, comm); {preset.name} is a "
-        f"model preset of dpscale predict: give its facts, --params "
-        f"{preset.params / scale:.4g}{suffix} --layers {preset.layers} --seq-len {preset.seq_len}"
+        f"--model chooses the scaling law here (auto, amdahl, usl, comm); for the model preset "
+        f"of dpscale predict, give --model-preset {preset.name}"
     )
 
 

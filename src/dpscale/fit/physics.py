@@ -53,7 +53,10 @@ __all__ = [
 ]
 
 FACTS_NEED_PARAMS = "facts_need_params"
-"""The code of job facts given without the parameter count (the fit takes no model preset)."""
+"""The code of job facts given without the parameter count or a model preset."""
+MODEL_PRESET = "model_preset"
+"""The fit's name for ``dpscale predict``'s ``model`` (a preset: llama3-8b, ...), whose own
+``model`` chooses the scaling law."""
 
 FACTS = (
     "params",
@@ -148,6 +151,8 @@ def physics_from(
     own rules: :class:`dpscale.validation.InputError` names the field at fault. ``unit`` is
     the points' (tokens with a sequence length: the micro-batch is in samples)."""
     given = {name: facts[name] for name in FACTS if facts.get(name) not in (None, "", False)}
+    if facts.get(MODEL_PRESET) not in (None, ""):
+        given["model"] = facts[MODEL_PRESET]
     if not given:
         return None
     if devices_per_node is not None:
@@ -157,16 +162,18 @@ def physics_from(
     try:
         return Physics(parse(PredictQuery, {**given, **_PLACEHOLDERS}).scenario())
     except InputError as err:
-        # predict's words offer a model preset, which the fit does not take.
+        # predict's words name its own fields: the preset is model_preset here.
         raise InputError(
             [
                 replace(
                     issue,
-                    detail="is required with the job's other facts (without any, the points "
-                    "are fitted alone)",
+                    detail="is required with the job's other facts, unless a model preset is "
+                    "given (without any, the points are fitted alone)",
                     code=FACTS_NEED_PARAMS,
                 )
                 if issue.code == NEEDS_MODEL
+                else replace(issue, field=MODEL_PRESET)
+                if issue.field == "model"
                 else issue
                 for issue in err.issues
             ]

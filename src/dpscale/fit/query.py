@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from dpscale.fit.data import MAX_DEVICES, MAX_TEXT, Points, parse_device_counts, parse_points
-from dpscale.fit.physics import FACTS, Physics, physics_from
+from dpscale.fit.physics import FACTS, MODEL_PRESET, Physics, physics_from
 from dpscale.fit.predict import fit_points
 from dpscale.fit.result import FitResult
 from dpscale.fit.selection import ModelChoice
@@ -120,6 +120,12 @@ class FitQuery(BaseModel):
         description="Unit of the measured throughputs (tokens/s with seq_len: a sample is "
         "seq_len tokens).",
     )
+    model_preset: str | None = Field(
+        default=None,
+        max_length=40,
+        description="A model preset of dpscale predict (llama3-8b, ...): fills params, layers "
+        "and seq_len; model chooses the scaling law.",
+    )
 
     def device_counts(self) -> tuple[int, ...]:
         return parse_device_counts(self.at, "at")
@@ -127,7 +133,7 @@ class FitQuery(BaseModel):
     def physics(self) -> Physics | None:
         """The stated job, checked by ``dpscale predict``'s rules; None without facts."""
         return physics_from(
-            self.model_dump(include=set(FACTS)), self.devices_per_node, unit=self.unit
+            self.model_dump(include={*FACTS, MODEL_PRESET}), self.devices_per_node, unit=self.unit
         )
 
 

@@ -237,6 +237,18 @@ FIT_INPUTS: tuple[Input, ...] = (
         suggestions=UNITS,
         invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
     ),
+    Input(
+        name="model_preset",
+        model=FitQuery,
+        label=_prediction("model").label,
+        help=_prediction("model").help,
+        terminal_help="A model preset of dpscale predict (its --model; --list-models there): "
+        "fills --params, --layers and --seq-len from the published config.",
+        metavar="NAME",
+        kind="text",
+        choices_of=_prediction("model").choices_of,
+        advanced=True,
+    ),
     _fact("params"),
     _fact("grad_dtype", choices=(("", "-"), *_prediction("grad_dtype").choices)),
     _fact("micro_batch"),

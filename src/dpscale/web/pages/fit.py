@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException
 from dpscale.fit import FitQuery, FitResult, fit
 from dpscale.fit import data as points_data
 from dpscale.fit.data import MAX_TEXT
-from dpscale.fit.physics import FACTS, FACTS_NEED_PARAMS
+from dpscale.fit.physics import FACTS, FACTS_NEED_PARAMS, MODEL_PRESET
 from dpscale.fit.plot import PlotLabels, plot_svg
 from dpscale.model.measured import FASTER_THAN_STATED
 from dpscale.model.strategies import NODE_NOT_A_DIVISOR
@@ -299,9 +299,12 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         )
     if issue.code == FACTS_NEED_PARAMS:
         return _(
-            "Required with the job's other facts; leave them all empty to fit the points alone."
+            "Required with the job's other facts, unless you choose a model preset; leave them "
+            "all empty to fit the points alone."
         )
-    if issue.field in FACTS or (issue.field == "devices_per_node" and issue.rule is None):
+    if issue.field in (*FACTS, MODEL_PRESET) or (
+        issue.field == "devices_per_node" and issue.rule is None
+    ):
         # predict's own facts and its checks across them: the prediction page's words.
         return prediction.explain(issue, values, loc)
     if issue.field != "points":
