@@ -29,7 +29,6 @@ dpscale.validation.InputError: devices must be a whole number from 1 to 10,000,0
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import types
@@ -38,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from dpscale.validation import FieldIssue, InputError, parse
+from dpscale.validation import InputError, check_known, parse
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -110,27 +109,6 @@ def _as_text(name: str, value: object) -> object:
     if isinstance(value, Iterable):
         return ",".join(_item(item) for item in value)
     return value
-
-
-def _unknown(command: str, given: Iterable[str], known: Iterable[str]) -> None:
-    """Raise :class:`InputError` naming each keyword that is no input of ``command``."""
-    names = sorted(known)
-    issues = []
-    for name in given:
-        if name in names:
-            continue
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        issues.append(
-            FieldIssue(
-                field=name,
-                rule=None,
-                detail=f"is not an input of dpscale.{command}{hint}",
-                code="unknown",
-            )
-        )
-    if issues:
-        raise InputError(issues)
 
 
 def _read(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
@@ -212,7 +190,8 @@ def predict(**inputs: Any) -> PredictReport:
     from dpscale.spec.measured_runs import predict_with_runs
 
     in_percent = set(PercentInputs.model_fields)
-    _unknown("predict", inputs, {*PredictQuery.model_fields, *in_percent, "calibrate"})
+    known = {*PredictQuery.model_fields, *in_percent, "calibrate"}
+    check_known(inputs, known, "an input of dpscale.predict")
     calibrate = inputs.pop("calibrate", None)
     if calibrate is not None and not isinstance(calibrate, str):
         raise InputError.single(
@@ -288,7 +267,7 @@ def fit(**inputs: Any) -> FitReport:
     from dpscale.fit.query import FitQuery
     from dpscale.fit.query import fit as run
 
-    _unknown("fit", inputs, {*FitQuery.model_fields, "run"})
+    check_known(inputs, {*FitQuery.model_fields, "run"}, "an input of dpscale.fit")
     run_id = inputs.pop("run", None)
     if run_id is not None:
         from dpscale.spec.fit import stored_run_points
@@ -357,6 +336,6 @@ def calc(**inputs: Any) -> CalcReport:
     """
     from dpscale.calculators.scaling import ScalingQuery, scaling_from_query
 
-    _unknown("calc", inputs, ScalingQuery.model_fields)
+    check_known(inputs, ScalingQuery.model_fields, "an input of dpscale.calc")
     result = scaling_from_query(_read(ScalingQuery, inputs))
     return CalcReport(**{item.name: getattr(result, item.name) for item in fields(CalcReport)})

@@ -40,6 +40,7 @@ __all__ = [
     "MISSING",
     "TOO_LONG",
     "UNIT_PATTERN",
+    "UNKNOWN",
     "FieldIssue",
     "InputError",
     "Percent",
@@ -47,6 +48,7 @@ __all__ = [
     "TargetFraction",
     "TargetPercent",
     "check_array",
+    "check_known",
     "check_lengths",
     "one_line",
     "parse",
@@ -378,6 +380,36 @@ def check_lengths(texts: Mapping[str, str], limits: Mapping[str, int]) -> None:
         for name, text in texts.items()
         if name in limits and len(text) > limits[name]
     ]
+    if issues:
+        raise InputError(issues)
+
+
+UNKNOWN = "unknown"
+"""Code of an issue: a name that is none of the inputs (a keyword, an API parameter)."""
+
+
+def check_known(given: Iterable[str], known: Iterable[str], what: str) -> None:
+    """Raise :class:`InputError` naming each of ``given`` that is none of ``known``, and the
+    closest known name: each is not ``what`` (the library's keywords, an API's parameters).
+    Left unread, a misspelled name had been answered with the default's numbers.
+
+    >>> check_known(["devices"], ["devices", "throughput"], "an input of dpscale.calc")
+    >>> check_known(["throughpt"], ["devices", "throughput"], "an input of calc")
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: throughpt: is not an input of calc; did you mean 'throughput'?
+    """
+    import difflib  # only where a name is checked: dpscale calc starts without it
+
+    names = sorted(known)
+    issues = []
+    for name in given:
+        if name in names:
+            continue
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        detail = f"is not {what}{hint}"
+        issues.append(FieldIssue(field=name, rule=None, detail=detail, code=UNKNOWN))
     if issues:
         raise InputError(issues)
 

@@ -8,9 +8,8 @@ is built from the same models.
 
 from __future__ import annotations
 
-import difflib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -20,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from dpscale.safejson import JSONInputError, loads
 from dpscale.store.db import StoreUnavailableError
 from dpscale.store.feedback import FeedbackInput
-from dpscale.validation import FieldIssue, InputError, Rule, check_lengths
+from dpscale.validation import InputError, Rule, check_known, check_lengths
 from dpscale.web.errors import CROSS_ORIGIN, UNAVAILABLE, detail
 from dpscale.web.feedback import store_feedback
 from dpscale.web.forms import api_errors, max_lengths
@@ -103,40 +102,19 @@ def _parameters(calc: Calculator) -> list[dict[str, Any]]:
     ]
 
 
-def _unknown(calc: Calculator, query: Mapping[str, str], path: str) -> InputError | None:
-    """Each parameter that is no input of ``calc`` (a cache-buster's ``_`` name aside): left
-    unread, ``target_efficency=90`` or ``gpus=64`` had been answered as if not asked, with the
-    defaults' numbers; the library refuses such a keyword too."""
-    names = [f.name for f in calc.fields]
-    issues = []
-    for name in query:
-        if name in names or name.startswith("_"):
-            continue
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        issues.append(
-            FieldIssue(
-                field=name,
-                rule=None,
-                detail=f"is not a parameter of {path}{hint}",
-                code="unknown",
-            )
-        )
-    return InputError(issues) if issues else None
-
-
 def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
     def compute(request: Request) -> JSONResponse:
         # The query as the budget classed it (dpscale.web.query: parsed once, no control
         # characters); run in the thread pool (a plain function), under the budget when costly.
         query = query_values(request.scope)
-        unknown = _unknown(calc, query, request.url.path)
-        if unknown is not None:
-            return _invalid(unknown)
         values = {
             f.name: query[f.name].strip() for f in calc.fields if query.get(f.name, "").strip()
         }
         try:
+            # A name no input has is refused, a cache-buster's ("_") aside: left unread,
+            # target_efficency=90 or gpus=64 had been answered with the defaults' numbers.
+            asked = [name for name in query if not name.startswith("_")]
+            check_known(asked, [f.name for f in calc.fields], f"a parameter of {request.url.path}")
             check_lengths(values, max_lengths(calc))
             result = calc.compute(values)
         except InputError as err:
