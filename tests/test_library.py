@@ -158,6 +158,12 @@ def test_predict_takes_every_field_of_its_query() -> None:
         ),
         ({**PREDICT, "devices": [0, 8]}, "devices: counts must be whole numbers from 1"),
         ({**PREDICT, "paramz": 1}, "paramz: is not an input of dpscale.predict; did you mean"),
+        # another tool's name: the inputs that take it (dpscale.spec.names)
+        (
+            {**PREDICT, "gradient_accumulation_steps": 4},
+            "gradient_accumulation_steps: is not an input of dpscale.predict; did you mean "
+            "'grad_accum'?",
+        ),
         (
             {**PREDICT, "bucket_size": 0},
             "bucket_size: must be from 1 B to 10 TB (got '0 B')",

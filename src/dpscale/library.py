@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from dpscale.spec.names import OTHER_NAMES
 from dpscale.validation import InputError, check_known, parse
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ def predict(**inputs: Any) -> PredictReport:
 
     in_percent = set(PercentInputs.model_fields)
     known = {*PredictQuery.model_fields, *in_percent, "calibrate"}
-    check_known(inputs, known, "an input of dpscale.predict")
+    check_known(inputs, known, "an input of dpscale.predict", OTHER_NAMES)
     calibrate = inputs.pop("calibrate", None)
     if calibrate is not None and not isinstance(calibrate, str):
         raise InputError.single(
@@ -267,7 +268,7 @@ def fit(**inputs: Any) -> FitReport:
     from dpscale.fit.query import FitQuery
     from dpscale.fit.query import fit as run
 
-    check_known(inputs, {*FitQuery.model_fields, "run"}, "an input of dpscale.fit")
+    check_known(inputs, {*FitQuery.model_fields, "run"}, "an input of dpscale.fit", OTHER_NAMES)
     run_id = inputs.pop("run", None)
     if run_id is not None:
         from dpscale.spec.fit import stored_run_points
@@ -336,6 +337,6 @@ def calc(**inputs: Any) -> CalcReport:
     """
     from dpscale.calculators.scaling import ScalingQuery, scaling_from_query
 
-    check_known(inputs, ScalingQuery.model_fields, "an input of dpscale.calc")
+    check_known(inputs, ScalingQuery.model_fields, "an input of dpscale.calc", OTHER_NAMES)
     result = scaling_from_query(_read(ScalingQuery, inputs))
     return CalcReport(**{item.name: getattr(result, item.name) for item in fields(CalcReport)})

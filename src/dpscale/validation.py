@@ -388,16 +388,27 @@ UNKNOWN = "unknown"
 """Code of an issue: a name that is none of the inputs (a keyword, an API parameter)."""
 
 
-def check_known(given: Iterable[str], known: Iterable[str], what: str) -> None:
-    """Raise :class:`InputError` naming each of ``given`` that is none of ``known``, and the
-    closest known name: each is not ``what`` (the library's keywords, an API's parameters).
-    Left unread, a misspelled name had been answered with the default's numbers.
+def check_known(
+    given: Iterable[str],
+    known: Iterable[str],
+    what: str,
+    others: Mapping[str, Iterable[str]] | None = None,
+) -> None:
+    """Raise :class:`InputError` naming each of ``given`` that is none of ``known``: each is
+    not ``what`` (the library's keywords, an API's parameters). The hint is the inputs that
+    ``others`` says another tool's name stands for (:data:`dpscale.spec.names.OTHER_NAMES`),
+    else the closest known name. Left unread, a misspelled name had been answered with the
+    defaults' numbers.
 
     >>> check_known(["devices"], ["devices", "throughput"], "an input of dpscale.calc")
     >>> check_known(["throughpt"], ["devices", "throughput"], "an input of calc")
     Traceback (most recent call last):
     ...
     dpscale.validation.InputError: throughpt: is not an input of calc; did you mean 'throughput'?
+    >>> check_known(["gpus"], ["devices"], "an input of calc", {"gpus": ["at", "devices"]})
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: gpus: is not an input of calc; did you mean 'devices'?
     """
     import difflib  # only where a name is checked: dpscale calc starts without it
 
@@ -406,8 +417,11 @@ def check_known(given: Iterable[str], known: Iterable[str], what: str) -> None:
     for name in given:
         if name in names:
             continue
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        close = [target for target in (others or {}).get(name, ()) if target in names]
+        close = close or difflib.get_close_matches(name, names, n=1)
+        quoted = [repr(target) for target in close]
+        said = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
+        hint = f"; did you mean {said}?" if said else ""
         detail = f"is not {what}{hint}"
         issues.append(FieldIssue(field=name, rule=None, detail=detail, code=UNKNOWN))
     if issues:

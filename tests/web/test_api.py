@@ -125,7 +125,8 @@ def test_bad_input_gets_422_with_a_message_per_field(client: httpx.Client) -> No
 
 def test_a_parameter_that_is_no_input_is_refused_naming_it(client: httpx.Client) -> None:
     """``target_efficency=90`` and ``gpus=64`` had been left unread: the answer was the
-    defaults' (every count from 1 to 1,024, no target), as if nothing were misspelled."""
+    defaults' (every count from 1 to 1,024, no target), as if nothing were misspelled. Another
+    tool's name is pointed to the input that takes it (dpscale.spec.names)."""
     job = "params=1B&micro_batch=4&per_device_throughput=100&hardware=dgx-a100"
     response = client.get(f"/api/v1/predict?{job}&gpus=64&target_efficency=90")
     assert response.status_code == 422
@@ -133,7 +134,7 @@ def test_a_parameter_that_is_no_input_is_refused_naming_it(client: httpx.Client)
         {
             "field": "gpus",
             "code": "unknown",
-            "message": "gpus: is not a parameter of /api/v1/predict",
+            "message": "gpus: is not a parameter of /api/v1/predict; did you mean 'devices'?",
         },
         {
             "field": "target_efficency",

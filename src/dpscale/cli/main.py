@@ -16,6 +16,7 @@ import click
 from dpscale.cli._commands import Group, InterruptError
 from dpscale.cli._plugins import skip_empty_plugin_scan
 from dpscale.spec import DESCRIBED
+from dpscale.spec.names import OTHER_NAMES
 
 
 class Listed(NamedTuple):
@@ -155,38 +156,6 @@ app = _LazyGroup(
 )
 
 
-OTHER_NAMES: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(
-        ("--gpus", "--num-gpus", "--world-size", "--world-sizes", "--nproc", "--counts"),
-        ("--devices", "--world-sizes"),
-    ),
-    "--nodes": ("--devices", "--devices-per-node", "--nnodes"),
-    **dict.fromkeys(
-        ("--batch-size", "--mbs", "--micro-batch-size", "--per-device-train-batch-size"),
-        ("--micro-batch",),
-    ),
-    **dict.fromkeys(
-        ("--global-batch", "--global-batch-size", "--gbs"),
-        ("--micro-batch", "--grad-accum", "--devices"),
-    ),
-    **dict.fromkeys(
-        ("--gradient-accumulation-steps", "--grad-accum-steps", "--accum"), ("--grad-accum",)
-    ),
-    **dict.fromkeys(("--precision", "--dtype"), ("--grad-dtype", "--param-dtype", "--precision")),
-    **dict.fromkeys(
-        ("--model-size", "--num-params", "--parameters"), ("--params", "--model-params")
-    ),
-    **dict.fromkeys(
-        ("--tokens-per-second", "--tokens-per-sec", "--tps"),
-        ("--per-device-throughput", "--unit"),
-    ),
-}
-"""Names other tools (torchrun, the Hugging Face Trainer, Megatron-LM) or another dpscale command
-give an input, and the options that may take it here: an unknown option is pointed to those the
-command has. click's guess by spelling had sent ``predict --world-sizes`` to ``--hidden-size``
-and ``measure --devices`` to ``--sizes``."""
-
-
 def _options(context: click.Context | None) -> dict[str, str]:
     """Each option name of the context's command, and the first name of its option."""
     command = context.command if context is not None else None
@@ -203,10 +172,13 @@ def _message(exc: click.ClickException) -> str:
     if isinstance(exc, click.NoSuchOption):
         shown = re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda c: f"\\x{ord(c[0]):02x}", exc.option_name)
         possible = sorted(exc.possibilities or ())
+        # Another tool's name for an input (spec/names.py): the options that take it here.
         here = _options(getattr(exc, "ctx", None))
-        meant = [here[name] for name in OTHER_NAMES.get(exc.option_name, ()) if name in here]
-        if meant:
-            possible = list(dict.fromkeys(meant))
+        field = exc.option_name.lstrip("-").replace("-", "_")
+        options = ["--" + target.replace("_", "-") for target in OTHER_NAMES.get(field, ())]
+        taken = [here[option] for option in options if option in here]
+        if taken:
+            possible = list(dict.fromkeys(taken))
         return f"No such option: {shown}" + (
             f" (Possible options: {', '.join(possible)})" if possible else ""
         )

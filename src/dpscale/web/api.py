@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from dpscale.safejson import JSONInputError, loads
+from dpscale.spec.names import OTHER_NAMES
 from dpscale.store.db import StoreUnavailableError
 from dpscale.store.feedback import FeedbackInput
 from dpscale.validation import InputError, Rule, check_known, check_lengths
@@ -114,7 +115,8 @@ def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
             # A name no input has is refused, a cache-buster's ("_") aside: left unread,
             # target_efficency=90 or gpus=64 had been answered with the defaults' numbers.
             asked = [name for name in query if not name.startswith("_")]
-            check_known(asked, [f.name for f in calc.fields], f"a parameter of {request.url.path}")
+            known = [f.name for f in calc.fields]
+            check_known(asked, known, f"a parameter of {request.url.path}", OTHER_NAMES)
             check_lengths(values, max_lengths(calc))
             result = calc.compute(values)
         except InputError as err:
