@@ -60,15 +60,14 @@ def _no_model_preset(model: str | None) -> None:
     takes it here: ``--model`` chooses the scaling law (it had been told only the laws)."""
     if model is None:
         return
-    from dpscale.model.llm import load_model, model_names
+    from dpscale.model.llm import model_names
 
-    if model.strip().lower() not in model_names():
-        return
-    preset = load_model(model.strip().lower())
-    fail(
-        f"--model chooses the scaling law here (auto, amdahl, usl, comm); for the model preset "
-        f"of dpscale predict, give --model-preset {preset.name}"
-    )
+    name = model.strip().lower()
+    if name in model_names():
+        fail(
+            f"--model chooses the scaling law here (auto, amdahl, usl, comm); for the model "
+            f"preset of dpscale predict, give --model-preset {name}"
+        )
 
 
 def run_fit(

@@ -104,6 +104,8 @@ def _parameters(calc: Calculator) -> list[dict[str, Any]]:
 
 
 def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
+    known = [f.name for f in calc.fields]
+
     def compute(request: Request) -> JSONResponse:
         # The query as the budget classed it (dpscale.web.query: parsed once, no control
         # characters); run in the thread pool (a plain function), under the budget when costly.
@@ -115,7 +117,6 @@ def _endpoint(calc: Calculator) -> Callable[[Request], JSONResponse]:
             # A name no input has is refused, a cache-buster's ("_") aside: left unread,
             # target_efficency=90 or gpus=64 had been answered with the defaults' numbers.
             asked = [name for name in query if not name.startswith("_")]
-            known = [f.name for f in calc.fields]
             check_known(asked, known, f"a parameter of {request.url.path}", OTHER_NAMES)
             check_lengths(values, max_lengths(calc))
             result = calc.compute(values)
