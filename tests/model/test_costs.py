@@ -1,6 +1,7 @@
 """Per-step costs, the band and the --measured calibration: worked values, properties, bad input."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from dpscale.model.hardware import Hardware
 from dpscale.model.measured import calibrate_measured, parse_measured
 from dpscale.model.scenario import Scenario
 from dpscale.model.step import data_parallel_step
+from dpscale.said import Count
 from dpscale.validation import InputError, parse
 
 HW = Hardware(devices_per_node=8, intra_bandwidth=130e9, inter_bandwidth=50e9)
@@ -508,3 +510,73 @@ def test_a_short_noisy_run_gets_the_band_its_spread_allows() -> None:
     assert float(wide.efficiency[0]) == pytest.approx(float(narrow.efficiency[0]))
     spread = float(wide.efficiency_high[0] - wide.efficiency_low[0])
     assert spread > 1.3 * float(narrow.efficiency_high[0] - narrow.efficiency_low[0])
+
+
+def _run_of(points: str, cv: float) -> tuple[dict[str, object], list[tuple[int, float]]]:
+    """A stored run's results (20 timed steps each) for ``points``, and the points."""
+    pairs = parse_measured(points)
+    results = [{"devices": n, "throughput": x, "step_time_cv": cv, "steps": 20} for n, x in pairs]
+    return {"results": results}, pairs
+
+
+SLOW_NETWORK = replace(
+    RESNET50, hardware=Hardware(devices_per_node=8, intra_bandwidth=1e9, inter_bandwidth=1e9)
+)
+"""ResNet-50 where the stated network (1 GB/s) makes every step 54 ms longer on two devices."""
+
+
+def test_a_runs_steps_decide_over_its_own_side_measurements() -> None:
+    # Two gloo ranks on a busy 2-core machine stepped in 8.96 ms where the run's collective
+    # benchmark and step spread gave 9.22 ms of communication and waits alone, and the run was
+    # refused as if its totals had been typed as one device's. A run's steps are what it was
+    # asked to measure: they set the network share, and the note says why.
+    from dpscale.model.measured import measured_from_run
+    from dpscale.model.predict import predict_scenario
+
+    run, pairs = _run_of("1:329,2:540,4:1000", cv=0.3)
+    with pytest.raises(InputError) as typed:  # typed, the same points are refused
+        calibrate_measured(SLOW_NETWORK, pairs, source="typed", step_time_cv=0.3)
+    assert typed.value.issues[0].code == "faster_than_stated"
+    fit = calibrate_measured(SLOW_NETWORK, **measured_from_run(run, "busy", pairs))
+    assert fit.free[0] == "network_share"
+    assert fit.conflict is not None
+    assert fit.conflict.devices == 2
+    assert fit.conflict.measured_s == pytest.approx(2 * 32 / 540)
+    assert fit.conflict.implied_s > 1.4 * fit.conflict.measured_s
+    said = {s.code: s for s in fit.said()}
+    assert said["calibration_run_steps"].ctx["devices"] == Count(2)
+    assert fit.notes()[-1].startswith("the run's step on 2 devices (119 ms) is shorter than")
+    assert fit.notes()[-1].endswith("its steps set the network share instead")
+    p = fit.predict([2, 4])
+    for i, (_, measured) in enumerate(pairs[1:]):
+        assert float(p.throughput_low[i]) <= measured <= float(p.throughput_high[i])
+        assert float(p.throughput[i]) == pytest.approx(measured, rel=0.03)
+    # The table's step is the fit's: its throughput times its step is the step's samples.
+    points = predict_scenario(fit.scenario, [2, 4, 8], measured=fit).points()
+    for point in points:
+        samples = point["devices"] * 32
+        assert point["step_time_s"] * point["actual_throughput"] == pytest.approx(samples)
+        assert point["exposed_comm_time_s"] <= point["comm_time_s"]
+
+
+def test_a_runs_steps_within_their_noise_keep_its_side_measurements() -> None:
+    from dpscale.model.measured import measured_from_run
+
+    # Steps 7 % shorter than the side measurements imply, within twice their standard error
+    # (a spread of 20 % over 20 steps: 4.5 %): the fit takes them as they are.
+    run, pairs = _run_of("1:329,2:413,4:600", cv=0.2)
+    fit = calibrate_measured(SLOW_NETWORK, **measured_from_run(run, "quiet", pairs))
+    assert fit.conflict is None
+    assert fit.free == ("step_overhead",)  # the network is the run's, as stated
+    assert "calibration_run_steps" not in {s.code for s in fit.said()}
+
+
+def test_a_runs_falling_total_is_not_taken_for_one_devices_figures() -> None:
+    # Typed points whose total falls may be one device's figures; a run's are totals.
+    from dpscale.model.measured import measured_from_run
+
+    run, pairs = _run_of("1:329,2:320,4:310", cv=0.05)
+    typed = calibrate_measured(SLOW_NETWORK, pairs, source="typed", step_time_cv=0.05)
+    assert "calibration_flat" in {s.code for s in typed.said()}
+    stored = calibrate_measured(SLOW_NETWORK, **measured_from_run(run, "slow", pairs))
+    assert "calibration_flat" not in {s.code for s in stored.said()}

@@ -453,6 +453,24 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     assert say_terminal(calibrations[-1]).endswith("in buckets of 25 MiB (zero1 in groups of 8).")
     # Tokens without a sequence length: the micro-batch is counted in tokens.
     calibrations.append(lines(compute({**README, "unit": "tokens/s"}).result)["micro_batch_tokens"])
+    # A stored run whose steps are shorter than its own side measurements imply
+    # (tests/model/test_costs.py): its steps set the network share.
+    from dpscale.model.measured import calibrate_measured, measured_from_run
+
+    from ..model.test_costs import SLOW_NETWORK, _run_of
+
+    busy, pairs = _run_of("1:329,2:540,4:1000", cv=0.3)
+    (run_steps,) = (
+        line
+        for line in calibrate_measured(SLOW_NETWORK, **measured_from_run(busy, "b", pairs)).said()
+        if line.code == "calibration_run_steps"
+    )
+    assert say_terminal(run_steps) == (
+        "The run's step on 2 devices (119 ms) is shorter than its collective benchmark and "
+        "step-time spread imply (169 ms), measured under another load: its steps set the "
+        "network share instead."
+    )
+    calibrations.append(run_steps)
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):

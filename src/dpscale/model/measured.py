@@ -33,13 +33,14 @@ What is estimated, with ``k`` measured device counts (a one-device point counts)
 
 A value the user states (``--jitter``, ``--step-overhead``, a run's measured ``step_time_cv``,
 a ``--calibrate``d network) is kept as stated; one not estimated keeps its stated range in the
-band. Estimates are bounded: no cost below zero, no jitter above :data:`MAX_JITTER` (as a
-stated one). The fit is weighted least squares on relative
-residuals (``scipy.optimize.lsq_linear`` by BVLS, so that an estimate held at its bound is
-exactly there). With two or more points beyond the parameters, the worst externally
-studentized residual is tested at the Bonferroni 1 % level (as ``dpscale
-fit`` does): a point beyond it is flagged, down-weighted to the edge of what the noise
-explains, and named in :meth:`MeasuredFit.notes`.
+band. A stored run's steps decide over its own side measurements where they are shorter
+than those imply (:func:`_side_conflict`): the network share is then estimated first.
+Estimates are bounded: no cost below zero, no jitter above :data:`MAX_JITTER` (as a stated
+one). The fit is weighted least squares on relative residuals (``scipy.optimize.lsq_linear``
+by BVLS, so that an estimate held at its bound is exactly there). With two or more points
+beyond the parameters, the worst externally studentized residual is tested at the Bonferroni
+1 % level (as ``dpscale fit`` does): a point beyond it is flagged, down-weighted to the edge
+of what the noise explains, and named in :meth:`MeasuredFit.notes`.
 
 The band is the fit's: the estimates' covariance from the residuals (a floor of 1 % relative
 noise per measured point, the spread a throughput measurement has from run to run, or a stored
@@ -97,7 +98,9 @@ from dpscale.model.costs import (
     waited_micro_steps,
 )
 from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, faster_than_stated
-from dpscale.said import Count, Number, Percentage, Said, Value
+from dpscale.model.step import Step
+from dpscale.said import Count, Number, Percentage, Quantity, Said, Value
+from dpscale.units import format_duration
 from dpscale.validation import InputError
 
 __all__ = [
@@ -194,6 +197,68 @@ class Flagged:
 
 
 @dataclass(frozen=True)
+class SideConflict:
+    """A stored run's step shorter than its own side measurements imply (:func:`_side_conflict`)."""
+
+    devices: int
+    measured_s: float
+    implied_s: float
+    """The step the run's one-device step, collective benchmark and step-time spread give."""
+    network_only: bool
+    """Whether the step is short of the network's share alone; else of its jitter too."""
+
+    @property
+    def side(self) -> tuple[str, ...]:
+        """What the steps estimate instead of the side measurements, in order."""
+        return ("network_share",) if self.network_only else ("network_share", "jitter")
+
+
+def _side_conflict(
+    columns: dict[str, Any],
+    kept: Mapping[str, float],
+    measured: Any,
+    n: Any,
+    single_s: float,
+    noise: float,
+) -> SideConflict | None:
+    """Where a stored run's steps are shorter, beyond twice their own noise, than the step
+    its side measurements imply, else None.
+
+    A run measures the same machine three ways: its steps, a collective benchmark (its bus
+    bandwidth, through ``--calibrate``) and the spread of its steps (the jitter). On a shared
+    machine the benchmark or the spread can be taken under a load the steps did not meet: two
+    gloo ranks on two busy cores stepped in 8.96 ms on two devices where the benchmark and the
+    spread gave 9.22 ms of communication and waits alone, and the calibration refused the
+    very run it was asked to use. The steps are the measurement asked for, so they decide:
+    the network share is estimated from them first, and the jitter too where it alone
+    outlasts them. ``single_s`` is the one-device step where a point measured it (0 where
+    the level is estimated).
+
+    >>> cols = {"step_overhead": np.array([1.0]), "physics": np.array([7e-3]),
+    ...         "jitter": np.array([0.01])}
+    >>> kept = {"step_overhead": 0.0, "jitter": 0.2}
+    >>> _side_conflict(cols, kept, np.array([5e-3]), np.array([2.0]), 1.5e-3, 0.1)
+    SideConflict(devices=2, measured_s=0.005, implied_s=0.0105, network_only=True)
+    >>> _side_conflict(cols, kept, np.array([9e-3]), np.array([2.0]), 1.5e-3, 0.1) is None
+    True
+    """
+    jitter = columns["jitter"] * kept.get("jitter", DEFAULT_JITTER)
+    rest = single_s + columns["step_overhead"] * kept["step_overhead"] + jitter
+    implied = rest + columns["physics"]
+    allowed = measured * (1 + 2 * noise)
+    short = np.flatnonzero(allowed < implied)
+    if not short.size:
+        return None
+    first = int(short[np.argmin(n[short])])
+    return SideConflict(
+        devices=int(n[first]),
+        measured_s=float(measured[first]),
+        implied_s=float(implied[first]),
+        network_only="jitter" not in kept or not bool(np.any(allowed < rest)),
+    )
+
+
+@dataclass(frozen=True)
 class MeasuredFit:
     """The calibrated scenario, the estimates and what their uncertainty rests on."""
 
@@ -230,6 +295,10 @@ class MeasuredFit:
     jitter_ends: tuple[dict[str, float], ...] = ()
     """Where the jitter was not estimated: every parameter's value with the jitter at each
     end of its stated range and the estimates fitted again to the points (module docstring)."""
+    conflict: SideConflict | None = None
+    """Where a stored run's steps were shorter than its side measurements imply."""
+    from_run: bool = False
+    """Whether the points are a stored run's (its totals measured by dpscale)."""
 
     def _design(self, n: Any) -> tuple[Any, dict[str, Any]]:
         return _design(self.basis or self.scenario, n)
@@ -238,6 +307,33 @@ class MeasuredFit:
         single, columns = self._design(n)
         values = self.values() if values is None else values
         return single + sum(columns[name] * values[name] for name in columns)
+
+    def shown(self, step: Step, efficiency: Any) -> Step:
+        """``step`` (the calibrated scenario's step model) as the fit has it, at the fit's
+        ``efficiency`` (relative to the calibrated per-device throughput): where the network
+        share was estimated, the step is the fit's, the exposed communication what the fit's
+        step adds beyond the model's compute, waits and fixed costs, and the communication
+        the modelled at the share's pace (never less than it exposes). Otherwise ``step``
+        is the fit's already. (A table had shown an 8.7 ms step beside the throughput of the
+        5.31 ms one measured.)"""
+        if "network_share" not in self.free:
+            return step
+        modelled = np.asarray(step.step_time)
+        efficiency = np.asarray(efficiency, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step_time = np.where(
+                efficiency > 0, modelled * np.asarray(step.efficiency) / efficiency, modelled
+            )
+        exposed = np.maximum(np.asarray(step.exposed_comm_time) + step_time - modelled, 0.0)
+        # The communication at the share's pace; never less than what the step exposes of it.
+        comm = np.maximum(self.network_share * np.asarray(step.comm_time), exposed)
+        return replace(
+            step,
+            comm_time=comm,
+            exposed_comm_time=exposed,
+            step_time=step_time,
+            efficiency=np.where(efficiency > 0, efficiency, np.asarray(step.efficiency)),
+        )
 
     def values(self) -> dict[str, float]:
         """Every parameter's value (estimated or kept), in seconds or as a share."""
@@ -357,12 +453,21 @@ class MeasuredFit:
                 f"the points miss the stated job's step model by up to {self.misfit:.1%}, "
                 "beyond their noise: the band holds the miss"
             )
+        if self.conflict is not None:
+            c = self.conflict
+            said.append(
+                f"the run's step on {c.devices:,} devices ({format_duration(c.measured_s)}) is "
+                "shorter than its collective benchmark and step-time spread imply "
+                f"({format_duration(c.implied_s)}), measured under another load: its steps "
+                f"set {' and '.join(LABELS[name] for name in c.side)} instead"
+            )
         return said
 
     def said(self) -> tuple[Said, ...]:
         """:meth:`notes` as statements each surface words in its language (codes
         ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
-        ``calibration_flagged``, ``calibration_misfit``, ``calibration_flat``:
+        ``calibration_flagged``, ``calibration_misfit``, ``calibration_run_steps``,
+        ``calibration_flat``:
         ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of parameters is
         ``parameters``, a statement per parameter (``parameter_jitter``)."""
         said = [Said("calibration_estimated", _names(self.free or ("nothing",)))]
@@ -384,7 +489,20 @@ class MeasuredFit:
             )
         if self.misfit:
             said.append(Said("calibration_misfit", {"miss": Percentage(self.misfit, 2)}))
-        flat = totals_flat(self.points)
+        if self.conflict is not None:
+            c = self.conflict
+            said.append(
+                Said(
+                    "calibration_run_steps",
+                    {
+                        "devices": Count(c.devices),
+                        "measured": Quantity(c.measured_s, "duration"),
+                        "implied": Quantity(c.implied_s, "duration"),
+                        **_names(c.side),
+                    },
+                )
+            )
+        flat = None if self.from_run else totals_flat(self.points)
         if flat is not None:
             said.append(flat)
         return tuple(said)
@@ -477,12 +595,15 @@ def calibrate_measured(
     step_time_cv: float | None = None,
     step_overhead_s: float | None = None,
     measurement_noise: float | None = None,
+    from_run: bool = False,
 ) -> MeasuredFit:
     """Estimate what the points can pin down (module docstring) from ``(devices, X)`` points.
 
     ``measurement_noise`` is the relative spread of one measured throughput when the points'
     own source knows it (a stored run's standard error); below :data:`MEASUREMENT_NOISE` it
-    is not taken.
+    is not taken. ``from_run``: the points are a stored run's, whose totals dpscale measured
+    itself and whose jitter and network (``step_time_cv``, a ``--calibrate`` of the same run)
+    were measured beside its steps (:func:`_side_conflict`).
     """
     sc = replace(scenario, framework_overhead=0.0)
     single = [x for n, x in points if n == 1]
@@ -511,12 +632,28 @@ def calibrate_measured(
     measured = n * sc.micro_batch * sc.tokens_per_sample * sc.grad_accum / x
     one_step, columns = _design(sc, n)
     level = [] if single else ["level"]
-    candidates = [name for name in ORDER if name not in stated]
+    floor = max(MEASUREMENT_NOISE, measurement_noise or 0.0)
+    conflict = None
+    if from_run:
+        conflict = _side_conflict(columns, kept, measured, n, one_step if single else 0.0, floor)
+    side: list[str] = []
+    if conflict is not None:
+        # The run's steps decide over its side measurements: what they overstate is
+        # estimated from the steps, first of all.
+        side = list(conflict.side)
+        stated -= set(side)
+        if not conflict.network_only:
+            del kept["jitter"]
+    candidates = side + [name for name in ORDER if name not in stated and name not in side]
     folded: tuple[str, ...] = ()
     if not single and "step_overhead" in candidates:
         candidates.remove("step_overhead")  # the level holds it: no point runs without it
         folded = ("step_overhead",)
-    if "network_share" in candidates and not np.any(n > sc.hardware.devices_per_node):
+    if (
+        "network_share" in candidates
+        and "network_share" not in side
+        and not np.any(n > sc.hardware.devices_per_node)
+    ):
         # Points inside one node say nothing of the network between nodes.
         candidates.remove("network_share")
         unreached = ["network_share"]
@@ -532,14 +669,14 @@ def calibrate_measured(
     # What the fit cannot take away (costs are never below zero): a point whose whole step is
     # shorter has no single-device step, not even none, that explains it.
     extras = sum(columns[name] * kept[name] for name in columns if name not in {*free, "level"})
-    flat = totals_flat(points)
+    # A run's totals are totals: its falling total is no sign of one device's figures typed.
+    flat = None if from_run else totals_flat(points)
     short = np.flatnonzero(measured <= extras)
     if short.size:
         first = int(short[np.argmin(n[short])])
         raise faster_than_stated(
             "measured", n[first], measured[first], float(extras[first]), flat=flat
         )
-    floor = max(MEASUREMENT_NOISE, measurement_noise or 0.0)
     weight = np.ones_like(n)
     fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
     flagged: list[Flagged] = []
@@ -613,6 +750,8 @@ def calibrate_measured(
         folded=folded,
         jitter_ends=tuple(jitter_ends),
         misfit=misfit,
+        conflict=conflict,
+        from_run=from_run,
     )
 
 
@@ -742,6 +881,8 @@ def measured_from_run(
     >>> kw = measured_from_run(run, "r1", [(2, 190.0), (4, 370.0)])
     >>> kw["step_time_cv"], kw["measurement_noise"], kw["source"], "step_overhead_s" in kw
     (0.02, 0.01, 'run r1', False)
+    >>> kw["from_run"]  # its totals are totals, its side measurements give way to its steps
+    True
     """
     results = [row for row in run.get("results") or [] if isinstance(row, Mapping)]
     results.sort(key=lambda row: float(row.get("devices") or 0))
@@ -762,4 +903,5 @@ def measured_from_run(
         "source": f"run {run_id}",
         "step_time_cv": cv,
         "measurement_noise": noise,
+        "from_run": True,
     }

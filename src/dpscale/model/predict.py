@@ -430,6 +430,7 @@ def predict_scenario(
         efficiency = np.clip(np.asarray(fitted.efficiency) / reference, 0.0, top)
         low = np.clip(np.minimum(fitted.efficiency_low / reference, efficiency), 0.0, top)
         high = np.clip(np.maximum(fitted.efficiency_high / reference, efficiency), 0.0, top)
+        step = measured.shown(step, efficiency * reference)
         answers = (
             _measured_answers(scenario, measured, target_efficiency, max(devices), reference, shown)
             if target_efficiency is not None

@@ -1067,6 +1067,16 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
         "the band holds the miss. Check the stated job (network, strategy, throughput), or "
         "fit the points without its facts.",
     ),
+    "calibration_run_steps": Wording(
+        N_(
+            "The run's step on %(devices)s devices (%(measured)s) is shorter than its "
+            "collective benchmark and step-time spread imply (%(implied)s), measured under "
+            "another load: its steps set %(parameters)s instead."
+        ),
+        "The run's step on {devices} devices ({measured}) is shorter than its collective "
+        "benchmark and step-time spread imply ({implied}), measured under another load: its "
+        "steps set {parameters: and } instead.",
+    ),
     "calibration_flat": Wording(
         N_(
             "The total throughput does not rise from %(low)s to %(high)s devices "
@@ -1441,6 +1451,7 @@ MEASURED_KEYS = (
     "measured_folded",
     "measured_flagged",
     "measured_misfit",
+    "measured_run_steps",
     "measured_flat",
 )
 """The keys of :func:`lines` for what a calibration from measured points estimated, kept,
