@@ -312,6 +312,9 @@ class CalcReport:
     actual_throughput: float
     speedup: float
     lost_throughput: float
+    warnings: tuple[str, ...] = ()
+    """Sentences on the inputs: an efficiency of at most 1 (percent) that looks like a
+    fraction."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``dpscale calc --json``."""

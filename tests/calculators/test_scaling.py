@@ -50,6 +50,7 @@ def test_json_keys_and_tidy_values() -> None:
         "actual_throughput": 115200.0,
         "speedup": 57.6,
         "lost_throughput": 12800.0,
+        "warnings": [],
     }
 
 

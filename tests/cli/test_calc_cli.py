@@ -41,7 +41,30 @@ def test_calc_json(capsys: pytest.CaptureFixture[str]) -> None:
         "actual_throughput": 115200.0,
         "speedup": 57.6,
         "lost_throughput": 12800.0,
+        "warnings": [],
     }
+
+
+@pytest.mark.parametrize(
+    ("typed", "warned"),
+    [("0.9", True), ("1", True), ("0.0001", True), ("0", False), ("1.5", False)],
+)
+def test_an_efficiency_that_looks_like_a_fraction_is_said(
+    capsys: pytest.CaptureFixture[str], typed: str, warned: bool
+) -> None:
+    # JSON and the library write 0.9 for 90 %; typed on the CLI it is 0.9 %, and gave
+    # 0.108 samples/s on 4 devices of 3 without a word.
+    status, out, err = run(capsys, "calc", "-d", "4", "-t", "3", "-e", typed, "--json")
+    assert status == 0
+    got = json.loads(out)
+    assert got["efficiency"] == pytest.approx(float(typed) / 100)  # read as typed, in percent
+    meant = f"{float(typed) * 100:g}"
+    said = [f"the efficiency is in percent: {typed} means {typed} %; for the fraction {typed}, "
+            f"type {meant}"]  # fmt: skip
+    assert got["warnings"] == (said if warned else [])
+    status, out, err = run(capsys, "calc", "-d", "4", "-t", "3", "-e", typed)
+    assert status == 0
+    assert err == (f"warning: {said[0]}\n" if warned else "")
 
 
 @pytest.mark.parametrize("efficiency", ["90%", "90 %", "90"])

@@ -85,7 +85,14 @@ def test_worked_example_keys_and_values(client: httpx.Client) -> None:
         "actual_throughput": 115200.0,
         "speedup": 57.6,
         "lost_throughput": 12800.0,
+        "warnings": [],
     }
+    # The fraction the JSON writes, sent back as the percent the API reads: said.
+    data = client.get("/api/v1/calc?devices=64&throughput=2000&efficiency=0.9").json()
+    assert data["efficiency"] == 0.009
+    assert data["warnings"] == [
+        "the efficiency is in percent: 0.9 means 0.9 %; for the fraction 0.9, type 90"
+    ]
 
 
 def test_bad_input_gets_422_with_a_message_per_field(client: httpx.Client) -> None:

@@ -155,6 +155,20 @@ def test_other_calculators_compute_their_examples(client: httpx.Client) -> None:
     assert "マイクロバッチ数 8 は 4 × ステージ数 4 = 16 より少ない" in html
 
 
+def test_an_efficiency_that_looks_like_a_fraction_is_said_in_each_language(
+    client: httpx.Client,
+) -> None:
+    query = "devices=64&throughput=2000&efficiency=0.9"
+    html = unescape(client.get(f"/en/data-parallel-scaling?{query}").text)
+    assert result_value(html, "actual_throughput") == "1,152 samples/s"  # read as 0.9 %
+    said = "The efficiency is in percent: 0.9 means 0.9 percent. For the fraction 0.9, type 90."
+    assert said in html
+    html = unescape(client.get(f"/de/data-parallel-scaling?{query}").text)
+    assert "0,9 bedeutet 0,9 Prozent. Für den Anteil 0,9 geben Sie 90 ein." in html
+    html = client.get("/en/data-parallel-scaling?devices=64&throughput=2000&efficiency=90").text
+    assert "is in percent" not in html
+
+
 def test_target_batch_solves_the_accumulation_steps(client: httpx.Client) -> None:
     html = client.get(
         "/en/effective-batch-size?micro_batch=4&devices=128&target_global_batch=2048"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dpscale.calculators._result import Result
+from dpscale.calculators._result import Notice, Result
 from dpscale.validation import UNIT_PATTERN, Percent, check_array, parse
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 __all__ = [
+    "EFFICIENCY_AS_FRACTION",
     "MAX_DEVICES",
     "MAX_THROUGHPUT",
     "MIN_DEVICES",
@@ -50,6 +51,9 @@ MAX_DEVICES = 10_000_000
 """Far beyond any cluster built; bounds the arithmetic so results stay finite."""
 MAX_THROUGHPUT = 1e15
 """Per device, in any unit: a trillion tokens/s per device is already absurd."""
+EFFICIENCY_AS_FRACTION = "efficiency_as_fraction"
+"""Notice code: an efficiency typed in percent above 0 and at most 1, most likely the fraction
+that JSON and the library write (``ctx``: given, percent)."""
 
 
 class ScalingInput(BaseModel):
@@ -98,6 +102,7 @@ class ScalingResult(Result):
     actual_throughput: Any
     speedup: Any
     lost_throughput: Any
+    warnings: tuple[Notice, ...] = ()
 
 
 def _times(a: ArrayLike, b: ArrayLike) -> Any:
@@ -198,4 +203,30 @@ def scaling_from_query(query: ScalingQuery) -> ScalingResult:
         actual_throughput=actual,
         speedup=float(speedup(d, e)),
         lost_throughput=ideal - actual,
+        warnings=_typed_as_fraction(query.efficiency),
+    )
+
+
+def _typed_as_fraction(percent: float) -> tuple[Notice, ...]:
+    """A notice where an efficiency in percent looks like a fraction: above 0 and at most 1.
+
+    The JSON and the library write the efficiency as a fraction (0.9), the CLI, the page and
+    the API read it in percent: ``--efficiency 0.9`` gave 0.108 samples/s on 4 devices of 3
+    without a word. It is a warning, not an error: 0.5 % is a possible (if dismal) value.
+
+    >>> [str(n) for n in _typed_as_fraction(0.9)]
+    ['the efficiency is in percent: 0.9 means 0.9 %; for the fraction 0.9, type 90']
+    >>> _typed_as_fraction(0.0), _typed_as_fraction(1.5)
+    ((), ())
+    """
+    if not 0 < percent <= 1:
+        return ()
+    meant = round(percent * 100, 9)
+    return (
+        Notice(
+            EFFICIENCY_AS_FRACTION,
+            {"given": percent, "percent": meant},
+            f"the efficiency is in percent: {percent:g} means {percent:g} %; for the fraction "
+            f"{percent:g}, type {meant:g}",
+        ),
     )

@@ -6,7 +6,12 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from dpscale.calculators.scaling import ScalingQuery, ScalingResult, scaling_from_query
+from dpscale.calculators.scaling import (
+    EFFICIENCY_AS_FRACTION,
+    ScalingQuery,
+    ScalingResult,
+    scaling_from_query,
+)
 from dpscale.spec.description import (
     N_,
     Description,
@@ -145,6 +150,13 @@ SCALING = Description(
             how="%(ideal)s - %(actual)s = %(lost)s",
         ),
     ),
+    notices={
+        EFFICIENCY_AS_FRACTION: N_(
+            "The efficiency is in percent: %(given)s means %(given)s percent. For the fraction "
+            "%(given)s, type %(percent)s."
+        ),
+    },
+    notices_of=lambda result: result.warnings,
     formulas=(
         Formula(N_("Ideal throughput"), r"I = d \times v"),
         Formula(N_("Actual throughput"), r"A = I \times E"),
