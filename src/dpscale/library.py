@@ -282,7 +282,10 @@ def fit(**inputs: Any) -> FitReport:
         from dpscale.spec.fit import run_points
 
         inputs = run_points(inputs)  # points="run:ID", as the page and the API take it
-    result = run(_read(FitQuery, inputs))
+    from dpscale.spec.fit import measured_by
+
+    inputs, measured = measured_by(inputs)
+    result = run(_read(FitQuery, inputs), run=measured)
     names = [item.name for item in fields(FitPoint)]
     return FitReport(
         model=result.model,

@@ -219,3 +219,42 @@ def test_a_scaling_law_asked_for_by_name_says_it_leaves_the_facts_aside(
     )
     plain = _json(capsys, "fit", "--points", POINTS, "-m", model)
     assert not any("scaling law" in note for note in plain["notes"])
+
+
+def test_fit_of_a_stored_run_with_facts_gives_predict_measureds_numbers(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    # A short run on a noisy machine (a spread of 30 % over 4 steps): predict --measured
+    # run:ID took its spread as the jitter and its standard error as the noise, fit --run
+    # with the same facts took neither, and gave a band of +-3 % where predict gave +-40 %.
+    from dpscale.store.runs import save_run
+
+    results = [
+        {"devices": n, "throughput": x, "per_device_throughput": x / n, "efficiency": x / n / 2540,
+         "unit": "samples/s", "steps": 4, "step_time_cv": cv, "strategy": "ddp",
+         "step_time_p50_s": 8 * n / x, "step_time_p95_s": 8 * n / x * 1.3}
+        for n, x, cv in ((1, 2540.0, 0.29), (2, 1713.0, 0.33))
+    ]  # fmt: skip
+    run_id = save_run(
+        {"run_id": "noisy-run", "backend": "gloo", "partial": False, "environment": {},
+         "config": {"model_params": 1_000_000, "micro_batch": 8, "grad_accum": 1,
+                    "precision": "fp32", "strategy": "ddp"},
+         "results": results, "collectives": []},
+        url=sqlite_url,
+    )  # fmt: skip
+    facts = ["--params", "1M", "--micro-batch", "8", "--devices-per-node", "2",
+             "--intra-node-bandwidth", "2 GB/s", "--inter-node-bandwidth", "25 Gbit/s"]  # fmt: skip
+    fitted = _json(capsys, "fit", "--run", run_id, "--at", "4,8", *facts)
+    predicted = _json(capsys, "predict", "--measured", f"run:{run_id}", "--devices", "4,8", *facts)
+    assert fitted["selection"]["method"] == "calibrated"
+    for fit_row, predict_row in zip(fitted["predictions"], predicted["points"], strict=True):
+        for fit_key, predict_key in (
+            ("throughput", "actual_throughput"),
+            ("throughput_low", "actual_throughput_low"),
+            ("throughput_high", "actual_throughput_high"),
+        ):
+            assert fit_row[fit_key] == pytest.approx(predict_row[predict_key], rel=1e-6)
+    row = fitted["predictions"][0]
+    assert row["throughput_high"] > 1.5 * row["throughput_low"]  # the run's noise, not 1 %
+    # Its totals are totals: no advice to multiply one device's figures.
+    assert not any("multiply" in note for note in fitted["notes"])

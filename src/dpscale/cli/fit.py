@@ -113,9 +113,12 @@ def run_fit(
                 )
             )
         labels["points"] = f"--run {run}"
+    from dpscale.spec.fit import measured_by
+
+    options, measured = measured_by(options)
     query = read_input(FitQuery, options, labels)
     try:
-        result = fit_query(query)
+        result = fit_query(query, run=measured)
         if plot is not None:
             from dpscale.fit.plot import save_plot
 

@@ -29,6 +29,7 @@ it as they show any fit.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -175,12 +176,16 @@ def _model(physics: Physics, fit: MeasuredFit) -> ScalingModel:
     )
 
 
-def calibrated_fit(physics: Physics, points: Points) -> CalibratedFit:
-    """``calibrate_measured`` on the stated job and ``points`` (module docstring), as a fit."""
+def calibrated_fit(
+    physics: Physics, points: Points, run: Mapping[str, Any] | None = None
+) -> CalibratedFit:
+    """``calibrate_measured`` on the stated job and ``points`` (module docstring), as a fit;
+    ``run``: how a stored run measured them (:func:`~dpscale.model.measured.run_measurement`),
+    taken as ``dpscale predict --measured run:ID`` takes it."""
     scenario = scenario_for(physics, points)
     check_finite(physics, scenario.per_device_throughput)
     try:
-        fit = calibrate_measured(scenario, _pairs(points), source=POINTS_SOURCE)
+        fit = calibrate_measured(scenario, _pairs(points), source=POINTS_SOURCE, **(run or {}))
     except InputError as err:  # the points are the fit's "points", not predict's "measured"
         raise InputError([replace(issue, field="points") for issue in err.issues]) from None
     model = _model(physics, fit)

@@ -12,8 +12,9 @@ points can and cannot tell.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -277,10 +278,12 @@ def _node_hint(fitted: ModelFit, selection: Selection, devices_per_node: int | N
     return [Said("node_hint", {"model": Name(fitted.model.name, "model")})]
 
 
-def _calibrated(physics: Physics, points: Points) -> tuple[ModelFit, Selection]:
+def _calibrated(
+    physics: Physics, points: Points, run: Mapping[str, Any] | None
+) -> tuple[ModelFit, Selection]:
     """The calibration of ``dpscale predict --measured`` (:mod:`dpscale.fit.calibrated`) and
     why: the facts decided it; what the points pinned down and what they could not."""
-    fitted = calibrated_fit(physics, points)
+    fitted = calibrated_fit(physics, points, run)
     assert fitted.measured is not None
     reason = Said("calibrated", {"facts": physics.describe()})
     return fitted, Selection("calibrated", reason, (), fitted.measured.said())
@@ -295,10 +298,13 @@ def fit_points(
     target_efficiency: float = 0.8,
     physics: Physics | None = None,
     unit: str = "samples/s",
+    run: Mapping[str, Any] | None = None,
 ) -> FitResult:
     """Fit ``points``, predict at ``at`` (default: :func:`default_devices`), find where
     efficiency (a fraction) falls below ``target_efficiency``; ``physics`` (the stated
-    hardware) shapes the comm model and gives the devices per node; ``unit`` is the points'."""
+    hardware) shapes the comm model and gives the devices per node; ``unit`` is the points';
+    ``run``: how a stored run measured them (:func:`dpscale.model.measured.run_measurement`),
+    which the calibration with job facts takes as ``dpscale predict --measured run:ID`` does."""
     if physics is not None:
         devices_per_node = physics.devices_per_node
         # The job as stated must run at every count measured and asked.
@@ -319,7 +325,7 @@ def fit_points(
     fitted: ModelFit
     if physics is not None and model in ("auto", "comm"):
         # The job's facts given: the calibration of `dpscale predict --measured`, one engine.
-        fitted, selection = _calibrated(physics, points)
+        fitted, selection = _calibrated(physics, points, run)
     else:
         # A scaling law asked for by name: the facts give only the devices per node.
         fitted, selection = choose(points, model, devices_per_node)

@@ -157,12 +157,15 @@ def fit(
     devices_per_node: int | None = None,
     target_efficiency: float = 0.8,
     facts: Mapping[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> FitResult:
     """Fit a scaling model to measured points and extrapolate with 95 % intervals.
 
     ``data`` is a :class:`FitQuery` (its fields then give every option; the target in percent)
     or :class:`Points` with the options as keywords (the target as a fraction; ``facts``: the
     inputs of ``dpscale predict`` named in :data:`dpscale.fit.physics.FACTS`, and ``unit``).
+    ``run``: how a stored run measured the points (:func:`dpscale.spec.fit.stored_run_points`
+    gives it), taken with job facts as ``dpscale predict --measured run:ID`` takes it.
     Raises :class:`dpscale.validation.InputError` naming the field (and line) at fault.
     """
     if isinstance(data, FitQuery):
@@ -178,6 +181,7 @@ def fit(
             target_efficiency=data.target_efficiency / 100,
             physics=data.physics(),
             unit=data.unit,
+            run=run,
         )
     options = parse(
         FitOptions,
@@ -197,4 +201,5 @@ def fit(
         target_efficiency=options.target_efficiency,
         physics=physics_from(facts or {}, options.devices_per_node, options.unit),
         unit=options.unit,
+        run=run,
     )

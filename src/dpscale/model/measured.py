@@ -115,6 +115,7 @@ __all__ = [
     "calibrate_measured",
     "measured_from_run",
     "parse_measured",
+    "run_measurement",
     "totals_flat",
 ]
 
@@ -867,13 +868,8 @@ def _fit(
 def measured_from_run(
     run: Mapping[str, Any], run_id: str, pairs: list[tuple[int, float]]
 ) -> dict[str, Any]:
-    """``calibrate_measured`` keywords from a stored run and its ``(devices, X)`` points.
-
-    The run's own ``step_time_cv`` (``dpscale measure`` reports it per result) is taken from the
-    result at the most devices that has it; the fixed cost is left to the fit (module docstring).
-    Each result's throughput is the mean of its ``steps`` timed steps, so it is known to a
-    relative standard error of ``step_time_cv / sqrt(steps)``: the largest of these is the
-    fit's measurement noise (a short run on a noisy machine gets the band it deserves).
+    """``calibrate_measured`` keywords from a stored run and its ``(devices, X)`` points: the
+    points, the source and :func:`run_measurement`.
 
     >>> run = {"results": [{"devices": 2, "throughput": 190.0, "step_time_cv": 0.01},
     ...                    {"devices": 4, "throughput": 370.0, "step_time_cv": 0.02,
@@ -881,11 +877,35 @@ def measured_from_run(
     >>> kw = measured_from_run(run, "r1", [(2, 190.0), (4, 370.0)])
     >>> kw["step_time_cv"], kw["measurement_noise"], kw["source"], "step_overhead_s" in kw
     (0.02, 0.01, 'run r1', False)
-    >>> kw["from_run"]  # its totals are totals, its side measurements give way to its steps
-    True
     """
+    if not any(n > 1 for n, _ in pairs):
+        raise _fail(f"run {run_id} has no result on more than one device", run_id)
+    return {"points": pairs, "source": f"run {run_id}", **run_measurement(run)}
+
+
+def run_measurement(run: Mapping[str, Any]) -> dict[str, Any]:
+    """What a stored run says of how its points were measured, as ``calibrate_measured``
+    keywords (``dpscale predict --measured run:ID`` and ``dpscale fit --run ID`` with job facts
+    alike): its step spread, its measurement noise, and that its points are a run's.
+
+    The run's own ``step_time_cv`` (``dpscale measure`` reports it per result) is taken from the
+    result at the most devices that has it; the fixed cost is left to the fit (module docstring).
+    Each result's throughput is the mean of its ``steps`` timed steps, so it is known to a
+    relative standard error of ``step_time_cv / sqrt(steps)``: the largest of these is the
+    fit's measurement noise (a short run on a noisy machine gets the band it deserves).
+
+    >>> run_measurement({"results": [{"devices": 2, "step_time_cv": 0.02, "steps": 4}]})
+    {'step_time_cv': 0.02, 'measurement_noise': 0.01, 'from_run': True}
+    """
+
+    def devices(row: Mapping[str, Any]) -> float:
+        value = row.get("devices")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value) if math.isfinite(value) else 0.0
+        return 0.0
+
     results = [row for row in run.get("results") or [] if isinstance(row, Mapping)]
-    results.sort(key=lambda row: float(row.get("devices") or 0))
+    results.sort(key=devices)
     cv: float | None = None
     noise: float | None = None
     for row in results:
@@ -896,12 +916,4 @@ def measured_from_run(
         steps = row.get("steps")
         if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
             noise = max(noise or 0.0, cv / math.sqrt(steps))
-    if not any(n > 1 for n, _ in pairs):
-        raise _fail(f"run {run_id} has no result on more than one device", run_id)
-    return {
-        "points": pairs,
-        "source": f"run {run_id}",
-        "step_time_cv": cv,
-        "measurement_noise": noise,
-        "from_run": True,
-    }
+    return {"step_time_cv": cv, "measurement_noise": noise, "from_run": True}

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXAMPLE",
     "FIT_INPUTS",
+    "MEASURED_BY",
     "MODEL_TITLES",
     "PARAMETERS",
     "PARAMETER_NAMES",
@@ -50,6 +51,7 @@ __all__ = [
     "Column",
     "Table",
     "fit_json",
+    "measured_by",
     "parameter_meaning",
     "r_squared_shown",
     "run_points",
@@ -57,6 +59,19 @@ __all__ = [
     "stored_run_points",
     "terminal",
 ]
+
+
+MEASURED_BY = "_measured_by"
+"""The key :func:`stored_run_points` adds to the inputs: how the run measured its points
+(:func:`dpscale.model.measured.run_measurement`), for :func:`dpscale.fit.fit`'s ``run``; no
+input's name (the API refuses names it does not know), so :func:`measured_by` takes it out
+before the inputs are read."""
+
+
+def measured_by(inputs: Mapping[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
+    """The inputs without :data:`MEASURED_BY`, and its value (None where no run gave it)."""
+    rest = dict(inputs)
+    return rest, rest.pop(MEASURED_BY, None)
 
 
 RUN_UNIT = "run_unit"
@@ -89,7 +104,9 @@ def stored_run_points(run_id: str, given: Mapping[str, Any], field: str = "run")
             code=NO_RUN,
             ctx={"run": shown},
         ) from None
-    inputs = {**given, "points": points_from_run(run).to_csv()}
+    from dpscale.model.measured import run_measurement
+
+    inputs = {**given, "points": points_from_run(run).to_csv(), MEASURED_BY: run_measurement(run)}
     node = run.get("devices_per_node")
     if inputs.get("devices_per_node") is None and isinstance(node, int) and node is not True:
         inputs["devices_per_node"] = node

@@ -41,6 +41,7 @@ from dpscale.spec.fit import (
     Column,
     Table,
     fit_json,
+    measured_by,
     r_squared_shown,
     run_points,
     statements,
@@ -175,8 +176,8 @@ def _parameter(loc: Localizer, value: float) -> str:
 
 
 def compute(values: Mapping[str, str]) -> FitPage:
-    query = parse(FitQuery, run_points(values))
-    return FitPage(fit(query))
+    inputs, measured = measured_by(run_points(values))
+    return FitPage(fit(parse(FitQuery, inputs), run=measured))
 
 
 def _amount(loc: Localizer, value: float) -> str:
