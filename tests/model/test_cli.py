@@ -173,6 +173,25 @@ def test_a_sharded_prediction_calibrates_with_the_collectives_it_runs(
     assert [p["efficiency"] for p in rows["fsdp"]] == [p["efficiency"] for p in alone]
 
 
+def test_a_grouped_strategy_keeps_the_comparison_table_on_one_line_per_count(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "zero1 in groups of 8*" folded every row of its strategy into two lines at 80 columns.
+    monkeypatch.setenv("COLUMNS", "80")
+    status, out, err = run(
+        capsys, "predict", "--model", "llama3-8b", "--hardware", "dgx-h100", "--strategy",
+        "zero1", "--shard-group-size", "8", "--micro-batch", "1", "--mfu", "40",
+        "--devices", "8,64,1024", "--compare-strategies",
+    )  # fmt: skip
+    assert status == 0, err
+    table = out[out.index("Strategies side by side") :].splitlines()
+    rows = [line for line in table if "│" in line]
+    assert [row.split("│")[0].strip() for row in rows[3:6]] == ["zero1/8*"] * 3
+    assert len(rows) == 6 * 3  # each strategy at each count, one line each
+    assert all(len(line) <= 80 for line in table[: 2 + len(rows) + 1])
+    assert "zero1/8: zero1 in groups of 8." in table
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

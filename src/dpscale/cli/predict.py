@@ -265,12 +265,23 @@ def _points_table(result: Any) -> Any:
 
 
 def _strategy_label(result: Any) -> str:
-    """A compared strategy as the terminal names it (``zero1 in groups of 8``)."""
-    from dpscale.said import Said, english, english_value
+    """A compared strategy as the table names it: ``zero1/8`` in groups of 8 (the title says
+    so; "zero1 in groups of 8" folded every row of the table at 80 columns)."""
+    group = result.named_group
+    return f"{result.scenario.strategy}/{group}" if group else str(result.scenario.strategy)
+
+
+def _grouped_labels(result: Any) -> list[str]:
+    """What each grouped label of the comparison table stands for (``zero1/8: zero1 in groups
+    of 8.``), said under the table."""
+    from dpscale.said import Said, english
     from dpscale.spec.prediction import LINES, strategy_named
 
-    named = strategy_named(result)
-    return english(named, LINES) if isinstance(named, Said) else english_value(named)
+    return [
+        f"{_strategy_label(other)}: {english(named, LINES)}."
+        for other in result.comparison
+        if isinstance(named := strategy_named(other), Said)
+    ]
 
 
 def _comparison_table(result: Any) -> Any:
@@ -308,6 +319,8 @@ def _print_result(result: Any, plot: str | None) -> None:
     console.print(_points_table(result))
     if result.comparison:
         console.print(_comparison_table(result))
+        for label in _grouped_labels(result):
+            console.print(label)
     for note in comparison_notes(result):
         console.print(english(note, LINES))
     said = lines(result)
