@@ -151,6 +151,8 @@ def test_zero_needs_no_unit(capsys: pytest.CaptureFixture[str]) -> None:
         (("batch", "--gbs", "512"), "--micro-batch, --grad-accum, --devices"),
         (("fit", "--precision", "bf16"), "--grad-dtype, --param-dtype"),
         (("calc", "--gpus", "8"), "--devices"),
+        (("calc", "-v", "2000"), "--throughput"),  # its formula's letter: I = d v
+        (("predict", "-v", "2000"), "--per-device-throughput"),
         (("predict", "--gradient-accumulation-steps", "4"), "--grad-accum"),
         (("predict", "--devics", "8"), "--baseline-devices, --devices, --devices-per-node"),
     ],

@@ -41,6 +41,8 @@ OTHER_NAMES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
         ("tokens_per_second", "tokens_per_sec", "tps"), ("per_device_throughput", "unit")
     ),
+    # The calculator's own letters (I = d v, A = I E): -d and -e are options, v is not.
+    **dict.fromkeys(("v", "per_device"), ("throughput", "per_device_throughput")),
 }
 """Each other name (as a field name: ``--num-gpus`` is ``num_gpus``) and the inputs that may
 take it, in the order to offer them."""
