@@ -361,6 +361,43 @@ def test_a_calibration_never_has_a_single_device_step_at_or_below_zero(
     assert told in (None, FASTER_THAN_STATED)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    strategy=st.sampled_from(["ddp", "zero2", "fsdp", "hsdp"]),
+    per_device=st.floats(1.0, 1e4),
+    efficiencies=st.lists(st.floats(0.3, 1.0), min_size=4, max_size=4),
+    from_run=st.booleans(),
+)
+def test_the_tables_step_is_the_calibrations(
+    strategy: str, per_device: float, efficiencies: list[float], from_run: bool
+) -> None:
+    # With the network share estimated, the table had shown the stated network's step (8.7 ms)
+    # beside the throughput of the 5.31 ms step measured: its step times its throughput is now
+    # the step's samples, and it exposes no more communication than it has.
+    from dpscale.model.predict import predict_scenario
+
+    query = PredictQuery(params="1.3B", micro_batch=4, per_device_throughput=per_device,
+                         hardware="dgx-a100", strategy=strategy, devices="8")  # fmt: skip
+    counts = [8, 16, 32, 64]
+    falling = np.minimum.accumulate(efficiencies)
+    points = [(n, n * per_device * e) for n, e in zip(counts, falling, strict=True)]
+    try:
+        fit = calibrate_measured(
+            query.scenario(), points, source="t", step_time_cv=0.05, from_run=from_run
+        )
+    except InputError as err:
+        told = err.issues[0].code
+    else:
+        told = None
+    if told is not None:
+        assert told == FASTER_THAN_STATED
+        return
+    for point in predict_scenario(fit.scenario, [8, 16, 64, 512], measured=fit).points():
+        samples = point["devices"] * 4
+        assert point["step_time_s"] * point["actual_throughput"] == pytest.approx(samples)
+        assert 0 <= point["exposed_comm_time_s"] <= point["comm_time_s"] * (1 + 1e-9)
+
+
 def test_an_upper_edge_whose_step_reaches_zero_is_the_ceiling_without_overflow() -> None:
     # Found by a random sweep of the API: points whose fit leaves the step's lower edge near
     # zero divided by 1e-300 (an overflow, an error under warnings-as-errors) before the
