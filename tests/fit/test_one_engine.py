@@ -258,3 +258,51 @@ def test_fit_of_a_stored_run_with_facts_gives_predict_measureds_numbers(
     assert row["throughput_high"] > 1.5 * row["throughput_low"]  # the run's noise, not 1 %
     # Its totals are totals: no advice to multiply one device's figures.
     assert not any("multiply" in note for note in fitted["notes"])
+
+
+def _stored(url: str, run_id: str, rows: tuple[tuple[int, float, float, int], ...]) -> str:
+    """A stored run with ``(devices, throughput, step_time_cv, steps)`` results."""
+    from dpscale.store.runs import save_run
+
+    results = [
+        {"devices": n, "throughput": x, "per_device_throughput": x / n, "efficiency": 1.0,
+         "unit": "samples/s", "steps": steps, "step_time_cv": cv, "strategy": "ddp",
+         "step_time_p50_s": 8 * n / x, "step_time_p95_s": 8 * n / x * 1.3}
+        for n, x, cv, steps in rows
+    ]  # fmt: skip
+    return save_run(
+        {"run_id": run_id, "backend": "gloo", "partial": False, "environment": {},
+         "config": {"model_params": 1_000_000, "micro_batch": 8, "grad_accum": 1,
+                    "precision": "fp32", "strategy": "ddp"},
+         "results": results, "collectives": []},
+        url=url,
+    )  # fmt: skip
+
+
+def test_a_scaling_law_fit_of_a_noisy_run_takes_the_runs_noise(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    # Four timed steps with a 30 % spread: each throughput is known to 15 %, and the fit's
+    # intervals had assumed 2 %. Measured over 10,000 steps the same points keep the 2 %.
+    points = ((1, 100.0, 0.3, 4), (2, 190.0, 0.3, 4), (4, 350.0, 0.3, 4))
+    noisy = _stored(sqlite_url, "noisy", points)
+    steady = _stored(sqlite_url, "steady", tuple((n, x, cv, 10_000) for n, x, cv, _ in points))
+    wide = _json(capsys, "fit", "--run", noisy, "--at", "16", "--model", "amdahl")
+    narrow = _json(capsys, "fit", "--run", steady, "--at", "16", "--model", "amdahl")
+    (w,), (n,) = wide["predictions"], narrow["predictions"]
+    assert w["throughput"] == pytest.approx(n["throughput"])  # the same curve
+    assert w["throughput_high"] / w["throughput_low"] > 1.5 * (
+        n["throughput_high"] / n["throughput_low"]
+    )
+    assert wide["notes"][0] == (
+        "Each throughput of the run is the mean of a few timed steps, known to about 15 % (its "
+        "step-time spread over the square root of its steps): the intervals take at least "
+        "that noise."
+    )
+    assert not any("assume 2" in note for note in wide["notes"])  # replaced, not contradicted
+    assert any("also assume 2" in note for note in narrow["notes"])
+    assert not any("Each throughput of the run" in note for note in narrow["notes"])
+    # Falling totals of a run are totals: no advice to multiply one device's figures.
+    falling = _stored(sqlite_url, "falling", ((1, 100.0, 0.01, 50), (2, 90.0, 0.01, 50)))
+    said = _json(capsys, "fit", "--run", falling, "--at", "4")
+    assert not any("multiply" in note for note in said["notes"])

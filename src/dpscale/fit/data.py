@@ -93,6 +93,10 @@ class Points:
 
     devices: np.ndarray
     throughput: np.ndarray
+    noise: float | None = None
+    """Where the points' source knows it, the relative standard error of each throughput (a
+    stored run's: its step spread over the square root of its timed steps); the fit's noise is
+    never below it."""
 
     @classmethod
     def of(cls, pairs: Iterable[tuple[float, float]]) -> Points:

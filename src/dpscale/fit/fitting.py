@@ -282,6 +282,9 @@ def fit_model(model: ScalingModel, points: Points, weights: np.ndarray | None = 
     rss = float(np.sum(residuals(theta) ** 2))
     count = len(points) if weights is None else float(np.sum(weights))
     noise, nu = noise_scale(rss, count - model.size)
+    if points.noise is not None:
+        # No curve knows the points better than they were measured.
+        noise = max(noise, points.noise)
     return ModelFit(
         model=model,
         points=points,

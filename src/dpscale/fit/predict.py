@@ -121,7 +121,10 @@ def _notes(
     baseline: Baseline,
     predictions: Sequence[Prediction],
     devices_per_node: int | None,
+    *,
+    from_run: bool = False,
 ) -> list[Said]:
+    """``from_run``: the points are a stored run's, totals dpscale measured itself."""
     notes = []
     n, k = len(fitted.points), fitted.model.size
     if isinstance(fitted, CalibratedFit):
@@ -191,7 +194,7 @@ def _notes(
                     },
                 )
             )
-    if not isinstance(fitted, CalibratedFit):  # a calibration says it among its own notes
+    if not isinstance(fitted, CalibratedFit) and not from_run:  # a calibration says it itself
         flat = totals_flat([(int(d), float(x)) for d, x in zip(devices, means, strict=True)])
         if flat is not None:
             notes.append(flat)
@@ -269,6 +272,19 @@ def _tokens_unsized(physics: Physics | None, model: ModelChoice) -> list[Said]:
     return [Said("micro_batch_tokens", {"micro_batch": Count(physics.scenario.micro_batch)})]
 
 
+def _run_noise(fitted: ModelFit) -> list[Said]:
+    """Where a stored run's own noise, not the points' scatter, sets the intervals (the
+    scaling-law fit; a calibration takes it in its own band and says so there)."""
+    known = fitted.points.noise
+    if isinstance(fitted, CalibratedFit) or known is None or fitted.noise > known:
+        return []
+    return [Said("run_noise", {"noise": Percentage(known, 2)})]
+
+
+ASSUMED_NOISE = ("interpolating", "few_dof", "few_dof_one")
+"""The notes that name the assumed noise, which a run's own larger noise replaces."""
+
+
 def _node_hint(fitted: ModelFit, selection: Selection, devices_per_node: int | None) -> list[Said]:
     """Without a node size the comm model is one flat ring, which cannot follow a step at a
     node boundary; say so when another model was preferred over it."""
@@ -322,6 +338,9 @@ def fit_points(
                 where = "points" if issue.value in points.devices else "at"
                 raise InputError([replace(issue, field=where)]) from None
             raise
+    measured_noise = None if run is None else run.get("measurement_noise")
+    if isinstance(measured_noise, float) and measured_noise > 0:
+        points = replace(points, noise=measured_noise)
     fitted: ModelFit
     if physics is not None and model in ("auto", "comm"):
         # The job's facts given: the calibration of `dpscale predict --measured`, one engine.
@@ -366,16 +385,20 @@ def fit_points(
         if physics is not None and model not in ("auto", "comm")
         else []
     )
+    run_noise = _run_noise(fitted)
     notes = [
         *ignored,
+        *run_noise,
         *_tokens_unsized(physics, model),
         *selection.notes,
         *([selection.flag.said()] if selection.flag is not None else []),
-        *_notes(fitted, baseline, predictions, devices_per_node),
+        *_notes(fitted, baseline, predictions, devices_per_node, from_run=run is not None),
         *_disagreement(fitted, selection, predictions),
         *_node_hint(fitted, selection, devices_per_node),
         *beyond,
     ]
+    if run_noise:
+        notes = [note for note in notes if note.code not in ASSUMED_NOISE]
     return FitResult(
         fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node, unit
     )

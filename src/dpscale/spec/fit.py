@@ -677,6 +677,16 @@ SAID: Mapping[str, Wording] = {
         "too few to show the noise alone; the intervals also assume {noise:.0%} relative "
         "noise.",
     ),
+    "run_noise": Wording(
+        N_(
+            "Each throughput of the run is the mean of a few timed steps, known to about "
+            "%(noise)s (its step-time spread over the square root of its steps): the intervals "
+            "take at least that noise."
+        ),
+        "Each throughput of the run is the mean of a few timed steps, known to about {noise} "
+        "(its step-time spread over the square root of its steps): the intervals take at least "
+        "that noise.",
+    ),
     "superlinear": Wording(
         N_(
             "Superlinear: %(devices)s devices reach %(efficiency)s of linear scaling (caches "
