@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from dpscale.model import PredictQuery, predict
 from dpscale.model.band import band
+from dpscale.model.calibrate import Calibration
 from dpscale.model.collectives import PROTOCOLS, Topology, ring_protocols
 from dpscale.model.costs import (
     expected_max_normal,
@@ -523,6 +524,14 @@ SLOW_NETWORK = replace(
     RESNET50, hardware=Hardware(devices_per_node=8, intra_bandwidth=1e9, inter_bandwidth=1e9)
 )
 """ResNet-50 where the stated network (1 GB/s) makes every step 54 ms longer on two devices."""
+OWN_NETWORK = replace(
+    SLOW_NETWORK,
+    calibration=Calibration(
+        source="run busy", op="all_reduce", devices=2, nodes=1, bus_bandwidth=1e9,
+        latency_s=1e-5, samples=4,
+    ),
+)  # fmt: skip
+"""The same, its network calibrated from the run ``busy`` itself (``--calibrate busy``)."""
 
 
 def test_a_runs_steps_decide_over_its_own_side_measurements() -> None:
@@ -537,7 +546,12 @@ def test_a_runs_steps_decide_over_its_own_side_measurements() -> None:
     with pytest.raises(InputError) as typed:  # typed, the same points are refused
         calibrate_measured(SLOW_NETWORK, pairs, source="typed", step_time_cv=0.3)
     assert typed.value.issues[0].code == "faster_than_stated"
-    fit = calibrate_measured(SLOW_NETWORK, **measured_from_run(run, "busy", pairs))
+    # So are the run's where the network is the user's: theirs to check.
+    with pytest.raises(InputError) as stated:
+        calibrate_measured(SLOW_NETWORK, **measured_from_run(run, "busy", pairs))
+    assert stated.value.issues[0].code == "faster_than_stated"
+    assert "multiply" not in stated.value.issues[0].sentence(None)  # a run's totals are totals
+    fit = calibrate_measured(OWN_NETWORK, **measured_from_run(run, "busy", pairs))
     assert fit.free[0] == "network_share"
     assert fit.conflict is not None
     assert fit.conflict.devices == 2
@@ -565,7 +579,7 @@ def test_a_runs_steps_within_their_noise_keep_its_side_measurements() -> None:
     # Steps 7 % shorter than the side measurements imply, within twice their standard error
     # (a spread of 20 % over 20 steps: 4.5 %): the fit takes them as they are.
     run, pairs = _run_of("1:329,2:413,4:600", cv=0.2)
-    fit = calibrate_measured(SLOW_NETWORK, **measured_from_run(run, "quiet", pairs))
+    fit = calibrate_measured(OWN_NETWORK, **measured_from_run(run, "busy", pairs))
     assert fit.conflict is None
     assert fit.free == ("step_overhead",)  # the network is the run's, as stated
     assert "calibration_run_steps" not in {s.code for s in fit.said()}

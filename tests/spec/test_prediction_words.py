@@ -457,12 +457,12 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     # (tests/model/test_costs.py): its steps set the network share.
     from dpscale.model.measured import calibrate_measured, measured_from_run
 
-    from ..model.test_costs import SLOW_NETWORK, _run_of
+    from ..model.test_costs import OWN_NETWORK, _run_of
 
     busy, pairs = _run_of("1:329,2:540,4:1000", cv=0.3)
     (run_steps,) = (
         line
-        for line in calibrate_measured(SLOW_NETWORK, **measured_from_run(busy, "b", pairs)).said()
+        for line in calibrate_measured(OWN_NETWORK, **measured_from_run(busy, "busy", pairs)).said()
         if line.code == "calibration_run_steps"
     )
     assert say_terminal(run_steps) == (

@@ -606,9 +606,10 @@ def calibrate_measured(
 
     ``measurement_noise`` is the relative spread of one measured throughput when the points'
     own source knows it (a stored run's standard error); below :data:`MEASUREMENT_NOISE` it
-    is not taken. ``from_run``: the points are a stored run's, whose totals dpscale measured
-    itself and whose jitter and network (``step_time_cv``, a ``--calibrate`` of the same run)
-    were measured beside its steps (:func:`_side_conflict`).
+    is not taken. ``from_run``: the points are a stored run's (``source`` names it), whose
+    totals dpscale measured itself; where the network is calibrated from the same run
+    (``--calibrate`` of it), its steps decide over its benchmark and spread
+    (:func:`_side_conflict`).
     """
     sc = replace(scenario, framework_overhead=0.0)
     single = [x for n, x in points if n == 1]
@@ -639,7 +640,10 @@ def calibrate_measured(
     level = [] if single else ["level"]
     floor = max(MEASUREMENT_NOISE, measurement_noise or 0.0)
     conflict = None
-    if from_run:
+    own_network = scenario.calibration is not None and scenario.calibration.source == source
+    if from_run and own_network:
+        # The run's own collective benchmark and spread against its own steps; a network the
+        # user stated is theirs to check (the refusal below says so).
         conflict = _side_conflict(columns, kept, measured, n, one_step if single else 0.0, floor)
     side: list[str] = []
     if conflict is not None:
