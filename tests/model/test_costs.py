@@ -594,3 +594,19 @@ def test_a_runs_falling_total_is_not_taken_for_one_devices_figures() -> None:
     assert "calibration_flat" in {s.code for s in typed.said()}
     stored = calibrate_measured(SLOW_NETWORK, **measured_from_run(run, "slow", pairs))
     assert "calibration_flat" not in {s.code for s in stored.said()}
+
+
+def test_a_runs_spread_beyond_the_models_bound_is_held_at_it() -> None:
+    # A run's step-time CV of 300 % (two steps on a busy machine) had been taken as the
+    # jitter: the waits alone outlasted the run's own two-device step and the run was refused.
+    # A stated jitter stops at MAX_JITTER, where the normal model of step times fails; so does
+    # a measured one.
+    from dpscale.model.costs import MAX_JITTER
+    from dpscale.model.measured import measured_from_run
+
+    run, pairs = _run_of("1:329,2:620,4:1200", cv=3.0)
+    fit = calibrate_measured(RESNET50, **measured_from_run(run, "wild", pairs))
+    assert fit.jitter == MAX_JITTER
+    p = fit.predict([2, 4])
+    for i, (_, measured) in enumerate(pairs[1:]):
+        assert float(p.throughput_low[i]) <= measured <= float(p.throughput_high[i])

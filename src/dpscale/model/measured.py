@@ -622,7 +622,9 @@ def calibrate_measured(
     elif "step_overhead" in scenario.known:
         kept["step_overhead"] = scenario.step_overhead
     if step_time_cv is not None:
-        kept["jitter"] = step_time_cv * math.sqrt(sc.grad_accum)
+        # A run's spread is kept within the model's bound, as a stated jitter is: a noisy run
+        # of cv 300 % had made the waits alone outlast its own steps.
+        kept["jitter"] = min(step_time_cv * math.sqrt(sc.grad_accum), MAX_JITTER)
     elif scenario.jitter is not None:
         kept["jitter"] = scenario.jitter
     stated = set(kept) - {"level", "network_share", "physics"}
