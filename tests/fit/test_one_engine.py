@@ -200,7 +200,7 @@ def test_a_calibration_through_every_point_says_r_squared_shows_nothing() -> Non
     said = {note.code: note for note in two.notes}
     assert terminal(said["interpolating"]) == (
         "2 points and 2 parameters: the curve passes through every point, so the points cannot "
-        "show their noise; the intervals assume 1% relative noise."
+        "show their noise; the intervals assume 1 % relative noise."
     )
     three = fit(FitQuery(points="128,1000\n256,1990\n512,3900", **job))
     assert "interpolating" not in {note.code for note in three.notes}

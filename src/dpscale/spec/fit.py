@@ -654,7 +654,7 @@ SAID: Mapping[str, Wording] = {
             "relative noise."
         ),
         "{count} points and {parameters} parameters: the curve passes through every point, "
-        "so the points cannot show their noise; the intervals assume {noise:.0%} relative "
+        "so the points cannot show their noise; the intervals assume {noise} relative "
         "noise.",
     ),
     "few_dof_one": Wording(
@@ -664,7 +664,7 @@ SAID: Mapping[str, Wording] = {
             "noise."
         ),
         "{count} points and {parameters} parameters leave {dof} residual degree of freedom, "
-        "too few to show the noise alone; the intervals also assume {noise:.0%} relative "
+        "too few to show the noise alone; the intervals also assume {noise} relative "
         "noise.",
     ),
     "few_dof": Wording(
@@ -674,7 +674,7 @@ SAID: Mapping[str, Wording] = {
             "noise."
         ),
         "{count} points and {parameters} parameters leave {dof} residual degrees of freedom, "
-        "too few to show the noise alone; the intervals also assume {noise:.0%} relative "
+        "too few to show the noise alone; the intervals also assume {noise} relative "
         "noise.",
     ),
     "run_noise": Wording(
