@@ -18,6 +18,7 @@ import pytest
 
 from dpscale.cli.main import main
 from dpscale.model.calibrate import calibration_from_run
+from dpscale.model.costs import MAX_JITTER
 from dpscale.store.runs import get_run
 from dpscale.units import format_count
 
@@ -124,7 +125,8 @@ def test_a_toy_run_gives_an_8b_query_only_what_transfers(
     expected = (two["step_overhead_s"] - one["step_overhead_s"]) * layers / 2
     assert taken["step_overhead_s"] == pytest.approx(max(0.0, expected), rel=1e-9)
     assert got["inputs"]["step_overhead_s"] == pytest.approx(max(0.0, expected), rel=1e-6)
-    assert taken["jitter"] == pytest.approx(two["step_time_cv"], rel=1e-9)
+    # The run's spread, within the model's bound (a busy machine's can pass it).
+    assert taken["jitter"] == pytest.approx(min(two["step_time_cv"], MAX_JITTER), rel=1e-9)
     cal = calibration_from_run(toy, stored["ddp"])
     assert got["hardware"]["intra_node_bandwidth_bytes_per_s"] == pytest.approx(
         cal.bus_bandwidth, rel=1e-6
@@ -310,7 +312,9 @@ def _check_rows(comparison: dict[str, Any], payload: dict[str, Any]) -> None:
     assert prediction["hardware"]["intra_node_bandwidth_bytes_per_s"] == pytest.approx(
         cal.bus_bandwidth, rel=1e-6
     )
-    assert prediction["inputs"]["jitter"] == pytest.approx(payload["results"][0]["step_time_cv"])
+    assert prediction["inputs"]["jitter"] == pytest.approx(
+        min(payload["results"][0]["step_time_cv"], MAX_JITTER)
+    )
 
 
 @pytest.mark.distributed

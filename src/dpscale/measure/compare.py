@@ -196,6 +196,7 @@ def _per_node(run: Mapping[str, Any], largest: int) -> int:
 
 def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
     from dpscale.model.calibrate import calibration_from_run
+    from dpscale.model.costs import measured_jitter
     from dpscale.model.hardware import Hardware
     from dpscale.model.scenario import Scenario
     from dpscale.model.transfer import run_job
@@ -234,7 +235,7 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
         raise _fail(run_id, f"has no per-device throughput at {first['devices']} devices")
     cv = first.get("step_time_cv")
     jitter = (
-        float(cv) * math.sqrt(job.grad_accum or 1)
+        measured_jitter(float(cv), job.grad_accum or 1)
         if isinstance(cv, int | float) and math.isfinite(cv)
         else None
     )

@@ -95,6 +95,7 @@ from dpscale.model.costs import (
     JITTER_RANGE,
     MAX_JITTER,
     expected_max_normal,
+    measured_jitter,
     waited_micro_steps,
 )
 from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, faster_than_stated
@@ -622,9 +623,7 @@ def calibrate_measured(
     elif "step_overhead" in scenario.known:
         kept["step_overhead"] = scenario.step_overhead
     if step_time_cv is not None:
-        # A run's spread is kept within the model's bound, as a stated jitter is: a noisy run
-        # of cv 300 % had made the waits alone outlast its own steps.
-        kept["jitter"] = min(step_time_cv * math.sqrt(sc.grad_accum), MAX_JITTER)
+        kept["jitter"] = measured_jitter(step_time_cv, sc.grad_accum)
     elif scenario.jitter is not None:
         kept["jitter"] = scenario.jitter
     stated = set(kept) - {"level", "network_share", "physics"}

@@ -84,7 +84,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dpscale.model.calibrate import Calibration, calibration_from_run
-from dpscale.model.costs import MAX_JITTER
+from dpscale.model.costs import measured_jitter
 from dpscale.model.presets import load_preset, preset_names
 from dpscale.model.scenario import Scenario
 from dpscale.model.step import BYTES_PER_VALUE
@@ -408,8 +408,7 @@ def transfer(
         for row in rows:
             cv = row.get("step_time_cv")
             if isinstance(cv, int | float) and not isinstance(cv, bool) and math.isfinite(cv):
-                # Within the model's bound, as a stated jitter (costs.MAX_JITTER).
-                jitter = min(float(cv) * math.sqrt(job.grad_accum or 1), MAX_JITTER)
+                jitter = measured_jitter(float(cv), job.grad_accum or 1)
     overhead = None
     one = [row for row in rows if row.get("devices") == 1]
     multi = [row for row in rows if float(row["devices"]) > 1]
