@@ -33,8 +33,11 @@ What is estimated, with ``k`` measured device counts (a one-device point counts)
 
 A value the user states (``--jitter``, ``--step-overhead``, a run's measured ``step_time_cv``,
 a ``--calibrate``d network) is kept as stated; one not estimated keeps its stated range in the
-band. A stored run's steps decide over its own side measurements where they are shorter
-than those imply (:func:`_side_conflict`): the network share is then estimated first.
+band. A stored run whose network is calibrated from the same run is the exception: its steps
+decide over its own benchmark and spread where they are shorter than those imply
+(:func:`_side_conflict`), and the network share is then estimated first. A run's spread
+becomes the jitter within the same bound as a stated one
+(:func:`~dpscale.model.costs.measured_jitter`).
 Estimates are bounded: no cost below zero, no jitter above :data:`MAX_JITTER` (as a stated
 one). The fit is weighted least squares on relative residuals (``scipy.optimize.lsq_linear``
 by BVLS, so that an estimate held at its bound is exactly there). With two or more points
