@@ -288,3 +288,24 @@ def test_a_bad_value_is_quoted_as_typed_on_one_line(
     status, out, err = run(capsys, *WORKED, option, value)
     assert (status, out) == (2, "")
     assert err == f"dpscale: error: {message}\n"
+
+
+@pytest.mark.parametrize("command", ["predict", "fit"])
+def test_a_target_that_looks_like_a_fraction_is_said(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # --target-efficiency 0.9 asked where efficiency falls below 0.9 % and was answered at
+    # 65,536 devices without a word; 90 says nothing.
+    job = (
+        ("predict", "--model", "llama3-8b", "--hardware", "dgx-h100", "--micro-batch", "1",
+         "--mfu", "40", "--devices", "8,64")
+        if command == "predict"
+        else ("fit", "--points", "8:7900,16:15500,32:30200")
+    )  # fmt: skip
+    said = "The target efficiency is in percent: 0.9 means 0.9 %; for the fraction 0.9, type 90."
+    status, out, _ = run(capsys, *job, "--target-efficiency", "0.9")
+    assert status == 0
+    assert said in out
+    status, out, _ = run(capsys, *job, "--target-efficiency", "90")
+    assert status == 0
+    assert "is in percent" not in out

@@ -471,6 +471,13 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "network share instead."
     )
     calibrations.append(run_steps)
+    # A target of at most 1 (percent) that looks like the fraction the JSON writes.
+    small_target = compute({**README, "target_efficiency": "0.9"}).result
+    fraction = lines(small_target)["target_fraction"]
+    assert say_terminal(fraction) == (
+        "The target efficiency is in percent: 0.9 means 0.9 %; for the fraction 0.9, type 90."
+    )
+    calibrations.append(fraction)
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):

@@ -167,6 +167,15 @@ def test_an_efficiency_that_looks_like_a_fraction_is_said_in_each_language(
     assert "0,9 bedeutet 0,9 Prozent. Für den Anteil 0,9 geben Sie 90 ein." in html
     html = client.get("/en/data-parallel-scaling?devices=64&throughput=2000&efficiency=90").text
     assert "is in percent" not in html
+    # The prediction and the fit say the same of a target efficiency of 0.9.
+    job = "model=llama3-8b&hardware=dgx-h100&micro_batch=1&mfu=40&devices=8,64"
+    html = unescape(client.get(f"/en/scaling-prediction?{job}&target_efficiency=0.9").text)
+    assert "The target efficiency is in percent: 0.9 means 0.9 percent." in html
+    points = "points=8:7900,16:15500,32:30200"
+    html = unescape(client.get(f"/de/scaling-fit?{points}&target_efficiency=0.9").text)
+    assert "Die Zieleffizienz wird in Prozent angegeben: 0,9 bedeutet 0,9 Prozent." in html
+    html = unescape(client.get(f"/de/scaling-fit?{points}&target_efficiency=90").text)
+    assert "Zieleffizienz wird in Prozent" not in html
 
 
 def test_target_batch_solves_the_accumulation_steps(client: httpx.Client) -> None:

@@ -18,6 +18,7 @@ are needed (got only 8 devices)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -30,6 +31,7 @@ from dpscale.fit.selection import ModelChoice
 from dpscale.model import PredictQuery
 from dpscale.model.costs import Optimizer
 from dpscale.model.hardware import Transport
+from dpscale.model.questions import target_as_fraction
 from dpscale.model.step import GradDtype
 from dpscale.model.strategies import Strategy
 from dpscale.units import UnitError, parse_count
@@ -173,7 +175,7 @@ def fit(
         if given != ("auto", (), None, 0.8, None):
             raise TypeError("with a FitQuery, every option comes from the query's fields")
         points = parse_points(data.points)
-        return fit_points(
+        result = fit_points(
             points,
             model=data.model,
             at=data.device_counts(),
@@ -183,6 +185,11 @@ def fit(
             unit=data.unit,
             run=run,
         )
+        # Typed in percent, a target of at most 1 looks like the fraction the JSON writes.
+        fraction = target_as_fraction(data.target_efficiency / 100)
+        if fraction is None:
+            return result
+        return replace(result, notes=(fraction, *result.notes))
     options = parse(
         FitOptions,
         {

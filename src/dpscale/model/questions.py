@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpscale.model.scenario import Scenario, evaluate
+from dpscale.said import Number, Said
 
 __all__ = [
     "MAX_ACCUM_SEARCH",
@@ -37,6 +38,7 @@ __all__ = [
     "grad_accum_for",
     "max_devices",
     "micro_batch_for",
+    "target_as_fraction",
 ]
 
 MAX_DEVICES_SEARCH = 65_536
@@ -99,3 +101,22 @@ def best_bucket(scenario: Scenario, *, devices: int) -> BucketAnswer:
         current_bucket_bytes=scenario.bucket_bytes,
         current_exposed_comm_time_s=float(current.exposed_comm_time),
     )
+
+
+TARGET_AS_FRACTION = "target_fraction"
+"""The code of :func:`target_as_fraction`'s statement (``ctx``: ``given``, ``percent``)."""
+
+
+def target_as_fraction(target: float) -> Said | None:
+    """A statement where a target efficiency (a fraction) is at most 1 %: typed in percent as
+    the fraction the JSON and the library write (``--target-efficiency 0.9`` asked where
+    efficiency falls below 0.9 %, and was answered at 65,536 devices), else None. A warning,
+    not an error: any target above 0 is a question.
+
+    >>> target_as_fraction(0.009).ctx["percent"], target_as_fraction(0.5)
+    (Number(value=90.0, digits=None), None)
+    """
+    if not 0 < target <= 0.01:
+        return None
+    given = round(target * 100, 12)
+    return Said(TARGET_AS_FRACTION, {"given": Number(given), "percent": Number(given * 100)})

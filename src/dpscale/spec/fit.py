@@ -677,6 +677,14 @@ SAID: Mapping[str, Wording] = {
         "too few to show the noise alone; the intervals also assume {noise} relative "
         "noise.",
     ),
+    "target_fraction": Wording(
+        N_(
+            "The target efficiency is in percent: %(given)s means %(given)s percent. For the "
+            "fraction %(given)s, type %(percent)s."
+        ),
+        "The target efficiency is in percent: {given} means {given} %; for the fraction "
+        "{given}, type {percent}.",
+    ),
     "run_noise": Wording(
         N_(
             "Each throughput of the run is the mean of a few timed steps, known to about "

@@ -1348,6 +1348,14 @@ LINES: Mapping[str, Wording] = {
         "Largest share: framework_setup; --measured points from two or more nodes (or a "
         "measured --step-overhead) replace it with your own job's.",
     ),
+    "target_fraction": Wording(
+        N_(
+            "The target efficiency is in percent: %(given)s means %(given)s percent. For the "
+            "fraction %(given)s, type %(percent)s."
+        ),
+        "The target efficiency is in percent: {given} means {given} %; for the fraction "
+        "{given}, type {percent}.",
+    ),
     "max_devices": Wording(
         N_(
             "Up to %(devices)s devices the predicted efficiency stays at or above %(target)s "
@@ -1468,6 +1476,7 @@ TERMINAL_ORDER = (
     ("calibration",),
     ("band", "band_largest"),
     MEASURED_KEYS,
+    ("target_fraction",),
     ("max_devices",),
     ("target",),
     ("best_bucket",),
@@ -1890,6 +1899,7 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
         MAX_ACCUM_SEARCH,
         MAX_DEVICES_SEARCH,
         MAX_MICRO_BATCH_SEARCH,
+        target_as_fraction,
     )
 
     a, sc = result.answers, result.scenario
@@ -1904,6 +1914,9 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
             {"devices": Count(a.max_devices), "target": target, "limit": Count(MAX_DEVICES_SEARCH)},
         )
     said = {"max_devices": most}
+    fraction = target_as_fraction(a.target_efficiency)
+    if fraction is not None:
+        said["target_fraction"] = fraction
     reached = a.efficiency_at_devices >= a.target_efficiency
     needed: list[Said] = []
     for key, value, now, other, limit in (

@@ -271,6 +271,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "band",
             "band_largest",
             *MEASURED_KEYS,
+            "target_fraction",
         )
         if key in said
     )
