@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from dpscale.fit import FitQuery
 from dpscale.said import Amount, Count, Number, Percentage, Said, Wording, english
 from dpscale.spec.description import N_, Input
-from dpscale.spec.prediction import CALIBRATION_WORDS, NO_RUN, PREDICTION, shown_run_id
+from dpscale.spec.prediction import (
+    CALIBRATION_WORDS,
+    NO_RUN,
+    PREDICTION,
+    TARGET_FRACTION,
+    shown_run_id,
+)
 from dpscale.spec.scaling import UNITS
 
 if TYPE_CHECKING:
@@ -677,14 +683,7 @@ SAID: Mapping[str, Wording] = {
         "too few to show the noise alone; the intervals also assume {noise} relative "
         "noise.",
     ),
-    "target_fraction": Wording(
-        N_(
-            "The target efficiency is in percent: %(given)s means %(given)s percent. For the "
-            "fraction %(given)s, type %(percent)s."
-        ),
-        "The target efficiency is in percent: {given} means {given} %; for the fraction "
-        "{given}, type {percent}.",
-    ),
+    "target_fraction": TARGET_FRACTION,
     "run_noise": Wording(
         N_(
             "Each throughput of the run is the mean of a few timed steps, known to about "

@@ -63,6 +63,7 @@ __all__ = [
     "RUN_FIELD_NAMES",
     "RUN_USE_NAMES",
     "STRATEGY_NAMES",
+    "TARGET_FRACTION",
     "TERMINAL_ORDER",
     "TRANSPORT_NAMES",
     "Column",
@@ -1023,6 +1024,17 @@ RUN_USE_NAMES = {
 }
 """What a prediction takes from a run of another job."""
 
+TARGET_FRACTION = Wording(
+    N_(
+        "The target efficiency is in percent: %(given)s means %(given)s percent. For the "
+        "fraction %(given)s, type %(percent)s."
+    ),
+    "The target efficiency is in percent: {given} means {given} %; for the fraction {given}, "
+    "type {percent}.",
+)
+"""What ``predict`` and ``fit`` say of a target efficiency of at most 1
+(:func:`dpscale.model.questions.target_as_fraction`)."""
+
 CALIBRATION_WORDS: Mapping[str, Wording] = {
     "parameter_level": Wording(N_("the single-device step"), "the single-device step"),
     "parameter_step_overhead": Wording(N_("the fixed per-step cost"), "the fixed per-step cost"),
@@ -1348,14 +1360,7 @@ LINES: Mapping[str, Wording] = {
         "Largest share: framework_setup; --measured points from two or more nodes (or a "
         "measured --step-overhead) replace it with your own job's.",
     ),
-    "target_fraction": Wording(
-        N_(
-            "The target efficiency is in percent: %(given)s means %(given)s percent. For the "
-            "fraction %(given)s, type %(percent)s."
-        ),
-        "The target efficiency is in percent: {given} means {given} %; for the fraction "
-        "{given}, type {percent}.",
-    ),
+    "target_fraction": TARGET_FRACTION,
     "max_devices": Wording(
         N_(
             "Up to %(devices)s devices the predicted efficiency stays at or above %(target)s "
