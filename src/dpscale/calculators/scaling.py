@@ -218,10 +218,12 @@ def _typed_as_fraction(percent: float) -> tuple[Notice, ...]:
     ['the efficiency is in percent: 0.9 means 0.9 %; for the fraction 0.9, type 90']
     >>> _typed_as_fraction(0.0), _typed_as_fraction(1.5)
     ((), ())
+    >>> _typed_as_fraction(1e-300)[0].ctx  # never rounded to "type 0"
+    {'given': 1e-300, 'percent': 1e-298}
     """
     if not 0 < percent <= 1:
         return ()
-    meant = round(percent * 100, 9)
+    meant = float(f"{percent * 100:.12g}")  # 0.07 x 100 is 7, not 7.000000000000001
     return (
         Notice(
             EFFICIENCY_AS_FRACTION,

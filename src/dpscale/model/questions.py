@@ -118,5 +118,6 @@ def target_as_fraction(target: float) -> Said | None:
     """
     if not 0 < target <= 0.01:
         return None
-    given = round(target * 100, 12)
-    return Said(TARGET_AS_FRACTION, {"given": Number(given), "percent": Number(given * 100)})
+    given = float(f"{target * 100:.12g}")  # 0.9, not 0.9000000000000001; 1e-300, not 0
+    percent = float(f"{given * 100:.12g}")
+    return Said(TARGET_AS_FRACTION, {"given": Number(given), "percent": Number(percent)})
