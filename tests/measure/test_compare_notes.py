@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dpscale.measure.compare import Comparison, print_comparison, unhidden
+from dpscale.measure.compare import Comparison, bounded_spread, print_comparison, unhidden
 
 
 def _pair(devices: int, comm: float, exposed: float, p_comm: float, p_exposed: float) -> Any:
@@ -112,3 +112,25 @@ def test_the_table_sets_each_measured_row_above_its_prediction_within_80_columns
         "│      │p │89.8 │87.0-92.5 │     152.4 │   34.2 │      34.2 │     4.2 │ 32 MB │",
         "└──────┴──┴─────┴──────────┴───────────┴────────┴───────────┴─────────┴───────┘",
     ]
+
+
+@pytest.mark.parametrize(
+    ("first", "jitter", "told"),
+    [
+        # A busy machine's run: a 60 % spread on one device, predicted with the 50 % bound.
+        ({"devices": 1, "step_time_cv": 0.6}, 0.5, True),
+        ({"devices": 2, "step_time_cv": 3.0}, 0.5, True),
+        ({"devices": 1, "step_time_cv": 0.05}, 0.05, False),  # within the bound: as measured
+        ({"devices": 1}, 0.5, False),  # no spread measured
+        ({"devices": 1, "step_time_cv": True}, 0.5, False),
+    ],
+)
+def test_a_spread_held_at_the_jitters_bound_is_told(
+    first: dict[str, Any], jitter: float, told: bool
+) -> None:
+    said = bounded_spread(first, jitter)
+    assert bool(said) is told
+    if told:
+        devices = first["devices"]
+        assert said[0].startswith(f"The run's step spread on {devices} device")
+        assert said[0].endswith("predicted with 50 %.")

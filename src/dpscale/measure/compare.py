@@ -130,6 +130,32 @@ MOSTLY_HIDDEN = 0.5
 that hid none of it to be told (:func:`unhidden`)."""
 
 
+def bounded_spread(first: Mapping[str, Any], jitter: float | None) -> list[str]:
+    """A note where the run's step spread on its fewest devices, the prediction's jitter,
+    passed the model's bound and was held at it (:func:`dpscale.model.costs.measured_jitter`):
+    the line under the table says "jitter 50 %" where the run measured more.
+
+    >>> bounded_spread({"devices": 1, "step_time_cv": 0.6}, 0.5)
+    ["The run's step spread on 1 device (60 %) is beyond the jitter's 50 % bound, where the \
+normal model of step times fails: predicted with 50 %."]
+    >>> bounded_spread({"devices": 1, "step_time_cv": 0.05}, 0.05)
+    []
+    """
+    from dpscale.model.costs import MAX_JITTER
+
+    cv = first.get("step_time_cv")
+    if jitter is None or jitter < MAX_JITTER or not isinstance(cv, int | float):
+        return []
+    if isinstance(cv, bool) or not cv > MAX_JITTER:
+        return []
+    devices = int(first["devices"])
+    return [
+        f"The run's step spread on {devices:,} device{'s' if devices != 1 else ''} "
+        f"({cv * 100:.3g} %) is beyond the jitter's {MAX_JITTER * 100:.3g} % bound, where the "
+        f"normal model of step times fails: predicted with {jitter * 100:.3g} %."
+    ]
+
+
 def unhidden(pairs: Sequence[Mapping[str, Any]]) -> list[str]:
     """The world sizes whose step exposed all of its communication where the prediction hides
     most of it under compute, in one note: their collectives ran after the compute, not beside
@@ -300,7 +326,7 @@ def compare_run(
                 "within_band": within,
             }
         )
-    notes = (*contention(rows), *unhidden(paired))
+    notes = (*contention(rows), *unhidden(paired), *bounded_spread(rows[0], scenario.jitter))
     written = result.to_dict() if prediction_json is None else prediction_json(result)
     return Comparison(run_id, tuple(paired), written, notes)
 
