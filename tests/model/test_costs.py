@@ -607,6 +607,12 @@ def test_a_runs_spread_beyond_the_models_bound_is_held_at_it() -> None:
     run, pairs = _run_of("1:329,2:620,4:1200", cv=3.0)
     fit = calibrate_measured(RESNET50, **measured_from_run(run, "wild", pairs))
     assert fit.jitter == MAX_JITTER
+    said = {s.code: s for s in fit.said()}
+    assert said["calibration_spread_beyond"].ctx["spread"].value == 3.0  # told, not hidden
+    assert fit.notes()[-1] == (
+        "the run's step spread (3) is beyond the jitter's 0.5 bound, where the normal model of "
+        "step times fails: the calibration takes 0.5"
+    )
     p = fit.predict([2, 4])
     for i, (_, measured) in enumerate(pairs[1:]):
         assert float(p.throughput_low[i]) <= measured <= float(p.throughput_high[i])

@@ -457,7 +457,7 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     # (tests/model/test_costs.py): its steps set the network share.
     from dpscale.model.measured import calibrate_measured, measured_from_run
 
-    from ..model.test_costs import OWN_NETWORK, _run_of
+    from ..model.test_costs import OWN_NETWORK, RESNET50, _run_of
 
     busy, pairs = _run_of("1:329,2:540,4:1000", cv=0.3)
     (run_steps,) = (
@@ -471,6 +471,17 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "network share instead."
     )
     calibrations.append(run_steps)
+    wild, pairs = _run_of("1:329,2:620,4:1200", cv=3.0)
+    (beyond,) = (
+        line
+        for line in calibrate_measured(RESNET50, **measured_from_run(wild, "w", pairs)).said()
+        if line.code == "calibration_spread_beyond"
+    )
+    assert say_terminal(beyond) == (
+        "The run's step spread (300 %) is beyond the jitter's 50 % bound, where the normal "
+        "model of step times fails: the calibration takes 50 %."
+    )
+    calibrations.append(beyond)
     # A target of at most 1 (percent) that looks like the fraction the JSON writes.
     small_target = compute({**README, "target_efficiency": "0.9"}).result
     fraction = lines(small_target)["target_fraction"]

@@ -302,6 +302,9 @@ class MeasuredFit:
     end of its stated range and the estimates fitted again to the points (module docstring)."""
     conflict: SideConflict | None = None
     """Where a stored run's steps were shorter than its side measurements imply."""
+    spread_beyond: float = 0.0
+    """Where a run's step spread (as a jitter) passed :data:`MAX_JITTER` and was held at it,
+    that spread; otherwise 0."""
     from_run: bool = False
     """Whether the points are a stored run's (its totals measured by dpscale)."""
 
@@ -462,6 +465,12 @@ class MeasuredFit:
                 f"the points miss the stated job's step model by up to {self.misfit:.1%}, "
                 "beyond their noise: the band holds the miss"
             )
+        if self.spread_beyond:
+            said.append(
+                f"the run's step spread ({self.spread_beyond:.3g}) is beyond the jitter's "
+                f"{MAX_JITTER:.3g} bound, where the normal model of step times fails: the "
+                f"calibration takes {MAX_JITTER:.3g}"
+            )
         if self.conflict is not None:
             c = self.conflict
             said.append(
@@ -475,8 +484,8 @@ class MeasuredFit:
     def said(self) -> tuple[Said, ...]:
         """:meth:`notes` as statements each surface words in its language (codes
         ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
-        ``calibration_flagged``, ``calibration_misfit``, ``calibration_run_steps``,
-        ``calibration_flat``:
+        ``calibration_flagged``, ``calibration_misfit``, ``calibration_spread_beyond``,
+        ``calibration_run_steps``, ``calibration_flat``:
         ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of parameters is
         ``parameters``, a statement per parameter (``parameter_jitter``)."""
         said = [Said("calibration_estimated", _names(self.free or ("nothing",)))]
@@ -498,6 +507,14 @@ class MeasuredFit:
             )
         if self.misfit:
             said.append(Said("calibration_misfit", {"miss": Percentage(self.misfit, 2)}))
+        if self.spread_beyond:
+            bound = Percentage(MAX_JITTER, 2)
+            said.append(
+                Said(
+                    "calibration_spread_beyond",
+                    {"spread": Percentage(self.spread_beyond, 2), "bound": bound},
+                )
+            )
         if self.conflict is not None:
             c = self.conflict
             said.append(
@@ -625,8 +642,11 @@ def calibrate_measured(
         kept["step_overhead"] = step_overhead_s
     elif "step_overhead" in scenario.known:
         kept["step_overhead"] = scenario.step_overhead
+    spread_beyond = 0.0
     if step_time_cv is not None:
         kept["jitter"] = measured_jitter(step_time_cv, sc.grad_accum)
+        spread = step_time_cv * math.sqrt(sc.grad_accum)
+        spread_beyond = spread if spread > MAX_JITTER else 0.0
     elif scenario.jitter is not None:
         kept["jitter"] = scenario.jitter
     stated = set(kept) - {"level", "network_share", "physics"}
@@ -765,6 +785,7 @@ def calibrate_measured(
         misfit=misfit,
         conflict=conflict,
         from_run=from_run,
+        spread_beyond=spread_beyond,
     )
 
 

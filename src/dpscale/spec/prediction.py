@@ -1079,6 +1079,14 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
         "the band holds the miss. Check the stated job (network, strategy, throughput), or "
         "fit the points without its facts.",
     ),
+    "calibration_spread_beyond": Wording(
+        N_(
+            "The run's step spread (%(spread)s) is beyond the jitter's %(bound)s bound, where "
+            "the normal model of step times fails: the calibration takes %(bound)s."
+        ),
+        "The run's step spread ({spread}) is beyond the jitter's {bound} bound, where the "
+        "normal model of step times fails: the calibration takes {bound}.",
+    ),
     "calibration_run_steps": Wording(
         N_(
             "The run's step on %(devices)s devices (%(measured)s) is shorter than its "
@@ -1464,6 +1472,7 @@ MEASURED_KEYS = (
     "measured_folded",
     "measured_flagged",
     "measured_misfit",
+    "measured_spread_beyond",
     "measured_run_steps",
     "measured_flat",
 )
