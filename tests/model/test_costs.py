@@ -513,10 +513,14 @@ def test_a_short_noisy_run_gets_the_band_its_spread_allows() -> None:
     assert spread > 1.3 * float(narrow.efficiency_high[0] - narrow.efficiency_low[0])
 
 
-def _run_of(points: str, cv: float) -> tuple[dict[str, object], list[tuple[int, float]]]:
-    """A stored run's results (20 timed steps each) for ``points``, and the points."""
+def _run_of(
+    points: str, cv: float, steps: int = 20
+) -> tuple[dict[str, object], list[tuple[int, float]]]:
+    """A stored run's results (``steps`` timed steps each) for ``points``, and the points."""
     pairs = parse_measured(points)
-    results = [{"devices": n, "throughput": x, "step_time_cv": cv, "steps": 20} for n, x in pairs]
+    results = [
+        {"devices": n, "throughput": x, "step_time_cv": cv, "steps": steps} for n, x in pairs
+    ]
     return {"results": results}, pairs
 
 
@@ -571,6 +575,18 @@ def test_a_runs_steps_decide_over_its_own_side_measurements() -> None:
         samples = point["devices"] * 32
         assert point["step_time_s"] * point["actual_throughput"] == pytest.approx(samples)
         assert point["exposed_comm_time_s"] <= point["comm_time_s"]
+
+
+def test_a_runs_steps_shorter_than_its_benchmark_alone_decide_however_noisy_it_is() -> None:
+    # Found by a random sweep of stored runs: a run with a 1,000 % step spread over 4 steps has
+    # a noise so large that no step was "beyond" it, and the run was refused although its
+    # 2-device step was shorter than its own benchmark's communication alone.
+    from dpscale.model.measured import measured_from_run
+
+    run, pairs = _run_of("1:329,2:540,4:1000", cv=10.0, steps=4)
+    fit = calibrate_measured(OWN_NETWORK, **measured_from_run(run, "busy", pairs))
+    assert fit.conflict is not None
+    assert "network_share" in fit.free
 
 
 def test_a_runs_steps_within_their_noise_keep_its_side_measurements() -> None:

@@ -227,7 +227,8 @@ def _side_conflict(
     noise: float,
 ) -> SideConflict | None:
     """Where a stored run's steps are shorter, beyond twice their own noise, than the step
-    its side measurements imply, else None.
+    its side measurements imply, or, however noisy, shorter than those measurements' terms
+    alone (no single-device step would explain them), else None.
 
     A run measures the same machine three ways: its steps, a collective benchmark (its bus
     bandwidth, through ``--calibrate``) and the spread of its steps (the jitter). On a shared
@@ -244,22 +245,28 @@ def _side_conflict(
     >>> kept = {"step_overhead": 0.0, "jitter": 0.2}
     >>> _side_conflict(cols, kept, np.array([5e-3]), np.array([2.0]), 1.5e-3, 0.1)
     SideConflict(devices=2, measured_s=0.005, implied_s=0.0105, network_only=True)
-    >>> _side_conflict(cols, kept, np.array([9e-3]), np.array([2.0]), 1.5e-3, 0.1) is None
+    >>> _side_conflict(cols, kept, np.array([9.5e-3]), np.array([2.0]), 1.5e-3, 0.1) is None
     True
+    >>> _side_conflict(cols, kept, np.array([8e-3]), np.array([2.0]), 1.5e-3, 20.0).devices
+    2
     """
     jitter = columns["jitter"] * kept.get("jitter", DEFAULT_JITTER)
     rest = single_s + columns["step_overhead"] * kept["step_overhead"] + jitter
     implied = rest + columns["physics"]
     allowed = measured * (1 + 2 * noise)
-    short = np.flatnonzero(allowed < implied)
+    # Beyond the noise; or, however noisy, shorter than the side measurements' terms alone
+    # (then no single-device step explains the point, and the run would be refused).
+    beyond = (allowed < implied) | (measured <= implied - single_s)
+    short = np.flatnonzero(beyond)
     if not short.size:
         return None
     first = int(short[np.argmin(n[short])])
+    jitter_short = (allowed < rest) | (measured <= rest - single_s)
     return SideConflict(
         devices=int(n[first]),
         measured_s=float(measured[first]),
         implied_s=float(implied[first]),
-        network_only="jitter" not in kept or not bool(np.any(allowed < rest)),
+        network_only="jitter" not in kept or not bool(np.any(jitter_short)),
     )
 
 
