@@ -300,6 +300,28 @@ def test_one_devices_figures_typed_as_totals_are_named_as_the_likely_cause() -> 
     assert "calibration_flat" not in {said.code for said in fit.said()}
 
 
+def test_a_fit_that_passes_below_the_point_says_what_refuses_it() -> None:
+    """Found by a random sweep of typed points: where the fit's single-device step falls below
+    zero while its communication at the smallest count is shorter than the step measured
+    there, the error said "the measured step takes 75 ms, but ... spends 69.2 ms there on
+    communication and waits alone": a "but" with no contradiction after it. It names what
+    refuses the points instead; where the fitted communication is longer, it is quoted."""
+    query = PredictQuery(params="1B", hardware="dgx-a100", micro_batch=8,
+                         per_device_throughput=100, devices="64")  # fmt: skip
+    points = [(4, 426.6), (8, 1979.1), (32, 2276.9)]
+    with pytest.raises(InputError) as caught:
+        calibrate_measured(query.scenario(), points, source="t")
+    issue = caught.value.issues[0]
+    assert (issue.code, issue.ctx["fitted"]) == (FASTER_THAN_STATED, True)
+    assert issue.ctx["modelled"] < issue.ctx["measured"]
+    assert issue.sentence("--measured") == (
+        "--measured: at 4 devices the measured step takes 75 ms, but no single-device step "
+        "fits these points with the stated job: fitted to them, it would be below zero: check "
+        "the strategy, the shard group size, the bandwidths, the parameters and the "
+        "throughput's unit, or fit the points without the job's facts (dpscale fit)"
+    )
+
+
 def test_an_estimated_jitter_stays_where_the_step_model_holds() -> None:
     """Totals that barely rise from one device to 16 pushed the jitter to 484 % (printed as
     "jitter 484 %"); it is bounded as a stated one is (50 %), the points' miss is said, and so

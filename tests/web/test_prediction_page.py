@@ -861,6 +861,25 @@ def test_one_devices_figures_typed_as_totals_are_told_at_the_points(
     )
 
 
+def test_a_fit_below_the_point_is_refused_in_words_without_a_false_but(
+    client: httpx.Client,
+) -> None:
+    """tests/model/test_calibrate_measured.py's points whose fit passes below the smallest
+    count: the field names the single-device step below zero, in English and Japanese."""
+    query = {"params": "1B", "hardware": "dgx-a100", "micro_batch": "8",
+             "per_device_throughput": "100", "devices": "64",
+             "measured": "4:426.6,8:1979.1,32:2276.9"}  # fmt: skip
+    html = client.get("/en/scaling-prediction", params=query).text
+    assert unescape(field_error(html, "measured")) == (
+        "At 4 devices the measured step takes 75 ms, but no single-device step fits these "
+        "points with the stated job: fitted to them, it would be below zero. Check the "
+        "strategy, the shard group size, the bandwidths, the parameters and the throughput's "
+        "unit, or fit the points without the job's facts."
+    )
+    ja = unescape(field_error(client.get("/ja/scaling-prediction", params=query).text, "measured"))
+    assert "指定のジョブではこれらの点に合う 1 台のステップがありません" in ja
+
+
 @pytest.mark.parametrize(
     ("query", "words"),
     [

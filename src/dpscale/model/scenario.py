@@ -401,16 +401,26 @@ def faster_than_stated(
     """The :class:`~dpscale.validation.InputError` of a step measured at ``devices`` devices
     that is shorter than what the stated job adds to it there: no single-device step, not even
     none, gives it. ``fitted``: ``modelled_s`` is the job's communication and waits as a
-    calibration fitted them to the points, not as stated; ``flat``: the points' total
+    calibration fitted them to the points, not as stated (where they are shorter than the
+    measured step, the fit passes below it, and the message says what refuses the points: a
+    single-device step below zero); ``flat``: the points' total
     throughput does not rise (:func:`~dpscale.model.measured.totals_flat`), the likeliest
     cause, said instead of the checklist."""
     took = format_duration(modelled_s)
-    spends = (
-        f"the stated job, fitted to these points, spends {took} there on communication and "
-        "waits alone"
-        if fitted
-        else f"the stated job's communication and waits alone take {took}"
-    )
+    if not fitted:
+        spends = f"the stated job's communication and waits alone take {took}"
+    elif modelled_s >= measured_s:
+        spends = (
+            f"the stated job, fitted to these points, spends {took} there on communication "
+            "and waits alone"
+        )
+    else:
+        # The fit passes below this point: quoting its shorter communication after "but"
+        # would read as no contradiction at all. What refuses the points is the level.
+        spends = (
+            "no single-device step fits these points with the stated job: fitted to them, "
+            "it would be below zero"
+        )
     if flat is None and field == "per_device_throughput":
         # A one-node baseline's total typed as one device's is a step 8 times too short.
         cause = (

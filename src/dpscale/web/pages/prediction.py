@@ -122,7 +122,13 @@ def faster_than_stated(issue: FieldIssue, loc: Localizer) -> str:
         "measured": loc.quantity(format_duration(float(ctx["measured"]))),  # type: ignore[arg-type]
         "modelled": loc.quantity(format_duration(float(ctx["modelled"]))),  # type: ignore[arg-type]
     }
-    if ctx.get("fitted"):
+    if ctx.get("fitted") and float(ctx["modelled"]) < float(ctx["measured"]):  # type: ignore[arg-type]
+        said = loc.gettext(
+            "At %(devices)s devices the measured step takes %(measured)s, but no single-device "
+            "step fits these points with the stated job: fitted to them, it would be below zero.",
+            **figures,
+        )
+    elif ctx.get("fitted"):
         said = loc.gettext(
             "At %(devices)s devices the measured step takes %(measured)s, but the stated job, "
             "fitted to these points, spends %(modelled)s there on communication and waits "
