@@ -218,7 +218,7 @@ def test_superlinear_points_are_named() -> None:
     result = fit(FitQuery(points="1,100\n2,210\n4,430\n8,880"))
     note = next(note for note in result.notes if note.code == "superlinear")
     assert note.to_dict()["ctx"] == {"devices": 8, "efficiency": pytest.approx(1.1)}
-    assert terminal(note).startswith("Superlinear: 8 devices reach 110%")
+    assert terminal(note).startswith("Superlinear: 8 devices reach 110 %")
     assert result.predictions[-1].efficiency == pytest.approx(1.0)
 
 

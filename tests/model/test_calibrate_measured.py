@@ -316,10 +316,76 @@ def test_a_fit_that_passes_below_the_point_says_what_refuses_it() -> None:
     assert issue.ctx["modelled"] < issue.ctx["measured"]
     assert issue.sentence("--measured") == (
         "--measured: at 4 devices the measured step takes 75 ms, but no single-device step "
-        "fits these points with the stated job: fitted to them, it would be below zero: check "
-        "the strategy, the shard group size, the bandwidths, the parameters and the "
-        "throughput's unit, or fit the points without the job's facts (dpscale fit)"
+        "fits these points with the stated job: fitted to them, it would be below zero; "
+        "without the point at 8 devices (1,979), the others fit the stated job within their "
+        "noise and put it at 809: check that point"
     )
+
+
+RESNET50 = {"params": "25.6M", "hardware": "dgx-a100", "micro_batch": 64,
+            "per_device_throughput": 329, "devices": "32"}  # fmt: skip
+"""PyTorch DDP's ResNet-50 (published_scaling.csv: 1:329, 2:620, 8:2456, 16:4896)."""
+
+
+def test_one_point_typed_wrong_is_named_with_what_the_others_put_it_at() -> None:
+    """2,456 typed as 245.6: the calibration said only that "the points miss the stated job's
+    step model by up to 834 %" and to check the stated job. Four counts and three estimates
+    leave the outlier test nothing to judge; without that one point the others fit."""
+    points = parse_measured("1:329,2:620,8:245.6,16:4896")
+    fit = calibrate_measured(PredictQuery(**RESNET50).scenario(), points, source="t")
+    assert fit.misfit > 1
+    assert not fit.flagged
+    assert fit.odd is not None
+    assert (fit.odd.devices, fit.odd.throughput) == (8, 245.6)
+    assert fit.odd.expected == pytest.approx(2456, rel=0.002)  # the published figure
+    assert fit.notes()[-1] == (
+        "without the point at 8 devices (245.6), the others fit the stated job within their "
+        "noise and put it at 2455: check that point"
+    )
+    assert [said.code for said in fit.said()][-1] == "calibration_odd"
+    # The same points as published: nothing to name.
+    clean = calibrate_measured(
+        PredictQuery(**RESNET50).scenario(),
+        parse_measured("1:329,2:620,8:2456,16:4896"),
+        source="t",
+    )
+    assert clean.odd is None
+    assert not clean.misfit
+
+
+def test_a_refusal_names_the_one_point_the_others_fit_without() -> None:
+    """The 8-device total doubled (4,950 for about 2,500): the stated job cannot give the
+    step, and the refusal listed the strategy, bandwidths and units to check. It names the
+    point instead, and what the others put it at."""
+    points = parse_measured("8:4950,16:5043,32:9965,64:19986")
+    with pytest.raises(InputError) as caught:
+        calibrate_measured(PredictQuery(**RESNET50).scenario(), points, source="t")
+    issue = caught.value.issues[0]
+    assert issue.code == FASTER_THAN_STATED
+    assert issue.sentence("--measured") == (
+        "--measured: at 8 devices the measured step takes 103 ms, but the stated job, fitted "
+        "to these points, spends 161 ms there on communication and waits alone; without the "
+        "point at 8 devices (4,950), the others fit the stated job within their noise and put "
+        "it at 2,519: check that point"
+    )
+
+
+def test_no_point_is_named_where_any_one_would_do() -> None:
+    """With as many estimates as points, dropping any point leaves a set that fits: the
+    search says nothing. The one-device total typed ten times too high calibrates (with a
+    large fixed cost) and is not blamed on a point it cannot single out; of 1, 2 and 8
+    devices with the last typed wrong, 1 and 8 fit as well as 1 and 2, so the miss is said
+    and no point named. (2, 8 and 16 single it out: the level is estimated there, and only
+    the pairs without 8 devices fit.)"""
+    scenario = PredictQuery(**RESNET50).scenario()
+    fit = calibrate_measured(scenario, parse_measured("1:3290,2:620,8:2456,16:4896"), source="t")
+    assert fit.odd is None
+    fit = calibrate_measured(scenario, parse_measured("1:329,2:620,8:245.6"), source="t")
+    assert fit.misfit > 1
+    assert fit.odd is None
+    fit = calibrate_measured(scenario, parse_measured("2:620,8:24560,16:4896"), source="t")
+    assert fit.odd is not None
+    assert fit.odd.devices == 8
 
 
 def test_an_estimated_jitter_stays_where_the_step_model_holds() -> None:

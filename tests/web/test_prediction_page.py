@@ -861,6 +861,33 @@ def test_one_devices_figures_typed_as_totals_are_told_at_the_points(
     )
 
 
+def test_a_point_typed_wrong_is_named_on_the_page_and_in_the_api(client: httpx.Client) -> None:
+    """tests/model/test_calibrate_measured.py's typo (2,456 as 245.6) and doubled point: the
+    page's calibration line and its refusal name the point, in English and German; the API
+    gives the note and its code."""
+    job = {"params": "25.6M", "hardware": "dgx-a100", "micro_batch": "64",
+           "per_device_throughput": "329", "devices": "32"}  # fmt: skip
+    typo = {**job, "measured": "1:329,2:620,8:245.6,16:4896"}
+    html = unescape(client.get("/en/scaling-prediction", params=typo).text)
+    assert (
+        "Without the point at 8 devices (245.6), the others fit the stated job within their "
+        "noise and put it at 2,455: check that point."
+    ) in html
+    de = unescape(client.get("/de/scaling-prediction", params=typo).text)
+    assert "Ohne den Punkt bei 8 Geräten (245,6) passen die übrigen" in de
+    api = client.get("/api/v1/scaling-prediction", params=typo).json()
+    odd = next(note for note in api["note_codes"] if note["code"] == "calibration_odd")
+    assert odd["ctx"] == {"devices": 8, "throughput": 245.6, "expected": pytest.approx(2455, abs=1)}
+    doubled = {**job, "devices": "128", "measured": "8:4950,16:5043,32:9965,64:19986"}
+    refused = unescape(
+        field_error(client.get("/en/scaling-prediction", params=doubled).text, "measured")
+    )
+    assert refused.endswith(
+        "Without the point at 8 devices (4,950), the others fit the stated job within their "
+        "noise and put it at 2,519: check that point."
+    )
+
+
 def test_a_fit_below_the_point_is_refused_in_words_without_a_false_but(
     client: httpx.Client,
 ) -> None:
@@ -872,9 +899,9 @@ def test_a_fit_below_the_point_is_refused_in_words_without_a_false_but(
     html = client.get("/en/scaling-prediction", params=query).text
     assert unescape(field_error(html, "measured")) == (
         "At 4 devices the measured step takes 75 ms, but no single-device step fits these "
-        "points with the stated job: fitted to them, it would be below zero. Check the "
-        "strategy, the shard group size, the bandwidths, the parameters and the throughput's "
-        "unit, or fit the points without the job's facts."
+        "points with the stated job: fitted to them, it would be below zero. Without the "
+        "point at 8 devices (1,979), the others fit the stated job within their noise and put "
+        "it at 809: check that point."
     )
     ja = unescape(field_error(client.get("/ja/scaling-prediction", params=query).text, "measured"))
     assert "指定のジョブではこれらの点に合う 1 台のステップがありません" in ja

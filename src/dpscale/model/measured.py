@@ -111,11 +111,13 @@ __all__ = [
     "FASTER_THAN_STATED",
     "MAX_MEASURED_POINTS",
     "MEASUREMENT_NOISE",
+    "ODD_POINT_MOST",
     "ORDER",
     "POINTS_SOURCE",
     "Flagged",
     "MeasuredFit",
     "MeasuredPrediction",
+    "OddPoint",
     "calibrate_measured",
     "measured_from_run",
     "parse_measured",
@@ -199,6 +201,36 @@ class Flagged:
     throughput: float
     expected: float
     weight: float
+
+
+@dataclass(frozen=True)
+class OddPoint:
+    """The one point without which the others fit the stated job within their noise
+    (:func:`_odd_point`): likeliest a figure typed wrong."""
+
+    devices: int
+    throughput: float
+    expected: float
+    """What the calibration from the other points gives at ``devices``."""
+
+    def english(self) -> str:
+        """The statement in the terminal's English (without the sentence's capital)."""
+        return (
+            f"without the point at {self.devices:,} devices ({self.throughput:.4g}), the "
+            f"others fit the stated job within their noise and put it at {self.expected:.4g}: "
+            "check that point"
+        )
+
+    def said(self) -> Said:
+        """The statement (code ``calibration_odd``) each surface words in its language."""
+        return Said(
+            "calibration_odd",
+            {
+                "devices": Count(self.devices),
+                "throughput": Number(self.throughput, 4),
+                "expected": Number(self.expected, 4),
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -314,6 +346,9 @@ class MeasuredFit:
     that spread; otherwise 0."""
     from_run: bool = False
     """Whether the points are a stored run's (its totals measured by dpscale)."""
+    odd: OddPoint | None = None
+    """Where the points miss the step model beyond their noise and one point alone makes
+    them miss (:func:`_odd_point`), that point."""
 
     def _design(self, n: Any) -> tuple[Any, dict[str, Any]]:
         return _design(self.basis or self.scenario, n)
@@ -472,6 +507,8 @@ class MeasuredFit:
                 f"the points miss the stated job's step model by up to {self.misfit:.1%}, "
                 "beyond their noise: the band holds the miss"
             )
+        if self.odd is not None:
+            said.append(self.odd.english())
         if self.spread_beyond:
             said.append(
                 f"the run's step spread ({self.spread_beyond:.3g}) is beyond the jitter's "
@@ -491,7 +528,8 @@ class MeasuredFit:
     def said(self) -> tuple[Said, ...]:
         """:meth:`notes` as statements each surface words in its language (codes
         ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
-        ``calibration_flagged``, ``calibration_misfit``, ``calibration_spread_beyond``,
+        ``calibration_flagged``, ``calibration_misfit``, ``calibration_odd``,
+        ``calibration_spread_beyond``,
         ``calibration_run_steps``, ``calibration_flat``:
         ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of parameters is
         ``parameters``, a statement per parameter (``parameter_jitter``)."""
@@ -514,6 +552,8 @@ class MeasuredFit:
             )
         if self.misfit:
             said.append(Said("calibration_misfit", {"miss": Percentage(self.misfit, 2)}))
+        if self.odd is not None:
+            said.append(self.odd.said())
         if self.spread_beyond:
             bound = Percentage(MAX_JITTER, 2)
             said.append(
@@ -620,6 +660,11 @@ def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
     return single, columns
 
 
+ODD_POINT_MOST = 16
+"""Points at most for the search of one odd point (:func:`_odd_point`: one more calibration
+per point, only where the points miss or are refused)."""
+
+
 def calibrate_measured(
     scenario: Scenario,
     points: list[tuple[int, float]],
@@ -638,7 +683,85 @@ def calibrate_measured(
     totals dpscale measured itself; where the network is calibrated from the same run
     (``--calibrate`` of it), its steps decide over its benchmark and spread
     (:func:`_side_conflict`).
+
+    Where the points miss the step model beyond their noise, or the stated job cannot give
+    them, and one point alone makes them do so, the fit (or the refusal) names that point
+    and what the others put it at: a figure typed wrong (2,456 as 245.6) otherwise reads as
+    the stated job's fault.
     """
+    options: dict[str, Any] = {
+        "source": source,
+        "step_time_cv": step_time_cv,
+        "step_overhead_s": step_overhead_s,
+        "measurement_noise": measurement_noise,
+        "from_run": from_run,
+    }
+    try:
+        fit = _calibrate(scenario, points, **options)
+    except InputError as error:
+        issue = error.issues[0]
+        if issue.code != FASTER_THAN_STATED or issue.ctx.get("flat") is not None:
+            raise  # falling totals: one device's figures typed, not one point
+        odd = _odd_point(scenario, points, options)
+        if odd is None:
+            raise
+        ctx = issue.ctx
+        raise faster_than_stated(
+            issue.field,
+            float(ctx["devices"]),  # type: ignore[arg-type]
+            float(ctx["measured"]),  # type: ignore[arg-type]
+            float(ctx["modelled"]),  # type: ignore[arg-type]
+            fitted=bool(ctx["fitted"]),
+            odd=odd.said(),
+        ) from None
+    if fit.misfit and not fit.flagged:
+        odd = _odd_point(scenario, points, options)
+        if odd is not None:
+            fit = replace(fit, odd=odd)
+    return fit
+
+
+def _odd_point(
+    scenario: Scenario, points: list[tuple[int, float]], options: Mapping[str, Any]
+) -> OddPoint | None:
+    """The one point without which the others calibrate within their noise, where exactly
+    one does (with fewer points than estimates any subset would fit, so nothing is said).
+
+    Leave-one-out, as the fit's outlier test studentizes each point against the others
+    (Cook & Weisberg 1982), for the few points that test cannot judge: with as many
+    estimates as points (four counts, three estimates) every miss is shared by all.
+    """
+    if not 3 <= len(points) <= ODD_POINT_MOST:
+        return None
+    found: list[OddPoint] = []
+    for index, (devices, throughput) in enumerate(points):
+        others = points[:index] + points[index + 1 :]
+        if not any(n > 1 for n, _ in others):
+            continue
+        try:
+            fit = _calibrate(scenario, others, **options)
+        except InputError:
+            continue
+        if fit.misfit or fit.flagged:
+            continue
+        expected = float(fit.predict([devices]).throughput[0])
+        found.append(OddPoint(devices, throughput, expected))
+        if len(found) > 1:
+            return None
+    return found[0] if found else None
+
+
+def _calibrate(
+    scenario: Scenario,
+    points: list[tuple[int, float]],
+    *,
+    source: str,
+    step_time_cv: float | None,
+    step_overhead_s: float | None,
+    measurement_noise: float | None,
+    from_run: bool,
+) -> MeasuredFit:
+    """:func:`calibrate_measured` on these points as they are."""
     sc = replace(scenario, framework_overhead=0.0)
     single = [x for n, x in points if n == 1]
     if single:

@@ -397,6 +397,7 @@ def faster_than_stated(
     *,
     fitted: bool = False,
     flat: Said | None = None,
+    odd: Said | None = None,
 ) -> InputError:
     """The :class:`~dpscale.validation.InputError` of a step measured at ``devices`` devices
     that is shorter than what the stated job adds to it there: no single-device step, not even
@@ -405,7 +406,9 @@ def faster_than_stated(
     measured step, the fit passes below it, and the message says what refuses the points: a
     single-device step below zero); ``flat``: the points' total
     throughput does not rise (:func:`~dpscale.model.measured.totals_flat`), the likeliest
-    cause, said instead of the checklist."""
+    cause, said instead of the checklist; ``odd``: the one point without which the others
+    fit (``calibration_odd``: :class:`~dpscale.model.measured.OddPoint`), said instead of the
+    checklist too."""
     took = format_duration(modelled_s)
     if not fitted:
         spends = f"the stated job's communication and waits alone take {took}"
@@ -421,7 +424,15 @@ def faster_than_stated(
             "no single-device step fits these points with the stated job: fitted to them, "
             "it would be below zero"
         )
-    if flat is None and field == "per_device_throughput":
+    if odd is not None:
+        devices_odd, throughput, expected = (
+            english_value(odd.ctx[key]) for key in ("devices", "throughput", "expected")
+        )
+        cause = (
+            f"; without the point at {devices_odd} devices ({throughput}), the others fit the "
+            f"stated job within their noise and put it at {expected}: check that point"
+        )
+    elif flat is None and field == "per_device_throughput":
         # A one-node baseline's total typed as one device's is a step 8 times too short.
         cause = (
             ": check that the throughput is one device's, the strategy, the shard group size, "
@@ -452,5 +463,6 @@ def faster_than_stated(
             "modelled": modelled_s,
             "fitted": fitted,
             "flat": flat,
+            "odd": odd,
         },
     )

@@ -1097,6 +1097,14 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
         "benchmark and step-time spread imply ({implied}), measured under another load: its "
         "steps set {parameters: and } instead.",
     ),
+    "calibration_odd": Wording(
+        N_(
+            "Without the point at %(devices)s devices (%(throughput)s), the others fit the "
+            "stated job within their noise and put it at %(expected)s: check that point."
+        ),
+        "Without the point at {devices:,} devices ({throughput}), the others fit the stated "
+        "job within their noise and put it at {expected}: check that point.",
+    ),
     "calibration_flat": Wording(
         N_(
             "The total throughput does not rise from %(low)s to %(high)s devices "
@@ -1472,6 +1480,7 @@ MEASURED_KEYS = (
     "measured_folded",
     "measured_flagged",
     "measured_misfit",
+    "measured_odd",
     "measured_spread_beyond",
     "measured_run_steps",
     "measured_flat",

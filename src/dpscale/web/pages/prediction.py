@@ -141,9 +141,10 @@ def faster_than_stated(issue: FieldIssue, loc: Localizer) -> str:
             "communication and waits alone take %(modelled)s.",
             **figures,
         )
-    flat = ctx.get("flat")
-    if isinstance(flat, Said):  # the likeliest cause: one device's figures typed as totals
-        return f"{said} {say(flat, LINES, loc)}"
+    for cause in (ctx.get("flat"), ctx.get("odd")):
+        # The likeliest cause: one device's figures typed as totals, or one point typed wrong.
+        if isinstance(cause, Said):
+            return f"{said} {say(cause, LINES, loc)}"
     if issue.field == "per_device_throughput":
         return f"{said} " + loc.gettext(
             "Check that the throughput is one device's, the strategy, the shard group size, the "
