@@ -141,7 +141,7 @@ def test_points_the_stated_job_cannot_follow_are_said_to_miss_it() -> None:
     assert fit.misfit == pytest.approx(0.163, abs=0.001)
     assert [said.code for said in fit.said()][-1] == "calibration_misfit"
     assert fit.notes()[-1] == (
-        "the points miss the stated job's step model by up to 16.3%, beyond their noise: "
+        "the points miss the stated job's step model by up to 16.3 %, beyond their noise: "
         "the band holds the miss"
     )
     # Points it follows (within their 1 % noise) get no such word.

@@ -626,8 +626,8 @@ def test_a_runs_spread_beyond_the_models_bound_is_held_at_it() -> None:
     said = {s.code: s for s in fit.said()}
     assert said["calibration_spread_beyond"].ctx["spread"].value == 3.0  # told, not hidden
     assert fit.notes()[-1] == (
-        "the run's step spread (3) is beyond the jitter's 0.5 bound, where the normal model of "
-        "step times fails: the calibration takes 0.5"
+        "the run's step spread (300 %) is beyond the jitter's 50 % bound, where the normal "
+        "model of step times fails: the calibration takes 50 %"
     )
     p = fit.predict([2, 4])
     for i, (_, measured) in enumerate(pairs[1:]):

@@ -103,7 +103,7 @@ from dpscale.model.costs import (
 )
 from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, faster_than_stated
 from dpscale.model.step import Step
-from dpscale.said import Count, Number, Percentage, Quantity, Said, Value
+from dpscale.said import Count, Number, Percentage, Quantity, Said, Value, percent
 from dpscale.units import format_duration
 from dpscale.validation import InputError
 
@@ -504,16 +504,16 @@ class MeasuredFit:
             )
         if self.misfit:
             said.append(
-                f"the points miss the stated job's step model by up to {self.misfit:.1%}, "
+                f"the points miss the stated job's step model by up to {percent(self.misfit, 3)}, "
                 "beyond their noise: the band holds the miss"
             )
         if self.odd is not None:
             said.append(self.odd.english())
         if self.spread_beyond:
             said.append(
-                f"the run's step spread ({self.spread_beyond:.3g}) is beyond the jitter's "
-                f"{MAX_JITTER:.3g} bound, where the normal model of step times fails: the "
-                f"calibration takes {MAX_JITTER:.3g}"
+                f"the run's step spread ({percent(self.spread_beyond, 3)}) is beyond the "
+                f"jitter's {percent(MAX_JITTER)} bound, where the normal model of step times "
+                f"fails: the calibration takes {percent(MAX_JITTER)}"
             )
         if self.conflict is not None:
             c = self.conflict
