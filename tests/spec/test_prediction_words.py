@@ -455,7 +455,7 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     calibrations.append(lines(compute({**README, "unit": "tokens/s"}).result)["micro_batch_tokens"])
     # A stored run whose steps are shorter than its own side measurements imply
     # (tests/model/test_costs.py): its steps set the network share.
-    from dpscale.model.measured import calibrate_measured, measured_from_run
+    from dpscale.model.measured import calibrate_measured, measured_from_run, parse_measured
 
     from ..model.test_costs import OWN_NETWORK, RESNET50, _run_of
 
@@ -482,6 +482,14 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "model of step times fails: the calibration takes 50 %."
     )
     calibrations.append(beyond)
+    # One point typed wrong (2,456 as 245.6): named with what the others put it at.
+    typo = calibrate_measured(RESNET50, parse_measured("1:329,2:620,8:245.6,16:4896"), source="t")
+    (odd,) = (line for line in typo.said() if line.code == "calibration_odd")
+    assert say_terminal(odd) == (
+        "Without the point at 8 devices (245.6), the others fit the stated job within their "
+        "noise and put it at 2,459: check that point."
+    )
+    calibrations.append(odd)
     # A target of at most 1 (percent) that looks like the fraction the JSON writes.
     small_target = compute({**README, "target_efficiency": "0.9"}).result
     fraction = lines(small_target)["target_fraction"]
