@@ -25,6 +25,7 @@ from dpscale.spec.prediction import (
     comparison_notes,
     lines,
 )
+from dpscale.validation import InputError
 from dpscale.web.i18n import Localizer, localizer
 from dpscale.web.pages._said import say
 from dpscale.web.pages.prediction import compute
@@ -482,14 +483,23 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "model of step times fails: the calibration takes 50 %."
     )
     calibrations.append(beyond)
-    # One point typed wrong (2,456 as 245.6): named with what the others put it at.
-    typo = calibrate_measured(RESNET50, parse_measured("1:329,2:620,8:245.6,16:4896"), source="t")
-    (odd,) = (line for line in typo.said() if line.code == "calibration_odd")
+    # One point typed wrong: named with what the others put it at, in a refusal (a total
+    # ten times too high) and where it sets the single-device step (ten times too low).
+    with pytest.raises(InputError) as refused:
+        calibrate_measured(
+            RESNET50, parse_measured("2:630.6,4:12768,8:2546,16:4930,32:9904"), source="t"
+        )
+    odd = refused.value.issues[0].ctx["odd"]
+    assert isinstance(odd, Said)
     assert say_terminal(odd) == (
-        "Without the point at 8 devices (245.6), the others fit the stated job within their "
-        "noise and put it at 2,459: check that point."
+        "Without the point at 4 devices (12,768), the others fit the stated job within their "
+        "noise and put it at 1,261: check that point."
     )
     calibrations.append(odd)
+    typo = calibrate_measured(RESNET50, parse_measured("1:32.9,2:620,8:2456,16:4896"), source="t")
+    (one,) = (line for line in typo.said() if line.code == "calibration_odd_one")
+    assert say_terminal(one).startswith("Without the one-device point (32.9), the others fit")
+    calibrations.append(one)
     # A target of at most 1 (percent) that looks like the fraction the JSON writes.
     small_target = compute({**README, "target_efficiency": "0.9"}).result
     fraction = lines(small_target)["target_fraction"]

@@ -862,29 +862,35 @@ def test_one_devices_figures_typed_as_totals_are_told_at_the_points(
 
 
 def test_a_point_typed_wrong_is_named_on_the_page_and_in_the_api(client: httpx.Client) -> None:
-    """tests/model/test_calibrate_measured.py's typo (2,456 as 245.6) and doubled point: the
-    page's calibration line and its refusal name the point, in English and German; the API
-    gives the note and its code."""
+    """tests/model/test_calibrate_measured.py's typos: 2,456 typed as 245.6 is down-weighted
+    and named on the page (English and German) and in the API; 329 typed as 32.9 on one
+    device is named; a refusal names the point the others fit without."""
     job = {"params": "25.6M", "hardware": "dgx-a100", "micro_batch": "64",
            "per_device_throughput": "329", "devices": "32"}  # fmt: skip
     typo = {**job, "measured": "1:329,2:620,8:245.6,16:4896"}
     html = unescape(client.get("/en/scaling-prediction", params=typo).text)
-    assert (
-        "Without the point at 8 devices (245.6), the others fit the stated job within their "
-        "noise and put it at 2,455: check that point."
-    ) in html
-    de = unescape(client.get("/de/scaling-prediction", params=typo).text)
-    assert "Ohne den Punkt bei 8 Geräten (245,6) passen die übrigen" in de
-    api = client.get("/api/v1/scaling-prediction", params=typo).json()
-    odd = next(note for note in api["note_codes"] if note["code"] == "calibration_odd")
-    assert odd["ctx"] == {"devices": 8, "throughput": 245.6, "expected": pytest.approx(2455, abs=1)}
-    doubled = {**job, "devices": "128", "measured": "8:4950,16:5043,32:9965,64:19986"}
-    refused = unescape(
-        field_error(client.get("/en/scaling-prediction", params=doubled).text, "measured")
+    assert "The point at 8 devices (245.6) lies off the others’ fit (2,455) beyond its noise" in (
+        html.replace("'", "’")
     )
-    assert refused.endswith(
-        "Without the point at 8 devices (4,950), the others fit the stated job within their "
-        "noise and put it at 2,519: check that point."
+    de = unescape(client.get("/de/scaling-prediction", params=typo).text)
+    assert "Der Punkt bei 8 Geräten (245,6) liegt weiter von der" in de
+    api = client.get("/api/v1/scaling-prediction", params=typo).json()
+    flagged = next(n for n in api["note_codes"] if n["code"] == "calibration_flagged")
+    assert (flagged["ctx"]["devices"], flagged["ctx"]["throughput"]) == (8, 245.6)
+    assert flagged["ctx"]["expected"] == pytest.approx(2455, abs=1)
+    one = {**job, "measured": "1:32.9,2:620,8:2456,16:4896"}
+    html = unescape(client.get("/en/scaling-prediction", params=one).text)
+    assert (
+        "Without the one-device point (32.9), the others fit the stated job within their noise "
+        "and put it at 312.7: check that point."
+    ) in html
+    refused = {**job, "devices": "64", "measured": "2:630.6,4:12768,8:2546,16:4930,32:9904"}
+    error = unescape(
+        field_error(client.get("/en/scaling-prediction", params=refused).text, "measured")
+    )
+    assert error.endswith(
+        "Without the point at 4 devices (12,768), the others fit the stated job within their "
+        "noise and put it at 1,259: check that point."
     )
 
 
@@ -894,14 +900,14 @@ def test_a_fit_below_the_point_is_refused_in_words_without_a_false_but(
     """tests/model/test_calibrate_measured.py's points whose fit passes below the smallest
     count: the field names the single-device step below zero, in English and Japanese."""
     query = {"params": "1B", "hardware": "dgx-a100", "micro_batch": "8",
-             "per_device_throughput": "100", "devices": "64",
-             "measured": "4:426.6,8:1979.1,32:2276.9"}  # fmt: skip
+             "devices_per_node": "2", "per_device_throughput": "100", "devices": "64",
+             "measured": "2:230.6,4:790.8,8:1072.0,32:2183.7"}  # fmt: skip
     html = client.get("/en/scaling-prediction", params=query).text
     assert unescape(field_error(html, "measured")) == (
-        "At 4 devices the measured step takes 75 ms, but no single-device step fits these "
-        "points with the stated job: fitted to them, it would be below zero. Without the "
-        "point at 8 devices (1,979), the others fit the stated job within their noise and put "
-        "it at 809: check that point."
+        "At 2 devices the measured step takes 69.4 ms, but no single-device step fits these "
+        "points with the stated job: fitted to them, it would be below zero. Check the "
+        "strategy, the shard group size, the bandwidths, the parameters and the throughput's "
+        "unit, or fit the points without the job's facts."
     )
     ja = unescape(field_error(client.get("/ja/scaling-prediction", params=query).text, "measured"))
     assert "指定のジョブではこれらの点に合う 1 台のステップがありません" in ja

@@ -212,19 +212,28 @@ class OddPoint:
     throughput: float
     expected: float
     """What the calibration from the other points gives at ``devices``."""
+    miss: float = 0.0
+    """The point's step less the others' at ``devices``, in standard deviations of theirs
+    (their noise and their estimates' uncertainty); 0 for a one-device point, which sets
+    the single-device step rather than being fitted."""
 
     def english(self) -> str:
         """The statement in the terminal's English (without the sentence's capital)."""
+        point = (
+            "the one-device point"
+            if self.devices == 1
+            else f"the point at {self.devices:,} devices"
+        )
         return (
-            f"without the point at {self.devices:,} devices ({self.throughput:.4g}), the "
-            f"others fit the stated job within their noise and put it at {self.expected:.4g}: "
-            "check that point"
+            f"without {point} ({self.throughput:.4g}), the others fit the stated job within "
+            f"their noise and put it at {self.expected:.4g}: check that point"
         )
 
     def said(self) -> Said:
-        """The statement (code ``calibration_odd``) each surface words in its language."""
+        """The statement (code ``calibration_odd``, ``calibration_odd_one`` for the one-device
+        point) each surface words in its language."""
         return Said(
-            "calibration_odd",
+            "calibration_odd_one" if self.devices == 1 else "calibration_odd",
             {
                 "devices": Count(self.devices),
                 "throughput": Number(self.throughput, 4),
@@ -348,7 +357,8 @@ class MeasuredFit:
     """Whether the points are a stored run's (its totals measured by dpscale)."""
     odd: OddPoint | None = None
     """Where the points miss the step model beyond their noise and one point alone makes
-    them miss (:func:`_odd_point`), that point."""
+    them miss (:func:`_odd_point`) but it was not down-weighted (it is the one-device point,
+    or within the others' noise), that point: named, with what the others put it at."""
 
     def _design(self, n: Any) -> tuple[Any, dict[str, Any]]:
         return _design(self.basis or self.scenario, n)
@@ -529,6 +539,7 @@ class MeasuredFit:
         """:meth:`notes` as statements each surface words in its language (codes
         ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
         ``calibration_flagged``, ``calibration_misfit``, ``calibration_odd``,
+        ``calibration_odd_one``,
         ``calibration_spread_beyond``,
         ``calibration_run_steps``, ``calibration_flat``:
         ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of parameters is
@@ -685,9 +696,10 @@ def calibrate_measured(
     (:func:`_side_conflict`).
 
     Where the points miss the step model beyond their noise, or the stated job cannot give
-    them, and one point alone makes them do so, the fit (or the refusal) names that point
-    and what the others put it at: a figure typed wrong (2,456 as 245.6) otherwise reads as
-    the stated job's fault.
+    them, and one point alone makes them do so (:func:`_odd_point`), that point is
+    down-weighted and named where it lies beyond the others' noise, or named with what the
+    others put it at (a one-device point, or in the refusal): a figure typed wrong (2,456 as
+    245.6) otherwise reads as the stated job's fault.
     """
     options: dict[str, Any] = {
         "source": source,
@@ -697,7 +709,7 @@ def calibrate_measured(
         "from_run": from_run,
     }
     try:
-        fit = _calibrate(scenario, points, **options)
+        return _calibrate(scenario, points, search=True, **options)
     except InputError as error:
         issue = error.issues[0]
         if issue.code != FASTER_THAN_STATED or issue.ctx.get("flat") is not None:
@@ -714,11 +726,6 @@ def calibrate_measured(
             fitted=bool(ctx["fitted"]),
             odd=odd.said(),
         ) from None
-    if fit.misfit and not fit.flagged:
-        odd = _odd_point(scenario, points, options)
-        if odd is not None:
-            fit = replace(fit, odd=odd)
-    return fit
 
 
 def _odd_point(
@@ -739,13 +746,19 @@ def _odd_point(
         if not any(n > 1 for n, _ in others):
             continue
         try:
-            fit = _calibrate(scenario, others, **options)
+            fit = _calibrate(scenario, others, search=False, **options)
         except InputError:
             continue
         if fit.misfit or fit.flagged:
             continue
         expected = float(fit.predict([devices]).throughput[0])
-        found.append(OddPoint(devices, throughput, expected))
+        miss = 0.0
+        if devices > 1:
+            sc = fit.scenario
+            samples = devices * sc.micro_batch * sc.tokens_per_sample * sc.grad_accum
+            _, sd = fit._spread(np.array([float(devices)]))
+            miss = (samples / throughput - samples / expected) / float(sd[0])
+        found.append(OddPoint(devices, throughput, expected, miss))
         if len(found) > 1:
             return None
     return found[0] if found else None
@@ -760,8 +773,11 @@ def _calibrate(
     step_overhead_s: float | None,
     measurement_noise: float | None,
     from_run: bool,
+    search: bool,
 ) -> MeasuredFit:
-    """:func:`calibrate_measured` on these points as they are."""
+    """:func:`calibrate_measured` on these points; ``search``: where the outlier test cannot
+    judge them and they miss, look for the one point that makes them miss
+    (:func:`_odd_point`)."""
     sc = replace(scenario, framework_overhead=0.0)
     single = [x for n, x in points if n == 1]
     if single:
@@ -859,6 +875,31 @@ def _calibrate(
             flagged.append(Flagged(int(n[worst]), float(x[worst]), expected, float(weight[worst])))
             fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
             estimates, covariance, noise, hat, residual = fitted
+    odd = None
+    if search and not flagged and _misfit(residual, estimates, floor):
+        # Too few points for the test above to judge one against the others: the one point
+        # without which the others fit is tested against their prediction instead, and
+        # down-weighted as above where it lies beyond their noise (a one-device point sets
+        # the single-device step: it is named, not weighed).
+        odd = _odd_point(
+            scenario,
+            points,
+            {
+                "source": source,
+                "step_time_cv": step_time_cv,
+                "step_overhead_s": step_overhead_s,
+                "measurement_noise": measurement_noise,
+                "from_run": from_run,
+            },
+        )
+        edge = float(stats.norm.ppf(1 - OUTLIER_LEVEL / (2 * len(points))))
+        if odd is not None and odd.devices > 1 and abs(odd.miss) > edge:
+            index = int(np.flatnonzero(n == odd.devices)[0])
+            weight[index] = (edge / odd.miss) ** 2
+            flagged.append(Flagged(odd.devices, odd.throughput, odd.expected, weight[index]))
+            odd = None
+            fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
+            estimates, covariance, noise, hat, residual = fitted
     values = {**kept, **estimates}
     jitter_ends: list[dict[str, float]] = []
     if "jitter" in unfittable:
@@ -916,6 +957,7 @@ def _calibrate(
         conflict=conflict,
         from_run=from_run,
         spread_beyond=spread_beyond,
+        odd=odd,
     )
 
 

@@ -428,9 +428,14 @@ def faster_than_stated(
         devices_odd, throughput, expected = (
             english_value(odd.ctx[key]) for key in ("devices", "throughput", "expected")
         )
+        point = (
+            "the one-device point"
+            if odd.code == "calibration_odd_one"
+            else f"the point at {devices_odd} devices"
+        )
         cause = (
-            f"; without the point at {devices_odd} devices ({throughput}), the others fit the "
-            f"stated job within their noise and put it at {expected}: check that point"
+            f"; without {point} ({throughput}), the others fit the stated job within their "
+            f"noise and put it at {expected}: check that point"
         )
     elif flat is None and field == "per_device_throughput":
         # A one-node baseline's total typed as one device's is a step 8 times too short.

@@ -1105,6 +1105,14 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
         "Without the point at {devices:,} devices ({throughput}), the others fit the stated "
         "job within their noise and put it at {expected}: check that point.",
     ),
+    "calibration_odd_one": Wording(
+        N_(
+            "Without the one-device point (%(throughput)s), the others fit the stated job "
+            "within their noise and put it at %(expected)s: check that point."
+        ),
+        "Without the one-device point ({throughput}), the others fit the stated job within "
+        "their noise and put it at {expected}: check that point.",
+    ),
     "calibration_flat": Wording(
         N_(
             "The total throughput does not rise from %(low)s to %(high)s devices "
@@ -1481,6 +1489,7 @@ MEASURED_KEYS = (
     "measured_flagged",
     "measured_misfit",
     "measured_odd",
+    "measured_odd_one",
     "measured_spread_beyond",
     "measured_run_steps",
     "measured_flat",
