@@ -106,6 +106,20 @@ def test_a_fall_the_curve_follows_is_not_said_to_be_missed() -> None:
     )
 
 
+def test_a_fall_onto_a_down_weighted_point_is_that_points_note_alone() -> None:
+    """2,456 typed as 245.6: the outlier note said the point was down-weighted, and the next
+    note said the comm model "passes between the points" from 620 at 2 devices to 245.6 at
+    8, which it does not (it passes far above the one it set aside). With the job's facts the
+    same note named "the comm model" for the calibrated step model, whose own notes already
+    say where it misses the points (tests/fit/test_one_engine.py)."""
+    typo = [(1, 329.0), (2, 620.0), (8, 245.6), (16, 4896.0)]
+    data, lines, _ = _said(typo, None)
+    codes = [note["code"] for note in data["note_codes"]]
+    assert any(code.startswith("outlier") for code in codes), codes
+    assert not any("passes between the points" in line for line in lines)
+    # With the job's facts: tests/fit/test_one_engine.py.
+
+
 def test_points_beyond_what_a_ring_can_lose_are_not_fitted_with_one() -> None:
     """Two points and two parameters, and comm still misses both by 10 %: a flat ring loses
     at most 6.7 % from 8 to 16 devices, these lost 25 %. That misfit is tested (as one degree

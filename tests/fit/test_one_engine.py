@@ -32,6 +32,7 @@ def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
         ("1:329,2:620,8:2456", "dgx1-v100"),  # inside one node: the network share kept
         ("1:329,2:620,8:2456,16:4896,32:9500", "dgx1-v100"),
         ("8:7900,16:15500,32:30200,64:52000", "dgx-a100"),  # the last point well off
+        ("1:329,2:620,8:245.6,16:4896", "dgx-a100"),  # 2,456 typed as 245.6: down-weighted
     ],
 )
 def test_fit_with_facts_gives_predict_measureds_numbers(
@@ -306,3 +307,19 @@ def test_a_scaling_law_fit_of_a_noisy_run_takes_the_runs_noise(
     falling = _stored(sqlite_url, "falling", ((1, 100.0, 0.01, 50), (2, 90.0, 0.01, 50)))
     said = _json(capsys, "fit", "--run", falling, "--at", "4")
     assert not any("multiply" in note for note in said["notes"])
+
+
+def test_a_calibrated_fit_leaves_its_misses_to_its_own_notes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """2,456 typed as 245.6, with the job's facts: the calibration down-weights the point and
+    says so; the scaling law's "the comm model never falls, so it passes between the points"
+    had followed, naming a model the calibration is not and a curve that passes far above
+    the point it set aside."""
+    data = _json(
+        capsys, "fit", "--points", "1:329,2:620,8:245.6,16:4896", "--at", "32", *FACTS,
+        "--hardware", "dgx-a100",
+    )  # fmt: skip
+    codes = [note["code"] for note in data["note_codes"]]
+    assert "calibration_flagged" in codes
+    assert not any(code.startswith("falls") for code in codes)

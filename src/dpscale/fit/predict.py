@@ -175,7 +175,18 @@ def _notes(
         else:
             notes.append(Said("no_loss"))
     drops = np.flatnonzero(np.diff(means) < 0)
-    if drops.size:
+    # A calibration says where its step model misses the points itself (the misfit note),
+    # and a fall onto a down-weighted point is that point's note: "passes between the points"
+    # would misname the first's curve ("the comm model") and contradict the second's.
+    weighed = (
+        {int(d) for d, w in zip(fitted.points.devices, fitted.weights, strict=True) if w < 1}
+        if fitted.weights is not None
+        else set()
+    )
+    drops = np.array(
+        [i for i in drops if not {int(devices[i]), int(devices[i + 1])} & weighed], dtype=int
+    )
+    if drops.size and not isinstance(fitted, CalibratedFit):
         i = int(drops[np.argmin(np.diff(means)[drops] / means[drops])])
         # A curve that falls there too follows the fall: "passes between the points" would
         # contradict it (comm falls from one device to two where the exchange outlasts the
