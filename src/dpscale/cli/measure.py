@@ -36,7 +36,7 @@ _HELP = {
     "nproc": "Processes (devices) on this machine; world sizes 1, 2, 4, ... up to it.",
     "world_sizes": "World sizes to measure, e.g. 1,2 (each <= --nproc).",
     "backend": "auto (nccl with CUDA GPUs, else gloo), gloo or nccl.",
-    "ops": "Collectives: all_reduce,all_gather,reduce_scatter,broadcast.",
+    "ops": "Collectives, comma-separated: all_reduce, all_gather, reduce_scatter, broadcast.",
     "sizes": "Message sizes: a range 4KiB..64MiB (x4 steps) or a list 1MB,16MB.",
     "iterations": "Timed iterations per collective and size.",
     "warmup": "Untimed iterations before them.",
