@@ -671,6 +671,18 @@ def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
     return single, columns
 
 
+@dataclass(frozen=True)
+class _How:
+    """How the points were measured: :func:`calibrate_measured`'s keyword arguments, passed
+    on to each calibration of a subset of them (:func:`_odd_point`)."""
+
+    source: str
+    step_time_cv: float | None
+    step_overhead_s: float | None
+    measurement_noise: float | None
+    from_run: bool
+
+
 ODD_POINT_MOST = 16
 """Points at most for the search of one odd point (:func:`_odd_point`: one more calibration
 per point, only where the points miss or are refused)."""
@@ -701,20 +713,14 @@ def calibrate_measured(
     others put it at (a one-device point, or in the refusal): a figure typed wrong (2,456 as
     245.6) otherwise reads as the stated job's fault.
     """
-    options: dict[str, Any] = {
-        "source": source,
-        "step_time_cv": step_time_cv,
-        "step_overhead_s": step_overhead_s,
-        "measurement_noise": measurement_noise,
-        "from_run": from_run,
-    }
+    how = _How(source, step_time_cv, step_overhead_s, measurement_noise, from_run)
     try:
-        return _calibrate(scenario, points, search=True, **options)
+        return _calibrate(scenario, points, how, search=True)
     except InputError as error:
         issue = error.issues[0]
         if issue.code != FASTER_THAN_STATED or issue.ctx.get("flat") is not None:
             raise  # falling totals: one device's figures typed, not one point
-        odd = _odd_point(scenario, points, options)
+        odd = _odd_point(scenario, points, how)
         if odd is None:
             raise
         ctx = issue.ctx
@@ -728,9 +734,7 @@ def calibrate_measured(
         ) from None
 
 
-def _odd_point(
-    scenario: Scenario, points: list[tuple[int, float]], options: Mapping[str, Any]
-) -> OddPoint | None:
+def _odd_point(scenario: Scenario, points: list[tuple[int, float]], how: _How) -> OddPoint | None:
     """The one point without which the others calibrate within their noise, where exactly
     one does (with fewer points than estimates any subset would fit, so nothing is said).
 
@@ -746,7 +750,7 @@ def _odd_point(
         if not any(n > 1 for n, _ in others):
             continue
         try:
-            fit = _calibrate(scenario, others, search=False, **options)
+            fit = _calibrate(scenario, others, how, search=False)
         except InputError:
             continue
         if fit.misfit or fit.flagged:
@@ -765,19 +769,13 @@ def _odd_point(
 
 
 def _calibrate(
-    scenario: Scenario,
-    points: list[tuple[int, float]],
-    *,
-    source: str,
-    step_time_cv: float | None,
-    step_overhead_s: float | None,
-    measurement_noise: float | None,
-    from_run: bool,
-    search: bool,
+    scenario: Scenario, points: list[tuple[int, float]], how: _How, *, search: bool
 ) -> MeasuredFit:
-    """:func:`calibrate_measured` on these points; ``search``: where the outlier test cannot
-    judge them and they miss, look for the one point that makes them miss
+    """:func:`calibrate_measured` on these points; ``search``: where they miss and the
+    outlier test named none, look for the one point that makes them miss
     (:func:`_odd_point`)."""
+    source, step_time_cv, step_overhead_s = how.source, how.step_time_cv, how.step_overhead_s
+    measurement_noise, from_run = how.measurement_noise, how.from_run
     sc = replace(scenario, framework_overhead=0.0)
     single = [x for n, x in points if n == 1]
     if single:
@@ -877,21 +875,12 @@ def _calibrate(
             estimates, covariance, noise, hat, residual = fitted
     odd = None
     if search and not flagged and _misfit(residual, estimates, floor):
-        # Too few points for the test above to judge one against the others: the one point
-        # without which the others fit is tested against their prediction instead, and
-        # down-weighted as above where it lies beyond their noise (a one-device point sets
-        # the single-device step: it is named, not weighed).
-        odd = _odd_point(
-            scenario,
-            points,
-            {
-                "source": source,
-                "step_time_cv": step_time_cv,
-                "step_overhead_s": step_overhead_s,
-                "measurement_noise": measurement_noise,
-                "from_run": from_run,
-            },
-        )
+        # The points miss and the test above named none (with as many estimates as points
+        # it cannot judge one against the others): the one point without which the others
+        # fit is tested against their prediction instead, and down-weighted as above where
+        # it lies beyond their noise (a one-device point sets the single-device step: it is
+        # named, not weighed).
+        odd = _odd_point(scenario, points, how)
         edge = float(stats.norm.ppf(1 - OUTLIER_LEVEL / (2 * len(points))))
         if odd is not None and odd.devices > 1 and abs(odd.miss) > edge:
             index = int(np.flatnonzero(n == odd.devices)[0])
