@@ -14,10 +14,15 @@ from hypothesis import strategies as st
 from dpscale.model.costs import MAX_JITTER
 from dpscale.model.hardware import Hardware
 from dpscale.model.measured import FASTER_THAN_STATED, calibrate_measured, parse_measured
+from dpscale.model.predict import predict
 from dpscale.model.query import PredictQuery
 from dpscale.model.scenario import Scenario
 from dpscale.said import Count
 from dpscale.validation import InputError
+
+LLAMA3_8B = {"model": "llama3-8b", "hardware": "dgx-h100", "unit": "tokens", "micro_batch": 1,
+             "seq_len": 8192, "per_device_throughput": 9000}  # fmt: skip
+"""Llama 3 8B at 9,000 tokens/s per device on DGX H100 (the README's example)."""
 
 ROOT = Path(__file__).resolve().parents[2]
 HW = Hardware(devices_per_node=8, intra_bandwidth=130e9, inter_bandwidth=50e9)
@@ -150,6 +155,55 @@ def test_points_the_stated_job_cannot_follow_are_said_to_miss_it() -> None:
     assert "calibration_misfit" not in [said.code for said in follows.said()]
 
 
+@pytest.mark.parametrize(
+    ("job", "counts"),
+    [
+        (LLAMA3_8B | {"strategy": strategy}, counts)
+        for strategy in ("ddp", "zero1", "zero2", "fsdp", "fsdp-shard-grad-op", "hsdp")
+        for counts in ((1, 2, 8, 16), (8, 16, 32, 64), (1, 8, 64, 512))
+    ]
+    + [
+        # ZeRO-2 over PCIe and 100 GbE (30 % efficient on two devices): the sharded form
+        # missed its own points by 14 %; FSDP of a 1.3B model came out 29 % high at 1,024.
+        (
+            {
+                "params": "7B",
+                "hardware": "pcie-100gbe",
+                "strategy": "zero2",
+                "micro_batch": 4,
+                "per_device_throughput": 3,
+            },
+            (1, 2, 8, 16),
+        ),
+        (
+            {
+                "params": "1.3B",
+                "hardware": "dgx-a100",
+                "strategy": "fsdp",
+                "micro_batch": 8,
+                "per_device_throughput": 40,
+            },
+            (8, 16, 32, 64),
+        ),
+    ],
+)
+def test_the_step_models_own_points_give_it_back(
+    job: dict[str, object], counts: tuple[int, ...]
+) -> None:
+    """Calibrated on the stated job's own exact points, every strategy gives the stated job
+    back: no miss, no point flagged, and at 1,024 devices what the job predicts. A sharded
+    strategy's network share had scaled the communication time instead of what the model
+    exposes of it: Llama 3 8B under ZeRO-1, calibrated at 8-64 H100s, came out 51 % high at
+    1,024 devices, and at 1, 8, 64 and 512 its own 512-device point was flagged."""
+    stated = predict(PredictQuery(devices=",".join(map(str, (*counts, 1024))), **job))  # type: ignore[arg-type]
+    total = stated.step.devices * stated.scenario.per_device_throughput * stated.step.efficiency
+    points = [(n, float(x)) for n, x in zip(counts, total[:-1], strict=True)]
+    fit = calibrate_measured(PredictQuery(devices="1024", **job).scenario(), points, source="t")  # type: ignore[arg-type]
+    assert fit.misfit == 0.0
+    assert fit.flagged == ()
+    assert float(fit.predict([1024]).throughput[0]) == pytest.approx(float(total[-1]), rel=1e-9)
+
+
 @pytest.mark.parametrize("method", ["measured"])
 def test_calibration_beats_the_ruler_on_the_shared_series(method: str) -> None:
     bench = _bench()
@@ -168,10 +222,10 @@ def test_calibration_beats_the_ruler_on_the_shared_series(method: str) -> None:
     assert mine["median"] < ruler["median"]
     assert mine["worst"] < ruler["worst"]
     # The figures docs/predict.md and docs/fit.md report.
-    assert round(100 * mine["median"], 1) == 0.9
+    assert round(100 * mine["median"], 1) == 1.2
     assert round(100 * mine["worst"], 1) == 6.7
     assert (mine["inside"], mine["banded"]) == (15, 16)
-    assert round(100 * mine["half_width"], 1) == 5.6
+    assert round(100 * mine["half_width"], 1) == 5.9
 
 
 @pytest.mark.parametrize("points", ["8:2456,16:4896,32:9500", "1:329,8:2456,16:4896,32:9500"])

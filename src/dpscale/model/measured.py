@@ -6,15 +6,13 @@ point is a step time, ``T(N) = N b m / X(N)``. The step model (without the terms
 measurement can tell) gives ``T0(N)``, its single-device step ``T0(1)`` and its communication
 time ``C(N)``. The calibrated step is linear in what is estimated:
 
-    T(N) = T0(1) + l + o [N > 1] + s (T0(N) - T0(1)  or  C(N)) + c t w(m) z(N)
+    T(N) = T0(1) + l + o [N > 1] + s (T0(N) - T0(1)) + c t w(m) z(N)
 
 ``l`` the level (the single-device step beyond the stated one), ``o`` the fixed cost per
 step on more than one device, ``s`` the network share, once the points can tell it (``s = 1``
-on the first form otherwise): with DDP the share of the step model's own exposed
-communication ``T0(N) - T0(1)`` (1: as modelled, so points the model made give its values
-back), with a sharded strategy the share of the modelled communication time ``C(N)`` that
-shows in the step (the model's exposure of all-gathers and reduce-scatters is not checked
-against published runs yet), ``c`` the jitter (coefficient of variation of one device's
+otherwise): the share of what the step model adds beyond one device, its exposed
+communication and waits ``T0(N) - T0(1)``, for every strategy (1: as modelled, so points the
+model made give its values back), ``c`` the jitter (coefficient of variation of one device's
 micro-step, :mod:`dpscale.model.costs`), ``t = b / v`` one micro-step, ``w(m)`` the
 micro-steps' worth it waits (``sqrt(m)``, or ``m`` where every micro-step ends in a collective:
 :func:`~dpscale.model.costs.waited_micro_steps`) and ``z(N)`` the expected maximum of N
@@ -325,9 +323,8 @@ class MeasuredFit:
     points: tuple[tuple[int, float], ...]
     source: str
     network_share: float = 0.0
-    """Where estimated, the network share (module docstring: of the exposed communication with
-    DDP, of the communication time with a sharded strategy); otherwise 0, and the step
-    model's own exposed communication is taken as it is."""
+    """Where estimated, the network share (module docstring: of the step model's exposed
+    communication and waits); otherwise 0, and the step model's own are taken as they are."""
     level_s: float = 0.0
     """Seconds added to the single-device step (the level, without a one-device point)."""
     unfittable: tuple[str, ...] = ()
@@ -655,17 +652,17 @@ def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
     multi = np.where(n > 1, 1.0, 0.0)
     step = evaluate(base, devices=n)
     physics = np.asarray(step.step_time) - single
-    # DDP: the share scales what the step model exposes (its overlap of bucketed all-reduces
-    # is checked on the published rows), so points the model made give its own values back.
-    # Sharded strategies: the share scales the communication time itself, and the points say
-    # how much of it shows (the model's exposure of all-gathers and reduce-scatters is not
-    # yet checked against published runs: docs/predict.md, "Held-out calibration").
-    share = physics if sc.strategy == "ddp" else np.asarray(step.comm_time) * multi
+    # The share scales what the step model exposes, for every strategy (its overlap of
+    # bucketed all-reduces and of per-layer all-gathers and reduce-scatters is checked on the
+    # published DDP and LLM rows), so points the model made give its own values back. (A
+    # sharded strategy's share had scaled the communication time itself: given the model's
+    # own points for Llama 3 8B under ZeRO-1 on 8-64 H100s, it predicted 1,024 devices 51 %
+    # high.) Estimated, the share replaces the column "physics" (taken at 1 otherwise).
     columns = {
         "level": np.ones_like(n),
         "step_overhead": multi,
         "physics": physics,
-        "network_share": share,
+        "network_share": physics,
         "jitter": one * np.asarray(expected_max_normal(n)),
     }
     return single, columns
