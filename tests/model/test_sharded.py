@@ -595,3 +595,19 @@ def test_hsdp_compared_at_counts_that_are_not_whole_nodes_is_left_out_there(
         "hsdp shards within groups of 8 devices: it is left out at 9, 10, 11, 12, 13 and 76 more "
         "devices, which are not whole groups."
     ) in out
+
+
+def test_the_limit_names_the_algorithm_of_what_limits() -> None:
+    """HSDP's reduction is a ring reduce-scatter inside the node, then an all-reduce across the
+    replicas, which NCCL runs as a tree across 128 nodes. Where that all-reduce limits the step
+    the limit said "network, ring" for every sharded strategy (the algorithm was fixed at the
+    ring); it names the all-reduce's. FSDP over all devices has only the ring."""
+    job = {"model": "llama3-8b", "hardware": "dgx-h100", "seq_len": 8192, "micro_batch": 1,
+           "unit": "tokens", "per_device_throughput": 9000, "devices": "64,1024"}  # fmt: skip
+    hsdp = predict(PredictQuery(strategy="hsdp", **job)).points()  # type: ignore[arg-type]
+    assert [(p["limited_by"], p["algorithm"]) for p in hsdp] == [
+        ("inter_node_bandwidth", "ring"),
+        ("inter_node_bandwidth", "tree"),
+    ]
+    fsdp = predict(PredictQuery(strategy="fsdp", **job)).points()  # type: ignore[arg-type]
+    assert [p["algorithm"] for p in fsdp] == ["ring", "ring"]

@@ -252,11 +252,7 @@ class PredictionResult:
         lists |= {key: rounded[i * n : (i + 1) * n] for i, key in enumerate(floats)}
         lists["buckets"] = np.asarray(s.buckets)[rows].astype(np.int64).tolist()
         lists["limited_by"] = [LIMITS[int(code)] for code in np.asarray(s.limited_by)[rows]]
-        lists["algorithm"] = (
-            [ALGORITHMS[int(code)] for code in np.asarray(s.algorithm)[rows]]
-            if sc.strategy == "ddp"
-            else ["ring"] * len(count)
-        )
+        lists["algorithm"] = [ALGORITHMS[int(code)] for code in np.asarray(s.algorithm)[rows]]
         fits = None if mem is None else mem.fits
         if fits is not None:
             lists["fits"] = np.asarray(fits)[rows].astype(bool).tolist()

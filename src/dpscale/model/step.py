@@ -311,7 +311,10 @@ def data_parallel_step(
         optimizer_time=np.broadcast_to(t_opt, shape),
         step_time=step_time,
         efficiency=m * micro / step_time,
-        algorithm=np.where(sharded, 0, ar.algorithm),
+        # What limits the reduction, and by which algorithm: the shard group's ring
+        # reduce-scatter, or the all-reduce across replicas where that takes longer (HSDP's
+        # may run as a tree).
+        algorithm=np.where(sharded & ~replica_bound, 0, ar.algorithm),
         limited_by=np.where(sharded & ~replica_bound, rs.limited_by, ar.limited_by),
         bus_bandwidth=np.broadcast_to(np.where(multi, topo.bandwidth, 0.0), shape),
         buckets=np.broadcast_to(buckets, shape),
