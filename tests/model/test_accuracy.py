@@ -213,7 +213,7 @@ if __name__ == "__main__":
 def test_sharded_llm_series_held_out() -> None:
     # The 36 published FSDP/ZeRO series of data/published_llm_scaling.csv (LLM_SOURCES.md):
     # every count predicted from its series' smallest, nothing estimated from them. As
-    # measured (docs/predict.md): 53 rows, median 1.4 pp, worst 8.6, mean signed +0.5,
+    # measured (docs/predict.md): 53 rows, median 1.4 pp, worst 8.6, mean signed +0.4,
     # 85 % inside the band at 13.3 pp mean width (before the per-layer schedule: worst 66.5;
     # before both edges came from one budget: 72 % at 10.7 pp).
     scored, skipped = bench.score_llm(bench.read_rows(bench.LLM_DATA))
@@ -274,7 +274,7 @@ def test_the_setup_spread_from_the_llm_rows_widens_the_band() -> None:
     ]  # fmt: skip
     figures = bench.summary(scored)
     assert figures["inside_band"] == pytest.approx(41 / 53)
-    assert figures["mean_band_width_pp"] == pytest.approx(18.4, abs=0.05)
+    assert figures["mean_band_width_pp"] == pytest.approx(18.5, abs=0.05)
     # Each row's band at the adopted spread is the one predict gives it.
     from dpscale.model.band import SETUP_SPREAD
 

@@ -317,9 +317,10 @@ def test_zero_stated_in_groups_is_compared_with_itself_over_all_devices() -> Non
         8.03e9 * 8 * (1 / 8 - 1 / 64)
     )
     assert [r.named_group for r in compared.comparison] == [0, 8, 0, 0, 0, 0]
-    # The same device under FSDP at 8 would outrun the ZeRO-1 job measured there.
+    # The same device under FSDP at 8 would outrun the ZeRO-1 job measured there (which also
+    # copies its fp32 gradients into DDP's buckets and back: 1.11 before it paid that).
     fsdp = next(entry for entry in entries if entry["strategy"] == "fsdp")
-    assert fsdp["points"][0]["efficiency"] == pytest.approx(1.11, abs=0.01)
+    assert fsdp["points"][0]["efficiency"] == pytest.approx(1.16, abs=0.01)
     # Stated without a group, each strategy is there once, the stated one marked.
     plain = predict(PredictQuery(**job, strategy="zero1", compare_strategies=True)).to_dict()
     assert [(e["strategy"], e["stated"]) for e in plain["strategies"]] == [
@@ -611,3 +612,53 @@ def test_the_limit_names_the_algorithm_of_what_limits() -> None:
     ]
     fsdp = predict(PredictQuery(strategy="fsdp", **job)).points()  # type: ignore[arg-type]
     assert [p["algorithm"] for p in fsdp] == ["ring", "ring"]
+
+
+@pytest.mark.parametrize(
+    ("job", "devices"),
+    [
+        (
+            {
+                "params": "1.3B",
+                "hardware": "dgx-a100",
+                "micro_batch": 4,
+                "grad_accum": 4,
+                "per_device_throughput": 329.0,
+            },
+            64,
+        ),
+        (
+            {
+                "params": "70B",
+                "hardware": "mi300x",
+                "micro_batch": 4,
+                "grad_accum": 1,
+                "per_device_throughput": 3.0,
+            },
+            8,
+        ),
+        (
+            {
+                "params": "25.6M",
+                "hardware": "pcie-100gbe",
+                "micro_batch": 1,
+                "grad_accum": 4,
+                "per_device_throughput": 40.0,
+            },
+            256,
+        ),
+    ],
+)
+def test_rows_that_coincide_give_the_same_step(job: dict[str, object], devices: int) -> None:
+    """ZeRO-1 over groups of one device is DDP, HSDP over one group of all devices is FSDP,
+    ZeRO-3 is FSDP: the same efficiency and band. ZeRO-1 over groups of one had run faster than
+    DDP by DDP's bucket copies (1.3B in fp32 on 64 A100s: 37.1 % against 33.6 %), which it
+    pays too as ZeroRedundancyOptimizer beside DDP."""
+
+    def band(**strategy: object) -> tuple[float, float, float]:
+        r = predict(PredictQuery(devices=str(devices), **job, **strategy))  # type: ignore[arg-type]
+        return float(r.step.efficiency[0]), float(r.efficiency_low[0]), float(r.efficiency_high[0])
+
+    assert band(strategy="zero1", shard_group_size=1) == pytest.approx(band(strategy="ddp"))
+    assert band(strategy="hsdp", shard_group_size=devices) == pytest.approx(band(strategy="fsdp"))
+    assert band(strategy="zero3") == pytest.approx(band(strategy="fsdp"))

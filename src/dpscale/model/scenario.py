@@ -254,10 +254,10 @@ def step_inputs(
     network = hw.transport_efficiency if inter_efficiency is None else inter_efficiency
     bandwidth = scenario.memory_bandwidth if memory_bandwidth is None else memory_bandwidth
     per_param = scenario.optimizer_bytes if optimizer_bytes is None else optimizer_bytes
-    ddp = row(scenario.strategy).group == "one"
-    copied = ddp and (scenario.overlap or scenario.gradient_passes)
+    reducer = row(scenario.strategy).copies_into_buckets
+    copied = reducer and (scenario.overlap or scenario.gradient_passes)
     copy = bucket_copy_time(scenario.gradient_bytes, bandwidth) if copied else 0.0
-    if ddp and scenario.gradient_passes:
+    if reducer and scenario.gradient_passes:
         copy = copy + average_pass_time(scenario.gradient_bytes, bandwidth)
     default_overhead = 0.0 if "step_overhead" in scenario.known else DEFAULT_FRAMEWORK_OVERHEAD
     share = _first(framework_overhead, scenario.framework_overhead, default_overhead)
