@@ -248,6 +248,19 @@ def test_auto_prefers_usl_for_retrograde_points() -> None:
     assert "F test at the 1 % level" in terminal(result.selection.reason)
 
 
+def test_five_retrograde_points_go_to_usl_though_aicc_cannot_score_it() -> None:
+    """Five points along USL, past their peak (1,512 at 32 devices, 1,097 at 128): AICc needs
+    six for USL's three parameters, so of the models that beat comm the choice fell to the
+    only one AICc scored, Amdahl, 141 % off at 128 devices. The test that rejects comm rejects
+    Amdahl's misfit in USL's favour too, and USL, through every point, is reported."""
+    counts = [1, 4, 16, 32, 128]
+    points = Points.of([(1, 100.0), (4, 375.2), (16, 1126.8), (32, 1512.3), (128, 1097.0)])
+    result = fit(points)
+    assert (result.model, result.selection.method) == ("usl", "F test")
+    curve = result.fitted.throughput(counts)
+    assert curve == pytest.approx(points.throughput, rel=1e-3)
+
+
 def test_auto_prefers_comm_for_a_node_step_and_plateau() -> None:
     devices = [1, 2, 4, 8, 16, 32, 64, 128] * 2
     points = noisy(comm_model(8), [0.02, 0.3], devices, noise=0.01, seed=13)

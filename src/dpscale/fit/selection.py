@@ -347,6 +347,15 @@ def _physics_first(
     decisive = {name: test for name, test in tests.items() if test[0] > test[1]}
     if decisive:
         chosen = min(decisive, key=lambda n: (compared.get(n, math.inf), _misfit(fits[n]), n))
+        # A rival AICc cannot score (too few points for its parameters: USL needs six) still
+        # replaces it where the same test rejects the chosen model's misfit in its favour:
+        # five points along USL, past their peak, had been given to Amdahl, 141 % off one.
+        for name in sorted(decisive):
+            if name in compared or _misfit(fits[name]) >= _misfit(fits[chosen]):
+                continue
+            test = contention_test(fits[chosen], fits[name])
+            if test is not None and test[0] > test[1]:
+                chosen = name
         f, threshold = decisive[chosen]
         return (
             chosen,
