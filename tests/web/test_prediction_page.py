@@ -771,8 +771,10 @@ def test_strategies_side_by_side_on_the_page_and_the_api(client: httpx.Client) -
     assert last[mine][-1] == "Yes"
     fsdp = next(s["points"][-1] for s in got["strategies"] if s["strategy"] == "fsdp")
     assert last[mine][1] == localizer("en").percent(fsdp["efficiency"])
-    # What limits each: the same words as the table of points (here the network, at 1,024).
-    assert last["HSDP (shard in a node, replicate across)"][4] == "Network · Ring"
+    # What limits each: the same words as the table of points (here the network, at 1,024,
+    # through HSDP's all-reduce across the 128 nodes, which NCCL runs as a tree; the limit
+    # had said "Ring" for every sharded strategy).
+    assert last["HSDP (shard in a node, replicate across)"][4] == "Network · Tree"
     assert (
         "Every strategy runs the same device: its efficiency is relative to the 9,000 tokens/s "
         "per device at 8 devices, so one slower there starts below 100%, one faster "
