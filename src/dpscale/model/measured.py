@@ -99,7 +99,13 @@ from dpscale.model.costs import (
     measured_jitter,
     waited_micro_steps,
 )
-from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, faster_than_stated
+from dpscale.model.scenario import (
+    FASTER_THAN_STATED,
+    Scenario,
+    evaluate,
+    faster_than_stated,
+    odd_point_english,
+)
 from dpscale.model.step import Step
 from dpscale.said import Count, Number, Percentage, Quantity, Said, Value, percent
 from dpscale.units import format_duration
@@ -215,18 +221,6 @@ class OddPoint:
     (their noise and their estimates' uncertainty); 0 for a one-device point, which sets
     the single-device step rather than being fitted."""
 
-    def english(self) -> str:
-        """The statement in the terminal's English (without the sentence's capital)."""
-        point = (
-            "the one-device point"
-            if self.devices == 1
-            else f"the point at {self.devices:,} devices"
-        )
-        return (
-            f"without {point} ({self.throughput:.4g}), the others fit the stated job within "
-            f"their noise and put it at {self.expected:.4g}: check that point"
-        )
-
     def said(self) -> Said:
         """The statement (code ``calibration_odd``, ``calibration_odd_one`` for the one-device
         point) each surface words in its language."""
@@ -279,7 +273,7 @@ def _side_conflict(
     outlasts them. ``single_s`` is the one-device step where a point measured it (0 where
     the level is estimated).
 
-    >>> cols = {"step_overhead": np.array([1.0]), "physics": np.array([7e-3]),
+    >>> cols = {"step_overhead": np.array([1.0]), "network_share": np.array([7e-3]),
     ...         "jitter": np.array([0.01])}
     >>> kept = {"step_overhead": 0.0, "jitter": 0.2}
     >>> _side_conflict(cols, kept, np.array([5e-3]), np.array([2.0]), 1.5e-3, 0.1)
@@ -291,7 +285,7 @@ def _side_conflict(
     """
     jitter = columns["jitter"] * kept.get("jitter", DEFAULT_JITTER)
     rest = single_s + columns["step_overhead"] * kept["step_overhead"] + jitter
-    implied = rest + columns["physics"]
+    implied = rest + columns["network_share"]
     allowed = measured * (1 + 2 * noise)
     # Beyond the noise; or, however noisy, shorter than the side measurements' terms alone
     # (then no single-device step explains the point, and the run would be refused).
@@ -322,9 +316,9 @@ class MeasuredFit:
     largest_measured: int
     points: tuple[tuple[int, float], ...]
     source: str
-    network_share: float = 0.0
-    """Where estimated, the network share (module docstring: of the step model's exposed
-    communication and waits); otherwise 0, and the step model's own are taken as they are."""
+    network_share: float = 1.0
+    """The network share (module docstring: of the step model's exposed communication and
+    waits): estimated where ``free`` holds it, else 1, the step model's own as they are."""
     level_s: float = 0.0
     """Seconds added to the single-device step (the level, without a one-device point)."""
     unfittable: tuple[str, ...] = ()
@@ -370,8 +364,8 @@ class MeasuredFit:
         ``efficiency`` (relative to the calibrated per-device throughput, after the point is
         kept within the ideal): the step is the fit's, the exposed communication what the
         fit's step adds beyond the model's compute, waits and fixed costs (never below 0),
-        and where the network share was estimated the communication the modelled at the
-        share's pace (never less than it exposes). Where the fit is the model, ``step`` is it
+        and the communication the modelled at the network share's pace (never less than it
+        exposes). Where the fit is the model, ``step`` is it
         already. (A table had shown an 8.7 ms step beside the throughput of the 5.31 ms one
         measured.)"""
         modelled = np.asarray(step.step_time)
@@ -383,11 +377,8 @@ class MeasuredFit:
         if np.allclose(step_time, modelled, rtol=1e-12, atol=0.0):
             return step
         exposed = np.maximum(np.asarray(step.exposed_comm_time) + step_time - modelled, 0.0)
-        comm = np.asarray(step.comm_time)
-        if "network_share" in self.free:
-            comm = self.network_share * comm
-        # Never less than what the step exposes of it.
-        comm = np.maximum(comm, exposed)
+        # At the share's pace, never less than what the step exposes of it.
+        comm = np.maximum(self.network_share * np.asarray(step.comm_time), exposed)
         return replace(
             step,
             comm_time=comm,
@@ -402,7 +393,6 @@ class MeasuredFit:
             "level": self.level_s,
             "step_overhead": self.step_overhead_s,
             "network_share": self.network_share,
-            "physics": 0.0 if "network_share" in self.free else 1.0,
             "jitter": self.jitter,
         }
 
@@ -515,7 +505,7 @@ class MeasuredFit:
                 "beyond their noise: the band holds the miss"
             )
         if self.odd is not None:
-            said.append(self.odd.english())
+            said.append(odd_point_english(self.odd.said()))
         if self.spread_beyond:
             said.append(
                 f"the run's step spread ({percent(self.spread_beyond, 3)}) is beyond the "
@@ -654,14 +644,13 @@ def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
     physics = np.asarray(step.step_time) - single
     # The share scales what the step model exposes, for every strategy (its overlap of
     # bucketed all-reduces and of per-layer all-gathers and reduce-scatters is checked on the
-    # published DDP and LLM rows), so points the model made give its own values back. (A
-    # sharded strategy's share had scaled the communication time itself: given the model's
-    # own points for Llama 3 8B under ZeRO-1 on 8-64 H100s, it predicted 1,024 devices 51 %
-    # high.) Estimated, the share replaces the column "physics" (taken at 1 otherwise).
+    # published DDP and LLM rows), so points the model made give its own values back; it is
+    # 1 where not estimated. (A sharded strategy's share had scaled the communication time
+    # itself: given the model's own points for Llama 3 8B under ZeRO-1 on 8-64 H100s, it
+    # predicted 1,024 devices 51 % high.)
     columns = {
         "level": np.ones_like(n),
         "step_overhead": multi,
-        "physics": physics,
         "network_share": physics,
         "jitter": one * np.asarray(expected_max_normal(n)),
     }
@@ -778,7 +767,7 @@ def _calibrate(
     if single:
         # Measured with the query's own accumulation, like every other point.
         sc = replace(sc, per_device_throughput=single[0], throughput_grad_accum=None)
-    kept: dict[str, float] = {"level": 0.0, "step_overhead": 0.0, "network_share": 0.0}
+    kept: dict[str, float] = {"level": 0.0, "step_overhead": 0.0, "network_share": 1.0}
     if step_overhead_s is not None:
         kept["step_overhead"] = step_overhead_s
     elif "step_overhead" in scenario.known:
@@ -790,7 +779,7 @@ def _calibrate(
         spread_beyond = spread if spread > MAX_JITTER else 0.0
     elif scenario.jitter is not None:
         kept["jitter"] = scenario.jitter
-    stated = set(kept) - {"level", "network_share", "physics"}
+    stated = set(kept) - {"level", "network_share"}
     if step_overhead_s is None and "step_overhead" not in scenario.known:
         stated.discard("step_overhead")
     if scenario.hardware.inter_efficiency is not None or scenario.calibration is not None:
@@ -837,9 +826,6 @@ def _calibrate(
     free, unfittable = _choose(columns, measured, level, candidates, counts - 1)
     unfittable = unreached + unfittable
     kept.setdefault("jitter", 0.0 if "jitter" in free else DEFAULT_JITTER)
-    # Estimated, the network share replaces the step model's exposed communication: the
-    # points say how much of the modelled communication time shows in the step.
-    kept["physics"] = 0.0 if "network_share" in free else 1.0
     # What the fit cannot take away (costs are never below zero): a point whose whole step is
     # shorter has no single-device step, not even none, that explains it.
     extras = sum(columns[name] * kept[name] for name in columns if name not in {*free, "level"})

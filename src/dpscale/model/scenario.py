@@ -61,6 +61,7 @@ __all__ = [
     "Scenario",
     "evaluate",
     "faster_than_stated",
+    "odd_point_english",
     "step_inputs",
 ]
 
@@ -389,6 +390,24 @@ FASTER_THAN_STATED = "faster_than_stated"
 (measured points, or a throughput measured at a baseline of several devices)."""
 
 
+def odd_point_english(odd: Said) -> str:
+    """The terminal's English (no capital, no full stop) of a calibration's odd point
+    (``calibration_odd``, ``calibration_odd_one``: :class:`~dpscale.model.measured.OddPoint`),
+    in its notes and in the refusal that names it."""
+    devices, throughput, expected = (
+        english_value(odd.ctx[key]) for key in ("devices", "throughput", "expected")
+    )
+    point = (
+        "the one-device point"
+        if odd.code == "calibration_odd_one"
+        else f"the point at {devices} devices"
+    )
+    return (
+        f"without {point} ({throughput}), the others fit the stated job within their noise "
+        f"and put it at {expected}: check that point"
+    )
+
+
 def faster_than_stated(
     field: str,
     devices: float,
@@ -425,18 +444,7 @@ def faster_than_stated(
             "it would be below zero"
         )
     if odd is not None:
-        devices_odd, throughput, expected = (
-            english_value(odd.ctx[key]) for key in ("devices", "throughput", "expected")
-        )
-        point = (
-            "the one-device point"
-            if odd.code == "calibration_odd_one"
-            else f"the point at {devices_odd} devices"
-        )
-        cause = (
-            f"; without {point} ({throughput}), the others fit the stated job within their "
-            f"noise and put it at {expected}: check that point"
-        )
+        cause = f"; {odd_point_english(odd)}"
     elif flat is None and field == "per_device_throughput":
         # A one-node baseline's total typed as one device's is a step 8 times too short.
         cause = (
