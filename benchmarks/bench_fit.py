@@ -7,7 +7,8 @@
    beyond the points inside the 95 % prediction interval; median extrapolation error.
 2. Model choice: points from the comm model (a node step, then a plateau), from Amdahl and
    from USL, fitted with ``auto``, checked far out: how often the truth lies inside the
-   reported interval, the median error, and which model ``auto`` reported.
+   reported interval, the median error, and which model ``auto`` reported. 2b: one point
+   of seven off by x0.1 to x1.4: the same check, with and without it.
 3. Held-out published series (``shared/validation/published_scaling.csv``): each series with
    three or more device counts is fitted on its two, three, ... smallest and predicts the next
    count: error, the measured value inside the band, the band's half-width, a band above the
@@ -125,6 +126,44 @@ def model_choice(seeds: int) -> None:
             f"   {label:30} {far:>4} {node or '-':>2}  {inside / (seeds // 5):>5.2f}  "
             f"{np.median(errors):>+7.1%}  {dict(sorted(chosen.items()))}"
         )
+
+
+def one_bad_point(seeds: int) -> None:
+    """Seven counts of a flat-ring ``comm`` curve with 0.5-3 % noise, one point (not the
+    first) off by x0.1, x0.5, x0.7 or x1.4, fitted with ``auto`` and read at 128 devices,
+    beside the same points without the bad one."""
+    trials = max(seeds // 4, 1)
+    print(
+        f"2b. One bad point, auto over {trials} seeds: a new measurement at 128 inside the 95 % PI"
+    )
+    rng = np.random.default_rng(3)
+    counts = np.array([1, 2, 4, 8, 16, 32, 64])
+    model = comm_model(None)
+    rows = {"with the bad point": ([], []), "without it": ([], [])}
+    flagged = 0
+    for _ in range(trials):
+        rate, cost, noise = rng.uniform(50, 500), rng.uniform(0.005, 0.05), rng.uniform(0.005, 0.03)
+        truth = model.throughput(math.log(rate), [cost], np.append(counts, 128))
+        y = truth[:-1] * np.exp(rng.normal(0.0, noise, counts.size))
+        bad = int(rng.integers(1, counts.size))
+        y_bad = y.copy()
+        y_bad[bad] *= rng.choice([0.1, 0.5, 0.7, 1.4])
+        new = truth[-1] * np.exp(rng.normal(0.0, noise))
+        keep = np.arange(counts.size) != bad
+        for label, (n, x) in (
+            ("with the bad point", (counts, y_bad)),
+            ("without it", (counts[keep], y[keep])),
+        ):
+            result = fit(Points(devices=n, throughput=x), at=[128])
+            p = result.predictions[0]
+            inside, widths = rows[label]
+            inside.append(p.throughput_low <= new <= p.throughput_high)
+            widths.append((p.throughput_high - p.throughput_low) / 2 / p.throughput)
+            if label == "with the bad point":
+                flagged += result.selection.flag is not None
+    for label, (inside, widths) in rows.items():
+        print(f"   {label:20} in PI {np.mean(inside):.3f}  mean half-width {np.mean(widths):.1%}")
+    print(f"   the bad point down-weighted in {flagged} of {trials}")
 
 
 FACT_COLUMNS = (
@@ -251,12 +290,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1000)
     parser.add_argument("--csv", type=Path, default=CSV)
     parser.add_argument(
-        "--only", choices=("coverage", "choice", "published", "timing"), help="one section"
+        "--only",
+        choices=("coverage", "choice", "bad-point", "published", "timing"),
+        help="one section",
     )
     args = parser.parse_args()
     sections = {
         "coverage": lambda: coverage(args.seeds),
         "choice": lambda: model_choice(args.seeds),
+        "bad-point": lambda: one_bad_point(args.seeds),
         "published": lambda: published(args.csv),
         "timing": timing,
     }

@@ -333,7 +333,7 @@ def test_a_model_preset_fills_the_facts_as_predict_reads_it(
         assert status == 0
         answers.append(json.loads(out)["predictions"][0])
     assert answers[0] == answers[1]
-    assert round(answers[0]["throughput"]) == 2_210_473
+    assert round(answers[0]["throughput"]) == 2_208_517
     status, _, err = run(capsys, *job, "--model-preset", "gpt-5")
     assert status == 2
     assert err.startswith("dpscale: error: --model-preset: no model named 'gpt-5'; choose one")

@@ -158,12 +158,16 @@ class ModelFit:
         return np.asarray(np.sqrt(np.maximum(np.diag(self.cov), 0.0)))
 
     def r_squared(self) -> float | None:
-        """1 - SS_res / SS_tot of throughput (not of its logarithm); None for flat data."""
+        """1 - SS_res / SS_tot of throughput (not of its logarithm), each point counted with
+        its weight (a down-weighted point as the share of a point it was given); None for
+        flat data."""
         y = self.points.throughput
-        total = float(np.sum((y - y.mean()) ** 2))
+        w = np.ones(len(y)) if self.weights is None else self.weights
+        total = float(np.sum(w * (y - np.average(y, weights=w)) ** 2))
         if total <= 0:
             return None
-        return 1.0 - float(np.sum((y - self.throughput(self.points.devices)) ** 2)) / total
+        misses = (y - self.throughput(self.points.devices)) ** 2
+        return 1.0 - float(np.sum(w * misses)) / total
 
     def aicc(self) -> float | None:
         return aicc(self.rss, len(self.points), self.model.size)
@@ -245,6 +249,22 @@ def _jacobian(
     return np.asarray(-model.gradient(theta[1:], n) * _root_weights(points, weights)[:, None])
 
 
+def _noise_rss(weighted: np.ndarray, weights: np.ndarray | None) -> float:
+    """The squared misses the noise is estimated from: each point's weighted squared miss
+    (``w r^2``, at most the outlier test's edge for a down-weighted point) counted with its
+    weight ``w``, over ``sum(w) - k`` degrees of freedom (Huber's "Proposal 2" scale, with
+    weights). A point down-weighted to ``w`` is ``w`` of a point in the noise as in the fit:
+    counted whole, a point "down-weighted to 0.00 of a point" still put a whole edge's worth
+    (5.4 standard deviations squared) into the noise, and tripled the intervals.
+
+    >>> round(_noise_rss(np.array([0.01, -0.01, 0.3]), np.array([1.0, 1.0, 0.01])), 6)
+    0.0011
+    """
+    if weights is None:
+        return float(np.sum(weighted**2))
+    return float(np.sum(weights * weighted**2))
+
+
 def fit_model(model: ScalingModel, points: Points, weights: np.ndarray | None = None) -> ModelFit:
     """Fit ``model`` to ``points``; raise :class:`NotIdentifiableError` if the points cannot.
 
@@ -279,9 +299,10 @@ def fit_model(model: ScalingModel, points: Points, weights: np.ndarray | None = 
     ]
     best = min(solutions, key=lambda solution: float(solution.cost))
     theta = np.asarray(best.x, dtype=float)
-    rss = float(np.sum(residuals(theta) ** 2))
+    weighted = residuals(theta)
+    rss = float(np.sum(weighted**2))
     count = len(points) if weights is None else float(np.sum(weights))
-    noise, nu = noise_scale(rss, count - model.size)
+    noise, nu = noise_scale(_noise_rss(weighted, weights), count - model.size)
     if points.noise is not None:
         # No curve knows the points better than they were measured.
         noise = max(noise, points.noise)

@@ -21,7 +21,10 @@ standard normals.
 What is estimated, with ``k`` measured device counts (a one-device point counts):
 
 1. the level: a one-device point measures it (it replaces the per-device throughput);
-   without one, the smallest counts set it, so ``o`` is not told apart from it;
+   without one, the smallest counts set it, so ``o`` is not told apart from it, and the
+   step model's terms are computed at the single-device step that gives the fewest devices'
+   throughput by the stated job (:func:`_single_step_start`: what the model exposes of its
+   communication depends on the compute it hides under);
 2. then at most ``k - 1`` of, in this order: the fixed per-step cost, the network share, the
    jitter; each only when its effect on the points is not (within :data:`IDENTIFIABLE`) a
    combination of those already taken (two points on 128 and 256 devices cannot tell a
@@ -40,8 +43,12 @@ Estimates are bounded: no cost below zero, no jitter above :data:`MAX_JITTER` (a
 one). The fit is weighted least squares on relative residuals (``scipy.optimize.lsq_linear``
 by BVLS, so that an estimate held at its bound is exactly there). With two or more points
 beyond the parameters, the worst externally studentized residual is tested at the Bonferroni
-1 % level (as ``dpscale fit`` does): a point beyond it is flagged, down-weighted to the edge
-of what the noise explains, and named in :meth:`MeasuredFit.notes`.
+1 % level, the noise floor counted as :data:`SCREEN_PRIOR_WEIGHT` points (as ``dpscale fit``
+does with its assumed noise): a point beyond it is flagged, down-weighted to the edge of what
+the noise explains, and named in :meth:`MeasuredFit.notes`. A point down-weighted to ``w``
+counts as ``w`` of a point in the noise too (its weighted squared miss, times ``w``, over
+``sum(w)`` less the estimates), so a figure typed wrong neither bends the fit nor widens the
+band.
 
 The band is the fit's: the estimates' covariance from the residuals (a floor of 1 % relative
 noise per measured point, the spread a throughput measurement has from run to run, or a stored
@@ -104,6 +111,7 @@ from dpscale.model.scenario import (
     Scenario,
     evaluate,
     faster_than_stated,
+    from_baseline,
     odd_point_english,
 )
 from dpscale.model.step import Step
@@ -626,6 +634,10 @@ IDENTIFIABLE = 0.02
 combination of the effects already taken: otherwise the points cannot tell them apart."""
 OUTLIER_LEVEL = 0.01
 """Chance that clean points get a flag (Bonferroni over the points), as ``dpscale fit``."""
+SCREEN_PRIOR_WEIGHT = 3.0
+"""Points the noise floor is worth in the outlier test, as the fit's assumed noise is in its
+own (``dpscale.fit.intervals.SCREEN_PRIOR_WEIGHT``, the same three; a test checks they
+agree)."""
 
 
 def _base(sc: Scenario) -> Scenario:
@@ -767,6 +779,8 @@ def _calibrate(
     if single:
         # Measured with the query's own accumulation, like every other point.
         sc = replace(sc, per_device_throughput=single[0], throughput_grad_accum=None)
+    else:
+        sc = replace(sc, per_device_throughput=_single_step_start(scenario, points))
     kept: dict[str, float] = {"level": 0.0, "step_overhead": 0.0, "network_share": 1.0}
     if step_overhead_s is not None:
         kept["step_overhead"] = step_overhead_s
@@ -844,12 +858,16 @@ def _calibrate(
     dof = len(n) - len(free)
     if dof >= 2:
         # Externally studentized (Cook & Weisberg 1982, 2.2): each point against the noise
-        # of the others, never below the floor.
+        # of the others, with the floor worth SCREEN_PRIOR_WEIGHT points of it, as the fit's
+        # outlier test weighs its assumed noise (dpscale.fit.robust): on two degrees of
+        # freedom alone the edge was t = 24.5, and a point 90 % off kept 0.13 of its weight.
         kept_share = np.maximum(1 - hat, 1e-12)
-        others = (float(np.sum(residual**2)) - residual**2 / kept_share) / (dof - 1)
+        without = np.maximum(float(np.sum(residual**2)) - residual**2 / kept_share, 0.0)
+        test_dof = SCREEN_PRIOR_WEIGHT + dof - 1
+        others = (SCREEN_PRIOR_WEIGHT * floor**2 + without) / test_dof
         t = residual / (np.sqrt(np.maximum(others, floor**2)) * np.sqrt(kept_share))
         worst = int(np.argmax(np.abs(t)))
-        edge = float(stats.t.ppf(1 - OUTLIER_LEVEL / (2 * len(n)), dof - 1))
+        edge = float(stats.t.ppf(1 - OUTLIER_LEVEL / (2 * len(n)), test_dof))
         if abs(t[worst]) > edge and hat[worst] < 1 - 1e-9:
             weight[worst] = (edge / t[worst]) ** 2
             expected = float(x[worst] * (1 + residual[worst]))
@@ -890,13 +908,7 @@ def _calibrate(
             raise faster_than_stated(
                 "measured", n[first], measured[first], float(extra), fitted=True, flat=flat
             )
-        sc = replace(
-            sc,
-            per_device_throughput=sc.micro_batch
-            * sc.tokens_per_sample
-            * sc.grad_accum
-            / (compute + values["level"]),
-        )
+        sc = _with_single_step(sc, compute + values["level"])
     calibrated = replace(
         sc,
         step_overhead=values["step_overhead"],
@@ -998,6 +1010,38 @@ def _held(name: str, value: float) -> bool:
     return value in (_LOWER[name], _UPPER[name])
 
 
+def _single_step_start(scenario: Scenario, points: list[tuple[int, float]]) -> float:
+    """The per-device throughput the step model's terms are computed at where no point ran
+    on one device: the one that gives the fewest devices' measured throughput by the stated
+    job (:func:`~dpscale.model.scenario.from_baseline`), or, where none does (the stated
+    job's communication alone outlasts that step), the throughput per device measured there.
+
+    What the model exposes of its communication depends on the compute it hides under, and
+    the level only shifts the step: terms computed at the fewest devices' own per-device
+    throughput (a single-device step as long as theirs) misdescribed the step. Given MPT-7B's
+    own exact points under ZeRO-1 at 8-128 H100s (8 devices 22 % below one), they missed
+    the points by 2.8 % and put 512 devices 9 % low."""
+    fewest, throughput = min(points)
+    per_device = throughput / fewest
+    stated = replace(
+        scenario,
+        baseline_devices=fewest,
+        per_device_throughput=per_device,
+        baseline_throughput=None,
+        measured=None,
+    )
+    try:
+        return from_baseline(stated).per_device_throughput
+    except InputError:
+        return per_device
+
+
+def _with_single_step(sc: Scenario, step: float) -> Scenario:
+    """``sc`` with the per-device throughput whose single-device step is ``step`` seconds."""
+    samples = sc.micro_batch * sc.tokens_per_sample * sc.grad_accum
+    return replace(sc, per_device_throughput=samples / step)
+
+
 def _fit(
     columns: dict[str, Any],
     free: list[str],
@@ -1025,8 +1069,10 @@ def _fit(
     at_bound = at_lower | at_upper
     estimates = dict(zip(free, (float(v) for v in solved), strict=True))
     fitted = design @ solved
-    dof = len(measured) - int(np.sum(~at_bound))
-    ssr = float(np.sum((target - fitted) ** 2))
+    # A down-weighted point is its weight's share of a point in the noise as in the fit
+    # (dpscale.fit.fitting._noise_rss): counted whole, one typed wrong widened the band 3x.
+    dof = float(np.sum(weight)) - int(np.sum(~at_bound))
+    ssr = float(np.sum(weight * (target - fitted) ** 2))
     noise = max(floor, math.sqrt(ssr / dof) if dof > 0 else 0.0)
     active = design[:, ~at_bound]
     # (A'A)^-1 as P P' with P the pseudo-inverse of A: positive semi-definite however the
