@@ -673,3 +673,25 @@ def test_fit_and_predict_take_each_others_name_for_the_counts(
     status, out, _ = run(capsys, *DESIGN_EXAMPLE[:-2], "--at", "1,16", "--json")
     assert status == 0
     assert [p["devices"] for p in json.loads(out)["points"]] == [1, 16]
+
+
+def test_text_too_long_for_a_file_name_is_read_as_text_or_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--measured``, ``--calibrate`` and ``--script`` are looked up as files first, and a
+    name longer than the system allows (255 bytes) made ``Path.is_file`` raise: sixteen pairs
+    typed with nine decimals (266 characters) ended in "OSError: [Errno 36] File name too
+    long" and a traceback."""
+    pairs = ",".join(f"{n}:{n * 90.123456789:.9f}" for n in range(1, 17))
+    assert len(pairs) > 255
+    job = ("predict", "--params", "1.3B", "--hardware", "dgx-a100", "--micro-batch", "16")
+    status, out, err = run(capsys, *job, "--measured", pairs, "--devices", "64")
+    assert (status, err) == (0, "")
+    assert "Calibrated from measured points" in out
+    long_name = "a" * 300
+    status, _, err = run(capsys, *job, "--per-device-throughput", "10", "--calibrate", long_name)
+    assert status == 2
+    assert err == f"dpscale: error: --calibrate: no file and no stored run named {long_name!r}\n"
+    status, _, err = run(capsys, "measure", "--script", long_name)
+    assert status == 2
+    assert err == f"dpscale: error: --script: no such file: {long_name}\n"

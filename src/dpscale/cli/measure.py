@@ -309,11 +309,11 @@ _SCRIPT_OPTIONS = ("nproc", "world_sizes", "backend", "timeout")
 
 def _check_script_file(script: str) -> None:
     """``--script`` names a file: a directory or a missing path is one line."""
-    from pathlib import Path
+    from dpscale.validation import names
 
-    if Path(script).is_dir():
+    if names(script, "directory"):
         fail(f"--script: {script} is a directory, not a training script")
-    if not Path(script).is_file():
+    if not names(script):
         fail(f"--script: no such file: {script}")
 
 

@@ -48,7 +48,7 @@ from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S
 from dpscale.model.scenario import Scenario
 from dpscale.model.strategies import collective_weights, network_collective_weights
 from dpscale.safejson import JSONInputError, loads
-from dpscale.validation import InputError
+from dpscale.validation import InputError, names
 
 __all__ = [
     "Calibration",
@@ -487,7 +487,7 @@ def calibration_from_run(run: dict[str, Any], run_id: str) -> Calibration:
 def load_calibration(reference: str) -> Calibration:
     """A calibration from a file: nccl-tests text or JSON, or dpscale's JSON."""
     path = Path(reference)
-    if not path.is_file():
+    if not names(reference):
         raise _fail(f"no file {reference!r}", reference)
     try:
         if path.stat().st_size > MAX_FILE_BYTES:

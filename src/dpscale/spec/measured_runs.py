@@ -15,10 +15,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpscale.validation import InputError
+from dpscale.validation import InputError, names
 
 if TYPE_CHECKING:
     from dpscale.model.calibrate import Calibration
@@ -57,7 +56,7 @@ def run_id_of(measured: str | None) -> str | None:
 
 def _calibrate_run(calibrate: str | None, files: bool) -> str | None:
     """``--calibrate``'s value when it names a stored run (the CLI reads a file first)."""
-    if calibrate is None or (files and Path(calibrate).is_file()):
+    if calibrate is None or (files and names(calibrate)):
         return None
     return calibrate
 

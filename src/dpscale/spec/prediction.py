@@ -40,7 +40,7 @@ from dpscale.said import (
     number,
 )
 from dpscale.spec.description import N_, Input
-from dpscale.validation import FieldIssue, InputError, Rule
+from dpscale.validation import FieldIssue, InputError, Rule, names
 
 if TYPE_CHECKING:
     from dpscale.model.calibrate import Calibration
@@ -195,7 +195,7 @@ def is_inline(text: str, *, files: bool) -> bool:
     stripped = text.strip()
     if stripped.startswith(_RUN):
         return False
-    return ":" in text and not (files and Path(text).is_file())
+    return ":" in text and not (files and names(text))
 
 
 NO_RUN = "no_run"
@@ -230,7 +230,7 @@ def calibration(reference: str, *, files: bool) -> Calibration:
     its collectives: :meth:`~dpscale.model.calibrate.Calibration.for_strategy`)."""
     from dpscale.model.calibrate import calibration_from_run, load_calibration
 
-    if files and Path(reference).is_file():
+    if files and names(reference):
         return load_calibration(reference)
     try:
         run = _stored_run(reference, "calibrate")
@@ -292,8 +292,7 @@ def file_points(reference: str, *, files: bool) -> list[tuple[int, float]]:
     """The pairs of a CSV file as ``dpscale fit`` reads it (the CLI and the library only)."""
     from dpscale.fit.data import MAX_TEXT, PointsFileError, parse_points, read_points_file
 
-    path = Path(reference)
-    if not files or not path.exists():
+    if not files or not names(reference, "anything"):
         raise InputError.single(
             "measured",
             f"no file {reference!r}; give device:throughput pairs such as 1:362.4,8:2722, "
