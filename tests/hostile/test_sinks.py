@@ -36,6 +36,17 @@ def test_a_password_is_masked_whatever_its_form(url: str, shown: str) -> None:
     assert PASSWORD not in str(raised.value)
 
 
+def test_a_short_password_is_masked_where_it_stands_whole_not_inside_words() -> None:
+    """With the password "p", every "p" of the driver's message had become "***": "port 1
+    failed" read "***ort 1 failed", which told the password to anyone who read it."""
+    with pytest.raises(StoreUnavailableError) as raised:
+        check_database("postgresql+psycopg://app:p@127.0.0.1:1/d")
+    message = str(raised.value)
+    assert "postgresql+psycopg://app:***@127.0.0.1:1/d" in message
+    assert "port 1 failed" in message
+    assert "***ort" not in message
+
+
 def test_serve_shows_no_password_in_its_start_up_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -96,9 +96,21 @@ def shown_url(url: str) -> str:
 
 
 def scrubbed(text: str, url: str) -> str:
-    """``text`` (a driver's message) without any secret of ``url`` in it."""
+    """``text`` (a driver's message) without any secret of ``url`` in it: each one where it
+    stands whole, between characters that are not letters or digits. Replaced wherever it
+    occurred, a password "p" turned "port 1 failed" into "***ort 1 failed", which showed
+    the password to anyone who read the message.
+
+    >>> scrubbed('connection to server at "127.0.0.1", port 1 failed', "postgresql://u:p@h/db")
+    'connection to server at "127.0.0.1", port 1 failed'
+    >>> scrubbed("cannot connect to u:hunter2@db (hunter2)", "postgresql://u:hunter2@db/d")
+    'cannot connect to u:***@db (***)'
+    """
+    import re
+
     for secret in sorted(_secrets(url), key=len, reverse=True):
-        text = text.replace(secret, MASK)
+        whole = re.compile(rf"(?<![^\W_]){re.escape(secret)}(?![^\W_])")
+        text = whole.sub(MASK, text)
     return text
 
 
