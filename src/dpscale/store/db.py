@@ -59,6 +59,9 @@ _SECRET_PARTS = ("pass", "pwd", "secret", "token", "key")
 """A query parameter whose name holds one of these carries a secret (``?password=``,
 ``sslpassword``, ``passfile``'s neighbours, an access token)."""
 MASK = "***"
+WORD_SECRET = 5
+"""Secrets this short are masked only where they stand whole in a message: one as short
+may be part of any word (a password "p" of "port")."""
 
 
 def _secrets(url: str) -> list[str]:
@@ -96,21 +99,25 @@ def shown_url(url: str) -> str:
 
 
 def scrubbed(text: str, url: str) -> str:
-    """``text`` (a driver's message) without any secret of ``url`` in it: each one where it
-    stands whole, between characters that are not letters or digits. Replaced wherever it
-    occurred, a password "p" turned "port 1 failed" into "***ort 1 failed", which showed
-    the password to anyone who read the message.
+    """``text`` (a driver's message) without any secret of ``url`` in it: a secret of
+    :data:`WORD_SECRET` characters or fewer where it stands whole (between characters that are
+    not letters or digits), a longer one wherever it occurs. Replaced inside words, a password
+    "p" turned "port 1 failed" into "***ort 1 failed", which showed it to anyone who read the
+    message; a longer one inside a word is no coincidence.
 
     >>> scrubbed('connection to server at "127.0.0.1", port 1 failed', "postgresql://u:p@h/db")
     'connection to server at "127.0.0.1", port 1 failed'
-    >>> scrubbed("cannot connect to u:hunter2@db (hunter2)", "postgresql://u:hunter2@db/d")
-    'cannot connect to u:***@db (***)'
+    >>> scrubbed("cannot connect to u:hunter2@db (hunter2x)", "postgresql://u:hunter2@db/d")
+    'cannot connect to u:***@db (***x)'
     """
     import re
 
     for secret in sorted(_secrets(url), key=len, reverse=True):
-        whole = re.compile(rf"(?<![^\W_]){re.escape(secret)}(?![^\W_])")
-        text = whole.sub(MASK, text)
+        if len(secret) > WORD_SECRET:
+            text = text.replace(secret, MASK)
+        else:
+            whole = re.compile(rf"(?<![^\W_]){re.escape(secret)}(?![^\W_])")
+            text = whole.sub(MASK, text)
     return text
 
 
