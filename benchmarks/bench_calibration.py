@@ -1,6 +1,6 @@
 """Held-out calibration: a series' largest count predicted from its smaller counts, three ways.
 
-    .venv/bin/python benchmarks/bench_calibration.py [--series] [--csv-dir DIR]
+    .venv/bin/python benchmarks/bench_calibration.py [--series] [--csv-dir DIR] [--typed-wrong N]
 
 Every published series with three or more device counts is taken: the DDP rows of
 ``published_scaling.csv`` (a series is one configuration measured at several counts, its
@@ -25,6 +25,12 @@ Printed: one line per series (``--series``), then per method the median and wors
 error, how often the measured value lies inside the band, and the band's mean half-width
 (relative to the point). MaxText's rows give TFLOP/s per chip only: at a fixed model and
 configuration that is proportional to the throughput, so the series are scored in it.
+
+``--typed-wrong N``: N series of four or five counts from four stated jobs (each job's own
+throughputs with 1 % noise), each with one point multiplied by 10, 0.1, 2, 0.5 or 1.5, as
+a figure typed wrong; counted by what ``predict --measured`` then says (that point
+down-weighted, another, the point named beside the miss, only the miss, a refusal naming
+it, a refusal with the checklist, or all within their noise).
 """
 
 from __future__ import annotations
@@ -33,11 +39,13 @@ import argparse
 import csv
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dpscale.fit import Points, fit
 from dpscale.model.measured import calibrate_measured
@@ -265,11 +273,71 @@ def table(scored: dict[str, list[Scored]]) -> str:
     return "\n".join(lines)
 
 
+TYPED_WRONG_JOBS: tuple[dict[str, object], ...] = (
+    {"params": 25.6e6, "hardware": "dgx1-v100", "micro_batch": 64, "per_device_throughput": 329},
+    {"params": 1.3e9, "hardware": "dgx-a100", "micro_batch": 16, "per_device_throughput": 40},
+    {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": 2, "strategy": "fsdp",
+     "per_device_throughput": 9000, "unit": "tokens"},
+    {"params": 7e9, "hardware": "pcie-100gbe", "micro_batch": 4, "strategy": "zero2",
+     "per_device_throughput": 3},
+)  # fmt: skip
+TYPED_WRONG_COUNTS = ((1, 2, 8, 16), (1, 8, 16, 32, 64), (2, 4, 8, 16, 32), (1, 4, 16, 64))
+
+
+def typed_wrong(trials: int, seed: int = 1) -> Counter[str]:
+    """What ``predict --measured`` says of ``trials`` series with one point typed wrong."""
+    import dpscale
+
+    rng = np.random.default_rng(seed)
+    said: Counter[str] = Counter()
+    for trial in range(trials):
+        job = TYPED_WRONG_JOBS[trial % len(TYPED_WRONG_JOBS)]
+        counts = TYPED_WRONG_COUNTS[int(rng.integers(len(TYPED_WRONG_COUNTS)))]
+        stated = dpscale.predict(**job, devices=list(counts))
+        noise = np.exp(rng.normal(0.0, 0.01, len(counts)))
+        totals = np.array([p.actual_throughput for p in stated.points]) * noise
+        wrong = int(rng.integers(len(counts)))
+        totals[wrong] *= rng.choice([10, 0.1, 2, 0.5, 1.5])
+        points = {n: float(f"{x:.5g}") for n, x in zip(counts, totals, strict=True)}
+        asked = {k: v for k, v in job.items() if k != "per_device_throughput"}
+        try:
+            report = dpscale.predict(
+                **asked,
+                per_device_throughput=points[counts[0]] / counts[0],
+                measured=points,
+                devices=[128],
+            )
+        except InputError as error:
+            ctx = error.issues[0].ctx or {}
+            said["refused, naming it" if ctx.get("odd") else "refused, the checklist"] += 1
+            continue
+        codes = {c["code"]: c["ctx"] for c in report.to_dict()["note_codes"]}
+        if "calibration_flagged" in codes:
+            that = codes["calibration_flagged"]["devices"] == counts[wrong]
+            said["down-weighted" + ("" if that else ", another point")] += 1
+        elif "calibration_odd" in codes or "calibration_odd_one" in codes:
+            said["named beside the miss"] += 1
+        elif "calibration_misfit" in codes:
+            said["only the miss"] += 1
+        else:
+            said["within their noise"] += 1
+    return said
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", action="store_true", help="print every series' predictions")
     parser.add_argument("--csv-dir", type=Path, default=SHARED, help="the validation folder")
+    parser.add_argument(
+        "--typed-wrong", type=int, metavar="N", help="N series with one point typed wrong, only"
+    )
     args = parser.parse_args()
+    if args.typed_wrong:
+        said = typed_wrong(args.typed_wrong)
+        print(f"{args.typed_wrong} series, one point typed wrong in each:")
+        for what, count in said.most_common():
+            print(f"  {count:5}  {what}")
+        return
     series = ddp_series(args.csv_dir / "published_scaling.csv") + llm_series(
         args.csv_dir / "published_llm_scaling.csv"
     )

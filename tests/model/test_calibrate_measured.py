@@ -481,19 +481,23 @@ def test_a_refusal_names_the_one_point_the_others_fit_without() -> None:
     down-weighted, it leaves the fit no single-device step, and the refusal listed the
     strategy, bandwidths and units to check. It names the point instead, and what the others
     put it at. (The 8-device total doubled in 8:4950,16:5043,32:9965,64:19986, refused the
-    same way before the point was weighed, now calibrates with it down-weighted.)"""
-    points = parse_measured("2:630.6,4:12768,8:2546,16:4930,32:9904")
+    same way before the point was weighed, now calibrates with it down-weighted; so does
+    2:630.6,4:12768,8:2546,16:4930,32:9904 since the model's terms are computed at the
+    single-device step that gives the 2-device point.)"""
+    points = parse_measured("4:12770,8:2514,64:19850")
     scenario = PredictQuery(**RESNET50).scenario()
     with pytest.raises(InputError) as caught:
         calibrate_measured(scenario, points, source="t")
     issue = caught.value.issues[0]
     assert issue.code == FASTER_THAN_STATED
     assert issue.sentence("--measured") == (
-        "--measured: at 2 devices the measured step takes 203 ms, but the stated job, fitted "
-        "to these points, spends 241 ms there on communication and waits alone; without the "
-        "point at 4 devices (12,768), the others fit the stated job within their noise and put "
-        "it at 1,259: check that point"
+        "--measured: at 4 devices the measured step takes 20 ms, but the stated job, fitted "
+        "to these points, spends 133 ms there on communication and waits alone; without the "
+        "point at 4 devices (12,770), the others fit the stated job within their noise and put "
+        "it at 1,263: check that point"
     )
+    five = parse_measured("2:630.6,4:12768,8:2546,16:4930,32:9904")
+    assert [flag.devices for flag in calibrate_measured(scenario, five, source="t").flagged] == [4]
     doubled = parse_measured("8:4950,16:5043,32:9965,64:19986")
     assert [flag.devices for flag in calibrate_measured(scenario, doubled, source="t").flagged] == [
         8
