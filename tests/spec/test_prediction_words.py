@@ -184,7 +184,7 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
         "framework_overhead +-0.57, 2 more under +-0.05; together +-10 (in quadrature). Largest "
         "share: framework_setup; --measured points from two or more nodes (or a measured "
         "--step-overhead) replace it with your own job's.",
-        "Largest device count that keeps efficiency >= 90 %: 8.",
+        "Largest device count that keeps efficiency >= 90 %: 8 (counts searched up to 65,536).",
         "At 256 devices (predicted 53.9 %), 90 % needs --grad-accum 8 or --micro-batch 32 (if "
         "it fits in memory).",
         "Best bucket size there: 128 MiB (exposed communication 136.4 ms, efficiency 56.46 %).",
@@ -486,14 +486,12 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     # One point typed wrong: named with what the others put it at, in a refusal (a total
     # ten times too high) and where it sets the single-device step (ten times too low).
     with pytest.raises(InputError) as refused:
-        calibrate_measured(
-            RESNET50, parse_measured("2:630.6,4:12768,8:2546,16:4930,32:9904"), source="t"
-        )
+        calibrate_measured(RESNET50, parse_measured("4:12810,16:4871,32:9833,64:19270"), source="t")
     odd = refused.value.issues[0].ctx["odd"]
     assert isinstance(odd, Said)
     assert say_terminal(odd) == (
-        "Without the point at 4 devices (12,768), the others fit the stated job within their "
-        "noise and put it at 1,261: check that point."
+        "Without the point at 4 devices (12,810), the others fit the stated job within their "
+        "noise and put it at 1,240: check that point."
     )
     calibrations.append(odd)
     typo = calibrate_measured(RESNET50, parse_measured("1:32.9,2:620,8:2456,16:4896"), source="t")

@@ -1389,7 +1389,8 @@ LINES: Mapping[str, Wording] = {
             "Up to %(devices)s devices the predicted efficiency stays at or above %(target)s "
             "(counts searched up to %(limit)s)."
         ),
-        "Largest device count that keeps efficiency >= {target}: {devices}.",
+        "Largest device count that keeps efficiency >= {target}: {devices} (counts searched "
+        "up to {limit}).",
     ),
     "max_devices_none": Wording(
         N_("Even 2 devices fall below %(target)s."),
