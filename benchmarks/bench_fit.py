@@ -164,6 +164,31 @@ def one_bad_point(seeds: int) -> None:
     for label, (inside, widths) in rows.items():
         print(f"   {label:20} in PI {np.mean(inside):.3f}  mean half-width {np.mean(widths):.1%}")
     print(f"   the bad point down-weighted in {flagged} of {trials}")
+    which_point(300)
+
+
+def which_point(trials: int) -> None:
+    """Which point ``auto`` down-weights in flat-ring sets of four to six counts (1 to 128
+    devices, 0.5-2 % noise) with one point multiplied by 10, 0.1, 2, 0.5 or 1.5."""
+    rng = np.random.default_rng(1)
+    model = comm_model(None)
+    said: defaultdict[str, int] = defaultdict(int)
+    for _ in range(trials):
+        size = int(rng.integers(4, 7))
+        counts = np.sort(rng.choice([1, 2, 4, 8, 16, 32, 64, 128], size, replace=False))
+        rate, cost, noise = rng.uniform(50, 500), rng.uniform(0.005, 0.05), rng.uniform(0.005, 0.02)
+        y = model.throughput(math.log(rate), [cost], counts) * np.exp(
+            rng.normal(0.0, noise, counts.size)
+        )
+        bad = int(rng.integers(counts.size))
+        y[bad] *= rng.choice([10, 0.1, 2, 0.5, 1.5])
+        flag = fit(Points(devices=counts, throughput=y), at=[256]).selection.flag
+        if flag is None:
+            said["none"] += 1
+        else:
+            said["that point" if flag.devices == counts[bad] else "ANOTHER point"] += 1
+    shown = ", ".join(f"{what} {count}" for what, count in sorted(said.items()))
+    print(f"   {trials} sets of 4-6 counts, one point off; down-weighted: {shown}")
 
 
 FACT_COLUMNS = (

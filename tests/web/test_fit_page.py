@@ -383,7 +383,9 @@ def test_steps_of_years_keep_a_band_that_is_a_number(client: httpx.Client) -> No
     assert response.status_code == 200, response.text
     for row in response.json()["predictions"]:
         assert 0 < row["throughput_low"] <= row["throughput"] <= row["throughput_high"], row
-        assert row["throughput_high"] <= row["devices"] * 1.25e-10  # the points' best
+        # At most the ideal: the points' best per device (1.25e-10), or one device's as the
+        # stated job gives it from them, 4 % above (its fixed cost and jitter at 8 devices).
+        assert row["throughput_high"] <= row["devices"] * 1.25e-10 * 1.05
     assert client.get(f"/en/scaling-fit?{query}").status_code == 200
 
 

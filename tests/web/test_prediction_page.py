@@ -886,13 +886,13 @@ def test_a_point_typed_wrong_is_named_on_the_page_and_in_the_api(client: httpx.C
         "Without the one-device point (32.9), the others fit the stated job within their noise "
         "and put it at 312.7: check that point."
     ) in html
-    refused = {**job, "devices": "64", "measured": "2:630.6,4:12768,8:2546,16:4930,32:9904"}
+    refused = {**job, "devices": "64", "measured": "4:12770,8:2514,64:19850"}
     error = unescape(
         field_error(client.get("/en/scaling-prediction", params=refused).text, "measured")
     )
     assert error.endswith(
-        "Without the point at 4 devices (12,768), the others fit the stated job within their "
-        "noise and put it at 1,259: check that point."
+        "Without the point at 4 devices (12,770), the others fit the stated job within their "
+        "noise and put it at 1,263: check that point."
     )
 
 
@@ -903,10 +903,10 @@ def test_a_fit_below_the_point_is_refused_in_words_without_a_false_but(
     count: the field names the single-device step below zero, in English and Japanese."""
     query = {"params": "1B", "hardware": "dgx-a100", "micro_batch": "8",
              "devices_per_node": "2", "per_device_throughput": "100", "devices": "64",
-             "measured": "2:230.6,4:790.8,8:1072.0,32:2183.7"}  # fmt: skip
+             "measured": "2:163.4,4:637.4,8:1320.2,32:1700.1"}  # fmt: skip
     html = client.get("/en/scaling-prediction", params=query).text
     assert unescape(field_error(html, "measured")) == (
-        "At 2 devices the measured step takes 69.4 ms, but no single-device step fits these "
+        "At 2 devices the measured step takes 97.9 ms, but no single-device step fits these "
         "points with the stated job: fitted to them, it would be below zero. Check the "
         "strategy, the shard group size, the bandwidths, the parameters and the throughput's "
         "unit, or fit the points without the job's facts."
