@@ -88,7 +88,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -134,6 +134,7 @@ __all__ = [
     "measured_from_run",
     "parse_measured",
     "run_measurement",
+    "stated_at_fewest",
     "totals_flat",
 ]
 
@@ -712,24 +713,7 @@ def calibrate_measured(
     245.6) otherwise reads as the stated job's fault.
     """
     how = _How(source, step_time_cv, step_overhead_s, measurement_noise, from_run)
-    try:
-        return _calibrate(scenario, points, how, search=True)
-    except InputError as error:
-        issue = error.issues[0]
-        if issue.code != FASTER_THAN_STATED or issue.ctx.get("flat") is not None:
-            raise  # falling totals: one device's figures typed, not one point
-        odd = _odd_point(scenario, points, how)
-        if odd is None:
-            raise
-        ctx = issue.ctx
-        raise faster_than_stated(
-            issue.field,
-            float(ctx["devices"]),  # type: ignore[arg-type]
-            float(ctx["measured"]),  # type: ignore[arg-type]
-            float(ctx["modelled"]),  # type: ignore[arg-type]
-            fitted=bool(ctx["fitted"]),
-            odd=odd.said(),
-        ) from None
+    return _calibrate(scenario, points, how, search=True)
 
 
 def _odd_point(scenario: Scenario, points: list[tuple[int, float]], how: _How) -> OddPoint | None:
@@ -770,8 +754,8 @@ def _calibrate(
     scenario: Scenario, points: list[tuple[int, float]], how: _How, *, search: bool
 ) -> MeasuredFit:
     """:func:`calibrate_measured` on these points; ``search``: where they miss and the
-    outlier test named none, look for the one point that makes them miss
-    (:func:`_odd_point`)."""
+    outlier test named none, or the stated job cannot give them, look for the one point that
+    makes them do so (:func:`_odd_point`, searched once)."""
     source, step_time_cv, step_overhead_s = how.source, how.step_time_cv, how.step_overhead_s
     measurement_noise, from_run = how.measurement_noise, how.from_run
     sc = replace(scenario, framework_overhead=0.0)
@@ -845,12 +829,25 @@ def _calibrate(
     extras = sum(columns[name] * kept[name] for name in columns if name not in {*free, "level"})
     # A run's totals are totals: its falling total is no sign of one device's figures typed.
     flat = None if from_run else totals_flat(points)
+    searched: list[OddPoint | None] = []  # the search's answer, once it ran
+
+    def refused(first: int, extra: float, *, fitted: bool = False) -> InputError:
+        """No single-device step gives the point at ``first``: named, unless the totals do
+        not rise (one device's figures typed, not one point), with the point the others fit
+        without, where one alone is."""
+        odd_said = None
+        if search and flat is None:
+            if not searched:
+                searched.append(_odd_point(scenario, points, how))
+            odd_said = None if searched[0] is None else searched[0].said()
+        return faster_than_stated(
+            "measured", n[first], measured[first], extra, fitted=fitted, flat=flat, odd=odd_said
+        )
+
     short = np.flatnonzero(measured <= extras)
     if short.size:
         first = int(short[np.argmin(n[short])])
-        raise faster_than_stated(
-            "measured", n[first], measured[first], float(extras[first]), flat=flat
-        )
+        raise refused(first, float(extras[first]))
     weight = np.ones_like(n)
     fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
     flagged: list[Flagged] = []
@@ -884,7 +881,8 @@ def _calibrate(
         # fit is tested against their prediction instead, and down-weighted as above where
         # it lies beyond their noise (a one-device point sets the single-device step: it is
         # named, not weighed).
-        odd = _odd_point(scenario, points, how)
+        searched.append(_odd_point(scenario, points, how))
+        odd = searched[0]
         edge = float(stats.norm.ppf(1 - OUTLIER_LEVEL / (2 * len(points))))
         if odd is not None and odd.devices > 1 and abs(odd.miss) > edge:
             index = int(np.flatnonzero(n == odd.devices)[0])
@@ -908,9 +906,7 @@ def _calibrate(
             # single-device step is left for it.
             first = int(np.argmin(n))
             extra = sum(columns[name][first] * values[name] for name in columns if name != "level")
-            raise faster_than_stated(
-                "measured", n[first], measured[first], float(extra), fitted=True, flat=flat
-            )
+            raise refused(first, float(extra), fitted=True)
         sc = _with_single_step(sc, compute + values["level"])
     calibrated = replace(
         sc,
@@ -1013,30 +1009,42 @@ def _held(name: str, value: float) -> bool:
     return value in (_LOWER[name], _UPPER[name])
 
 
+def stated_at_fewest(scenario: Scenario, points: Sequence[tuple[int, float]]) -> Scenario:
+    """The stated job with the points' baseline: one device's throughput where a point ran
+    on one, else the one-device throughput that gives the fewest devices' throughput per
+    device, measured there (:func:`~dpscale.model.scenario.from_baseline`; raises
+    :data:`FASTER_THAN_STATED` where none does)."""
+    fewest, throughput = min(points)
+    per_device = throughput / fewest
+    if fewest == 1:
+        return replace(scenario, per_device_throughput=per_device)
+    return from_baseline(
+        replace(
+            scenario,
+            baseline_devices=fewest,
+            per_device_throughput=per_device,
+            baseline_throughput=None,
+            measured=None,
+        )
+    )
+
+
 def _single_step_start(scenario: Scenario, points: list[tuple[int, float]]) -> float:
     """The per-device throughput the step model's terms are computed at where no point ran
     on one device: the one that gives the fewest devices' measured throughput by the stated
-    job (:func:`~dpscale.model.scenario.from_baseline`), or, where none does (the stated
-    job's communication alone outlasts that step), the throughput per device measured there.
+    job (:func:`stated_at_fewest`), or, where none does (the stated job's communication
+    alone outlasts that step), the throughput per device measured there.
 
     What the model exposes of its communication depends on the compute it hides under, and
     the level only shifts the step: terms computed at the fewest devices' own per-device
     throughput (a single-device step as long as theirs) misdescribed the step. Given MPT-7B's
     own exact points under ZeRO-1 at 8-128 H100s (8 devices 22 % below one), they missed
     the points by 2.8 % and put 512 devices 9 % low."""
-    fewest, throughput = min(points)
-    per_device = throughput / fewest
-    stated = replace(
-        scenario,
-        baseline_devices=fewest,
-        per_device_throughput=per_device,
-        baseline_throughput=None,
-        measured=None,
-    )
     try:
-        return from_baseline(stated).per_device_throughput
+        return stated_at_fewest(scenario, points).per_device_throughput
     except InputError:
-        return per_device
+        fewest, throughput = min(points)
+        return throughput / fewest
 
 
 def _with_single_step(sc: Scenario, step: float) -> Scenario:

@@ -33,6 +33,7 @@ from dpscale.model.measured import (
     MeasuredFit,
     calibrate_measured,
     parse_measured,
+    stated_at_fewest,
 )
 from dpscale.model.memory import Memory, MemoryAdvice, memory, memory_advice
 from dpscale.model.query import BASELINE_WITH_POINTS, PredictQuery
@@ -485,7 +486,7 @@ def predict_scenario(
     unreachable: list[Unreachable] = []
     left_out: list[LeftOut] = []
     try:
-        others = result.scenario if measured is None else _measured_base(stated, measured)
+        others = result.scenario if measured is None else stated_at_fewest(stated, measured.points)
     except InputError as err:
         # The stated inputs, uncalibrated, cannot give the step the points measured: no
         # compute to run the others with. Said beside the calibrated result, not its error.
@@ -541,17 +542,6 @@ def _fewest(measured: MeasuredFit) -> tuple[int, float]:
     """The fewest devices measured and the throughput per device measured there."""
     devices, throughput = min(measured.points)
     return devices, throughput / devices
-
-
-def _measured_base(stated: Scenario, measured: MeasuredFit) -> Scenario:
-    """The stated job with the measured points' baseline: one device's throughput where a
-    point ran on one, else the one-device throughput that gives the fewest devices' per
-    device, measured there (:func:`~dpscale.model.scenario.from_baseline`; raises
-    :data:`FASTER_THAN_STATED` where none does)."""
-    fewest, per_device = _fewest(measured)
-    if fewest == 1:
-        return replace(stated, per_device_throughput=per_device)
-    return from_baseline(replace(stated, baseline_devices=fewest, per_device_throughput=per_device))
 
 
 def _measured_answers(
