@@ -1,7 +1,19 @@
 """What to change: answers agree with the step model they come from."""
 
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
 from dpscale.model.hardware import Hardware
-from dpscale.model.questions import best_bucket, grad_accum_for, max_devices, micro_batch_for
+from dpscale.model.presets import load_preset
+from dpscale.model.questions import (
+    best_bucket,
+    devices_keeping,
+    grad_accum_for,
+    keeping,
+    max_devices,
+    micro_batch_for,
+)
 from dpscale.model.scenario import Scenario, evaluate
 
 HW = Hardware(devices_per_node=8, intra_bandwidth=130e9, inter_bandwidth=12.5e9, transport="tcp")
@@ -21,6 +33,40 @@ def test_max_devices_is_the_last_count_meeting_the_target() -> None:
     assert float(evaluate(SCENARIO, devices=n).efficiency) >= 0.9
     beyond = evaluate(SCENARIO, devices=list(range(n + 1, n + 200))).efficiency
     assert (beyond < 0.9).all()
+
+
+def test_a_dip_under_the_largest_count_is_named() -> None:
+    """A 7B model's one-node ring (8 devices) loses more than two nodes' tree (9-16): at 61 %
+    the largest count keeping it is 16, but 8 devices do not, so "up to 16" would be false."""
+    job = Scenario(
+        params=7e9,
+        grad_dtype="fp32",
+        micro_batch=1,
+        grad_accum=1,
+        per_device_throughput=3.0,
+        hardware=load_preset("dgx-a100").hardware,
+    )
+    kept = devices_keeping(job, 0.61)
+    efficiency = evaluate(job, devices=np.arange(1, 17, dtype=float)).efficiency
+    assert (kept.largest, kept.below_from, kept.below_to) == (16, 8, 8)
+    assert efficiency[7] < 0.61 <= min(efficiency[6], efficiency[8], efficiency[15])
+    # A target every count up to the largest keeps: no dip named.
+    assert devices_keeping(job, 0.6).below_from is None
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=60))
+def test_keeping_names_the_largest_count_and_the_first_run_below(ok: list[bool]) -> None:
+    kept = keeping(np.array(ok))
+    counts = [n for n, keeps in enumerate(ok, start=1) if keeps]
+    assert kept.largest == (counts[-1] if counts else None)
+    if kept.largest is None or all(ok[: kept.largest]):
+        assert kept.below_from is kept.below_to is None
+        return
+    assert kept.below_from is not None
+    assert kept.below_to is not None
+    assert all(ok[: kept.below_from - 1])
+    assert not any(ok[kept.below_from - 1 : kept.below_to])
+    assert ok[kept.below_to]  # the count after the run keeps it again
 
 
 def test_unreachable_target_gives_none() -> None:

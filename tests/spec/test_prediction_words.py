@@ -505,6 +505,14 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "The target efficiency is in percent: 0.9 means 0.9 %; for the fraction 0.9, type 90."
     )
     calibrations.append(fraction)
+    # Efficiency that dips below the target at fewer devices than the largest that keeps it.
+    for first, last in ((4, 4), (5, 7)):
+        dips = replace(aimed, answers=replace(aimed.answers, below_from=first, below_to=last))
+        calibrations.append(lines(dips)["max_devices"])
+    assert say_terminal(calibrations[-1]) == (
+        "Largest device count that keeps efficiency >= 90 %: 8 (counts searched up to 65,536); "
+        "not every smaller count keeps it: 5 to 7 devices fall below."
+    )
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):

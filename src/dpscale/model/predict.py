@@ -40,9 +40,11 @@ from dpscale.model.query import BASELINE_WITH_POINTS, PredictQuery
 from dpscale.model.questions import (
     MAX_DEVICES_SEARCH,
     BucketAnswer,
+    Keeping,
     best_bucket,
+    devices_keeping,
     grad_accum_for,
-    max_devices,
+    keeping,
     micro_batch_for,
 )
 from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, from_baseline
@@ -117,6 +119,10 @@ class Answers:
 
     target_efficiency: float
     max_devices: int | None
+    below_from: int | None
+    """The first run of counts under ``max_devices`` that falls below the target (None: none
+    does, so every count up to it keeps it), from ``below_from`` to ``below_to``."""
+    below_to: int | None
     at_devices: int
     efficiency_at_devices: float
     grad_accum_needed: int | None
@@ -355,6 +361,10 @@ def tidy_dict(values: dict[str, Any]) -> dict[str, Any]:
     return {key: tidy(value) for key, value in values.items()}
 
 
+def _kept(kept: Keeping) -> dict[str, int | None]:
+    return {"max_devices": kept.largest, "below_from": kept.below_from, "below_to": kept.below_to}
+
+
 def _answers(scenario: Scenario, target: float, at_devices: int, reference: float) -> Answers:
     """The answers for a target relative to the baseline: ``target x E(B)`` against one."""
     bucket = _best_bucket(scenario, at_devices)
@@ -362,7 +372,7 @@ def _answers(scenario: Scenario, target: float, at_devices: int, reference: floa
     absolute = target * reference
     return Answers(
         target_efficiency=target,
-        max_devices=max_devices(scenario, absolute),
+        **_kept(devices_keeping(scenario, absolute)),
         at_devices=at_devices,
         efficiency_at_devices=float(here.efficiency) / reference,
         grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
@@ -569,7 +579,7 @@ def _measured_answers(
     bucket = _best_bucket(scenario, at_devices)
     return Answers(
         target_efficiency=target,
-        max_devices=int(counts[ok][-1]) if ok.any() else None,
+        **_kept(keeping(ok)),
         at_devices=at_devices,
         efficiency_at_devices=here if here is not None else min(fitted / reference, 1.0),
         grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),

@@ -34,8 +34,11 @@ __all__ = [
     "MAX_DEVICES_SEARCH",
     "MAX_MICRO_BATCH_SEARCH",
     "BucketAnswer",
+    "Keeping",
     "best_bucket",
+    "devices_keeping",
     "grad_accum_for",
+    "keeping",
     "max_devices",
     "micro_batch_for",
     "target_as_fraction",
@@ -49,11 +52,49 @@ _BUCKETS = 2.0 ** np.arange(16, 35)
 """Candidate buckets: 64 KiB to 16 GiB, doubling (and one bucket holding everything)."""
 
 
+@dataclass(frozen=True)
+class Keeping:
+    """Where a curve over the counts 1, 2, ... keeps a target: the largest count that does,
+    and, where efficiency is not monotone (one node's ring can lose more than two nodes'
+    tree), the first run of smaller counts that does not, so that "up to N" is never said of
+    a range with a hole in it."""
+
+    largest: int | None
+    below_from: int | None = None
+    below_to: int | None = None
+
+
+def keeping(ok: np.ndarray) -> Keeping:
+    """:class:`Keeping` from ``ok[i]``: whether the count ``i + 1`` keeps the target.
+
+    >>> keeping(np.array([True, True, False, True, False]))
+    Keeping(largest=4, below_from=3, below_to=3)
+    >>> keeping(np.array([True, True, False]))
+    Keeping(largest=2, below_from=None, below_to=None)
+    >>> keeping(np.array([False])).largest is None
+    True
+    """
+    kept = np.flatnonzero(ok)
+    if kept.size == 0:
+        return Keeping(None)
+    largest = int(kept[-1])
+    short = np.flatnonzero(~ok[:largest])
+    if short.size == 0:
+        return Keeping(largest + 1)
+    first = int(short[0])
+    again = first + int(np.argmax(ok[first : largest + 1]))  # the next index that keeps it
+    return Keeping(largest + 1, first + 1, again)
+
+
 def max_devices(scenario: Scenario, target: float, limit: int = MAX_DEVICES_SEARCH) -> int | None:
     """The largest N <= ``limit`` whose predicted efficiency is at least ``target``."""
+    return devices_keeping(scenario, target, limit).largest
+
+
+def devices_keeping(scenario: Scenario, target: float, limit: int = MAX_DEVICES_SEARCH) -> Keeping:
+    """The largest N <= ``limit`` keeping ``target``, and the first smaller counts that do not."""
     counts = np.arange(1, limit + 1, dtype=float)
-    ok = evaluate(scenario, devices=counts).efficiency >= target
-    return int(counts[ok][-1]) if ok.any() else None
+    return keeping(evaluate(scenario, devices=counts).efficiency >= target)
 
 
 def grad_accum_for(

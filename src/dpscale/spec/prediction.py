@@ -1392,6 +1392,25 @@ LINES: Mapping[str, Wording] = {
         "Largest device count that keeps efficiency >= {target}: {devices} (counts searched "
         "up to {limit}).",
     ),
+    "max_devices_below": Wording(
+        N_(
+            "%(devices)s devices is the largest count whose predicted efficiency is at or "
+            "above %(target)s (counts searched up to %(limit)s), but not every smaller count "
+            "keeps it: from %(below_from)s to %(below_to)s devices it falls below."
+        ),
+        "Largest device count that keeps efficiency >= {target}: {devices} (counts searched "
+        "up to {limit}); not every smaller count keeps it: {below_from} to {below_to} devices "
+        "fall below.",
+    ),
+    "max_devices_below_one": Wording(
+        N_(
+            "%(devices)s devices is the largest count whose predicted efficiency is at or "
+            "above %(target)s (counts searched up to %(limit)s), but not every smaller count "
+            "keeps it: at %(below_from)s devices it falls below."
+        ),
+        "Largest device count that keeps efficiency >= {target}: {devices} (counts searched "
+        "up to {limit}); not every smaller count keeps it: {below_from} devices fall below.",
+    ),
     "max_devices_none": Wording(
         N_("Even 2 devices fall below %(target)s."),
         "No device count keeps {target} (not even 2).",
@@ -1941,10 +1960,20 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
     if a.max_devices is None:
         most = Said("max_devices_none", {"target": target})
     else:
-        most = Said(
-            "max_devices",
-            {"devices": Count(a.max_devices), "target": target, "limit": Count(MAX_DEVICES_SEARCH)},
-        )
+        kept: dict[str, Value] = {
+            "devices": Count(a.max_devices),
+            "target": target,
+            "limit": Count(MAX_DEVICES_SEARCH),
+        }
+        if a.below_from is None or a.below_to is None:
+            most = Said("max_devices", kept)
+        elif a.below_from == a.below_to:
+            most = Said("max_devices_below_one", {**kept, "below_from": Count(a.below_from)})
+        else:
+            most = Said(
+                "max_devices_below",
+                {**kept, "below_from": Count(a.below_from), "below_to": Count(a.below_to)},
+            )
     said = {"max_devices": most}
     fraction = target_as_fraction(a.target_efficiency)
     if fraction is not None:
