@@ -617,6 +617,21 @@ def test_the_tables_step_is_the_calibrations(
         samples = point["devices"] * 4
         assert point["step_time_s"] * point["actual_throughput"] == pytest.approx(samples)
         assert 0 <= point["exposed_comm_time_s"] <= point["comm_time_s"] * (1 + 1e-9)
+        parts = ("compute_time_s", "exposed_comm_time_s", "wait_time_s", "overhead_time_s")
+        assert sum(point[part] for part in parts) == pytest.approx(point["step_time_s"])
+        assert min(point[part] for part in parts) >= 0
+
+
+def test_points_at_the_ideal_leave_no_fixed_cost_in_the_step() -> None:
+    # Found on the page: totals exactly N times one device's gave a step equal to compute
+    # beside 38 ms of fixed costs ("936.2 / 936.2 = 100%" after "fixed costs take 38.35 ms").
+    query = PredictQuery(model="llama3-8b", hardware="dgx-h100", micro_batch=1, unit="tokens",
+                         per_device_throughput=9000, devices="8,64",
+                         measured="8:70000,16:140000,32:280000,64:560000")  # fmt: skip
+    at_64 = predict(query).points()[-1]
+    assert at_64["efficiency"] == 1.0
+    assert at_64["step_time_s"] == pytest.approx(at_64["compute_time_s"])
+    assert at_64["wait_time_s"] == at_64["overhead_time_s"] == at_64["exposed_comm_time_s"] == 0
 
 
 def test_an_upper_edge_whose_step_reaches_zero_is_the_ceiling_without_overflow() -> None:

@@ -55,6 +55,27 @@ def field_error(html: str, name: str) -> str:
     return unescape(found.group(1))
 
 
+def test_the_headline_divides_what_the_efficiency_is_relative_to(client: httpx.Client) -> None:
+    # From one node: the step there over the step here (it had said "840 / 1,018 = 89.46%",
+    # compute over the step, which is against one device: 82.5 %).
+    job = ("model=llama3-8b&hardware=dgx-h100&strategy=fsdp&param_dtype=bf16&micro_batch=1"
+           "&unit=tokens&per_device_throughput=9000&baseline_devices=8&devices=8,64,1024"
+           "&activation_checkpointing=true")  # fmt: skip
+    said = sentence(client.get(f"/en/scaling-prediction?{job}").text, "efficiency")
+    assert said.endswith(
+        "the step at the baseline's 8 devices takes 910.2 ms: 910.2 / 1,018 = 89.46% "
+        "(band 69.2% to 100%)."
+    )
+    # Points measured at 8 to 64 devices, exactly ideal: the step is compute, nothing else.
+    points = (
+        "model=llama3-8b&hardware=dgx-h100&micro_batch=1&unit=tokens&devices=8,64"
+        "&per_device_throughput=9000&measured=8:70000,16:140000,32:280000,64:560000"
+    )
+    said = sentence(client.get(f"/en/scaling-prediction?{points}").text, "efficiency")
+    assert "and fixed costs take 0 ms;" in said
+    assert said.endswith("takes 936.2 ms: 936.2 / 936.2 = 100% (band 97.8% to 100%).")
+
+
 def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> None:
     html = client.get(f"/en/scaling-prediction?{DEFAULTS}").text
     assert result_value(html, "efficiency") == "53.9%"
