@@ -83,10 +83,15 @@ def test_grad_accum_is_the_smallest_that_works() -> None:
 
 
 def test_micro_batch_is_the_smallest_that_works() -> None:
-    b = micro_batch_for(SCENARIO, 0.95, devices=256)
+    b = micro_batch_for(SCENARIO, 0.93, devices=256)
     assert b is not None
-    assert float(evaluate(SCENARIO, devices=256, micro_batch=b).efficiency) >= 0.95
-    assert float(evaluate(SCENARIO, devices=256, micro_batch=b - 1).efficiency) < 0.95
+    assert float(evaluate(SCENARIO, devices=256, micro_batch=b).efficiency) >= 0.93
+    assert float(evaluate(SCENARIO, devices=256, micro_batch=b - 1).efficiency) < 0.93
+    # As stated with it: the default fixed cost is a share of the micro-step, and so is the
+    # wait for the slowest device, so no micro-batch gets past what those two leave (94.7 %).
+    stated = Scenario(**{**SCENARIO.__dict__, "micro_batch": b})
+    assert float(evaluate(stated, devices=256).efficiency) >= 0.93
+    assert micro_batch_for(SCENARIO, 0.95, devices=256) is None
 
 
 def test_best_bucket_exposes_no_more_than_the_default() -> None:

@@ -133,6 +133,21 @@ def test_baseline_efficiency_is_one_and_tokens_follow_the_sequence() -> None:
     assert result.scenario.micro_step_time < first["step_time_s"]
 
 
+def test_a_baseline_measured_with_its_own_accumulation_is_solved_at_it() -> None:
+    # 9,000 tokens/s per device measured on one node with 4 micro-steps per optimizer step
+    # (--throughput-grad-accum 4) for a job that accumulates 16: the one-device throughput is
+    # the one that gives 9,000 at 4 micro-steps, as it gives it when the job accumulates 4.
+    job = {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": "zero1", "micro_batch": 1,
+           "unit": "tokens", "per_device_throughput": 9000, "baseline_devices": 8,
+           "devices": "8,64"}  # fmt: skip
+    measured_at_4 = predict(PredictQuery(**job, grad_accum=16, throughput_grad_accum=4))
+    accumulating_4 = predict(PredictQuery(**job, grad_accum=4))
+    one = measured_at_4.scenario.per_device_throughput
+    assert one == pytest.approx(accumulating_4.scenario.per_device_throughput, rel=1e-9)
+    # ... and the job's own 16 micro-steps run faster there than the 4 measured.
+    assert measured_at_4.points()[0]["actual_throughput"] > 8 * 9000
+
+
 @pytest.mark.parametrize(
     ("strategy", "no_sync", "waited"),
     [

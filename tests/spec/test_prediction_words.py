@@ -185,7 +185,7 @@ def test_the_readme_prediction_reads_the_same_on_both_surfaces(
         "share: framework_setup; --measured points from two or more nodes (or a measured "
         "--step-overhead) replace it with your own job's.",
         "Largest device count that keeps efficiency >= 90 %: 8 (counts searched up to 65,536).",
-        "At 256 devices (predicted 53.9 %), 90 % needs --grad-accum 8 or --micro-batch 32 (if "
+        "At 256 devices (predicted 53.9 %), 90 % needs --grad-accum 8 or --micro-batch 43 (if "
         "it fits in memory).",
         "Best bucket size there: 128 MiB (exposed communication 136.4 ms, efficiency 56.46 %).",
     ]
@@ -694,13 +694,15 @@ def test_the_micro_batch_that_reaches_the_target_says_whether_it_fits(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     fits = terminal(capsys, {**LLAMA_70B, "activation_checkpointing": "true"})[-1]
+    # FSDP reduces every micro-step (no --no-sync): accumulation alone leaves 94.85 % as a
+    # prediction stated with it prints (2 had been answered, against the stated job's baseline).
     assert fits == (
-        "At 2,048 devices (predicted 94.87 %), 95 % needs --grad-accum 2 or --micro-batch 2 "
-        "(fits: 42.4 GiB of 79.6 GiB per device)."
+        "At 2,048 devices (predicted 94.87 %), 95 % needs --micro-batch 2 (fits: 42.4 GiB of "
+        "79.6 GiB per device)."
     )
     over = terminal(capsys, {**LLAMA_70B, "target_efficiency": "97"})[-1]
-    assert over.endswith(
-        "--micro-batch 2 (which does not fit: 358 GiB needed per device, 79.6 GiB there)."
+    assert over.endswith(  # 2 gives 96.88 % stated
+        "--micro-batch 3 (which does not fit: 532 GiB needed per device, 79.6 GiB there)."
     )
     de = page_sentences({**LLAMA_70B, "activation_checkpointing": "true"}, "de")
     assert (

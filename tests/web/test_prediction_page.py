@@ -88,7 +88,7 @@ def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> N
     assert result_value(html, "max_devices") == "8"
     assert result_value(html, "grad_accum_needed") == "8"
     assert sentence(html, "grad_accum_needed").endswith("the global batch becomes 16,384 samples.")
-    assert result_value(html, "micro_batch_needed") == "32"
+    assert result_value(html, "micro_batch_needed") == "43"
     assert result_value(html, "best_bucket") == "128 MiB"
     assert result_value(html, "gradients") == "2.42 GiB"  # binary, as the "25 MiB" placeholder
     # The example's network is not the preset's, and the page says so.

@@ -366,26 +366,29 @@ def _kept(kept: Keeping) -> dict[str, int | None]:
 
 
 def _answers(scenario: Scenario, target: float, at_devices: int, reference: float) -> Answers:
-    """The answers for a target relative to the baseline: ``target x E(B)`` against one."""
+    """The answers for a target relative to the baseline: ``target x E(B)`` against one for
+    the device counts; each change (accumulation, micro-batch, bucket) against the changed
+    job at its own baseline, as a prediction stated with it says
+    (:func:`~dpscale.model.questions.relative`)."""
     bucket = _best_bucket(scenario, at_devices)
     here = evaluate(scenario, devices=at_devices)
-    absolute = target * reference
     return Answers(
         target_efficiency=target,
-        **_kept(devices_keeping(scenario, absolute)),
+        **_kept(devices_keeping(scenario, target * reference)),
         at_devices=at_devices,
         efficiency_at_devices=float(here.efficiency) / reference,
-        grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
-        **_micro_batch_needed(scenario, absolute, at_devices),
+        grad_accum_needed=grad_accum_for(scenario, target, devices=at_devices),
+        **_micro_batch_needed(scenario, target, at_devices),
         best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
         best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,
-        best_bucket_efficiency=None if bucket is None else bucket.efficiency / reference,
+        best_bucket_efficiency=None if bucket is None else bucket.efficiency,
     )
 
 
 def _micro_batch_needed(scenario: Scenario, target: float, devices: int) -> dict[str, Any]:
-    """The smallest micro-batch reaching ``target`` (an efficiency against one device) at
-    ``devices``, and the memory per device it takes there where the activations are known."""
+    """The smallest micro-batch reaching ``target`` (an efficiency against the baseline:
+    :func:`~dpscale.model.questions.relative`) at ``devices``, and the memory per device it
+    takes there where the activations are known."""
     needed = micro_batch_for(scenario, target, devices=devices)
     used = None
     if needed is not None and scenario.seq_len is not None:
