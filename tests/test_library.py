@@ -150,7 +150,7 @@ def test_predict_takes_every_field_of_its_query() -> None:
     [
         (
             {**PREDICT, "params": -1},
-            "params must be a number greater than 0 and at most 1e+15 (got -1)",
+            "params must be a number from 1 to 1e+15 (got -1)",
         ),
         (
             {**PREDICT, "target_efficiency": 100},

@@ -15,6 +15,8 @@ carry a code and ``ctx``, no layer reads another's English.
 'Outside 1-1,024 devices (at 50%).'
 >>> said.to_dict()
 {'code': 'extrapolated', 'ctx': {'low': 1, 'high': 1024, 'share': 0.5}}
+>>> Said("target", {"target": Percentage(99.9 / 100)}).to_dict()["ctx"]
+{'target': 0.999}
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "Said",
     "Value",
     "Wording",
+    "edge_digits",
     "english",
     "english_value",
     "number",
@@ -188,6 +191,10 @@ def _json(value: Value) -> Any:
         return list(value.values)
     if value is None or isinstance(value, str):
         return value
+    if isinstance(value.value, float):
+        # As every result's JSON: 12 significant digits (a target of 99.9 % is 0.999, not the
+        # 0.9990000000000001 that 99.9 / 100 gives).
+        return float(f"{value.value:.12g}")
     return value.value
 
 
@@ -211,6 +218,25 @@ def number(value: float, digits: int = 4) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text
+
+
+BAND_DIGITS = 3
+"""Significant digits of a band's edges (the point has 4)."""
+
+
+def edge_digits(edge: float, point: float, *, high: bool) -> int:
+    """The digits to write a band's ``edge`` (its ``high`` one, or its low one) with beside
+    its ``point`` (written to 4): 3, unless at 3 the edge would pass the point, as an edge at
+    the point itself may ("101.3 %" had sat beside a band of "97.6-101").
+
+    >>> edge_digits(1.013, 1.013, high=True), edge_digits(1.0, 1.0, high=True)
+    (4, 3)
+    >>> edge_digits(0.8766, 0.9, high=False), edge_digits(0.8766, 0.8766, high=False)
+    (3, 4)
+    """
+    shown, at = float(f"{edge:.{BAND_DIGITS}g}"), float(f"{point:.4g}")
+    passes = shown < at if high else shown > at
+    return 4 if passes else BAND_DIGITS
 
 
 def percent(fraction: float, digits: int = 4) -> str:

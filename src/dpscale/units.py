@@ -199,7 +199,10 @@ def parse_duration(text: str | float) -> float:
     return _parse(text, _DURATIONS, "duration", "5 us")
 
 
-_COUNT_SCALE = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
+_COUNT_SCALE = {
+    "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "m": 1e6, "G": 1e9, "B": 1e9, "b": 1e9, "T": 1e12,
+}  # fmt: skip
+"""Suffixes of a count; "m" and "b" as model names write them ("llama-7b", "gpt2-124m")."""
 
 
 def parse_count(text: str | float) -> float:

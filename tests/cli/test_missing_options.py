@@ -53,7 +53,7 @@ def test_a_bad_value_is_still_named_with_the_missing_ones(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert _error(capsys, "predict", "--params", "x", "--hardware", "nope") == (
-        "dpscale: error: --params must be a number greater than 0 and at most 1e+15 (got x); "
+        "dpscale: error: --params must be a number from 1 to 1e+15 (got x); "
         "--micro-batch is required: a whole number from 1 to 10,000,000\n"
     )
 

@@ -146,3 +146,22 @@ def test_totals_that_do_not_rise_are_said_to_be_totals() -> None:
     # Totals that rise at all say nothing of it.
     rising = fit_json(fit(Points.of([(8, 2000), (16, 2010), (32, 2020)])))
     assert not any(note.startswith("The total throughput") for note in rising["notes"])
+
+
+def test_a_point_set_aside_at_a_repeated_count_is_out_of_r_squared_and_the_totals() -> None:
+    """10,000 typed beside 100 at 8 devices: down-weighted, and yet R² = 0.0071 "over 3
+    points" and "the total throughput does not rise from 8 to 16 devices (5,050 to 200)",
+    the mean with the point set aside; the fit follows 100 to 200."""
+    data, lines, _ = _said([(8, 100), (8, 10000), (16, 200)], None)
+    assert any(note["code"].startswith("outlier") for note in data["note_codes"])
+    assert data["r_squared_points"] == 2
+    assert data["r_squared"] > 0.999
+    assert not any("does not rise" in line for line in lines)
+
+
+def test_r_squared_does_not_depend_on_the_points_scale() -> None:
+    # At 1e-300 the squares had underflowed: R² null, its line gone.
+    shape = [(1, 1.0), (2, 1.9), (4, 3.5), (8, 6.1)]
+    scaled = [(n, x * 1e-300) for n, x in shape]
+    plain, tiny = (fit_json(fit(Points.of(points))) for points in (shape, scaled))
+    assert tiny["r_squared"] == pytest.approx(plain["r_squared"], rel=1e-9)

@@ -132,7 +132,7 @@ def test_cli_takes_predicts_options(capsys: pytest.CaptureFixture[str], tmp_path
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--params", "-1", "--micro-batch", "32"], "--params must be a number greater than 0"),
+        (["--params", "-1", "--micro-batch", "32"], "--params must be a number from 1 to 1e+15"),
         (["--params", "1M"], "--micro-batch is required"),
         (["--params", "1M", "--micro-batch", "2", "--hardware", "x"], "--hardware: no preset"),
         (["--grad-dtype", "fp64"], "--grad-dtype must be one of: fp32, bf16, fp16, fp8"),

@@ -695,3 +695,60 @@ def test_text_too_long_for_a_file_name_is_read_as_text_or_refused_in_one_line(
     status, _, err = run(capsys, "measure", "--script", long_name)
     assert status == 2
     assert err == f"dpscale: error: --script: no such file: {long_name}\n"
+
+
+RESNET_FACTS = ("predict", "--params", "25.6M", "--micro-batch", "32", "--optimizer", "momentum",
+                "--hardware", "dgx1-v100", "--devices", "1,8,16,64,256")  # fmt: skip
+
+
+def _rows(out: str) -> dict[int, list[str]]:
+    rows = {}
+    for line in out.splitlines():
+        cells = [cell.strip() for cell in re.split(r"[│|]", line)]
+        if cells and cells[0].replace(",", "").isdigit():
+            rows[int(cells[0].replace(",", ""))] = cells
+    return rows
+
+
+def test_a_calibrated_table_shows_what_its_fit_leaves(capsys: pytest.CaptureFixture[str]) -> None:
+    # Without a one-device point: one device's efficiency is above 100 %, its band's top at
+    # the point itself ("101.3 % │ 97.6-101": the edge had been written below the point), and
+    # it exchanges nothing (rounding's residue had shown 1.388e-14 ms).
+    _, out, _ = run(capsys, *RESNET_FACTS, "--measured", "2:620,8:2456")
+    one = _rows(out)[1]
+    assert one[2:4] == ["101.3 %", "97.6-101.3"]
+    assert one[7:10] == ["0", "0", "-"]
+    # A network share of 0: no communication, and nothing that limits it.
+    _, out, _ = run(capsys, *RESNET_FACTS, "--measured", "1:329,2:620,8:2456,16:4896")
+    assert all(row[7:10] == ["0", "0", "-"] for row in _rows(out).values())
+
+
+def test_a_point_set_aside_does_not_make_the_totals_flat(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 128:1 among totals rising to 18,000: down-weighted, and then "the total throughput does
+    # not rise from 1 to 128 devices (329 to 1) ... multiply each by its count" had followed.
+    points = "1:329,2:620,4:1250,8:2456,16:4896,32:9500,64:18000,128:1"
+    _, out, _ = run(capsys, *RESNET_FACTS, "--measured", points)
+    assert "The point at 128 devices (1) lies off the others' fit" in out
+    assert "does not rise" not in out
+
+
+@pytest.mark.parametrize("unit", ["tokens/sec", "tokens per second", "Tok/s", "token"])
+def test_every_spelling_of_tokens_per_second_is_tokens(
+    capsys: pytest.CaptureFixture[str], unit: str
+) -> None:
+    # "tokens/sec" had been a unit of samples: 9,000 of them "an MFU of 455,227 %".
+    job = ("predict", "--model", "llama3-8b", "--hardware", "dgx-h100", "--micro-batch", "1",
+           "--per-device-throughput", "9000", "--devices", "8,64", "--json")  # fmt: skip
+    _, tokens, _ = run(capsys, *job, "--unit", "tokens")
+    _, spelled, _ = run(capsys, *job, "--unit", unit)
+    assert json.loads(spelled)["points"] == json.loads(tokens)["points"]
+
+
+def test_a_parameter_count_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, *DESIGN_EXAMPLE[:1], "--params", "1e-300", *DESIGN_EXAMPLE[3:])
+    assert status == 2
+    assert err == "dpscale: error: --params must be a number from 1 to 1e+15 (got 1e-300)\n"
+    _, out, _ = run(capsys, *DESIGN_EXAMPLE[:1], "--params", "138m", *DESIGN_EXAMPLE[3:], "--json")
+    assert json.loads(out)["inputs"]["params"] == 138e6

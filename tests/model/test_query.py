@@ -136,7 +136,7 @@ def test_missing_throughput_named() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "expected"),
     [
-        ("params", "lots", "params must be a number greater than 0"),
+        ("params", "lots", "params must be a number from 1 to 1e+15"),
         ("micro_batch", 0, "micro_batch must be a whole number from 1 to 10,000,000 (got 0)"),
         ("grad_dtype", "int4", "grad_dtype must be one of: fp32, bf16, fp16, fp8 (got int4)"),
         ("target_efficiency", 90, "target_efficiency must be a number greater than 0"),

@@ -194,7 +194,7 @@ def test_api_gives_the_json_of_predict(client: httpx.Client) -> None:
         (
             "params=-1",
             "params",
-            "params must be a number greater than 0 and at most 1e+15 (got -1)",
+            "params must be a number from 1 to 1e+15 (got -1)",
         ),
         (
             "micro_batch=0",

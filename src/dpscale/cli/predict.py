@@ -19,6 +19,7 @@ from dpscale.cli._common import (
     print_json,
     read_input,
 )
+from dpscale.said import edge_digits
 from dpscale.spec.prediction import LIMITS, PREDICTION, Kind, terminal_help
 
 if TYPE_CHECKING:
@@ -230,13 +231,17 @@ def _print_listing(
 
 
 def _limit(limited_by: str, algorithm: str, devices: int) -> str:
-    return LIMITS[limited_by].terminal + ("" if devices == 1 else f", {algorithm}")
+    alone = devices == 1 or limited_by == "none"  # no communication: no algorithm either
+    return LIMITS[limited_by].terminal + ("" if alone else f", {algorithm}")
 
 
 _CELLS: dict[Kind, Callable[..., str]] = {
     "count": number,
     "percent": percent,
-    "band": lambda low, high: f"{number(100 * low, 3)}-{number(100 * high, 3)}",
+    "band": lambda low, high, point: (
+        f"{number(100 * low, edge_digits(low, point, high=False))}-"
+        f"{number(100 * high, edge_digits(high, point, high=True))}"
+    ),
     "throughput": number,
     "speedup": lambda value: f"{number(value)}x",
     "milliseconds": lambda seconds: number(seconds * 1e3),
@@ -301,7 +306,7 @@ def _comparison_table(result: Any) -> Any:
                 _strategy_label(other) + ("*" if other.stated_in(result) else ""),
                 number(p["devices"]),
                 percent(p["efficiency"]),
-                _CELLS["band"](p["efficiency_low"], p["efficiency_high"]),
+                _CELLS["band"](p["efficiency_low"], p["efficiency_high"], p["efficiency"]),
                 number(p["exposed_comm_time_s"] * 1e3),
                 _limit(p["limited_by"], p["algorithm"], p["devices"]),
                 format_binary_bytes(p["memory_per_device_bytes"]),

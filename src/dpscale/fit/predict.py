@@ -103,10 +103,18 @@ def _target(fitted: ModelFit, target: float, baseline: int, end: int) -> Target:
     )
 
 
-def _means(points: Points) -> tuple[np.ndarray, np.ndarray]:
+def _means(fitted: ModelFit) -> tuple[np.ndarray, np.ndarray]:
+    """Each distinct count and its mean throughput over the points the fit kept (as R² is:
+    :meth:`~dpscale.fit.fitting.ModelFit.r_squared_kept`; all of a count's where it kept
+    none), so that a point set aside does not make the totals "not rise"."""
+    points, kept = fitted.points, fitted.r_squared_kept()
     devices = points.distinct_devices
-    means = np.array([points.throughput[points.devices == d].mean() for d in devices])
-    return devices, means
+    means = []
+    for d in devices:
+        here = points.devices == d
+        chosen = here & kept if (here & kept).any() else here
+        means.append(points.throughput[chosen].mean())
+    return devices, np.array(means)
 
 
 def _passes_through(fitted: ModelFit) -> bool:
@@ -155,7 +163,7 @@ def _notes(
                 },
             )
         )
-    devices, means = _means(fitted.points)
+    devices, means = _means(fitted)
     efficiency = means * baseline.devices / (devices * baseline.measured_throughput)
     # No loss: the fitted curve itself stays on the ideal line at the measured counts (a
     # known loss, the stated hardware's, is a loss even where no parameter is).

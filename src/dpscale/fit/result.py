@@ -179,6 +179,7 @@ class FitResult:
             "noise": fitted.noise,
             "interval_level": LEVEL,
             "points": len(fitted.points),
+            "r_squared_points": int(fitted.r_squared_kept().sum()),
             "baseline": {
                 **self.baseline.to_dict(),
                 "description_code": self.baseline.said().to_dict(),

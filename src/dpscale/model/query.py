@@ -39,7 +39,7 @@ from dpscale.model.llm import (
     load_model,
 )
 from dpscale.model.presets import load_preset
-from dpscale.model.scenario import DEFAULT_OPTIMIZER, TOKEN_UNITS, Scenario
+from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario, is_token_unit
 from dpscale.model.step import (
     BACKWARD_FRACTION,
     BYTES_PER_VALUE,
@@ -82,6 +82,8 @@ MAX_POINTS = 10_000
 bounds what one anonymous web request costs (7.2 MB of JSON and a 534 kB chart at the limit,
 measured by benchmarks/bench_hostile.py; 100,000 counts took 2-4 s and 37 MB, and twenty of
 them starved the server)."""
+MIN_PARAMS = 1.0
+"""At least one parameter (0.4 and 1e-300 had been taken, and printed as "1e-300 parameters")."""
 MAX_PARAMS = 1e15
 MAX_BANDWIDTH = 1e14
 """Bytes/s: 100 TB/s is a hundred times any link built."""
@@ -207,7 +209,7 @@ class PredictQuery(BaseModel):
 
     params: float | None = Field(
         default=None,
-        gt=0,
+        ge=MIN_PARAMS,
         le=MAX_PARAMS,
         allow_inf_nan=False,
         description="Parameters (138e6, 138M, 1.2B); a model preset fills it.",
@@ -395,7 +397,7 @@ class PredictQuery(BaseModel):
 
     def tokens(self) -> bool:
         """Whether the throughput is in tokens (``--unit tokens``, or an MFU's)."""
-        return self.throughput_unit().strip().lower() in TOKEN_UNITS
+        return is_token_unit(self.throughput_unit())
 
     def _model(self) -> Any:
         return load_model(self.model) if self.model else None

@@ -233,15 +233,18 @@ TARGET_AS_FRACTION = "target_fraction"
 
 
 def target_as_fraction(target: float) -> Said | None:
-    """A statement where a target efficiency (a fraction) is at most 1 %: typed in percent as
+    """A statement where a target efficiency (a fraction) is below 1 %: typed in percent as
     the fraction the JSON and the library write (``--target-efficiency 0.9`` asked where
     efficiency falls below 0.9 %, and was answered at 65,536 devices), else None. A warning,
-    not an error: any target above 0 is a question.
+    not an error: any target above 0 is a question. A target of exactly 1 % is not one: the
+    fraction 1 would be 100 %, which is no target (it had been advised, and then refused).
 
     >>> target_as_fraction(0.009).ctx["percent"], target_as_fraction(0.5)
     (Number(value=90.0, digits=None), None)
+    >>> target_as_fraction(0.01) is None
+    True
     """
-    if not 0 < target <= 0.01:
+    if not 0 < target < 0.01:
         return None
     given = float(f"{target * 100:.12g}")  # 0.9, not 0.9000000000000001; 1e-300, not 0
     percent = float(f"{given * 100:.12g}")

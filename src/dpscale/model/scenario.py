@@ -18,6 +18,7 @@ ones the user gave, and :mod:`dpscale.model.band` varies the others over their s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -57,16 +58,31 @@ __all__ = [
     "DEFAULT_MEMORY_BANDWIDTH",
     "DEFAULT_OPTIMIZER",
     "FASTER_THAN_STATED",
-    "TOKEN_UNITS",
     "Scenario",
     "evaluate",
     "faster_than_stated",
+    "is_token_unit",
     "odd_point_english",
     "step_inputs",
 ]
 
-TOKEN_UNITS = ("tokens", "tokens/s", "token/s", "tok/s")
-"""Units that state the throughput in tokens: ``seq_len`` tokens make one sample."""
+_TOKEN_UNIT = re.compile(r"(?:tokens?|toks?)(?:\s*(?:/|per)\s*(?:s|sec|secs|second))?")
+
+
+def is_token_unit(unit: str) -> bool:
+    """Whether ``unit`` states the throughput in tokens (``seq_len`` tokens make one sample),
+    however the rate is spelled (``tokens/sec`` and
+    ``tokens per second`` had been read as a unit of samples, and 9,000 of them called an MFU
+    of 455,227 %).
+
+    >>> [is_token_unit(u) for u in ("Tokens/s", "tokens per second", "tok/sec", "token")]
+    [True, True, True, True]
+    >>> is_token_unit("samples/s"), is_token_unit("tokenizer calls/s")
+    (False, False)
+    """
+    return _TOKEN_UNIT.fullmatch(" ".join(unit.lower().split())) is not None
+
+
 DEFAULT_OPTIMIZER = "adam"
 """Central value when no optimizer is given (the band spans none to lamb)."""
 DEFAULT_MEMORY_BANDWIDTH = 1.0e12
@@ -142,7 +158,7 @@ class Scenario:
         """Whether the micro-batch is counted in tokens: the throughput is in tokens and no
         sequence length says how many make a sample (the older meaning, kept; a micro-batch
         of one sequence typed as 1 is then a step of one token, which the outputs say)."""
-        return self.seq_len is None and self.unit.strip().lower() in TOKEN_UNITS
+        return self.seq_len is None and is_token_unit(self.unit)
 
     @property
     def meets_every_micro_step(self) -> bool:

@@ -485,7 +485,7 @@ def statements(data: Mapping[str, Any]) -> dict[str, Said]:
             "r_squared",
             {
                 "r_squared": Number(r_squared_shown(data["r_squared"])),
-                "count": Count(data["points"], grouped=False),
+                "count": Count(data.get("r_squared_points", data["points"]), grouped=False),
             },
         )
     peak = data["peak"]

@@ -964,7 +964,7 @@ PREDICTION = Prediction(
         Column(("devices",), N_("Devices"), "N", "count"),
         Column(("nodes",), N_("Nodes"), "Nodes", "count"),
         Column(("efficiency",), "E(N)", "E(N)", "percent", translated=False),
-        Column(("efficiency_low", "efficiency_high"), N_("Band"), "Band %", "band"),
+        Column(("efficiency_low", "efficiency_high", "efficiency"), N_("Band"), "Band %", "band"),
         Column(
             ("actual_throughput",), N_("Actual throughput"), "Actual", "throughput", page_unit=True
         ),

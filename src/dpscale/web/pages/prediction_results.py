@@ -9,7 +9,7 @@ from typing import Any
 
 from dpscale.model import Hardware, PredictionResult, preset_names
 from dpscale.model.presets import load_preset
-from dpscale.said import Said
+from dpscale.said import Said, edge_digits
 from dpscale.spec.prediction import (
     ALGORITHM_NAMES,
     LIMITS,
@@ -133,7 +133,7 @@ class Prediction:
                         strategy=name,
                         devices=loc.number(p["devices"]),
                         efficiency=loc.percent(p["efficiency"]),
-                        band=_band(loc, p["efficiency_low"], p["efficiency_high"]),
+                        band=_band(loc, p["efficiency_low"], p["efficiency_high"], p["efficiency"]),
                         exposed_ms=_ms(loc, p["exposed_comm_time_s"]),
                         limit=_limit_and_algorithm(
                             loc, p["limited_by"], p["algorithm"], p["devices"]
@@ -158,12 +158,20 @@ def _ms(loc: Localizer, seconds: float) -> str:
     return loc.number(seconds * 1e3, 4)
 
 
-def _band(loc: Localizer, low: float, high: float) -> str:
-    return loc.gettext("%(low)s to %(high)s", low=loc.percent(low, 3), high=loc.percent(high, 3))
+def _edge(loc: Localizer, edge: float, point: float, *, high: bool) -> str:
+    return loc.percent(edge, edge_digits(edge, point, high=high))
+
+
+def _band(loc: Localizer, low: float, high: float, point: float) -> str:
+    return loc.gettext(
+        "%(low)s to %(high)s",
+        low=_edge(loc, low, point, high=False),
+        high=_edge(loc, high, point, high=True),
+    )
 
 
 def _limit_and_algorithm(loc: Localizer, limited_by: str, algorithm: str, devices: int) -> str:
-    if devices == 1:
+    if devices == 1 or limited_by == "none":  # no communication: no algorithm either
         return _limit(limited_by, loc)
     return f"{_limit(limited_by, loc)} · {loc.gettext(ALGORITHM_NAMES[algorithm])}"
 
@@ -194,15 +202,15 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     sc, hw = result.scenario, result.scenario.hardware
     last = result.last_point()
     devices, unit = num(last["devices"]), loc.unit(sc.unit)
-    efficiency = loc.percent(last["efficiency"])
+    efficiency, point = loc.percent(last["efficiency"]), last["efficiency"]
     parts = {
         "compute": _ms(loc, last["compute_time_s"]),
         "exposed": _ms(loc, last["exposed_comm_time_s"]),
         "other": _ms(loc, last["wait_time_s"] + last["overhead_time_s"]),
         "step": _ms(loc, last["step_time_s"]),
         "efficiency": efficiency,
-        "low": loc.percent(last["efficiency_low"], 3),
-        "high": loc.percent(last["efficiency_high"], 3),
+        "low": _edge(loc, last["efficiency_low"], point, high=False),
+        "high": _edge(loc, last["efficiency_high"], point, high=True),
     }
     if sc.baseline_devices > 1:
         # Relative to the step at the baseline: compute over the step would be against one
