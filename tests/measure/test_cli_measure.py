@@ -95,7 +95,9 @@ def test_measure_json_is_stored_and_shown(
         # predict's and fit's names for the same inputs (--devices had been pointed to --sizes)
         (("--devices", "1,4"), "--world-sizes: must not exceed --nproc 2"),
         (("--params", "10"), "--model-params must be a whole number from 1,000"),
-        (("--timeout", "soon"), "--timeout: cannot read 'soon' as a duration"),
+        (("--timeout", "soon"), "--timeout: must be a duration from 1 s to 168 h (604,800 s)"),
+        (("--timeout", "-1"), "--timeout: must be a duration from 1 s to 168 h (604,800 s)"),
+        (("--timeout", "0"), "--timeout: must be a duration from 1 s to 168 h (604,800 s)"),
         (("--sizes", "64MiB..4KiB"), "--sizes: a range needs 1 byte <= start <= end"),
         (("--model-params", "10"), "--model-params must be a whole number from 1,000"),
         (("--ops", "gossip"), "--ops: must be one or more of: all_reduce, all_gather"),

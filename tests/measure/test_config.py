@@ -69,7 +69,12 @@ def test_bad_sizes(text: str) -> None:
         ({"world_sizes": "0,2"}, "world_sizes", "world_sizes: must be whole numbers from 1"),
         ({"ops": "all_to_all"}, "ops", "ops: must be one or more of: all_reduce"),
         ({"sizes": "12 parsecs"}, "sizes", "sizes: cannot read"),
-        ({"timeout": "0.5"}, "timeout_s", "timeout_s must be a number from 1 to 604,800"),
+        (
+            {"timeout": "0.5"},
+            "timeout_s",
+            "timeout_s: must be a duration from 1 s to 168 h (604,800 s), e.g. 120s or 2 min "
+            "(got '0.5')",
+        ),
         ({"bucket_mb": "0"}, "bucket_mb", "bucket_mb must be a number greater than 0"),
         ({"precision": "fp8"}, "precision", "precision must be one of: fp32, bf16, fp16"),
     ],
@@ -80,6 +85,25 @@ def test_bad_options_name_the_field(options: dict[str, str], field: str, sentenc
     issue = caught.value.issues[0]
     assert issue.field == field
     assert issue.sentence().startswith(sentence)
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "1ms", "soon", "nan", "inf", "1e9s", 0, -1.0, True])
+def test_every_bad_timeout_gets_the_same_range(value: object) -> None:
+    """``--timeout -1`` had said "duration must be finite and >= 0" and ``--timeout 0`` "must
+    be a number from 1 to 604,800": two ranges for one field."""
+    with pytest.raises(InputError) as caught:
+        read_config({"timeout": value})
+    [issue] = caught.value.issues
+    assert issue.sentence("--timeout") == (
+        "--timeout: must be a duration from 1 s to 168 h (604,800 s), e.g. 120s or 2 min "
+        f"(got {value!r})"
+    )
+
+
+def test_timeouts_in_range_are_read() -> None:
+    assert read_config({"timeout": "1s"}).timeout_s == 1.0
+    assert read_config({"timeout": "168 h"}).timeout_s == 604_800.0
+    assert read_config({"timeout": 90}).timeout_s == 90.0
 
 
 def test_measuring_nothing_is_refused_before_any_rank_starts() -> None:

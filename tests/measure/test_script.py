@@ -199,6 +199,68 @@ def test_a_script_that_stops_timing_is_stopped_after_the_timeout(
     assert list_runs() == []
 
 
+FORGES = """\
+import json, os, sys
+from pathlib import Path
+from dpscale.measure import StepTimer
+timer = StepTimer(samples_per_step=8, warmup=0)
+for _ in range(3):
+    with timer.step():
+        pass
+timer.close()
+record = timer.record()
+record[sys.argv[1]] = json.loads(sys.argv[2])
+folder = Path(os.environ["DPSCALE_STEPTIMER_DIR"])
+(folder / f"steps-rank-{os.environ['RANK']}.json").write_text(json.dumps(record))
+"""
+"""Times three steps, then rewrites its own StepTimer file with one field replaced."""
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("step_times_s", "[NaN, 0.1]", "step_times_s[0] is NaN"),
+        ("step_times_s", '[0.1, "x"]', 'step_times_s[1] is "x"'),
+        ("step_times_s", "[-0.01, -0.01]", "step_times_s[0] is -0.01"),
+        ("step_times_s", "[0.0, 0.0, 0.0]", "step_times_s[0] is 0.0"),
+        ("step_times_s", '"fast"', 'step_times_s is "fast", not a list of step times'),
+        ("samples_per_step", "-8", "samples_per_step is -8, not a finite number above 0"),
+    ],
+)
+def test_a_forged_step_file_ends_the_run_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    quiet_tmp: Path,
+    tmp_path: Path,
+    field: str,
+    value: str,
+    said: str,
+) -> None:
+    """NaN or a string had ended in a traceback; negative or zero step times had been stored
+    (40 billion samples/s). One machine now checks what node 0 checks of another node."""
+    script = tmp_path / "forge.py"
+    script.write_text(FORGES, encoding="utf-8")
+    status, out, err = run(
+        capsys, "measure", "--script", str(script), "--world-sizes", "1", "--json", "--",
+        field, value,
+    )  # fmt: skip
+    assert status == 2
+    assert out == ""
+    line = err.strip()
+    assert len(line.splitlines()) == 1, err
+    assert "Traceback" not in err
+    prefix = (
+        "dpscale: error: rank 0's step file at world size 1 (steps/steps-rank-0.json in the log "
+        f"folder) does not hold: {said}"
+    )
+    assert line.startswith(prefix), line
+    assert "a StepTimer never writes that (did the script write or change the file?); log: " in line
+    assert list_runs() == []  # stored unless --no-store: nothing was
+    kept = Path(line.rsplit("; log: ", 1)[1]) / "steps" / "steps-rank-0.json"
+    assert json.loads(kept.read_text(encoding="utf-8"))[field] == json.loads(value)
+
+
 def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
 
@@ -208,6 +270,18 @@ def _state(pid: int) -> str:
     [
         (("--script", "nowhere.py"), "--script: no such file: nowhere.py"),
         (("--script", "."), "--script: . is a directory, not a training script"),
+        (("--script", "/dev/null"), "--script: /dev/null is not a regular file (a device, a pipe"),
+        (("--script", ""), "--script: the path is empty; name the training script"),
+        # --no-collectives asks for what --script does: the script's own checks come next
+        (("--no-collectives", "--script", "nowhere.py"), "--script: no such file: nowhere.py"),
+        (
+            ("--no-training", "--script", EXAMPLE),
+            "--no-training is for the built-in model: --script times the script's own steps",
+        ),
+        (
+            ("--no-training", "--script", EXAMPLE, "--sbatch", "--nnodes", "2"),
+            "--no-training is for the built-in model: --script times the script's own steps",
+        ),
         (("--script", EXAMPLE, "--model-params", "1M"), "--model-params is for the built-in"),
         (("--script", EXAMPLE, "--world-sizes", "1,0"), "--world-sizes: must be whole numbers"),
         (

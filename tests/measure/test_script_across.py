@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from dpscale.measure import script_across
+from dpscale.measure import script as script_module
 from dpscale.measure.handshake import Channel, ChannelError, handshake_channels
 from dpscale.measure.nodes import ClusterShape
 from dpscale.measure.script_across import across_sizes, checked_records
@@ -287,13 +287,27 @@ GOOD = {"samples_per_step": 8, "tokens_per_step": None, "step_times_s": [0.1, 0.
     ("records", "message"),
     [
         ({"2": GOOD, "3": GOOD, "0": GOOD}, "records of ranks other than 2 to 3"),
-        ({"2": GOOD, "3": "many"}, "rank 3: step times missing"),
-        ({"2": GOOD, "3": {**GOOD, "step_times_s": []}}, "rank 3: step times missing"),
-        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, float("nan")]}}, "not a finite"),
-        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, -1]}}, "not a finite number above 0"),
-        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, True]}}, "not a finite number"),
-        ({"2": GOOD, "3": {**GOOD, "samples_per_step": None}}, "samples or tokens per step"),
-        ({"2": GOOD, "3": {**GOOD, "samples_per_step": 1e400}}, "samples or tokens per step"),
+        ({"2": GOOD, "3": "many"}, 'rank 3: it holds "many", not a JSON object'),
+        ({"2": GOOD, "3": {**GOOD, "step_times_s": "x"}}, 'rank 3: step_times_s is "x", not a'),
+        (
+            {"2": GOOD, "3": {**GOOD, "step_times_s": []}},
+            "rank 3: step_times_s holds 0 step times, not 1 to 10,000,000",
+        ),
+        (
+            {"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, float("nan")]}},
+            r"rank 3: step_times_s\[1\] is NaN, not a finite number of seconds above 0",
+        ),
+        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, -1]}}, r"step_times_s\[1\] is -1, not"),
+        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.1, True]}}, r"step_times_s\[1\] is true"),
+        ({"2": GOOD, "3": {**GOOD, "step_times_s": [0.0]}}, r"step_times_s\[0\] is 0.0, not"),
+        (
+            {"2": GOOD, "3": {**GOOD, "samples_per_step": None}},
+            "rank 3: samples_per_step and tokens_per_step are both missing",
+        ),
+        (
+            {"2": GOOD, "3": {**GOOD, "samples_per_step": 1e400}},
+            "rank 3: samples_per_step is Infinity, not a finite number above 0",
+        ),
     ],
 )
 def test_records_from_another_node_are_held_to_bounds(records: Any, message: str) -> None:
@@ -302,10 +316,10 @@ def test_records_from_another_node_are_held_to_bounds(records: Any, message: str
 
 
 def test_a_record_holds_at_most_max_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(script_across, "MAX_STEPS", 2)
+    monkeypatch.setattr(script_module, "MAX_STEPS", 2)
     assert len(checked_records({"2": GOOD, "3": GOOD}, range(2, 4))) == 2
     too_many = {**GOOD, "step_times_s": [0.1, 0.1, 0.1]}
-    with pytest.raises(ValueError, match="rank 3: step times missing or more than 2"):
+    with pytest.raises(ValueError, match="rank 3: step_times_s holds 3 step times, not 1 to 2"):
         checked_records({"2": GOOD, "3": too_many}, range(2, 4))
 
 

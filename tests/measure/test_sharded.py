@@ -93,6 +93,29 @@ def quiet_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
 
+def test_comm_time_is_the_median_step_of_the_collectives_together() -> None:
+    """docs/measure.md: ``comm_time_s`` is the median over the timed steps of each step's
+    all-gathers + reduce-scatters (slowest rank), not the sum of their own medians, which
+    the docs had promised ("their sum per step": 21.85 ms against 8.64 + 12.06 ms)."""
+    from dpscale.measure.config import MeasureConfig, PlanItem
+    from dpscale.measure.worker import _summary
+
+    gathers, scatters = [1.0, 5.0, 2.0], [4.0, 1.0, 2.0]  # medians 2 and 2; sums 5, 6, 4
+    rank = {
+        "step": [10.0] * 3,
+        "compute": [1.0] * 3,
+        "comm": [a + b for a, b in zip(gathers, scatters, strict=True)],  # as the rank sums
+        "all_gather": gathers,
+        "reduce_scatter": scatters,
+        "all_reduce": [0.0] * 3,
+        "memory": {"memory_per_device_bytes": 1},
+    }
+    config = MeasureConfig(strategy="fsdp", optimizer="adam")
+    row = _summary(PlanItem(2, "training"), config, 0, [rank, rank], 2)
+    assert (row["all_gather_time_s"], row["reduce_scatter_time_s"]) == (2.0, 2.0)
+    assert row["comm_time_s"] == 5.0  # the median of 5, 6, 4: not 2 + 2
+
+
 QUICK = ("--backend", "gloo", "--steps", "3", "--warmup-steps", "1", "--json", "--no-store")
 SMALL = ("--model-params", "400k", "--layers", "2", "--micro-batch", "4")
 
@@ -174,8 +197,27 @@ def test_hsdp_shards_within_groups_and_all_reduces_across(
         (("--strategy", "zero9"), "--strategy must be one of: ddp, fsdp, fsdp-shard-grad-op, hsdp"),
         (("--strategy", "fsdp", "--shard-group-size", "2"), "is for --strategy hsdp only"),
         (
-            ("--strategy", "hsdp", "--shard-group-size", "3", "--nproc", "4"),
-            "--shard-group-size: must divide every world size (world size 4 is not a multiple",
+            ("--strategy", "hsdp", "--shard-group-size", "3", "--nproc", "4", "--devices", "2,4"),
+            "--shard-group-size: must divide every world size (world size 2 is not a multiple",
+        ),
+        (
+            # world sizes 1 and 2, both below the group: had run groups of 1 and 2, stored as 3
+            ("--strategy", "hsdp", "--shard-group-size", "3", "--nproc", "2"),
+            "--shard-group-size: must divide every world size (world size 1 is not a multiple "
+            "of the shard group size 3)",
+        ),
+        (
+            ("--strategy", "hsdp", "--shard-group-size", "2", "--nproc", "4"),
+            "--shard-group-size: must divide every world size (world size 1 is not a multiple",
+        ),
+        (
+            # across nodes too, before any handshake
+            (
+                *("--strategy", "hsdp", "--shard-group-size", "4", "--nnodes", "2"),
+                *("--node-rank", "0", "--nproc-per-node", "2", "--devices", "2,4"),
+                *("--rdzv-endpoint", "127.0.0.1:29999", "--rdzv-timeout", "5s"),
+            ),
+            "--shard-group-size: must divide every world size (world size 2 is not a multiple",
         ),
         (("--optimizer", "lion"), "--optimizer must be one of: sgd, adam"),
     ],

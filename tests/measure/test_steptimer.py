@@ -85,6 +85,19 @@ def test_summary_in_tokens_and_over_ranks(monkeypatch: pytest.MonkeyPatch) -> No
     assert timer.summary_line().endswith("65,536.0 tokens/s (rank 0, x4 ranks)")
 
 
+def test_a_huge_throughput_is_written_in_powers_of_ten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``samples_per_step=1e300`` had printed a 300-digit number of samples/s."""
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    timer = StepTimer(samples_per_step=1e300, warmup=0, report=False)
+    timer.times_s = [0.5]
+    line = timer.summary_line()
+    assert line == "dpscale StepTimer: 1 steps, median step 500 ms, 2e+300 samples/s (rank 0)"
+    timer = StepTimer(samples_per_step=999_999_999_999, warmup=0, report=False)
+    timer.times_s = [1.0]
+    assert timer.summary_line().endswith(" 999,999,999,999.0 samples/s (rank 0)")
+
+
 def test_a_failed_step_is_not_recorded() -> None:
     timer = StepTimer(samples_per_step=1, warmup=0, report=False)
     with pytest.raises(RuntimeError), timer.step():

@@ -190,7 +190,8 @@ def measure(
     if script is not None:
         named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
         given = [key for key, value in named.items() if value is not None]
-        given += [name for name in ("collectives", "training") if not options[name]]
+        # --no-collectives asks for what --script does anyway: accepted. --no-training is not.
+        given += [] if training else ["no_training"]
         if sbatch:
             _print_script_sbatch(script, script_args, options, given, as_json=as_json)
             return
@@ -307,14 +308,27 @@ _SCRIPT_OPTIONS = ("nproc", "world_sizes", "backend", "timeout")
 """What --script takes of the measurement options; the rest describe the built-in model."""
 
 
+def _built_in_only(field: str, names: dict[str, str]) -> str:
+    """The line refusing an option of the built-in model with ``--script``."""
+    if field == "no_training":
+        return "--no-training is for the built-in model: --script times the script's own steps"
+    return f"{_label(field, names)} is for the built-in model, not with --script"
+
+
 def _check_script_file(script: str) -> None:
-    """``--script`` names a file: a directory or a missing path is one line."""
+    """``--script`` names a regular file: an empty path, a directory, a missing path or
+    another kind of file (a device, a pipe) is one line."""
     from dpscale.validation import names
 
+    if not script:
+        fail("--script: the path is empty; name the training script (e.g. --script train.py)")
     if names(script, "directory"):
         fail(f"--script: {script} is a directory, not a training script")
-    if not names(script):
-        fail(f"--script: no such file: {script}")
+    if names(script):
+        return
+    if names(script, "anything"):
+        fail(f"--script: {script} is not a regular file (a device, a pipe or a socket)")
+    fail(f"--script: no such file: {script}")
 
 
 def _measure_script(
@@ -338,7 +352,7 @@ def _measure_script(
 
     other = [name for name in given if name not in (*_SCRIPT_OPTIONS, *_NODE_HELP)]
     if other:
-        fail(f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script")
+        fail(_built_in_only(other[0], OPTION_NAMES))
     _check_script_file(script)
     try:
         import torch  # noqa: F401  (only to say how to install it when it is missing)
@@ -562,7 +576,7 @@ def _print_script_sbatch(
             f"{_label(other[0], OPTION_NAMES)} is not for --script --sbatch (srun gives each "
             "node its rank and the allocation's first host is node 0)"
             if other[0] in _NODE_HELP
-            else f"{_label(other[0], OPTION_NAMES)} is for the built-in model, not with --script"
+            else _built_in_only(other[0], OPTION_NAMES)
         )
     _check_script_file(script)
     try:

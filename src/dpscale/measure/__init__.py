@@ -9,8 +9,9 @@ times, and the summaries), ``worker`` (one rank, under torchrun or srun), ``laun
 world size on one machine, or this node's part of a run across nodes, with timeouts and
 clean-up), ``nodes`` (the cluster's shape, torchrun's command per node, launch line and
 sbatch script), ``report`` (the run as JSON and tables), ``steptimer`` (:class:`StepTimer`,
-the three lines that time a user's own training loop) and ``script`` (``dpscale measure
---script``: that loop under torchrun at each world size).
+the three lines that time a user's own training loop), ``script`` (``dpscale measure
+--script``: that loop under torchrun at each world size) and ``script_rank`` (one rank of it:
+the script run as ``python script.py`` would, in a process that dies with torchrun).
 """
 
 from typing import TYPE_CHECKING

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dpscale.measure.config import MeasureConfig, default_world_sizes
+from dpscale.measure.config import MeasureConfig, check_shard_group, default_world_sizes
 from dpscale.measure.handshake import handshake, settings_of
 from dpscale.measure.launch import (
     EventHandler,
@@ -55,6 +55,7 @@ def measure_across_nodes(
             f"must not exceed --nnodes x --nproc-per-node = {shape.world_size}",
             ",".join(map(str, sizes)),
         )
+    check_shard_group(config, sizes)
     if backend == "nccl":
         import torch
 

@@ -14,6 +14,7 @@ options and report the same error for the same bad value.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -29,6 +30,7 @@ __all__ = [
     "STRATEGIES",
     "MeasureConfig",
     "PlanItem",
+    "check_shard_group",
     "default_world_sizes",
     "measurement_plan",
     "parse_sizes",
@@ -103,7 +105,7 @@ class MeasureConfig(BaseModel):
     timeout_s: float = Field(
         default=120.0,
         ge=1,
-        le=7 * 86400,
+        le=7 * 86400,  # read_config says so first, for every bad value alike (_timeout)
         allow_inf_nan=False,
         description="A rank silent this long is taken as hung; also the collectives' timeout.",
     )
@@ -152,6 +154,37 @@ def _whole_numbers(field: str, text: str, low: int, high: int) -> tuple[int, ...
     return tuple(sorted({int(v) for v in values}))
 
 
+MIN_TIMEOUT_S = 1.0
+MAX_TIMEOUT_S = 7 * 86400.0
+
+
+def _timeout(value: object) -> float:
+    """``--timeout`` in seconds: a duration from 1 s to 168 h, one message for every value
+    outside it, unreadable, negative, zero or too long alike.
+
+    >>> _timeout("2 min"), _timeout(30)
+    (120.0, 30.0)
+    >>> try:
+    ...     _timeout("-1")
+    ... except InputError as err:
+    ...     print(err.issues[0].detail)
+    must be a duration from 1 s to 168 h (604,800 s), e.g. 120s or 2 min (got '-1')
+    """
+    try:
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise UnitError("not a duration")
+        seconds = parse_duration(value)
+    except UnitError:
+        seconds = math.nan
+    if not MIN_TIMEOUT_S <= seconds <= MAX_TIMEOUT_S:  # NaN included
+        raise InputError.single(
+            "timeout_s",
+            f"must be a duration from 1 s to 168 h ({MAX_TIMEOUT_S:,.0f} s), e.g. 120s or "
+            f"2 min (got {value!r})",
+        )
+    return seconds
+
+
 def _ops(text: str) -> tuple[str, ...]:
     names = [part.strip().replace("-", "_") for part in text.split(",") if part.strip()]
     if not names or any(name not in OPS for name in names):
@@ -175,8 +208,8 @@ def read_config(options: Mapping[str, object]) -> MeasureConfig:
                 data[field] = parse_sizes(value)
             elif isinstance(value, str) and field == "model_params":
                 data[field] = parse_count(value)
-            elif isinstance(value, str) and field == "timeout_s":
-                data[field] = parse_duration(value)
+            elif field == "timeout_s":
+                data[field] = _timeout(value)
             elif isinstance(value, str) and field == "world_sizes":
                 data[field] = _whole_numbers(field, value, 1, MAX_DEVICES)
             elif isinstance(value, str) and field == "ops":
@@ -197,6 +230,30 @@ def read_config(options: Mapping[str, object]) -> MeasureConfig:
             "training", "off with --no-collectives leaves nothing to measure (keep one on)"
         )
     return config
+
+
+def check_shard_group(config: MeasureConfig, world_sizes: Sequence[int]) -> None:
+    """A ``--shard-group-size`` given for hsdp must divide every world size measured (a world
+    size smaller than the group, or not a multiple of it, would run other groups than the
+    run states); :class:`InputError` naming the first world size that it does not divide.
+
+    >>> check_shard_group(MeasureConfig(strategy="hsdp", shard_group_size=2), [2, 4])
+    >>> try:
+    ...     check_shard_group(MeasureConfig(strategy="hsdp", shard_group_size=3), [1, 2])
+    ... except InputError as err:
+    ...     print(err.issues[0].detail)
+    must divide every world size (world size 1 is not a multiple of the shard group size 3)
+    """
+    group = config.shard_group_size
+    if config.strategy != "hsdp" or group is None:
+        return  # by default the group is the processes per node, fewer where fewer ranks run
+    for size in sorted(set(world_sizes)):
+        if size % group:
+            raise InputError.single(
+                "shard_group_size",
+                f"must divide every world size (world size {size} is not a multiple of the "
+                f"shard group size {group})",
+            )
 
 
 def default_world_sizes(nproc: int) -> tuple[int, ...]:

@@ -44,7 +44,7 @@ from typing import Any
 
 from dpscale.measure import rundir
 from dpscale.measure.agent import FD_ENV as AGENT_FD_ENV
-from dpscale.measure.config import MeasureConfig, default_world_sizes
+from dpscale.measure.config import MeasureConfig, check_shard_group, default_world_sizes
 from dpscale.measure.failures import tell_the_others
 from dpscale.measure.nodes import ClusterShape, torchrun_node_command
 from dpscale.measure.report import new_run_id, payload_from_streams
@@ -126,16 +126,7 @@ def world_sizes_for(config: MeasureConfig, backend: str) -> tuple[int, ...]:
         raise InputError.single(
             "world_sizes", f"must not exceed --nproc {config.nproc}", ",".join(map(str, sizes))
         )
-    if config.strategy == "hsdp" and config.shard_group_size is not None:
-        from dpscale.measure.sharded import shard_layout
-
-        for size in sizes:
-            try:
-                shard_layout(size, config.shard_group_size)
-            except ValueError as err:
-                raise InputError.single(
-                    "shard_group_size", f"must divide every world size ({err})"
-                ) from None
+    check_shard_group(config, sizes)
     if backend == "nccl":
         import torch
 

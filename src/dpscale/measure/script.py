@@ -1,9 +1,13 @@
 """``dpscale measure --script train.py``: the user's own training script, measured.
 
 For each world size ``n`` this runs ``python -m torch.distributed.run --standalone
---nproc-per-node n train.py ARGS`` (torchrun, as the built-in worker is run) with
-``DPSCALE_STEPTIMER_DIR`` naming a fresh folder, where every rank's
-:class:`~dpscale.measure.steptimer.StepTimer` keeps its step times. The step times are
+--nproc-per-node n -m dpscale.measure.script_rank train.py ARGS`` (torchrun, as the built-in
+worker is run; :mod:`~dpscale.measure.script_rank` runs ``train.py`` as ``python train.py``
+would, in a rank that dies with torchrun) with ``DPSCALE_STEPTIMER_DIR`` naming a fresh
+folder, where every rank's :class:`~dpscale.measure.steptimer.StepTimer` keeps its step
+times. Each rank's record is checked (:func:`checked_record`: 1 to :data:`MAX_STEPS` finite
+step times above 0, samples or tokens per step above 0) before anything is summarised, on one
+machine as across nodes. The step times are
 summarised as the built-in training is (:func:`~dpscale.measure.training.summarise_steps`):
 a step ends with its slowest rank, throughput is every rank's samples (or tokens) of the
 timed steps over their time, and efficiency is relative to the smallest world size.
@@ -16,8 +20,8 @@ stored. Every rank and torchrun are stopped at every ending.
 ``--backend`` is passed to the script as ``DPSCALE_BACKEND`` (``auto`` passes nothing): the
 script chooses its process group's backend; ``examples/train_ddp.py`` reads it.
 
->>> script_command(2, "train.py", ["--steps", "30"], Path("/tmp/w"))[-3:]
-['train.py', '--steps', '30']
+>>> script_command(2, "train.py", ["--steps", "30"], Path("/tmp/w"))[-5:]
+['-m', 'dpscale.measure.script_rank', 'train.py', '--steps', '30']
 >>> last_lines("a\\n\\nTraceback:\\n  File x\\nValueError: bad\\n", 2)
 'File x | ValueError: bad'
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import platform
 import signal
@@ -38,13 +43,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dpscale.measure.handshake import _printable
 from dpscale.measure.nodes import ClusterShape
 from dpscale.measure.report import add_efficiency, new_run_id
 from dpscale.measure.rundir import RunFolder
 from dpscale.measure.steptimer import ENV_DIR, timer_file
 
 __all__ = [
+    "MAX_STEPS",
+    "SCRIPT_RANK_MODULE",
     "ScriptError",
+    "checked_record",
+    "checked_records",
     "last_lines",
     "measure_script",
     "run_script_at",
@@ -66,6 +76,10 @@ every other node has reported), before it is stopped and the steps kept: its age
 an exit barrier for the other nodes' agents, which one whose rank died at exit never reaches
 (torch's ``_exit_barrier``, 300 s)."""
 LAST_LINES = 3
+MAX_STEPS = 10_000_000
+"""Most step times a rank's record may hold."""
+SCRIPT_RANK_MODULE = "dpscale.measure.script_rank"
+"""What torchrun runs for each rank: the script, in a rank that dies with torchrun."""
 
 EventHandler = Callable[[dict[str, Any]], None]
 
@@ -76,7 +90,8 @@ class ScriptError(RuntimeError):
 
 def script_command(world_size: int, script: str, args: Sequence[str], log_dir: Path) -> list[str]:
     """torchrun on this machine, one process per rank, no restarts, each rank's output in
-    ``log_dir`` (``.../attempt_0/<rank>/stderr.log``)."""
+    ``log_dir`` (``.../attempt_0/<rank>/stderr.log``), each rank the script run through
+    :data:`SCRIPT_RANK_MODULE`."""
     return [
         sys.executable,
         "-m",
@@ -87,9 +102,17 @@ def script_command(world_size: int, script: str, args: Sequence[str], log_dir: P
         "--monitor-interval=0.1",
         f"--log-dir={log_dir}",
         "--redirects=3",
-        script,
-        *args,
+        *script_program(script, args),
     ]
+
+
+def script_program(script: str, args: Sequence[str]) -> list[str]:
+    """What torchrun runs for each rank (after its own options).
+
+    >>> script_program("train.py", ["--steps", "3"])
+    ['-m', 'dpscale.measure.script_rank', 'train.py', '--steps', '3']
+    """
+    return ["-m", SCRIPT_RANK_MODULE, script, *args]
 
 
 def last_lines(text: str, count: int = LAST_LINES) -> str:
@@ -134,14 +157,131 @@ def _failed_rank(
 
 
 def _read_timers(folder: Path, ranks: range) -> dict[int, dict[str, Any]]:
+    """Every rank's record as its file holds it now (the files a rank has not written yet,
+    and those that hold no JSON object, left out: :func:`_checked_timers` says why at the
+    end)."""
     records = {}
     for rank in ranks:
         path = timer_file(folder, rank)
         try:
-            records[rank] = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
             continue
+        if isinstance(record, dict):
+            records[rank] = record
     return records
+
+
+def _whole(value: Any) -> int | None:
+    """A record's whole number (``pid``, ``seen``, ``warmup``), else None: a record is the
+    script's file, read while the script runs, before it is checked."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def _positive(value: Any, *, optional: bool) -> bool:
+    if value is None:
+        return optional
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+def _shown(value: Any) -> str:
+    """A bad value of a record, short (JSON's spelling: NaN, "x", -0.01)."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def checked_record(record: Any, rank: int) -> dict[str, Any]:
+    """One rank's StepTimer record, checked: 1 to :data:`MAX_STEPS` finite step times above
+    0 in ``step_times_s`` and a samples or tokens per step above 0. Raises ValueError
+    naming the field and its bad value. The record as checked: the fields that are
+    summarised and stored.
+
+    >>> checked_record({"samples_per_step": 8, "step_times_s": [0.1]}, 0)["step_times_s"]
+    [0.1]
+    >>> checked_record({"samples_per_step": 8, "step_times_s": [0.1, -0.01]}, 0)
+    Traceback (most recent call last):
+    ValueError: step_times_s[1] is -0.01, not a finite number of seconds above 0
+    """
+    if not isinstance(record, dict):
+        raise ValueError(f"it holds {_shown(record)}, not a JSON object")
+    times = record.get("step_times_s")
+    if not isinstance(times, list):
+        raise ValueError(f"step_times_s is {_shown(times)}, not a list of step times")
+    if not 1 <= len(times) <= MAX_STEPS:
+        raise ValueError(f"step_times_s holds {len(times):,} step times, not 1 to {MAX_STEPS:,}")
+    for index, time_s in enumerate(times):
+        if not _positive(time_s, optional=False):
+            raise ValueError(
+                f"step_times_s[{index}] is {_shown(time_s)}, not a finite number of seconds above 0"
+            )
+    samples, tokens = record.get("samples_per_step"), record.get("tokens_per_step")
+    for name, value in (("samples_per_step", samples), ("tokens_per_step", tokens)):
+        if not _positive(value, optional=True):
+            raise ValueError(f"{name} is {_shown(value)}, not a finite number above 0")
+    if samples is None and tokens is None:
+        raise ValueError("samples_per_step and tokens_per_step are both missing")
+    checked: dict[str, Any] = {
+        "samples_per_step": samples,
+        "tokens_per_step": tokens,
+        "step_times_s": [float(time_s) for time_s in times],
+        "cuda": record.get("cuda") is True,
+        "host": _printable(str(record.get("host")), 255),
+    }
+    if record.get("teardown") is not None:  # its rank died at exit, steps timed
+        checked["teardown"] = _printable(str(record["teardown"]), 2 * MAX_TEARDOWN)
+    return checked
+
+
+def checked_records(records: Any, ranks: range) -> dict[int, dict[str, Any]]:
+    """A node's records as sent (keys are the ranks as text), checked: exactly ``ranks``,
+    each by :func:`checked_record`. Raises ValueError naming the rank and what is wrong.
+
+    >>> good = {"samples_per_step": 8, "tokens_per_step": None, "step_times_s": [0.1]}
+    >>> sorted(checked_records({"2": good, "3": good}, range(2, 4)))
+    [2, 3]
+    >>> checked_records({"2": good}, range(2, 4))
+    Traceback (most recent call last):
+    ValueError: records of ranks other than 2 to 3
+    """
+    if not isinstance(records, dict) or set(records) != {str(rank) for rank in ranks}:
+        raise ValueError(f"records of ranks other than {ranks.start} to {ranks.stop - 1}")
+    checked = {}
+    for rank in ranks:
+        try:
+            checked[rank] = checked_record(records[str(rank)], rank)
+        except ValueError as err:
+            raise ValueError(f"rank {rank}: {err}") from None
+    return checked
+
+
+def _checked_timers(
+    records: dict[int, dict[str, Any]], ranks: range, where: str
+) -> dict[int, dict[str, Any]]:
+    """This machine's records, checked as node 0 checks another node's
+    (:func:`checked_record`); :class:`ScriptError` naming the rank, its file and the field."""
+    checked = {}
+    for rank in ranks:
+        name = f"steps/{timer_file(Path(), rank).name}"
+        try:
+            if rank not in records:
+                raise ValueError("it holds no JSON object")
+            checked[rank] = checked_record(records[rank], rank)
+        except ValueError as err:
+            raise ScriptError(
+                f"rank {rank}'s step file {where} ({name} in the log folder) does not hold: "
+                f"{err}; a StepTimer never writes that (did the script write or change the file?)"
+            ) from None
+    return checked
 
 
 MAX_TEARDOWN = 200
@@ -170,14 +310,17 @@ def _timed_and_gone(records: dict[int, dict[str, Any]], ranks: range) -> bool:
     is gone: the measurement here is over, whatever torchrun still waits for."""
     from dpscale.measure.launch import _alive
 
-    return all(
-        _timed(records.get(rank)) and not _alive(int(records[rank]["pid"])) for rank in ranks
-    )
+    for rank in ranks:
+        record = records.get(rank)
+        pid = _whole(record.get("pid")) if record is not None else None
+        if not _timed(record) or pid is None or pid <= 0 or _alive(pid):
+            return False
+    return True
 
 
 def _timed(record: dict[str, Any] | None) -> bool:
     """Whether a rank's record is final: its timer closed, with steps in it."""
-    return record is not None and record.get("closed") is True and bool(record["step_times_s"])
+    return record is not None and record.get("closed") is True and bool(record.get("step_times_s"))
 
 
 def _stop(proc: subprocess.Popen[bytes], pids: set[int]) -> None:
@@ -246,7 +389,7 @@ def run_script_at(
         first = (node.node_rank or 0) * node.nproc_per_node
         ranks = range(first, first + node.nproc_per_node)
         where += f" on node {node.node_rank} ({socket.gethostname()})"
-        command = [*agent_command(node, log_dir), "--redirects=3", script, *args]
+        command = [*agent_command(node, log_dir), "--redirects=3", *script_program(script, args)]
         env[FD_ENV] = str(store_socket.fileno()) if store_socket is not None else ""
     passed = (store_socket.fileno(),) if store_socket is not None else ()
     proc = start_launcher(command, log, env, passed)
@@ -264,8 +407,8 @@ def run_script_at(
             except subprocess.TimeoutExpired:
                 code = None
             records = _read_timers(timers, ranks)
-            pids.update(int(record["pid"]) for record in records.values())
-            seen = {rank: int(record["seen"]) for rank, record in records.items()}
+            pids.update(_ranks_of(proc.pid, records))
+            seen = {rank: _whole(record.get("seen")) or 0 for rank, record in records.items()}
             now = time.monotonic()
             if seen != progress:
                 progress, last_progress = seen, now
@@ -277,7 +420,7 @@ def run_script_at(
             if _timed_and_gone(records, ranks) and (others_done is None or others_done()):
                 over_since = now if over_since is None else over_since
                 if now - over_since > EXIT_GRACE_S:
-                    return records  # (finally: torchrun stopped)
+                    return _checked_timers(records, ranks, where)  # (finally: torchrun stopped)
                 continue
             over_since = None
             allowed = timeout_s if any(seen.values()) else max(timeout_s, STARTUP_S)
@@ -306,7 +449,7 @@ def run_script_at(
                 f"last step and written its timings{said}; the steps are kept"
             )
             records[rank]["teardown"] = note  # the world size's result says it
-            return records
+            return _checked_timers(records, ranks, where)
         how = f"exit status {code}"
         if rank is not None:
             how = f"rank {rank} {_how(code if rank_code is None else rank_code, None)}"
@@ -316,19 +459,40 @@ def run_script_at(
     missing = [rank for rank in ranks if not records.get(rank, {}).get("step_times_s")]
     if missing:
         record = records.get(missing[0])
+        if record is None and timer_file(timers, missing[0]).exists():
+            _checked_timers(records, range(missing[0], missing[0] + 1), where)  # raises
         why = (
             "never created a StepTimer (add: from dpscale.measure import StepTimer; "
             "timer = StepTimer(samples_per_step=...); with timer.step(): ...)"
             if record is None
-            else f"timed no step after its {record['warmup']} warm-up steps "
-            f"({record['seen']} seen; run more steps)"
+            else f"timed no step after its {_shown(record.get('warmup'))} warm-up steps "
+            f"({_shown(record.get('seen'))} seen; run more steps)"
         )
         tail = last_lines(_rank_output(log_dir, missing[0], ranks.start))
         tail = tail or last_lines(torchrun_log)
         raise ScriptError(
             f"rank {missing[0]} of the script {why} {where}; its last lines: {tail or 'no output'}"
         )
-    return records
+    return _checked_timers(records, ranks, where)
+
+
+def _ranks_of(launcher: int, records: dict[int, dict[str, Any]]) -> set[int]:
+    """The pids the records name that are the launcher's children (on Linux; elsewhere every
+    pid above 1): only those are stopped as ranks, whatever a script writes in its file."""
+    pids = set()
+    for record in records.values():
+        pid = _whole(record.get("pid"))
+        if pid is None or pid <= 1:
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+        except OSError:
+            if not sys.platform.startswith("linux"):
+                pids.add(pid)
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == launcher:
+            pids.add(pid)
+    return pids
 
 
 def summarise_script(world_size: int, records: dict[int, dict[str, Any]]) -> dict[str, Any]:

@@ -19,9 +19,10 @@ A script uses its whole world, so each world size is a torchrun launch of its ow
 
 Nodes not taking part in a world size wait for the next message (node 0 sends a heartbeat
 every :data:`BEAT_S`; silence longer than ``max(--timeout, 60 s)`` ends the run). When its
-torchrun ends, each node sends its ranks' StepTimer records to node 0, which checks them
-against a bound (only this node's ranks, at most :data:`MAX_STEPS` finite positive step
-times each, on a channel whose messages are at most 64 MiB), summarises them with
+torchrun ends, each node checks its ranks' StepTimer records and sends them to node 0, which
+checks them again against a bound (only that node's ranks, at most :data:`MAX_STEPS` finite
+positive step times each, :func:`~dpscale.measure.script.checked_records`, the check every
+machine makes of its own; on a channel whose messages are at most 64 MiB), summarises them with
 :func:`~dpscale.measure.script.summarise_script` and returns the run; the other nodes return
 a note naming the lead.
 
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import re
 import socket
 import time
@@ -67,11 +67,12 @@ from dpscale.measure.nodes import ClusterShape
 from dpscale.measure.report import new_run_id
 from dpscale.measure.rundir import RunFolder
 from dpscale.measure.script import (
-    MAX_TEARDOWN,
+    MAX_STEPS,
     POLL_S,
     STARTUP_S,
     EventHandler,
     ScriptError,
+    checked_records,
     run_script_at,
     script_payload,
     summarise_script,
@@ -79,7 +80,14 @@ from dpscale.measure.script import (
 )
 from dpscale.validation import InputError
 
-__all__ = ["across_sizes", "looks_lost", "measure_script_across", "script_settings"]
+__all__ = [
+    "MAX_STEPS",
+    "across_sizes",
+    "checked_records",
+    "looks_lost",
+    "measure_script_across",
+    "script_settings",
+]
 
 BEAT_S = 1.0
 """How often each side tells the other it is there."""
@@ -87,8 +95,6 @@ REPORT_S = 15.0
 """After a failure, how long node 0 waits for the other nodes' own reports."""
 REBIND_S = 10.0
 """How long node 0 tries to bind the endpoint's port again for a launch."""
-MAX_STEPS = 10_000_000
-"""Most step times a rank's record may hold."""
 _RUN_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
 _LOST = ("gloo", "nccl", "connection closed", "connection reset", "broken pipe", "disterror")
 
@@ -435,56 +441,6 @@ def _wire(records: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         "teardown",  # None unless the rank died at exit after its steps (run_script_at)
     )
     return {str(rank): {key: record.get(key) for key in keys} for rank, record in records.items()}
-
-
-def _positive(value: Any, *, optional: bool) -> bool:
-    if value is None:
-        return optional
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
-
-
-def checked_records(records: Any, ranks: range) -> dict[int, dict[str, Any]]:
-    """A node's records as sent, checked: exactly ``ranks``, each with 1 to
-    :data:`MAX_STEPS` finite positive step times and a positive samples or tokens per step.
-    Raises ValueError naming what is wrong.
-
-    >>> good = {"samples_per_step": 8, "tokens_per_step": None, "step_times_s": [0.1]}
-    >>> sorted(checked_records({"2": good, "3": good}, range(2, 4)))
-    [2, 3]
-    >>> checked_records({"2": good}, range(2, 4))
-    Traceback (most recent call last):
-    ValueError: records of ranks other than 2 to 3
-    """
-    if not isinstance(records, dict) or set(records) != {str(rank) for rank in ranks}:
-        raise ValueError(f"records of ranks other than {ranks.start} to {ranks.stop - 1}")
-    checked = {}
-    for rank in ranks:
-        record = records[str(rank)]
-        times = record.get("step_times_s") if isinstance(record, dict) else None
-        if not isinstance(times, list) or not 1 <= len(times) <= MAX_STEPS:
-            raise ValueError(f"rank {rank}: step times missing or more than {MAX_STEPS:,}")
-        if not all(_positive(time, optional=False) for time in times):
-            raise ValueError(f"rank {rank}: a step time that is not a finite number above 0")
-        samples, tokens = record.get("samples_per_step"), record.get("tokens_per_step")
-        if not (_positive(samples, optional=True) and _positive(tokens, optional=True)) or (
-            samples is None and tokens is None
-        ):
-            raise ValueError(f"rank {rank}: samples or tokens per step not above 0")
-        checked[rank] = {
-            "samples_per_step": samples,
-            "tokens_per_step": tokens,
-            "step_times_s": [float(time) for time in times],
-            "cuda": record.get("cuda") is True,
-            "host": _printable(str(record.get("host")), 255),
-        }
-        if record.get("teardown") is not None:  # its rank died at exit, steps timed
-            checked[rank]["teardown"] = _printable(str(record["teardown"]), 2 * MAX_TEARDOWN)
-    return checked
 
 
 class _Peers:

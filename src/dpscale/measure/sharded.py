@@ -338,6 +338,8 @@ def time_sharded_training(
     if replicas > 1:
         all_reduce()
         times["all_reduce"] = timed(all_reduce)
+    # Each step's collectives together; comm_time_s is the median of these sums (not the sum
+    # of all_gather_time_s and reduce_scatter_time_s, each a median of its own).
     times["comm"] = [
         a + b + c
         for a, b, c in zip(

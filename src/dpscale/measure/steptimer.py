@@ -232,5 +232,15 @@ class StepTimer:
         return (
             f"dpscale StepTimer: {summary['steps']:,} steps, median step "
             f"{format_duration(summary['step_time_p50_s'])}, "
-            f"{summary['throughput']:,.1f} {self.unit} (rank {self.rank}{ranks})"
+            f"{_rate(summary['throughput'])} {self.unit} (rank {self.rank}{ranks})"
         )
+
+
+def _rate(value: float) -> str:
+    """A throughput for the summary line: thousands separated up to 10^15, in powers of ten
+    beyond (``samples_per_step=1e300`` had printed 300 digits).
+
+    >>> _rate(2222.64), _rate(1.2e17), _rate(float("inf"))
+    ('2,222.6', '1.2e+17', 'inf')
+    """
+    return f"{value:,.1f}" if abs(value) < 1e15 else f"{value:.4g}"

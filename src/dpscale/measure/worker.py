@@ -39,6 +39,7 @@ from dpscale.measure.config import (
     OPTION_NAMES,
     MeasureConfig,
     PlanItem,
+    check_shard_group,
     default_world_sizes,
     measurement_plan,
     read_config,
@@ -381,6 +382,7 @@ def run_rank(config: MeasureConfig, run_dir: Path, *, report: bool = True) -> di
             raise InputError.single(
                 "world_sizes", f"must not exceed the job's world size {world}", world_sizes
             )
+        check_shard_group(config, world_sizes)
         groups = {k: None if k == world else dist.new_group(list(range(k))) for k in world_sizes}
         shard_size = shard_group_size(config, os.environ, world)
         meshes: dict[int, Any] = {}
