@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JSONInputError", "loads"]
@@ -77,14 +78,21 @@ def _check(value: Any, limit: int) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
-    """Parse ``text``; :class:`JSONInputError` for anything outside the bounds above."""
+def loads(
+    text: str | bytes,
+    *,
+    max_depth: int = MAX_DEPTH,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> Any:
+    """Parse ``text``; :class:`JSONInputError` for anything outside the bounds above.
+    ``object_pairs_hook`` is :func:`json.loads`'s (a reader that refuses a key given twice)."""
     try:
         value = json.loads(
             text,
             parse_int=_number(int),
             parse_float=_number(float),
             parse_constant=_constant,
+            object_pairs_hook=object_pairs_hook,
         )
     except RecursionError:
         raise JSONInputError(f"JSON nested more than {max_depth} deep") from None

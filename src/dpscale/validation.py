@@ -64,10 +64,34 @@ INVALID = "invalid"
 TOO_LONG = "too_long"
 """Code of an issue: the text is longer than a surface reads (its rule is the length)."""
 
-UNIT_PATTERN = r"^[^\x00-\x1f\x7f<>\"'&]{1,24}$"
-"""A throughput's unit as every surface takes it: 1 to 24 characters, none a control
-character or one a page would read as markup."""
-_PATTERN_TEXTS = {UNIT_PATTERN: "1 to 24 characters, without < > \" ' & or control characters"}
+_INVISIBLE = (
+    (0x00, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD),
+    (0x70F, 0x70F), (0x890, 0x891), (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F),
+    (0x2028, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)  # fmt: skip
+"""The control characters (Unicode Cc), the format characters (Cf: bidi overrides such as
+U+202E, zero-width spaces and joiners, U+FEFF) and the line and paragraph separators: text
+that shows nothing, or turns what follows it around, in a sentence that quotes it."""
+
+
+def _escape(point: int) -> str:
+    return f"\\u{point:04x}" if point < 0x10000 else f"\\U{point:08x}"
+
+
+_INVISIBLE_CLASS = "".join(
+    _escape(low) if low == high else f"{_escape(low)}-{_escape(high)}" for low, high in _INVISIBLE
+)
+UNIT_PATTERN = rf"^[^{_INVISIBLE_CLASS}<>\"'&]{{1,24}}$"
+"""A throughput's unit as every surface takes it: 1 to 24 characters, none a control or an
+invisible format character (:data:`_INVISIBLE`; a unit of U+202E had mirrored every result
+sentence a share link showed) or one a page would read as markup. Written with ``\\uXXXX``
+escapes, which Python's ``re`` and pydantic's Rust engine read alike."""
+_PATTERN_TEXTS = {
+    UNIT_PATTERN: "1 to 24 characters, without < > \" ' &, control characters or invisible "
+    "formatting characters (zero-width, bidi)"
+}
 """What a pattern allows, in English, as the object of "must be" (a pattern says nothing)."""
 
 if TYPE_CHECKING:
@@ -275,29 +299,41 @@ class FieldIssue:
         return f"{shown} must be {self.rule.describe()} (got {_shown(self.value)})"
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(f"[{_INVISIBLE_CLASS}]")
+
+
+def _escaped(point: int) -> str:
+    return (
+        f"\\x{point:02x}"
+        if point < 0x100
+        else f"\\u{point:04x}"
+        if point < 0x10000
+        else f"\\U{point:08x}"
+    )
 
 
 def one_line(text: str) -> str:
-    """``text`` with its control characters written as ``\\xNN``: quoted in a message, typed
-    or read text keeps the message on one line and cannot drive the terminal (colours, a
-    cleared screen).
+    """``text`` with its control and invisible characters written as ``\\xNN`` (``\\uNNNN``):
+    quoted in a message, typed or read text keeps the message on one line, cannot drive the
+    terminal (colours, a cleared screen) and cannot turn the message around (U+202E).
 
-    >>> one_line("dev\\x1b[31mices\\n")
-    'dev\\\\x1b[31mices\\\\x0a'
+    >>> one_line("dev\\x1b[31mices\\n"), one_line("a\\u202es")
+    ('dev\\\\x1b[31mices\\\\x0a', 'a\\\\u202es')
     """
-    return _CONTROL.sub(lambda c: f"\\x{ord(c[0]):02x}", text)
+    return _CONTROL.sub(lambda c: _escaped(ord(c[0])), text)
 
 
 def _shown(value: object) -> str:
     """The value as the message quotes it: on one line (control characters as \\xNN, as
     typed text may hold a line break or a NUL), and at most 40 characters.
 
-    >>> _shown("a\\nb"), _shown(""), _shown(64.0)
-    ('a\\\\x0ab', "''", '64')
+    >>> _shown("a\\nb"), _shown(""), _shown(64.0), _shown(1e300)
+    ('a\\\\x0ab', "''", '64', '1e+300')
     """
     if isinstance(value, float) and not math.isnan(value) and value.is_integer():
-        value = int(value)
+        # A whole number as typed, up to where floats stop being whole numbers people type
+        # (1e300 had been quoted as a 301-digit integer).
+        value = int(value) if abs(value) < 1e15 else float(f"{value:.12g}")
     text = (
         str(value)
         if isinstance(value, int | float) or (isinstance(value, str) and value.strip())

@@ -24,7 +24,7 @@ def test_calc_table_shows_the_reference_sentences(capsys: pytest.CaptureFixture[
     assert status == 0
     flat = " ".join(out.split())
     assert "115,200 samples/s" in flat
-    assert "64 devices x 90 % = 57.6x" in flat
+    assert "64 x 90 % = 57.6x" in flat
     assert "64 x 2,000 = 128,000" in flat
     assert "12,800" in flat
 
@@ -254,25 +254,39 @@ def test_batch_target_past_the_most_steps_names_the_target_not_grad_accum(
     )
 
 
+UNIT_RULE = (
+    "1 to 24 characters, without < > \" ' &, control characters or invisible formatting "
+    "characters (zero-width, bidi)"
+)
+
+
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
         (
             "--unit",
             "tokens\n/s",
-            "--unit must be 1 to 24 characters, without < > \" ' & or control characters "
-            "(got tokens\\x0a/s)",
+            f"--unit must be {UNIT_RULE} (got tokens\\x0a/s)",
         ),
         (
             "--unit",
             "\x1b[2J",
-            "--unit must be 1 to 24 characters, without < > \" ' & or control characters "
-            "(got \\x1b[2J)",
+            f"--unit must be {UNIT_RULE} (got \\x1b[2J)",
         ),
         (
             "--unit",
             "<b>",
-            "--unit must be 1 to 24 characters, without < > \" ' & or control characters (got <b>)",
+            f"--unit must be {UNIT_RULE} (got <b>)",
+        ),
+        (
+            "--unit",
+            "a\u202es/selpmas",  # a bidi override would turn the message around
+            f"--unit must be {UNIT_RULE} (got a\\u202es/selpmas)",
+        ),
+        (
+            "--unit",
+            "\u200b",  # a zero-width space alone is no unit
+            f"--unit must be {UNIT_RULE} (got \\u200b)",
         ),
         ("--efficiency", "90%%", "--efficiency must be a number from 0 to 100 (got 90%%)"),
         (

@@ -53,7 +53,7 @@ def test_drawn_as_rich_draws_it(
 
 CALC = [
     ["Actual throughput", "115,200 samples/s", "ideal 128,000 samples/s discounted at 90 % gives"],
-    ["Speedup", "57.6x", "64 devices x 90 % = 57.6x"],
+    ["Speedup", "57.6x", "64 x 90 % = 57.6x"],
 ]
 
 

@@ -184,14 +184,14 @@ def test_device_throughput_pairs_as_predict_measured_takes_them(text: str) -> No
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("1:329,2:abc", "points.csv: line 1, throughput: 'abc' is not a number"),
+        ("1:329,2:abc", "points.csv: item 2, throughput: 'abc' is not a number"),
         (
             "1:329\n8 2456",
             "points.csv: line 2: '8 2456' is not devices:throughput pairs like 1:362.4,8:2722",
         ),
         (
             "1:329,0:10",
-            "points.csv: line 1, column devices must be a whole number from 1 to "
+            "points.csv: item 2, column devices must be a whole number from 1 to "
             "10,000,000 (got 0)",
         ),
         (
@@ -204,3 +204,14 @@ def test_device_throughput_pairs_as_predict_measured_takes_them(text: str) -> No
 )
 def test_bad_pairs_and_long_headers_are_named_briefly(text: str, expected: str) -> None:
     assert message(text) == expected
+
+
+def test_an_inline_pair_is_named_by_its_place_and_a_huge_value_briefly() -> None:
+    # "1:329,2:620,8:-5" had been "line 1"; 1e300 had been quoted as a 301-digit integer.
+    with pytest.raises(InputError) as caught:
+        parse_points("1:329,2:620,8:-5")
+    assert str(caught.value).startswith("points: item 3, column throughput must be")
+    assert str(caught.value).endswith("(got -5)")
+    with pytest.raises(InputError) as caught:
+        parse_points("8:1e300,16:2e300")
+    assert str(caught.value).endswith("(got 1e+300)")

@@ -192,7 +192,7 @@ def test_inline_points_as_predict_measured_takes_them(capsys: pytest.CaptureFixt
     status, _, err = run(capsys, "fit", "--points", "8:7900,16:x")
     assert (status, err) == (
         2,
-        "dpscale: error: --points: line 1, throughput: 'x' is not a number\n",
+        "dpscale: error: --points: item 2, throughput: 'x' is not a number\n",
     )
 
 

@@ -165,3 +165,15 @@ def test_r_squared_does_not_depend_on_the_points_scale() -> None:
     scaled = [(n, x * 1e-300) for n, x in shape]
     plain, tiny = (fit_json(fit(Points.of(points))) for points in (shape, scaled))
     assert tiny["r_squared"] == pytest.approx(plain["r_squared"], rel=1e-9)
+
+
+def test_a_curve_that_keeps_the_target_beside_an_interval_that_does_not_says_both() -> None:
+    # The fitted curve kept 80 % to 512 devices, its interval fell below it from 249: the
+    # terminal had said "stays above 80 % up to 512 devices" alone.
+    target = {"efficiency": 0.8, "devices": None, "devices_low": 249, "devices_high": None,
+              "horizon": 512}  # fmt: skip
+    said = statements({"efficiency_target": target, "peak": None, "r_squared": None})
+    assert english(said["efficiency_target"], STATEMENTS) == (
+        "Efficiency stays above 80 % up to 512 devices on the fitted curve, but its 95 % "
+        "interval falls below it from 249 devices; the points say nothing about beyond."
+    )

@@ -652,3 +652,17 @@ def test_an_upper_edge_whose_step_reaches_zero_is_the_ceiling_without_overflow()
     assert np.all(np.isfinite(prediction.throughput_high))
     assert np.all(prediction.throughput_low <= prediction.throughput)
     assert np.all(prediction.throughput <= prediction.throughput_high)
+
+
+def test_points_no_device_could_give_are_said_to_be_above_its_peak() -> None:
+    # Tokens/s typed without --unit tokens: 987.5 sequences of 8,192 tokens per H100 per
+    # second, an MFU of 49,948 %. It was fitted by cutting the network share, without a word.
+    job = {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": 1, "devices": "8,64",
+           "measured": "8:7900,16:15500,32:30200"}  # fmt: skip
+    said = predict(PredictQuery(**job)).measured_fit.said()  # type: ignore[union-attr]
+    (above,) = (line for line in said if line.code == "calibration_mfu")
+    assert above.ctx["devices"] == Count(8)
+    assert float(above.ctx["mfu"].value) == pytest.approx(499.48, rel=1e-3)  # type: ignore[union-attr]
+    # In tokens, where they belong: nothing to say.
+    tokens = predict(PredictQuery(**job, unit="tokens")).measured_fit.said()  # type: ignore[union-attr]
+    assert not any(line.code == "calibration_mfu" for line in tokens)

@@ -752,3 +752,13 @@ def test_a_parameter_count_below_one_is_refused(capsys: pytest.CaptureFixture[st
     assert err == "dpscale: error: --params must be a number from 1 to 1e+15 (got 1e-300)\n"
     _, out, _ = run(capsys, *DESIGN_EXAMPLE[:1], "--params", "138m", *DESIGN_EXAMPLE[3:], "--json")
     assert json.loads(out)["inputs"]["params"] == 138e6
+
+
+def test_model_states_past_the_device_are_said_without_a_sequence_length(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 70B under DDP holds 1.02 TiB of model states per device: the JSON said "fits": false
+    # and the terminal nothing (no --seq-len, so no activations).
+    job = ("--params", "70B", "--micro-batch", "1", "--per-device-throughput", "1")
+    _, out, _ = run(capsys, "predict", *job, "--hardware", "dgx-h100", "--devices", "8,64")
+    assert "activations -) of 79.6 GiB. DOES NOT FIT at 64 devices: 1.02 TiB needed" in out

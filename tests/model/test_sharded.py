@@ -472,6 +472,22 @@ def test_a_baseline_throughput_no_one_device_throughput_gives_is_told() -> None:
     assert predict(query.model_copy(update={"per_device_throughput": 0.5})).points
 
 
+def test_a_baseline_the_hidden_communication_cannot_give_quotes_what_no_device_hides() -> None:
+    # Llama 3 8B under DDP on 100 GbE, 9,000 tokens/s per device on one node: the exposed
+    # communication at that compute (747 ms) fits the 910 ms step, but a faster device hides
+    # less, and no device gets the step that short. The refusal had quoted the 747 ms, which
+    # gives no reason: it quotes all of the communication now, more than the step.
+    query = PredictQuery(model="llama3-8b", hardware="pcie-100gbe", strategy="ddp",
+                         micro_batch=1, unit="tokens", per_device_throughput=9000,
+                         baseline_devices=8, devices="8,64", param_dtype="bf16",
+                         grad_dtype="bf16", activation_checkpointing=True)  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        predict(query)
+    ctx = caught.value.issues[0].ctx
+    assert ctx["measured"] == pytest.approx(8192 / 9000)
+    assert ctx["modelled"] > ctx["measured"]  # type: ignore[operator]
+
+
 def test_compared_strategies_run_the_compute_the_stated_one_measured() -> None:
     """Llama 2 7B under DDP on 100 GbE (TCP), 1,485 tokens/s per device measured on 16: every
     other strategy runs the same one-device throughput, solved under DDP (what ran there),

@@ -358,8 +358,21 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         # Totals that do not rise: one device's figures typed as totals, or a job that
         # stopped scaling.
         ("1:40,8:39,16:38", {}),
+        # More than the device's peak computes: tokens/s typed as sequences/s.
+        (
+            "8:7900,16:15500,32:30200",
+            {
+                "seq_len": "8192",
+                "model": "llama3-8b",
+                "hardware": "dgx-h100",
+                "micro_batch": "1",
+                "params": "",
+                "per_device_throughput": "",
+            },
+        ),
     ):
-        calibrated = lines(compute({**README, "measured": points, **extra}).result)
+        stated = {**README, "measured": points, **extra}
+        calibrated = lines(compute({key: value for key, value in stated.items() if value}).result)
         calibrations += [calibrated[key] for key in MEASURED_KEYS if key in calibrated]
     # What would fit where the job does not (issue 24, item 3): each single change, the
     # leanest combination, and nothing.
@@ -665,9 +678,17 @@ def test_what_would_fit_drops_a_stated_group_with_the_other_changes(
             "Nothing tried fits at 1,000,000 devices: not even --micro-batch 1 "
             "--activation-checkpointing under --strategy fsdp.",
         ),
-        # No sequence length, no activations counted: only another strategy can help, and
-        # only where the memory line says the job does not fit is it said.
-        ({"model": "", "params": "8e9", "seq_len": ""}, None),
+        # No sequence length, no activations counted: only another strategy can help. The
+        # model states alone (119 GiB) are more than the device holds, so the memory line
+        # says so (it had been left out without a sequence length), and what would fit.
+        (
+            {"model": "", "params": "8e9", "seq_len": ""},
+            "DOES NOT FIT at 8 devices: 119 GiB needed, 79.6 GiB there. It would fit at 8 "
+            "devices with --strategy zero1 or --strategy zero2 or --strategy fsdp or "
+            "--strategy hsdp.",
+        ),
+        # ... and where they fit, nothing is said of activations no one stated.
+        ({"model": "", "params": "1e9", "seq_len": ""}, None),
     ],
 )
 def test_what_would_fit_at_the_edges(

@@ -130,6 +130,93 @@ def test_bad_input_gets_422_with_a_message_per_field(client: httpx.Client) -> No
         assert response.status_code == 422, value
 
 
+def test_steps_that_conflict_with_a_target_batch_are_refused_naming_both(
+    client: httpx.Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # grad_accum=3 had been replaced by 4 without a word (API, page and CLI).
+    query = "micro_batch=4&devices=128&grad_accum=3&target_global_batch=2048"
+    response = client.get(f"/api/v1/batch?{query}")
+    assert response.status_code == 422
+    assert response.json()["detail"] == [
+        {
+            "field": "grad_accum",
+            "code": "conflicts_with_target",
+            "message": "grad_accum: 3 conflicts with target_global_batch 2,048, which needs 4 "
+            "(micro-batch x devices x steps = 4 x 128 x 4); give one of grad_accum and "
+            "target_global_batch",
+        }
+    ]
+    agreed = client.get(f"/api/v1/batch?{query.replace('=3', '=4')}").json()
+    assert (agreed["grad_accum"], agreed["global_batch_size"]) == (4, 2048)
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", "-b", "4", "-d", "128", "-k", "3", "--target-global-batch", "2048"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "dpscale: error: --grad-accum: 3 conflicts with --target-global-batch 2,048, which "
+        "needs 4 (micro-batch x devices x steps = 4 x 128 x 4); give one of --grad-accum and "
+        "--target-global-batch\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("unit", "shown"),
+    [("\u202e", "\\u202e"), ("a\u202es/selpmas", "a\\u202es/selpmas"), ("\u200b", "\\u200b")],
+)
+def test_a_unit_with_invisible_characters_is_refused(
+    client: httpx.Client, unit: str, shown: str
+) -> None:
+    response = client.get(
+        "/api/v1/calc", params={"devices": 64, "throughput": 2000, "efficiency": 90, "unit": unit}
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"] == [
+        {
+            "field": "unit",
+            "code": "invalid",
+            "message": "unit must be 1 to 24 characters, without < > \" ' &, control characters "
+            f"or invisible formatting characters (zero-width, bidi) (got {shown})",
+        }
+    ]
+
+
+def test_the_router_s_refusals_have_the_api_s_shape(client: httpx.Client) -> None:
+    # 405 and 404 had answered {"detail": "Method Not Allowed"} / {"detail": "Not Found"}.
+    response = client.post("/api/v1/calc?devices=64&throughput=2000&efficiency=90")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET"
+    assert response.json() == {
+        "detail": [
+            {
+                "field": "method",
+                "code": "method_not_allowed",
+                "message": "POST is not allowed at /api/v1/calc; use GET",
+            }
+        ]
+    }
+    for method in ("DELETE", "PUT"):
+        [refusal] = client.request(method, "/api/v1/feedback").json()["detail"]
+        assert refusal["message"] == f"{method} is not allowed at /api/v1/feedback; use POST"
+    response = client.get("/api/v1/nope")
+    assert response.status_code == 404
+    [refusal] = response.json()["detail"]
+    assert (refusal["field"], refusal["code"]) == ("url", "not_found")
+    assert refusal["message"].startswith(
+        "/api/v1/nope is no endpoint of this API; the calculators: "
+        "/api/v1/data-parallel-scaling, /api/v1/effective-batch-size, "
+    )
+    # Outside /api/ a missing page is still the page in the visitor's language.
+    assert "text/html" in client.get("/en/nope").headers["content-type"]
+
+
+def test_note_numbers_are_written_as_the_results_are(client: httpx.Client) -> None:
+    job = "model=llama3-8b&hardware=dgx-h100&micro_batch=1&unit=tokens"
+    query = f"{job}&per_device_throughput=9000&devices=8,64&target_efficiency=99.9"
+    notes = client.get(f"/api/v1/predict?{query}").json()["note_codes"]
+    targets = [note["ctx"]["target"] for note in notes if "target" in note["ctx"]]
+    assert targets
+    assert all(target == 0.999 for target in targets)  # not 0.9990000000000001
+
+
 def test_a_parameter_that_is_no_input_is_refused_naming_it(client: httpx.Client) -> None:
     """``target_efficency=90`` and ``gpus=64`` had been left unread: the answer was the
     defaults' (every count from 1 to 1,024, no target), as if nothing were misspelled. Another

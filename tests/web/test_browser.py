@@ -37,7 +37,7 @@ def test_typing_updates_results_chart_and_address(page: object) -> None:
     page.fill("#in-devices", "128")
     expect(result(page, "actual_throughput")).to_have_text("230,400 samples/s")
     expect(page.locator('[data-result="speedup"] .sentence')).to_have_text(
-        "128 devices × 90% = 115.2 times the throughput of one device."
+        "Devices × efficiency: 128 × 90% = 115.2× the throughput of one device."
     )
     expect(page).to_have_url(re.compile(r"/en/data-parallel-scaling\?devices=128&throughput=2000"))
     expect(page.locator(".chart img")).to_have_attribute("src", re.compile(r"devices=128"))

@@ -12,6 +12,8 @@ import pytest
 
 from dpscale.cli.main import main
 from dpscale.store.feedback import MAX_COMMENT_LENGTH, list_feedback
+from dpscale.web.i18n import LANGUAGES
+from dpscale.web.registry import calculators
 
 from .conftest import LiveServer
 
@@ -74,6 +76,87 @@ def test_api_rejects_bad_feedback_by_field(
     response = client.post("/api/v1/feedback", json=body)
     assert response.status_code == 422
     assert [issue["field"] for issue in response.json()["detail"]] == [field]
+
+
+def test_api_names_every_bad_field_with_what_it_allows(client: httpx.Client) -> None:
+    # Only the first of three bad fields had been told, as "must be a valid value (got 2)".
+    body = {"calculator": "nope", "helpful": 2, "lang": "xx", "comment": None, "extra": 1}
+    response = client.post("/api/v1/feedback", json=body)
+    assert response.status_code == 422
+    slugs = ", ".join(calculators())
+    languages = ", ".join(lang.code for lang in LANGUAGES)
+    assert response.json()["detail"] == [
+        {
+            "field": "extra",
+            "code": "unknown",
+            "message": "extra: is not a field of the feedback; the fields: calculator, helpful, "
+            "comment, lang",
+        },
+        {
+            "field": "calculator",
+            "code": "invalid",
+            "message": f'calculator must be one of: {slugs} (got "nope")',
+        },
+        {"field": "helpful", "code": "invalid", "message": "helpful must be true or false (got 2)"},
+        {
+            "field": "comment",
+            "code": "invalid",
+            "message": "comment must be a text of at most 2,000 characters (got null)",
+        },
+        {
+            "field": "lang",
+            "code": "invalid",
+            "message": f'lang must be one of: {languages} (got "xx")',
+        },
+    ]
+    missing = client.post("/api/v1/feedback", json={}).json()["detail"]
+    assert [issue["message"] for issue in missing] == [
+        f"calculator is required: one of: {slugs}",
+        "helpful is required: true or false",
+        f"lang is required: one of: {languages}",
+    ]
+    listed = client.post(
+        "/api/v1/feedback", json={"calculator": ["x"], "helpful": None, "lang": "en"}
+    ).json()["detail"]
+    assert [issue["message"] for issue in listed] == [
+        f'calculator must be one of: {slugs} (got ["x"])',
+        "helpful must be true or false (got null)",
+    ]
+
+
+@pytest.mark.parametrize("helpful", ["yes", "true", 1, 0, "false"])
+def test_api_takes_only_a_json_boolean_for_helpful(
+    client: httpx.Client, live_server: LiveServer, helpful: object
+) -> None:
+    # "yes", "true" and 1 had been stored as true (the OpenAPI description says boolean).
+    comment = f"lax {uuid.uuid4()}"
+    body = {"calculator": "pipeline-bubble", "helpful": helpful, "lang": "en", "comment": comment}
+    response = client.post("/api/v1/feedback", json=body)
+    assert response.status_code == 422
+    [issue] = response.json()["detail"]
+    assert issue["field"] == "helpful"
+    assert issue["message"] == f"helpful must be true or false (got {json.dumps(helpful)})"
+    assert stored(live_server, comment) == []
+
+
+def test_api_refuses_a_key_given_twice(client: httpx.Client, live_server: LiveServer) -> None:
+    comment = f"twice {uuid.uuid4()}"
+    body = (
+        '{"calculator": "pipeline-bubble", "helpful": true, "lang": "en", '
+        f'"comment": "{comment}", "helpful": false}}'
+    )
+    response = client.post(
+        "/api/v1/feedback", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"] == [
+        {
+            "field": "helpful",
+            "code": "repeated",
+            "message": "helpful is given twice in the JSON object",
+        }
+    ]
+    assert stored(live_server, comment) == []
 
 
 def test_api_rejects_a_body_that_is_not_json(client: httpx.Client) -> None:

@@ -344,7 +344,7 @@ def test_the_facts_predict_takes_shape_the_comm_model_on_the_page(client: httpx.
 @pytest.mark.parametrize(
     ("params", "field", "message"),
     [
-        ({"params": "-5", "micro_batch": "32"}, "params", "params must be a number from 1 to 1e+15"),
+        ({"params": "-5", "micro_batch": "32"}, "params", "params must be a number from 1 to"),
         ({"params": "25.6M", "grad_dtype": "fp64"}, "grad_dtype", "one of: fp32, bf16"),
         ({"params": "25.6M", "hardware": "dgx1-v100"}, "micro_batch", "micro_batch"),
         ({"params": "25.6M", "micro_batch": "8", "hardware": "dgx9"}, "hardware", "no preset"),

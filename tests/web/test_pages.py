@@ -32,8 +32,44 @@ def test_worked_example_in_english(client: httpx.Client) -> None:
     assert sentence(html, "actual_throughput") == (
         "The ideal 128,000 samples/s discounted at 90% efficiency gives 115,200 samples/s."
     )
-    assert sentence(html, "speedup").startswith("64 devices × 90% = 57.6 times")
-    assert sentence(html, "ideal_throughput").startswith("64 devices × 2,000 samples/s = 128,000")
+    assert sentence(html, "speedup").startswith("Devices × efficiency: 64 × 90% = 57.6×")
+    assert sentence(html, "ideal_throughput").startswith(
+        "Devices × throughput per device: 64 × 2,000 samples/s = 128,000"
+    )
+
+
+def test_each_sentence_s_arithmetic_holds_as_written(client: httpx.Client) -> None:
+    # "3 devices × 33.33% = 0.999999" and "3 − 0.999999 = 2 samples/s" (2.000001) had mixed
+    # rounded and exact numbers; and "1 devices" had followed a count of one.
+    html = unescape(
+        client.get(f"{PAGE.format(lang='en')}?devices=3&throughput=1&efficiency=33.3333").text
+    )
+    assert sentence(html, "speedup") == (
+        "Devices × efficiency: 3 × 33.3333% = 0.999999× the throughput of one device."
+    )
+    assert sentence(html, "actual_throughput") == (
+        "The ideal 3 samples/s discounted at 33.3333% efficiency gives 0.999999 samples/s."
+    )
+    assert result_value(html, "lost_throughput") == "2.000001 samples/s"
+    assert sentence(html, "lost_throughput").startswith("3 − 0.999999 = 2.000001 samples/s")
+    html = unescape(
+        client.get(f"{PAGE.format(lang='de')}?devices=1&throughput=2000&efficiency=90").text
+    )
+    assert sentence(html, "speedup").startswith("Geräte × Effizienz: 1 × 90\u00a0% = das 0,9-Fache")
+    assert "1 Geräte" not in html
+    html = unescape(client.get("/en/pipeline-bubble?stages=2&micro_batches=810").text)
+    assert result_value(html, "bubble_fraction") == "0.1233%"
+    assert result_value(html, "efficiency") == "99.8767%"
+    assert sentence(html, "efficiency").startswith("1 − 0.1233% = 99.8767%")
+    html = unescape(
+        client.get("/en/effective-batch-size?micro_batch=1&devices=1&grad_accum=1&seq_len=1").text
+    )
+    assert sentence(html, "global_batch_size") == (
+        "Micro-batch × devices × accumulation steps: 1 × 1 × 1 = 1, the samples of one "
+        "optimizer step."
+    )
+    assert "1 samples" not in html
+    assert "1 tokens" not in html
 
 
 def test_worked_example_in_japanese(client: httpx.Client) -> None:
@@ -145,14 +181,14 @@ def test_other_calculators_compute_their_examples(client: httpx.Client) -> None:
     html = client.get(
         "/en/effective-batch-size?micro_batch=4&devices=128&grad_accum=4&seq_len=8192"
     ).text
-    assert result_value(html, "global_batch_size") == "2,048 samples"
-    assert result_value(html, "tokens_per_step") == "16,777,216 tokens"
+    assert result_value(html, "global_batch_size") == "2,048"
+    assert result_value(html, "tokens_per_step") == "16,777,216"
     html = client.get("/ja/pipeline-bubble?stages=4&micro_batches=8").text
     assert result_value(html, "bubble_fraction") == "27.27%"
     assert result_value(html, "efficiency") == "72.73%"
     assert result_value(html, "bubble_ratio") == "37.5%"
     assert "GPipe" in html  # m = 8 < 4p = 16: the warning, in Japanese
-    assert "マイクロバッチ数 8 は 4 × ステージ数 4 = 16 より少ない" in html
+    assert "マイクロバッチ数（8）が 4 × ステージ数（4 × 4 = 16）より少ない" in html
 
 
 def test_an_efficiency_that_looks_like_a_fraction_is_said_in_each_language(
@@ -189,6 +225,57 @@ def test_target_batch_solves_the_accumulation_steps(client: httpx.Client) -> Non
     assert field_error(html, "target_global_batch") == (
         "Not a multiple of micro-batch × devices = 512. The nearest targets: 512 or 1,024."
     )
+
+
+def test_steps_that_conflict_with_the_target_are_refused_at_the_field(
+    client: httpx.Client,
+) -> None:
+    # grad_accum=3 had been replaced by the 4 the target needs, the box still showing 3.
+    query = "micro_batch=4&devices=128&grad_accum=3&target_global_batch=2048"
+    html = client.get(f"/en/effective-batch-size?{query}").text
+    assert field_error(html, "grad_accum") == (
+        "The target global batch 2,048 needs 4 accumulation steps (4 × 128 × 4), not 3: "
+        "empty this field or the target."
+    )
+    assert 'data-result="global_batch_size"' not in html
+    html = client.get(f"/ja/effective-batch-size?{query}").text
+    assert "目標グローバルバッチ 2,048 には蓄積ステップ数 4 が必要です" in field_error(
+        html, "grad_accum"
+    )
+    # The steps the target needs, given as well, are no conflict.
+    html = client.get(f"/en/effective-batch-size?{query.replace('=3', '=4')}").text
+    assert result_value(html, "global_batch_size") == "2,048"
+
+
+@pytest.mark.parametrize(
+    "unit", ["\u202e", "a\u202es/selpmas", "\u200b", "\ufeff\u200b", "tok\u200dens/s"]
+)
+def test_a_unit_with_invisible_characters_is_refused(client: httpx.Client, unit: str) -> None:
+    # A bidi override (U+202E) had mirrored every result sentence a share link showed; a unit
+    # of zero-width spaces alone had been taken as a blank one.
+    query = urlencode({"devices": 64, "throughput": 2000, "efficiency": 90, "unit": unit})
+    html = client.get(f"/en/data-parallel-scaling?{query}").text
+    message = field_error(html, "unit")
+    assert message.startswith(
+        "Use 1 to 24 characters, without < > \" ' &, control characters or invisible ones "
+        "(zero-width, bidi). You entered: "
+    )
+    # The value echoed with its invisible characters written out, not acting on the message.
+    assert message.endswith(unit.encode("ascii", "backslashreplace").decode())
+    assert 'data-result="actual_throughput"' not in html
+
+
+def test_a_chart_refusal_names_each_input(client: httpx.Client) -> None:
+    response = client.get("/chart/en/data-parallel-scaling.svg?devices=0&efficiency=90")
+    assert response.status_code == 422
+    assert response.text.splitlines() == [
+        "Number of devices: Enter a whole number from 1 to 10,000,000. You entered: 0",
+        "Throughput per device: Fill in this field.",
+    ]
+    response = client.get(
+        "/chart/ja/data-parallel-scaling.svg?devices=0&throughput=1&efficiency=90"
+    )
+    assert response.text.startswith("デバイス数：")
 
 
 def test_language_switch_and_alternates_keep_the_inputs(client: httpx.Client) -> None:

@@ -190,3 +190,17 @@ def test_full_width_text_fields_read_too(client: httpx.Client) -> None:
     ).text
     assert 'aria-invalid="true"' not in html
     assert "inter_node_bandwidth=200+Gbit/s" in html.replace("&amp;", "&")
+
+
+def test_a_quantity_with_a_unit_is_read_in_the_locale_too(client: httpx.Client) -> None:
+    # "3.200 Gbit/s" on a German page is 3,200 Gbit/s, as "9.000" in a number box is 9,000;
+    # it had been read as 3.2 Gbit/s ("400 MB/s" per node), and "3,2 Gbit/s" refused.
+    job = ("model=llama3-8b&hardware=dgx-h100&micro_batch=1&unit=tokens"
+           "&per_device_throughput=9000&devices=8,64")  # fmt: skip
+    for typed, shown in (("3.200 Gbit/s", "400 GB/s"), ("3,2 Gbit/s", "400 MB/s")):
+        html = unescape(
+            client.get(f"/de/scaling-prediction?{job}&inter_node_bandwidth={typed}").text
+        )
+        assert f"Netzwerk {shown}" in html, typed
+    html = client.get(f"/de/scaling-prediction?{job}&inter_node_bandwidth=3,2 Gbit/s").text
+    assert _share_url(html).endswith("inter_node_bandwidth=3.2+Gbit/s")  # read the same anywhere

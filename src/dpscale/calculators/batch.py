@@ -23,12 +23,14 @@ from dpscale.calculators.scaling import MAX_DEVICES
 from dpscale.validation import FieldIssue, InputError, Rule
 
 __all__ = [
+    "GRAD_ACCUM_CONFLICT",
     "NOT_A_MULTIPLE",
     "BatchInput",
     "BatchResult",
     "GradAccumInput",
     "GradAccumResult",
     "effective_batch",
+    "grad_accum_conflict",
     "grad_accum_for",
 ]
 
@@ -38,6 +40,9 @@ MAX_SEQ_LEN = 100_000_000
 
 NOT_A_MULTIPLE = "not_a_multiple"
 """Issue code: no whole number of accumulation steps reaches the target global batch."""
+GRAD_ACCUM_CONFLICT = "conflicts_with_target"
+"""Issue code: accumulation steps given beside a target global batch that needs others
+(``ctx``: given, solved, target, micro, devices)."""
 
 
 class BatchInput(BaseModel):
@@ -164,4 +169,38 @@ def grad_accum_for(inputs: GradAccumInput) -> GradAccumResult:
         devices=inputs.devices,
         grad_accum=steps,
         global_batch_size=inputs.target_global_batch,
+    )
+
+
+def grad_accum_conflict(given: int, solved: GradAccumResult) -> None:
+    """Refuse accumulation steps given beside a target global batch that needs other steps;
+    the same steps are no conflict.
+
+    >>> target = GradAccumInput(target_global_batch=2048, micro_batch=4, devices=128)
+    >>> solved = grad_accum_for(target)
+    >>> grad_accum_conflict(4, solved)
+    >>> grad_accum_conflict(3, solved)
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: grad_accum: 3 conflicts with target_global_batch 2,048, ...
+    """
+    if given == solved.grad_accum:
+        return
+    ctx = {
+        "given": given,
+        "solved": solved.grad_accum,
+        "target": solved.target_global_batch,
+        "micro": solved.micro_batch,
+        "devices": solved.devices,
+    }
+    raise InputError.single(
+        "grad_accum",
+        f"{given} conflicts with target_global_batch {solved.target_global_batch:,}, which "
+        f"needs {solved.grad_accum} (micro-batch x devices x steps = {solved.micro_batch:,} x "
+        f"{solved.devices:,} x {solved.grad_accum}); give one of grad_accum and "
+        "target_global_batch",
+        given,
+        code=GRAD_ACCUM_CONFLICT,
+        ctx=ctx,
+        mentions=("target_global_batch", "grad_accum"),
     )

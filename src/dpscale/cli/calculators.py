@@ -39,11 +39,12 @@ def option_help(item: Input) -> str:
 
 def _report(description: Description, err: InputError) -> None:
     """Fail naming each option, also in the sentence of a check that no field rule expresses."""
-    sentences = []
-    for issue in err.issues:
-        item = description.input(issue.field)
-        sentences.append(issue.sentence(item.option if item else None))
-    fail("; ".join(sentences))
+
+    def option(name: str) -> str:
+        item = description.input(name)
+        return item.option if item else name
+
+    fail("; ".join(issue.sentence(option(issue.field), option) for issue in err.issues))
 
 
 def print_table(description: Description, result: Any, given: dict[str, Any]) -> None:

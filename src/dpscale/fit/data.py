@@ -178,7 +178,7 @@ def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
         for column, raw in zip(COLUMNS, (raw_devices, raw_throughput), strict=True):
             value = _number(raw, where, column)
             if not rules[column].admits(np.array([value]))[0]:
-                shown = int(value) if math.isfinite(value) and value.is_integer() else value
+                shown = _plain(value) if math.isfinite(value) else value
                 raise _issue(
                     where,
                     f", column {column} must be {rules[column].describe()} (got {shown})",
@@ -276,7 +276,10 @@ def _pair_rows(lines: Sequence[tuple[int, str]]) -> list[tuple[str, object, obje
             )
         for cell in cells:
             devices, throughput = cell.split(":")
-            rows.append((f"line {number}", devices, throughput))
+            # Several pairs to a line (as typed inline): each named by its place, not by the
+            # line ("1:329,2:620,8:-5" had been "line 1").
+            where = f"item {len(rows) + 1}" if len(cells) > 1 else f"line {number}"
+            rows.append((where, devices, throughput))
     return rows
 
 

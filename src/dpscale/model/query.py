@@ -466,6 +466,13 @@ class PredictQuery(BaseModel):
             # without it a sample is counted in the throughput's unit, as the micro-batch is).
             seq_len = self._seq_len()
             return throughput * seq_len if self.tokens() and seq_len is not None else throughput
+        if self.measured is not None and not self.measured.strip().startswith("run:"):
+            # As the CLI and the page: the points state it (the one-device point, else the
+            # fewest devices' per device); the library had asked for it.
+            from dpscale.model.measured import parse_measured
+
+            devices, total = min(parse_measured(self.measured))
+            return total / devices
         raise InputError.single(
             "per_device_throughput",
             "is required (or give mfu, or both flops_per_sample and achieved_tflops)",

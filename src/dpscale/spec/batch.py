@@ -7,11 +7,13 @@ from datetime import date
 from typing import Any
 
 from dpscale.calculators.batch import (
+    GRAD_ACCUM_CONFLICT,
     NOT_A_MULTIPLE,
     BatchInput,
     BatchResult,
     GradAccumInput,
     effective_batch,
+    grad_accum_conflict,
     grad_accum_for,
 )
 from dpscale.spec.description import N_, Description, Formula, Input, Number, Param, Result
@@ -21,10 +23,14 @@ __all__ = ["BATCH"]
 
 
 def _compute(values: Mapping[str, Any]) -> BatchResult:
-    """A target global batch, when given, decides the accumulation steps."""
+    """A target global batch, when given, decides the accumulation steps; steps given as well
+    must be those (3 beside a target that needs 4 had been replaced by 4 without a word)."""
     data = dict(values)
     if data.get("target_global_batch") is not None:
-        data["grad_accum"] = grad_accum_for(parse(GradAccumInput, data)).grad_accum
+        solved = grad_accum_for(parse(GradAccumInput, data))
+        if data.get("grad_accum") is not None:
+            grad_accum_conflict(parse(BatchInput, data).grad_accum, solved)
+        data["grad_accum"] = solved.grad_accum
     return effective_batch(parse(BatchInput, data))
 
 
@@ -101,7 +107,7 @@ BATCH = Description(
             name="target_global_batch",
             model=GradAccumInput,
             label=N_("Target global batch (optional)"),
-            help=N_("Fill in to solve for the accumulation steps instead."),
+            help=N_("Fill in to solve for the accumulation steps instead, leaving them empty."),
             terminal_help="Solve for --grad-accum to reach this global batch.",
             kind="integer",
             optional=True,
@@ -114,43 +120,38 @@ BATCH = Description(
         Result(
             key="global_batch_size",
             label=N_("Global batch size"),
-            value=N_("%(count)s samples"),
-            translate_value=True,
-            aliases={"count": "batch"},
+            value="%(batch)s",
             sentence=N_(
-                "%(micro)s samples × %(devices)s devices × %(steps)s accumulation steps = "
-                "%(batch)s samples per optimizer step."
+                "Micro-batch × devices × accumulation steps: %(micro)s × %(devices)s × "
+                "%(steps)s = %(batch)s, the samples of one optimizer step."
             ),
-            terminal_label="Global batch",
-            terminal_value="%(batch)s samples",
-            how="%(micro)s x %(devices)s devices x %(steps)s steps = %(batch)s",
+            terminal_label="Global batch (samples)",
+            terminal_value="%(batch)s",
+            how="%(micro)s x %(devices)s x %(steps)s = %(batch)s",
             primary=True,
         ),
         Result(
             key="samples_per_device_per_step",
             label=N_("Samples per device per step"),
-            value=N_("%(count)s samples"),
-            translate_value=True,
-            aliases={"count": "per_device"},
+            value="%(per_device)s",
             sentence=N_(
-                "%(micro)s × %(steps)s = %(count)s samples pass through each device "
-                "before the gradients are averaged."
+                "Micro-batch × accumulation steps: %(micro)s × %(steps)s = %(per_device)s, "
+                "the samples that pass through each device before the gradients are averaged."
             ),
-            terminal_label="Per device per step",
-            terminal_value="%(per_device)s samples",
+            terminal_label="Per device per step (samples)",
+            terminal_value="%(per_device)s",
             how="%(micro)s x %(steps)s = %(per_device)s",
         ),
         Result(
             key="tokens_per_step",
             label=N_("Tokens per step"),
-            value=N_("%(count)s tokens"),
-            translate_value=True,
-            aliases={"count": "tokens"},
+            value="%(tokens)s",
             sentence=N_(
-                "%(batch)s samples × %(length)s tokens = %(tokens)s tokens per optimizer step."
+                "Global batch × sequence length: %(batch)s × %(length)s = %(tokens)s, the "
+                "tokens of one optimizer step."
             ),
             terminal_label="Tokens per step",
-            terminal_value="%(tokens)s tokens",
+            terminal_value="%(tokens)s",
             how="%(batch)s x %(length)s = %(tokens)s",
             primary=True,
             shown=lambda params: "tokens" in params,
@@ -160,7 +161,7 @@ BATCH = Description(
             label=N_("Gradient-accumulation steps"),
             value="%(steps)s",
             sentence=N_(
-                "%(steps)s forward and backward passes are summed before each optimizer step."
+                "Forward and backward passes summed before each optimizer step: %(steps)s."
             ),
             terminal_label="Grad-accum steps",
             terminal_value="%(steps)s",
@@ -169,6 +170,11 @@ BATCH = Description(
         ),
     ),
     issues={
+        GRAD_ACCUM_CONFLICT: N_(
+            "The target global batch %(target)s needs %(solved)s accumulation steps "
+            "(%(micro)s × %(devices)s × %(solved)s), not %(given)s: empty this field or the "
+            "target."
+        ),
         NOT_A_MULTIPLE: N_(
             "Not a multiple of micro-batch × devices = %(per_step)s. The nearest targets: "
             "%(below)s or %(above)s."

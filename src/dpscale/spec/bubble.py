@@ -14,6 +14,7 @@ from dpscale.calculators.bubble import (
     pipeline_bubble,
 )
 from dpscale.spec.description import (
+    EXACT,
     N_,
     Description,
     Formula,
@@ -22,6 +23,8 @@ from dpscale.spec.description import (
     Param,
     Percentage,
     Result,
+    as_shown,
+    difference,
 )
 from dpscale.validation import parse
 
@@ -33,12 +36,16 @@ def _compute(values: Mapping[str, Any]) -> BubbleResult:
 
 
 def _params(result: BubbleResult) -> dict[str, Param]:
+    """The shares in percent to four significant digits; the efficiency as 100 % less the
+    bubble as shown, to the bubble's last digit (1 − 0.1235 % = 99.8765 %, where four digits
+    had written 99.88 %)."""
+    bubble = as_shown(result.bubble_fraction * 100, 4)
     return {
         "p": Number(result.stages),
         "m": Number(result.micro_batches),
         "v": Number(result.virtual_stages),
-        "fraction": Percentage(result.bubble_fraction),
-        "efficiency": Percentage(result.efficiency),
+        "fraction": Percentage(bubble / 100, EXACT),
+        "efficiency": Percentage(difference(100, bubble) / 100, EXACT),
         "ratio": Percentage(result.bubble_ratio),
     }
 
@@ -123,8 +130,8 @@ BUBBLE = Description(
     ),
     notices={
         FEW_MICRO_BATCHES: N_(
-            "%(micro)s micro-batches is fewer than 4 × %(stages)s stages = %(four_p)s: the "
-            "bubble stays large. GPipe found it negligible from m ≥ 4p."
+            "Micro-batches (%(micro)s) fewer than 4 × stages (4 × %(stages)s = %(four_p)s): "
+            "the bubble stays large. GPipe found it negligible from m ≥ 4p."
         ),
         INTERLEAVE_NOT_MULTIPLE: N_(
             "The interleaved schedule needs the micro-batches (%(micro)s) to be a multiple "

@@ -9,9 +9,11 @@ catalogues; their English is what the CLI shows where it shows them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from decimal import Decimal
 from fractions import Fraction
 from importlib import import_module
 from typing import Any, Literal
@@ -35,6 +37,8 @@ __all__ = [
     "Percentage",
     "Result",
     "Wording",
+    "as_shown",
+    "difference",
     "fill",
     "written",
 ]
@@ -47,6 +51,44 @@ def N_(message: str) -> str:  # noqa: N802 - the gettext convention for "mark, t
 
 Param = Number | Percentage | str
 """A value for a ``%(name)s`` placeholder; a ``str`` is shown as it is (a unit)."""
+
+
+SHOWN = 6
+"""Significant digits of a result that a calculator's sentences show on every surface."""
+EXACT = 15
+"""Digits that write a number as it is (an input as typed, a result already rounded with
+:func:`as_shown`): every double from a decimal of at most 15 digits reads back as that decimal."""
+
+
+def as_shown(value: float, digits: int = SHOWN) -> float:
+    """``value`` rounded as a result is shown: ``digits`` significant digits, its whole part
+    kept below 1e15 (where the surfaces write whole numbers in full), correctly rounded.
+
+    A sentence works from the numbers it shows: a result computed from another (the actual
+    throughput from the ideal one) is computed from the other as shown, so that
+    ``3 − 0.999999`` never reads ``= 2``.
+
+    >>> as_shown(2.0000010000000003), as_shown(8641.969), as_shown(0.12345678), as_shown(2.675, 3)
+    (2.0, 8641.97, 0.123457, 2.68)
+    >>> as_shown(16777216.0), as_shown(1.2345678e20)
+    (16777216.0, 1.23457e+20)
+    """
+    if value == 0 or not math.isfinite(value):
+        return value
+    places = digits - 1 - math.floor(math.log10(abs(value)))
+    if abs(value) < 1e15:
+        places = max(0, places)
+    return float(round(Decimal(repr(float(value))), places))
+
+
+def difference(a: float, b: float) -> float:
+    """``a - b`` worked in decimal, as a person subtracts the numbers shown: exact to the
+    last digit either shows (3 − 0.999999 = 2.000001, not 2.0000010000000003).
+
+    >>> difference(3.0, 0.999999), difference(128000.0, 115200.0), difference(1.0, 0.2727)
+    (2.000001, 12800.0, 0.7273)
+    """
+    return float(Decimal(repr(float(a))) - Decimal(repr(float(b))))
 
 
 Choices = tuple[tuple[str, str], ...]

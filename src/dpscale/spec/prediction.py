@@ -1040,6 +1040,16 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
     "parameter_network_share": Wording(N_("the network share"), "the network share"),
     "parameter_jitter": Wording(N_("the jitter"), "the jitter"),
     "parameter_nothing": Wording(N_("nothing"), "nothing"),
+    "calibration_mfu": Wording(
+        N_(
+            "At %(devices)s devices the points give %(throughput)s %(unit)s per device, an MFU "
+            "of %(mfu)s of the device's %(peak)s TFLOP/s, which no device runs at: check the "
+            "points' unit (tokens or sequences per second) and the parameter count."
+        ),
+        "At {devices} devices the points give {throughput} {unit} per device, an MFU of {mfu} "
+        "of the device's {peak} TFLOP/s, which no device runs at: check the points' unit "
+        "(tokens/s with --unit tokens, sequences/s without) and --params.",
+    ),
     "calibration_estimated": Wording(
         N_("Estimated from the points: %(parameters)s."),
         "Estimated from the points: {parameters:, }.",
@@ -1512,6 +1522,7 @@ MEASURED_KEYS = (
     "measured_spread_beyond",
     "measured_run_steps",
     "measured_flat",
+    "measured_mfu",
 )
 """The keys of :func:`lines` for what a calibration from measured points estimated, kept,
 held in the level and doubted (:data:`CALIBRATION_WORDS`)."""
@@ -1774,7 +1785,10 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             },
         )
     transformer = sc.seq_len is not None or row(sc.strategy).group != "one"
-    if transformer and "memory_per_device_bytes" in last:
+    # The model states alone more than the device holds: said without activations too (70B
+    # under DDP on 80 GB had printed no memory line, its JSON "fits": false).
+    over = last.get("fits") is False
+    if (transformer or over) and "memory_per_device_bytes" in last:
         capacity = sc.hardware.memory_capacity
         activations = last.get("activation_bytes")
         words: dict[str, Value] = {

@@ -13,6 +13,7 @@ from dpscale.calculators.scaling import (
     scaling_from_query,
 )
 from dpscale.spec.description import (
+    EXACT,
     N_,
     Description,
     Formula,
@@ -21,6 +22,8 @@ from dpscale.spec.description import (
     Param,
     Percentage,
     Result,
+    as_shown,
+    difference,
 )
 from dpscale.validation import parse
 
@@ -34,14 +37,20 @@ def _compute(values: Mapping[str, Any]) -> ScalingResult:
 
 
 def _params(result: ScalingResult) -> dict[str, Param]:
+    """The inputs as given; the ideal throughput, their product, as the JSON has it (12
+    significant digits: 7 × 1,234.567 = 8,641.969, exact), the actual one and the speedup to
+    six, and the lost throughput as the difference of the two shown (3 − 0.999999 = 2.000001,
+    where six digits of 2.000001 had written 2): each sentence's arithmetic holds as written."""
+    ideal = as_shown(result.ideal_throughput, 12)
+    actual = as_shown(result.actual_throughput)
     return {
         "devices": Number(result.devices),
-        "throughput": Number(result.per_device_throughput),
-        "efficiency": Percentage(result.efficiency),
-        "ideal": Number(result.ideal_throughput),
-        "actual": Number(result.actual_throughput),
-        "speedup": Number(result.speedup),
-        "lost": Number(result.lost_throughput),
+        "throughput": Number(result.per_device_throughput, EXACT),
+        "efficiency": Percentage(result.efficiency, EXACT),
+        "ideal": Number(ideal, EXACT),
+        "actual": Number(actual, EXACT),
+        "speedup": Number(as_shown(result.devices * result.efficiency), EXACT),
+        "lost": Number(difference(ideal, actual), EXACT),
         "unit": result.unit,
     }
 
@@ -92,7 +101,10 @@ SCALING = Description(
             example="samples/s",
             kind="text",
             suggestions=UNITS,
-            invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
+            invalid=N_(
+                "Use 1 to 24 characters, without < > \" ' &, control characters or invisible "
+                "ones (zero-width, bidi)."
+            ),
         ),
     ),
     compute=_compute,
@@ -117,12 +129,12 @@ SCALING = Description(
             value=N_("%(speedup)s×"),
             translate_value=True,
             sentence=N_(
-                "%(devices)s devices × %(efficiency)s = %(speedup)s times the throughput "
-                "of one device."
+                "Devices × efficiency: %(devices)s × %(efficiency)s = %(speedup)s× the "
+                "throughput of one device."
             ),
             terminal_label="Speedup",
             terminal_value="%(speedup)sx",
-            how="%(devices)s devices x %(efficiency)s = %(speedup)sx",
+            how="%(devices)s x %(efficiency)s = %(speedup)sx",
             primary=True,
         ),
         Result(
@@ -130,8 +142,8 @@ SCALING = Description(
             label=N_("Ideal throughput"),
             value="%(ideal)s %(unit)s",
             sentence=N_(
-                "%(devices)s devices × %(throughput)s %(unit)s = %(ideal)s %(unit)s, "
-                "if every device ran as fast as one alone."
+                "Devices × throughput per device: %(devices)s × %(throughput)s %(unit)s = "
+                "%(ideal)s %(unit)s, if every device ran as fast as one alone."
             ),
             terminal_label="Ideal throughput",
             terminal_value="%(ideal)s %(unit)s",

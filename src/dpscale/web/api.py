@@ -15,14 +15,15 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from dpscale.safejson import JSONInputError, loads
 from dpscale.spec.names import OTHER_NAMES
 from dpscale.store.db import StoreUnavailableError
 from dpscale.store.feedback import FeedbackInput
-from dpscale.validation import InputError, Rule, check_known, check_lengths
-from dpscale.web.errors import CROSS_ORIGIN, UNAVAILABLE, detail
-from dpscale.web.feedback import store_feedback
+from dpscale.validation import INVALID, InputError, Rule, check_known, check_lengths
+from dpscale.web.errors import CROSS_ORIGIN, REPEATED, UNAVAILABLE, detail
+from dpscale.web.feedback import check_feedback_json, store_feedback
 from dpscale.web.forms import api_errors, max_lengths
 from dpscale.web.i18n import localizer
 from dpscale.web.query import query_values
@@ -30,7 +31,7 @@ from dpscale.web.registry import Calculator, InputField, calculators
 from dpscale.web.security import same_origin
 from dpscale.web.templating import render
 
-__all__ = ["add_api_routes", "add_docs_route", "store_unavailable"]
+__all__ = ["add_api_routes", "add_docs_route", "http_refusal", "store_unavailable"]
 
 _log = logging.getLogger("dpscale.web")
 
@@ -159,6 +160,23 @@ def _calculator_routes(router: APIRouter) -> None:
             )
 
 
+class _KeyTwiceError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: a key given twice is refused, as a query
+    parameter given twice is, not read last-wins."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _KeyTwiceError(key)
+        found[key] = value
+    return found
+
+
 async def feedback(request: Request) -> JSONResponse:
     """Store one answer to "Was this helpful?" from a page of this site."""
     if not same_origin(request, require=False):
@@ -167,12 +185,18 @@ async def feedback(request: Request) -> JSONResponse:
             status_code=403,
         )
     try:
-        data = loads(await request.body())
+        data = loads(await request.body(), object_pairs_hook=_once)
+    except _KeyTwiceError as err:
+        return JSONResponse(
+            detail(err.key, REPEATED, f"{err.key} is given twice in the JSON object"),
+            status_code=422,
+        )
     except JSONInputError as err:
         return _invalid(InputError.single("body", f"must be a JSON object ({err})"))
     if not isinstance(data, dict):
         return _invalid(InputError.single("body", "must be a JSON object"))
     try:
+        check_feedback_json(data)
         # The database write blocks: keep it off the event loop that serves everyone else.
         new_id = await run_in_threadpool(store_feedback, data)
     except InputError as err:
@@ -180,6 +204,33 @@ async def feedback(request: Request) -> JSONResponse:
     except StoreUnavailableError:
         return store_unavailable(request)
     return JSONResponse({"id": new_id, "stored": True}, status_code=201)
+
+
+NOT_FOUND = "not_found"
+METHOD_NOT_ALLOWED = "method_not_allowed"
+
+
+def http_refusal(request: Request, exc: HTTPException) -> tuple[str, str, str]:
+    """``(field, code, message)`` of a refusal the router made under ``/api/``: no such
+    endpoint (``url``, ``not_found``, naming the endpoints) or a method it does not answer
+    (``method``, ``method_not_allowed``, naming the ones it does)."""
+    path = request.url.path
+    if exc.status_code == 404:
+        endpoints = ", ".join(f"/api/v1/{slug}" for slug in calculators())
+        return (
+            "url",
+            NOT_FOUND,
+            f"{path} is no endpoint of this API; the calculators: {endpoints}; "
+            "POST /api/v1/feedback; the description: /api/openapi.json",
+        )
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        return (
+            "method",
+            METHOD_NOT_ALLOWED,
+            f"{request.method} is not allowed at {path}" + (f"; use {allowed}" if allowed else ""),
+        )
+    return ("url", INVALID, str(exc.detail))
 
 
 def store_unavailable(request: Request) -> JSONResponse:

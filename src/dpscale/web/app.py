@@ -24,6 +24,7 @@ from dpscale.web import api, views
 from dpscale.web.budget import Budget, BudgetMiddleware, BusyError, busy_response
 from dpscale.web.cache import ResponseCache
 from dpscale.web.context import prepare_articles
+from dpscale.web.errors import detail
 from dpscale.web.forms import read_form
 from dpscale.web.head import HeadAsGet
 from dpscale.web.i18n import LANGUAGES, localizer
@@ -109,6 +110,12 @@ def create_app() -> FastAPI:
     async def _http_error(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 404 and not request.url.path.startswith("/api/"):
             return views.not_found(request)
+        if request.url.path.startswith("/api/"):
+            # The API's one shape of refusal (docs/web.md), the router's 404 and 405 too.
+            field, code, message = api.http_refusal(request, exc)
+            return JSONResponse(
+                detail(field, code, message), status_code=exc.status_code, headers=exc.headers
+            )
         return JSONResponse(
             {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
@@ -131,7 +132,16 @@ def _field_constants(calc: Calculator, code: str) -> tuple[tuple[InputField, dic
     )
 
 
+def _effective(calc: Calculator, state: FormState) -> Mapping[str, str] | None:
+    """The values the inputs left empty took (:attr:`Calculator.effective`), or None where a
+    left-empty input takes its placeholder."""
+    if calc.effective is None:
+        return None
+    return calc.effective(state.result) if state.valid else {}
+
+
 def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldView]:
+    effective = _effective(calc, state)
     return [
         FieldView(
             **constant,
@@ -139,7 +149,14 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
             # An emptied required box is marked too, not only the hint above the results.
             error=state.errors.get(f.name)
             or (loc.gettext("Fill in this field.") if f.name in state.missing else ""),
-            shown=_shown(f, state.canonical.get(f.name) or constant["placeholder"], loc),
+            # The report lists what the result used: a box left empty, the value the model
+            # took (the placeholder only where that is the value taken), else "–".
+            shown=_shown(
+                f,
+                state.canonical.get(f.name)
+                or (constant["placeholder"] if effective is None else effective.get(f.name, "")),
+                loc,
+            ),
         )
         for f, constant in _field_constants(calc, loc.code)
     ]
@@ -147,7 +164,7 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
 
 EMBED_HEIGHTS = {
     "data-parallel-scaling": 740,  # measured 713 px (Chromium, worked example, 640 px wide)
-    "effective-batch-size": 720,  # 691
+    "effective-batch-size": 790,  # 758: the sentences name their quantities before the numbers
     "pipeline-bubble": 740,  # 705
     "scaling-prediction": 2930,  # 2,881: the table of every device count and the notes
     "scaling-fit": 2660,  # 2,613: the tables (each with its scroll line), the unit, every note

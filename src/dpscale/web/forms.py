@@ -7,6 +7,7 @@ page's. The JSON API words the same issue as the CLI does, naming the parameter.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from urllib.parse import urlencode
 
 from pydantic import TypeAdapter, ValidationError
 
-from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, check_lengths
+from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, check_lengths, one_line
 from dpscale.web.i18n import Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation
 from dpscale.web.typed_numbers import canonical_number, read_number
@@ -102,12 +103,38 @@ def _option(f: InputField, text: str) -> str:
         return text
 
 
+_QUANTITY = re.compile(
+    r"(?P<number>[+-]?[\d.,\u00a0\u202f ]*\d(?:[eE][+-]?\d+)?)(?P<gap>\s*)(?P<unit>\D.*)?"
+)
+
+
+def _canonical_quantity(text: str, loc: Localizer) -> str:
+    """A quantity's number in the canonical form, its unit as typed: on a German page
+    "3,2 Gbit/s" is 3.2 and "3.200 Gbit/s" 3,200 (they had been refused, and read as 3.2).
+
+    >>> from dpscale.web.i18n import localizer
+    >>> [_canonical_quantity(t, localizer("de")) for t in ("3,2 Gbit/s", "3.200 Gbit/s", "1,3B")]
+    ['3.2 Gbit/s', '3200 Gbit/s', '1.3B']
+    >>> en = localizer("en")
+    >>> _canonical_quantity("3.200 Gbit/s", en), _canonical_quantity("fast", en)
+    ('3.2 Gbit/s', 'fast')
+    """
+    found = _QUANTITY.fullmatch(text.strip())
+    if found is None or read_number(found["number"], loc.language.locale) is None:
+        return text
+    number = canonical_number(found["number"], loc.language.locale)
+    return f"{number}{found['gap']}{found['unit'] or ''}"
+
+
 def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
     """A number field's text in the canonical form (see :mod:`dpscale.web.typed_numbers`),
-    without the unit shown after its box ("90 %" is 90); a yes/no select's as its option
-    (:func:`_option`); other fields' text as it is."""
+    without the unit shown after its box ("90 %" is 90); a quantity's number the same way
+    (:func:`_canonical_quantity`); a yes/no select's as its option (:func:`_option`); other
+    fields' text as it is."""
     if f is not None and f.choices and text:
         return _option(f, text)
+    if f is not None and f.quantity and text:
+        return _canonical_quantity(text, loc)
     if f is None or f.kind == "text" or not text:
         return text
     number = text.removesuffix(f.suffix).rstrip() if f.suffix else text
@@ -204,7 +231,9 @@ def issue_message(
         template = loc.gettext("%(rule)s You entered: %(value)s")
         if template.endswith("。"):  # Japanese, Chinese: the value goes before the full stop
             message = message.removesuffix("。")
-        return template % {"rule": message, "value": given[:40]}
+        # Invisible characters written out (\u202e): a bidi override echoed would turn the
+        # message around, a zero-width space would show nothing.
+        return template % {"rule": message, "value": one_line(given[:40])}
     return message
 
 

@@ -244,9 +244,14 @@ class Localizer:
 
         >>> localizer("de").number(9e-79), localizer("en").number(2.5e20)
         ('9E-79', '2.5E20')
+        >>> localizer("de").number(1.2345678e20), localizer("en").number(1.2345678e20, 4)
+        ('1,23457E20', '1.235E20')
         """
         if abs(value) >= 1e16 or 0 < abs(value) < 1e-6:
-            return str(format_scientific(value, format="0.###E0", locale=self.locale))
+            # To the digits asked for, as the terminal's "%.*g": a number written as it is
+            # (an input as typed) keeps its digits here too.
+            pattern = "0." + "#" * (digits - 1) + "E0" if digits > 1 else "0E0"
+            return str(format_scientific(value, format=pattern, locale=self.locale))
         rounded = _significant(float(value), digits)
         symbols = _symbols(self.language.locale)
         fast = _plain(rounded, symbols) if symbols is not None else None

@@ -79,6 +79,9 @@ class InputField:
     rows: int = 0
     """Lines of a multi-line box (a table of points); its rule's ``max_length``, not the
     one-line cap, bounds what is read."""
+    quantity: bool = False
+    """A text box for a number with a unit or suffix ("200 Gbit/s", "1.3B"): its number is
+    read in the page's language as a number box's is."""
 
     @property
     def max_length(self) -> int:
@@ -146,6 +149,12 @@ class Calculator:
     """The API's JSON object: the same keys as ``dpscale <command> --json``."""
     details: str = ""
     """Template shown under the result items (a table), part of the live results region."""
+    effective: Callable[[Any], Mapping[str, str]] | None = None
+    """result to the value each input left empty took, as its box would take it (``2 GB``,
+    ``0.75``), for the printed report; None: a field left empty takes its placeholder (the
+    input model's default), as the described calculators' do. A field it leaves out is shown
+    as "–": a placeholder is the model's static default, which a preset or a strategy may
+    change (ZeRO-2's buckets, the backward share with activation checkpointing)."""
 
     @property
     def template(self) -> str:

@@ -24,7 +24,7 @@ from dpscale.validation import FieldIssue, InputError
 from dpscale.web.budget import BusyError, computed, is_costly
 from dpscale.web.context import REGIONS, calculator_context, page_html, site_url
 from dpscale.web.feedback import feedback_message, store_feedback
-from dpscale.web.forms import query_string, read_form
+from dpscale.web.forms import FormState, query_string, read_form
 from dpscale.web.i18n import LANGUAGES, Localizer, language, localizer, preferred_language
 from dpscale.web.query import QueryError, parse_query, query_values
 from dpscale.web.registry import Calculator, calculators
@@ -244,8 +244,11 @@ def chart(request: Request, code: str, slug: str) -> Response:
         raise HTTPException(404)
     state = read_form(calc, _query(request), loc)
     if not state.valid:
-        message = " ".join(state.errors.values()) or loc.gettext("Fill in every field.")
-        return Response(message, status_code=422, media_type="text/plain; charset=utf-8")
+        return Response(
+            _chart_refusal(calc, state, loc),
+            status_code=422,
+            media_type="text/plain; charset=utf-8",
+        )
     svg = calc.chart(state.result, loc, layout)
     # The page's address for a chart carries the version of the code that draws it
     # (chart_version), so those bytes never change; any other address (an old page's
@@ -253,6 +256,23 @@ def chart(request: Request, code: str, slug: str) -> Response:
     current = _query(request).get("v") == chart_version()
     control = "public, max-age=31536000, immutable" if current else "public, max-age=86400"
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": control})
+
+
+def _chart_refusal(calc: Calculator, state: FormState, loc: Localizer) -> str:
+    """Why a chart cannot be drawn, each input by its label ("Number of devices: Enter a
+    whole number from 1 to 10,000,000. You entered: 0"), one a line."""
+    lines = []
+    for f in calc.fields:
+        message = state.errors.get(f.name) or (
+            loc.gettext("Fill in this field.") if f.name in state.missing else ""
+        )
+        if message:
+            lines.append(
+                loc.gettext("%(label)s: %(value)s", label=loc.gettext(f.label), value=message)
+            )
+    known = {f.name for f in calc.fields}
+    lines.extend(message for name, message in state.errors.items() if name not in known)
+    return "\n".join(lines) or loc.gettext("Fill in every field.")
 
 
 class DirectPages:

@@ -83,9 +83,14 @@ def input_fields(
             choices=item.offered(),
             advanced=item.advanced,
             rows=item.rows,
+            quantity=item.kind == "text" and item.metavar in QUANTITIES,
         )
         for item in inputs
     )
+
+
+QUANTITIES = frozenset({"BANDWIDTH", "DURATION", "SIZE", "COUNT"})
+"""The CLI's names of the values typed as a number with a unit or suffix."""
 
 
 def _model(item: Input) -> type[BaseModel]:

@@ -44,7 +44,13 @@ from dpscale.spec.measured_runs import (
     run_id_of,
 )
 from dpscale.spec.prediction import LINES, NO_RUN, PREDICTION, RUN_FIELD_NAMES
-from dpscale.units import format_bandwidth, format_binary_bytes, format_bytes, format_duration
+from dpscale.units import (
+    format_bandwidth,
+    format_binary_bytes,
+    format_bytes,
+    format_count,
+    format_duration,
+)
 from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages._said import say
@@ -87,6 +93,69 @@ def compute(values: Mapping[str, str]) -> Prediction:
     if len(query.device_counts()) > CACHED_POINTS:
         return Prediction(predict(query), inputs)
     return _predict_cached(inputs, query)
+
+
+def _devices_text(devices: list[int]) -> str:
+    """The device counts predicted, as a box would take them (the first three and the last
+    of a long list)."""
+    if len(devices) <= 8:
+        return ",".join(map(str, devices))
+    return ",".join(map(str, devices[:3])) + ",…," + str(devices[-1])
+
+
+def _whole(value: float | None) -> str | None:
+    """A whole number without its ".0" (4096, not 4096.0)."""
+    return None if value is None else f"{value:.12g}"
+
+
+def effective(prediction: Prediction) -> dict[str, str]:
+    """What each input of the printed report took, as its box would take it: a preset's
+    links, the strategy's bucket size (ZeRO-2 sends 2 GB, not the 25 MiB of DDP), the
+    backward share with activation checkpointing (0.75, not 2/3). An input it does not name
+    is shown as "–" where it was left empty."""
+    sc = prediction.result.scenario
+    hw = sc.hardware
+    values: dict[str, object] = {
+        "params": format_count(sc.params),
+        "grad_dtype": sc.grad_dtype,
+        "param_dtype": sc.param_dtype or sc.grad_dtype,
+        "strategy": sc.strategy,
+        "algorithm": sc.algorithm,
+        "grad_accum": sc.grad_accum,
+        "unit": sc.unit,
+        "baseline_devices": getattr(sc, "baseline_devices", None),
+        "seq_len": getattr(sc, "seq_len", None),
+        "layers": getattr(sc, "units", None),
+        "hidden_size": _whole(getattr(sc, "hidden", None)),
+        "shard_group_size": sc.shard_group_size or None,
+        "bucket_size": format_binary_bytes(sc.bucket_bytes),
+        "backward_fraction": f"{sc.backward_fraction:.4g}",
+        "overlap": "true" if sc.overlap else "false",
+        "overlap_slowdown": f"{sc.overlap_slowdown:.4g}",
+        "step_overhead": format_duration(sc.step_overhead),
+        "fusion_cycle": format_duration(sc.fusion_cycle),
+        "throughput_grad_accum": sc.throughput_grad_accum,
+        "no_sync": "true" if sc.no_sync else "false",
+        "optimizer": sc.optimizer,
+        "jitter": None if sc.jitter is None else f"{sc.jitter * 100:.4g}",
+        "devices_per_node": hw.devices_per_node,
+        "intra_node_bandwidth": format_bandwidth(hw.intra_bandwidth),
+        "inter_node_bandwidth": format_bandwidth(hw.inter_bandwidth),
+        "intra_node_latency": format_duration(hw.intra_latency),
+        "inter_node_latency": format_duration(hw.inter_latency),
+        "transport": hw.transport,
+        "device_memory": None
+        if hw.memory_capacity is None
+        else format_binary_bytes(hw.memory_capacity),
+        "device_memory_bandwidth": None
+        if hw.memory_bandwidth is None
+        else format_bandwidth(hw.memory_bandwidth),
+    }
+    devices = prediction.result.step.devices
+    counts = [int(n) for n in (devices.tolist() if hasattr(devices, "tolist") else [devices])]
+    if counts:
+        values["devices"] = _devices_text(counts)
+    return {name: str(value) for name, value in values.items() if value is not None}
 
 
 CACHED_POINTS = 1024
@@ -289,6 +358,7 @@ CALCULATOR = Calculator(
     fields=FIELDS,
     compute=compute,
     present=present,
+    effective=effective,
     formulas=(
         Formula(N_("Compute per step"), r"T_c = k \times \frac{b}{v}"),
         Formula(N_("Gradient buckets"), r"m = \left\lceil \frac{P \times p}{s} \right\rceil"),
