@@ -32,6 +32,7 @@ import re
 __all__ = [
     "MAX_DIGITS",
     "UnitError",
+    "UnitRangeError",
     "bare_number",
     "format_bandwidth",
     "format_binary_bytes",
@@ -50,6 +51,11 @@ MAX_DIGITS = 30
 
 class UnitError(ValueError):
     """A quantity that cannot be read, or is of the wrong kind (bytes where time was wanted)."""
+
+
+class UnitRangeError(UnitError):
+    """A quantity read, but negative or beyond a float ("1e308 GB/s"): the caller, which knows
+    the field's range, says that instead."""
 
 
 # The number is matched with bounded repetition only, so the match is linear in the text and
@@ -180,7 +186,7 @@ def _parse(text: str | float, units: dict[str, float], what: str, example: str) 
             raise UnitError(f"cannot read {shown!r} as a {what} (for example {example})")
         value = read[0] * units[name] if name else read[0]  # a bare number: the default unit
     if not math.isfinite(value) or value < 0:
-        raise UnitError(f"{what} must be finite and >= 0 (got {text!r})")
+        raise UnitRangeError(f"{what} must be finite and >= 0 (got {text!r})")
     return value
 
 
@@ -260,9 +266,15 @@ def format_duration(seconds: float) -> str:
     '12.3 ms'
     >>> format_duration(0.0)  # nothing, not a time measured to the nanosecond
     '0 s'
+    >>> format_duration(3600), format_duration(1200), format_duration(999)  # not "3.6e+03 s"
+    ('1 h', '20 min', '999 s')
     """
     if seconds == 0:
         return "0 s"
+    if abs(seconds) >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if abs(seconds) >= 1000:
+        return f"{seconds / 60:.3g} min"
     return _scaled(seconds, ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")))
 
 

@@ -53,6 +53,7 @@ __all__ = [
     "names",
     "one_line",
     "parse",
+    "pattern_said",
     "percent_text",
     "rule_of",
 ]
@@ -92,7 +93,20 @@ _PATTERN_TEXTS = {
     UNIT_PATTERN: "1 to 24 characters, without < > \" ' &, control characters or invisible "
     "formatting characters (zero-width, bidi)"
 }
-"""What a pattern allows, in English, as the object of "must be" (a pattern says nothing)."""
+"""What a pattern allows, in English, as the object of "must be" (a pattern says nothing);
+:func:`pattern_said` adds one."""
+
+
+def pattern_said(pattern: str, text: str) -> str:
+    """``pattern``, with what it allows in English (``text``, the object of "must be") for
+    every message its rule gives ("calibrate must be a valid value" had said nothing).
+
+    >>> pattern_said(r"^[a-z]{1,3}$", "1 to 3 small letters") == r"^[a-z]{1,3}$"
+    True
+    """
+    _PATTERN_TEXTS[pattern] = text
+    return pattern
+
 
 if TYPE_CHECKING:
     import numpy as np

@@ -215,3 +215,11 @@ def test_an_inline_pair_is_named_by_its_place_and_a_huge_value_briefly() -> None
     with pytest.raises(InputError) as caught:
         parse_points("8:1e300,16:2e300")
     assert str(caught.value).endswith("(got 1e+300)")
+
+
+def test_a_spreadsheet_with_a_decimal_comma_reads_as_it_was_written() -> None:
+    # Excel in German or French writes semicolons between cells and a comma as the decimal
+    # point: it had been split at the comma and refused as a header missing its columns.
+    points = parse_points("devices;throughput\n1;329,5\n2;620\n8;2456,25\n")
+    assert points.throughput.tolist() == [329.5, 620.0, 2456.25]
+    assert parse_points("1\t329,5\n2\t620").throughput.tolist() == [329.5, 620.0]

@@ -762,3 +762,21 @@ def test_model_states_past_the_device_are_said_without_a_sequence_length(
     job = ("--params", "70B", "--micro-batch", "1", "--per-device-throughput", "1")
     _, out, _ = run(capsys, "predict", *job, "--hardware", "dgx-h100", "--devices", "8,64")
     assert "activations -) of 79.6 GiB. DOES NOT FIT at 64 devices: 1.02 TiB needed" in out
+
+
+@pytest.mark.parametrize(
+    ("option", "typed", "allowed"),
+    [
+        # Read, but past a float or negative: the field's range, not "finite and >= 0".
+        ("--inter-node-bandwidth", "1e308 GB/s", "must be from 1 kB/s to 100 TB/s"),
+        ("--inter-node-bandwidth", "-1 GB/s", "must be from 1 kB/s to 100 TB/s"),
+        # An hour, not "3.6e+03 s".
+        ("--step-overhead", "1e6 s", "must be from 0 to 1 h"),
+    ],
+)
+def test_a_quantity_out_of_range_is_told_its_range(
+    capsys: pytest.CaptureFixture[str], option: str, typed: str, allowed: str
+) -> None:
+    status, _, err = run(capsys, *DESIGN_EXAMPLE, option, typed)
+    assert status == 2
+    assert err == f"dpscale: error: {option}: {allowed} (got '{typed}')\n"

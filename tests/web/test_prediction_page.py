@@ -1009,3 +1009,13 @@ def test_the_baseline_sentence_writes_throughputs_as_the_terminal_does(
     assert (
         "where 9,000 tokens/s per device was measured (9,948 on one device by the model)." in page
     )
+
+
+def test_a_calibration_id_that_cannot_be_one_says_what_an_id_is(client: httpx.Client) -> None:
+    # It had said "calibrate must be a valid value".
+    job = "params=1B&hardware=dgx-h100&micro_batch=1&per_device_throughput=9000&devices=8"
+    response = client.get(f"{API}?{job}&calibrate=../../etc/passwd")
+    assert response.status_code == 422
+    (issue,) = response.json()["detail"]
+    assert issue["field"] == "calibrate"
+    assert issue["message"].startswith("calibrate must be the id of a stored run (up to 64")

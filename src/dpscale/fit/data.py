@@ -200,10 +200,26 @@ def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
     return Points(devices=devices[order], throughput=throughput[order])
 
 
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+(?:[eE][+-]?\d+)?")
+
+
 def _split(line: str) -> list[str]:
-    for separator in (",", ";", "\t"):
+    """A line's cells. Separated by semicolons or tabs (a spreadsheet of a language that
+    writes a decimal comma), a comma between digits is the decimal point: "1;329,5" is 1 and
+    329.5 (it had been split at the comma and refused as a header).
+
+    >>> _split("1;329,5"), _split("1\\t329,5"), _split("1,329.5"), _split("1 329.5")
+    (['1', '329.5'], ['1', '329.5'], ['1', '329.5'], ['1', '329.5'])
+    """
+    for separator in (";", "\t"):
         if separator in line:
-            return [cell.strip() for cell in line.split(separator)]
+            cells = [cell.strip() for cell in line.split(separator)]
+            return [
+                cell.replace(",", ".") if _DECIMAL_COMMA.fullmatch(cell) else cell
+                for cell in cells
+            ]
+    if "," in line:
+        return [cell.strip() for cell in line.split(",")]
     return line.split()
 
 

@@ -50,6 +50,7 @@ from dpscale.model.step import (
 from dpscale.model.strategies import NOTHING_SHARDED, Strategy, default_bucket_bytes, row
 from dpscale.units import (
     UnitError,
+    UnitRangeError,
     bare_number,
     format_bandwidth,
     format_binary_bytes,
@@ -688,10 +689,6 @@ def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -
         raise InputError.single(
             field, f"{number!r} has no unit: write one, as in {first} or {second}", text
         )
-    try:
-        value = float(parser(text))
-    except UnitError as err:
-        raise InputError.single(field, str(err), text) from None
     shown: Callable[[float], str]
     if "bandwidth" in field:
         low, shown = MIN_BANDWIDTH, format_bandwidth
@@ -701,10 +698,16 @@ def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -
         low, shown = 0.0, format_binary_bytes  # as the memory per device is written
     else:
         low, shown = 0.0, format_duration
+    if positive and not low:
+        allowed = f"must be above 0 and at most {shown(high)}"
+    else:
+        allowed = f"must be from {shown(low) if low else '0'} to {shown(high)}"
+    try:
+        value = float(parser(text))
+    except UnitRangeError:  # read, but negative or past a float: the field's range says why
+        raise InputError.single(field, f"{allowed} (got {text!r})", text) from None
+    except UnitError as err:
+        raise InputError.single(field, str(err), text) from None
     if value < low or (positive and value <= 0) or value > high:
-        if positive and not low:
-            allowed = f"must be above 0 and at most {shown(high)}"
-        else:
-            allowed = f"must be from {shown(low) if low else '0'} to {shown(high)}"
         raise InputError.single(field, f"{allowed} (got {text!r})", text)
     return value

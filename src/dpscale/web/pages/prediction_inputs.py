@@ -10,11 +10,15 @@ from pydantic import Field
 
 from dpscale.model.query import PercentInputs
 from dpscale.spec.prediction import PREDICTION
+from dpscale.validation import pattern_said
 from dpscale.web.pages._described import input_fields
 
 __all__ = ["FIELDS", "RUN_ID", "PageInputs"]
 
-RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
+RUN_ID = pattern_said(
+    r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$",
+    "the id of a stored run (up to 64 letters, digits, '.', '_', ':' or '-'; dpscale runs list)",
+)
 
 
 class PageInputs(PercentInputs):
