@@ -650,7 +650,7 @@ def test_algorithms_and_strategies_read_in_the_page_language(client: httpx.Clien
         (
             "step_overhead",
             "7200 s",
-            {"en": "up to 3,600 s: 5 ms", "de": "bis zu 3.600 s: 5 ms", "ja": "3,600 s 以内で"},
+            {"en": "up to 1 h: 5 ms", "de": "bis zu 1 h: 5 ms", "ja": "1 h 以内で"},
         ),
         (
             "bucket_size",

@@ -215,8 +215,7 @@ def _split(line: str) -> list[str]:
         if separator in line:
             cells = [cell.strip() for cell in line.split(separator)]
             return [
-                cell.replace(",", ".") if _DECIMAL_COMMA.fullmatch(cell) else cell
-                for cell in cells
+                cell.replace(",", ".") if _DECIMAL_COMMA.fullmatch(cell) else cell for cell in cells
             ]
     if "," in line:
         return [cell.strip() for cell in line.split(",")]

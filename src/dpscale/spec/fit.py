@@ -37,7 +37,7 @@ from dpscale.spec.prediction import (
     TARGET_FRACTION,
     shown_run_id,
 )
-from dpscale.spec.scaling import UNITS
+from dpscale.spec.scaling import UNIT_INVALID, UNITS
 
 if TYPE_CHECKING:
     from dpscale.fit import FitResult
@@ -258,7 +258,7 @@ FIT_INPUTS: tuple[Input, ...] = (
         kind="text",
         advanced=True,
         suggestions=UNITS,
-        invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
+        invalid=UNIT_INVALID,
     ),
     Input(
         name="model_preset",

@@ -40,6 +40,7 @@ from dpscale.said import (
     number,
 )
 from dpscale.spec.description import N_, Input
+from dpscale.spec.scaling import UNIT_INVALID
 from dpscale.validation import FieldIssue, InputError, Rule, names
 
 if TYPE_CHECKING:
@@ -520,7 +521,7 @@ PREDICTION = Prediction(
                 "gives the throughput."
             ),
             kind="text",
-            invalid=N_("Use 1 to 24 characters, without < > \" ' or &."),
+            invalid=UNIT_INVALID,
         ),
         Input(
             name="mfu",

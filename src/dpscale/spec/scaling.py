@@ -30,6 +30,11 @@ from dpscale.validation import parse
 __all__ = ["SCALING"]
 
 UNITS = ("samples/s", "tokens/s", "images/s", "sequences/s", "steps/s")
+UNIT_INVALID = N_(
+    "Use 1 to 24 characters, without < > \" ' &, control characters or invisible ones "
+    "(zero-width, bidi)."
+)
+"""What a throughput unit allows (:data:`dpscale.validation.UNIT_PATTERN`), on every page."""
 
 
 def _compute(values: Mapping[str, Any]) -> ScalingResult:
@@ -101,10 +106,7 @@ SCALING = Description(
             example="samples/s",
             kind="text",
             suggestions=UNITS,
-            invalid=N_(
-                "Use 1 to 24 characters, without < > \" ' &, control characters or invisible "
-                "ones (zero-width, bidi)."
-            ),
+            invalid=UNIT_INVALID,
         ),
     ),
     compute=_compute,
