@@ -158,3 +158,13 @@ def test_a_port_in_use_or_a_host_not_here_is_one_line_before_serving(
     out, err = capsys.readouterr()
     assert (exited.value.code, out) == (2, "")
     assert err == "dpscale: error: --host: '192.0.2.1' is not an address of this machine\n"
+
+
+def test_a_proxy_that_is_no_address_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    # 999.9.9.9 had been taken, and trusted nothing, without a word.
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--forwarded-allow-ips", "10.0.0.5,999.9.9.9,foo/bar"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "dpscale: error: --forwarded-allow-ips: '999.9.9.9' is not an address, a network or '*'\n"
+    )

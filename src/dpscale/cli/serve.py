@@ -9,6 +9,8 @@ proxy headers
 
 from __future__ import annotations
 
+import ipaddress
+
 import click
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +33,23 @@ class ServeInput(BaseModel):
     max_connections: int = Field(default=1000, ge=1, le=1_000_000)
     keep_alive: int = Field(default=5, ge=1, le=3600)
     forwarded_allow_ips: str = Field(default="", max_length=4000, pattern=r"^[0-9A-Za-z.:/,* ]*$")
+
+
+def _not_an_address(value: str) -> str | None:
+    """The first entry of ``--forwarded-allow-ips`` that is no address, network or '*' (a
+    mistyped proxy, 999.9.9.9, had been taken and trusted nothing, without a word).
+
+    >>> _not_an_address("10.0.0.5, 10.1.0.0/16,*,::1"), _not_an_address("999.9.9.9")
+    (None, '999.9.9.9')
+    """
+    for entry in (item.strip() for item in value.split(",")):
+        if entry in ("", "*"):
+            continue
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            return entry
+    return None
 
 
 def _option(name: str, metavar: str, help: str, default: str | None = None) -> click.Option:
@@ -66,6 +85,9 @@ def serve(
             "forwarded_allow_ips": forwarded_allow_ips.strip(),
         },
     )
+    wrong = _not_an_address(options.forwarded_allow_ips)
+    if wrong is not None:
+        fail(f"--forwarded-allow-ips: {wrong!r} is not an address, a network or '*'")
     try:
         from dpscale.web.server import (
             ServerLimits,
@@ -141,7 +163,7 @@ SERVE = click.Command(
         _option(
             "max_header_bytes",
             "INT",
-            "Refuse (400) a request line and headers larger than this.",
+            "Refuse (431) a request line and headers larger than this.",
             "16384",
         ),
         _option(
