@@ -555,7 +555,7 @@ SAID: Mapping[str, Wording] = {
     ),
     "aicc": Wording(
         N_("The lowest AICc of the models compared (Akaike weight %(weight)s)."),
-        "{model} has the lowest AICc ({scores:, }); Akaike weight {weight:.0f %}, the "
+        "{model} has the lowest AICc ({scores:, }); Akaike weight {weight:,.0f %}, the "
         "probability that it is the best of those compared{skipped}",
     ),
     "fewest_parameters": Wording(
@@ -655,7 +655,7 @@ SAID: Mapping[str, Wording] = {
             "The point at %(devices)s devices lies %(off)s off the fit of the others: an "
             "outlier test flagged it, and it counts as %(weight)s of a point."
         ),
-        "The point at {devices:,} devices ({throughput:,.6g}) lies {off:.0f %} below the fit of "
+        "The point at {devices:,} devices ({throughput:,.6g}) lies {off:,.0f %} below the fit of "
         "the others (studentized residual {studentized:.1f}, beyond the 1 % outlier level "
         "{threshold:.1f}; {screening}): it was down-weighted to {weight:.2f} of a point.",
     ),
@@ -664,7 +664,7 @@ SAID: Mapping[str, Wording] = {
             "The point at %(devices)s devices lies %(off)s off the fit of the others: an "
             "outlier test flagged it, and it counts as %(weight)s of a point."
         ),
-        "The point at {devices:,} devices ({throughput:,.6g}) lies {off:.0f %} above the fit of "
+        "The point at {devices:,} devices ({throughput:,.6g}) lies {off:,.0f %} above the fit of "
         "the others (studentized residual {studentized:.1f}, beyond the 1 % outlier level "
         "{threshold:.1f}; {screening}): it was down-weighted to {weight:.2f} of a point.",
     ),
@@ -715,7 +715,7 @@ SAID: Mapping[str, Wording] = {
             "or less work per device can do that); none of these models can, so the fit is "
             "linear scaling."
         ),
-        "Superlinear: {devices:,} devices reach {efficiency:.0f %} of linear scaling (caches or "
+        "Superlinear: {devices:,} devices reach {efficiency:,.0f %} of linear scaling (caches or "
         "less work per device can do that); none of these models can, so the fit is linear "
         "scaling.",
     ),
