@@ -101,3 +101,32 @@ def test_a_group_without_its_command_shows_its_help_and_names_what_is_missing(
     out, err = capsys.readouterr()
     assert f"Usage: dpscale {group} [OPTIONS] COMMAND" in out
     assert err == f"dpscale {group}: error: name a command: {commands}\n"
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["runs", "import", "run.json"],
+        ["measure", "--nproc", "2", "--no-collectives"],
+        ["measure", "--script", "train.py"],
+    ],
+)
+def test_a_command_that_stores_refuses_a_database_in_memory(
+    database: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    url: str,
+    args: list[str],
+) -> None:
+    # "Stored as run ..." and exit 0, and the run was gone when the command ended; measure
+    # is refused before it measures. serve refuses such a database too.
+    database.setenv("DPSCALE_DATABASE_URL", url)
+    database.chdir(tmp_path)
+    (tmp_path / "run.json").write_text('{"run_id": "r"}')
+    err = _error(args, capsys)
+    assert err == (
+        f"dpscale: error: DPSCALE_DATABASE_URL names a database in memory ({url}): what this "
+        "command stores would be gone when it ends; name a file (sqlite:////srv/dpscale.sqlite3)"
+        " or a server\n"
+    )

@@ -265,8 +265,9 @@ def _stored(url: str, run_id: str, rows: tuple[tuple[int, float, float, int], ..
     """A stored run with ``(devices, throughput, step_time_cv, steps)`` results."""
     from dpscale.store.runs import save_run
 
+    base = rows[0][1] / rows[0][0]  # efficiency: per device, relative to the fewest devices'
     results = [
-        {"devices": n, "throughput": x, "per_device_throughput": x / n, "efficiency": 1.0,
+        {"devices": n, "throughput": x, "per_device_throughput": x / n, "efficiency": x / n / base,
          "unit": "samples/s", "steps": steps, "step_time_cv": cv, "strategy": "ddp",
          "step_time_p50_s": 8 * n / x, "step_time_p95_s": 8 * n / x * 1.3}
         for n, x, cv, steps in rows

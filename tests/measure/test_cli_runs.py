@@ -204,3 +204,128 @@ def test_the_comparison_carries_the_prediction_as_predict_writes_it(
     prediction = json.loads(out)["prediction"]
     assert prediction["notes"][0].startswith("Gradients: ")
     assert len(prediction["notes"]) == len(prediction["note_codes"])
+
+
+TITAN_LOG = (
+    "[titan] 2024-10-01 10:00:01,000 - root - INFO - Building 2-D device mesh with "
+    "['dp_shard', 'tp'], [4, 2]\n"
+    "[titan] 2024-10-01 10:00:09,000 - root - INFO - Training starts at step 1, with local "
+    "batch size 8, global batch size 32, sequence length 2048, total steps 100 (warmup 10)\n"
+    "[titan] 2024-10-01 10:00:20,000 - root - INFO - step:  1  loss: 9.0  tps: 100\n"
+    "[titan] 2024-10-01 10:00:30,000 - root - INFO - step: 10  loss: 8.0  tps: 4,096\n"
+    "[titan] 2024-10-01 10:00:40,000 - root - INFO - step: 20  loss: 7.0  tps: 4,000\n"
+)
+
+
+def _kinds(measured_run: MakeRun, script_run: Callable[..., dict[str, Any]]) -> list[Any]:
+    from dpscale.store.importers import run_from_csv, run_from_torchtitan
+
+    partial = measured_run("k-partial", error="rank 1 of world size 2 was killed")
+    return [
+        measured_run("k-measured"),
+        partial,
+        script_run("k-script", [(1, 7097.1), (2, 7791.0)]),
+        {**run_from_csv("devices,throughput\n1,100\n2,190\n4,360\n", "ok.csv"), "run_id": "k-csv"},
+        {
+            **run_from_csv(
+                "devices,throughput,step_time_s,step_time_p95_s\n8,7900,0.5,0.6\n16,15500,0.5,0.7\n",
+                "steps.csv",
+                unit="tokens/s",
+            ),
+            "run_id": "k-csv-steps",
+        },
+        {**run_from_torchtitan([("8.log", TITAN_LOG)]), "run_id": "k-titan"},
+    ]
+
+
+def test_every_kind_of_run_moves_to_another_database_by_export_and_import(
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    measured_run: MakeRun,
+    script_run: Callable[..., dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``runs export --json`` of a run of each kind the store holds is imported into another
+    database and exported from there byte for byte. A CSV's or torchtitan's run had been
+    refused: "results.0 lacks rank_spread, slowest_rank" (they were there, null)."""
+    other = f"sqlite:///{tmp_path / 'other.sqlite3'}"
+    for payload in _kinds(measured_run, script_run):
+        run_id = payload["run_id"]
+        monkeypatch.setenv("DPSCALE_DATABASE_URL", sqlite_url)
+        save_run(payload)
+        status, exported, err = run(capsys, "runs", "export", run_id, "--json")
+        assert (status, err) == (0, ""), run_id
+        path = tmp_path / f"{run_id}.json"
+        path.write_text(exported)
+        monkeypatch.setenv("DPSCALE_DATABASE_URL", other)
+        status, out, err = run(capsys, "runs", "import", str(path))
+        assert (status, err) == (0, ""), (run_id, err)
+        assert out == f"Stored as run {run_id} (dpscale runs show {run_id}).\n"
+        status, again, err = run(capsys, "runs", "export", run_id, "--json")
+        assert (status, again) == (0, exported), run_id
+        status, out, err = run(capsys, "runs", "show", run_id)
+        assert (status, err) == (0, ""), run_id
+
+
+def test_a_run_file_without_its_unit_names_it(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, measured_run: MakeRun, tmp_path: Path
+) -> None:
+    payload = measured_run("r-unit")
+    payload["results"][1]["unit"] = None
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(payload))
+    status, _, err = run(capsys, "runs", "import", str(path))
+    assert status == 2
+    assert err == (
+        f"dpscale: error: {path}: results.1.unit is null: the throughput's unit must be "
+        "given, 1 to 24 characters such as samples/s or tokens/s\n"
+    )
+
+
+def test_import_reads_stdin_as_fit_does(
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    measured_run: MakeRun,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def stdin(text: str) -> None:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+
+    stdin(json.dumps(measured_run("r-stdin")))
+    assert run(capsys, "runs", "import", "-") == (
+        0,
+        "Stored as run r-stdin (dpscale runs show r-stdin).\n",
+        "",
+    )
+    stdin("devices,throughput\n1,100\n2,190\n")
+    status, out, err = run(capsys, "runs", "import", "-")
+    assert (status, err) == (0, "")
+    assert get_run(out.split()[3])["config"]["source"] == "stdin"
+    stdin("devices,throughput\n1,100\n1,190\n")
+    status, _, err = run(capsys, "runs", "import", "-")
+    assert (status, err) == (
+        2,
+        "dpscale: error: stdin, line 3: devices 1 is on line 2 too: one row per device count\n",
+    )
+    stdin("{}")
+    status, _, err = run(capsys, "runs", "import", "-", "-")
+    assert (status, err) == (
+        2,
+        "dpscale: error: - (stdin) is read alone: give the files by name (got 2 files)\n",
+    )
+    monkeypatch.setattr("dpscale.cli.runs.MAX_RUN_BYTES", 2**20)
+    stdin("devices,throughput\n" + "1,100\n" * 2**18)  # read up to the limit, not to its end
+    status, _, err = run(capsys, "runs", "import", "-")
+    assert (status, err) == (2, "dpscale: error: stdin is larger than 1 MiB\n")
+
+
+def test_an_id_too_long_for_any_run_is_not_echoed_whole(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    status, _, err = run(capsys, "runs", "show", "x" * 100_000)
+    assert status == 2
+    assert (
+        err
+        == f"dpscale: error: no measurement run with id '{'x' * 64}…' (see: dpscale runs list)\n"
+    )

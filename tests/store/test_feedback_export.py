@@ -43,7 +43,8 @@ def _export(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def test_csv_cells_never_start_a_formula(capsys: pytest.CaptureFixture[str]) -> None:
     rows = list(csv.DictReader(io.StringIO(_export(capsys, "--csv"))))
     comments = [row["comment"] for row in rows]
-    assert comments[:6] == ["'" + comment for comment in COMMENTS[:6]]
+    assert comments[:5] == ["'" + comment for comment in COMMENTS[:5]]
+    assert comments[5] == "\\x0d=1+1"  # a CR shown as the table shows it: no formula either
     assert comments[6] == "plain words, with a comma"
     assert [row["id"] for row in rows] == [str(n) for n in range(1, len(COMMENTS) + 1)]
 
@@ -78,3 +79,20 @@ def test_the_table_prints_a_comment_as_written(
     out = _export(capsys)
     assert f"│ {comment} │" in out
     assert "😄" not in out
+
+
+def test_csv_shows_control_characters_as_the_table_does_and_keeps_line_breaks(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    # A raw ESC in the CSV drove the terminal it was printed to; a lone CR hid what came
+    # before it. A browser's CR LF and a tab stay as written (a spreadsheet shows them in the
+    # cell); --json keeps every comment exactly as stored.
+    comment = "=cmd|calc!A1 \x1b[31mred\r\nnext\tline\rover\x07"
+    add_feedback(
+        FeedbackInput(calculator="data-parallel-scaling", helpful=True, lang="en", comment=comment)
+    )
+    out = _export(capsys, "--csv")
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    (row,) = csv.DictReader(io.StringIO(out, newline=""))
+    assert row["comment"] == "'=cmd|calc!A1 \\x1b[31mred\r\nnext\tline\\x0dover\\x07"

@@ -260,7 +260,8 @@ HUGE = "devices,throughput\n" + "".join(f"{n},{n * 10}\n" for n in range(1, 1002
         (
             "e.csv",
             "devices,throughput\n1,100\n8,8000\n",
-            "e.csv, line 3: per-device throughput 1000 is 10x that at 1 devices",
+            "e.csv, line 3: per-device throughput 1000 is 10x that of the fewest devices "
+            "(devices 1: 100)",
         ),
         (
             "s.csv",

@@ -30,8 +30,10 @@ feedback_app = Group(
 def export(as_json: bool, as_csv: bool) -> None:
     """Print every stored answer, oldest first (a table unless --json or --csv).
 
-    Comments are untrusted text: in the table their control characters are shown as \\xNN,
-    in the CSV a cell starting with = + - @ tab or CR gets a leading ' (no formula runs).
+    Comments are untrusted text: in the table and the CSV their control characters are shown
+    as \\xNN (an escape sequence would drive the terminal the CSV is printed to; line breaks
+    and tabs stay as written in the CSV), and in the CSV a cell starting with = + - @ or tab
+    gets a leading ' (no formula runs). --json gives them exactly as stored.
     """
     if as_json and as_csv:
         fail("choose one of --json and --csv")
@@ -48,7 +50,7 @@ def export(as_json: bool, as_csv: bool) -> None:
         # RFC 4180 line ends: a comment holding a lone CR is then quoted, not a broken row
         writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\r\n")
         writer.writeheader()
-        writer.writerows({key: csv_cell(value) for key, value in row.items()} for row in rows)
+        writer.writerows({key: _csv_text(value) for key, value in row.items()} for row in rows)
         return
     from dpscale.terminal import Table, console
 
@@ -58,6 +60,20 @@ def export(as_json: bool, as_csv: bool) -> None:
     for row in rows:
         table.add_row(*(terminal_text(str(row[column])) for column in COLUMNS))
     console().print(table)
+
+
+def _csv_text(value: object) -> object:
+    """A CSV cell: control characters shown as ``\\xNN`` as the table shows them (a raw ESC
+    reached the terminal the CSV was printed to), but for the line breaks a spreadsheet shows
+    in a cell (newline, and CR before it: a browser posts CR LF), and tab; then a cell that
+    would be a formula prefixed with ``'``.
+
+    >>> _csv_text("=1\\x1b[31m\\r\\nnext\\rover")
+    "'=1\\\\x1b[31m\\r\\nnext\\\\x0dover"
+    """
+    if not isinstance(value, str):
+        return csv_cell(value)
+    return csv_cell("\r\n".join(terminal_text(line) for line in value.split("\r\n")))
 
 
 def register(group: click.Group) -> None:

@@ -187,6 +187,13 @@ def measure(
             f"--compare needs the training and the collectives' bandwidth to predict with: "
             f"drop {off}"
         )
+    if store and not (launch_line or sbatch):  # refused before measuring, not after
+        from dpscale.store.db import StoreUnavailableError, require_lasting
+
+        try:
+            require_lasting()  # a run stored in memory was gone when the command ended
+        except StoreUnavailableError as err:
+            fail(str(err))
     if script is not None:
         named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
         given = [key for key, value in named.items() if value is not None]

@@ -21,7 +21,8 @@ from dpscale.cli._text import terminal_text
 MAX_RUN_BYTES = 256 * 1024 * 1024
 """A run with raw timings of a large cluster is tens of megabytes."""
 
-SHOWN_KEYS = ("unit", "rank_spread", "slowest_rank")
+STDIN = Path("-")
+"""``runs import -`` reads the file from stdin, as ``fit -`` does."""
 
 runs_app = Group(
     "runs",
@@ -143,8 +144,9 @@ def show_command(run_id: str, predict: bool, as_json: bool) -> None:
     if job:
         click.echo(terminal_text(f"Job: {job}"))
     print_summary(_shown(run))
-    if run["error"]:
-        click.echo(terminal_text(f"Partial run: {run['error']}"))
+    if run["partial"]:  # the flag runs list marks "(partial)" by
+        why = run["error"] or "not every world size finished"
+        click.echo(terminal_text(f"Partial run: {why}"))
     if predict:
         from dpscale.measure.compare import print_comparison
 
@@ -238,8 +240,8 @@ _FORMAT_HELP = (
             nargs=-1,
             required=True,
             type=click.Path(path_type=Path),
-            help="run.json written by the worker, a CSV of devices,throughput, or torchtitan "
-            "logs (one per world size).",
+            help="run.json written by the worker (or by runs export --json), a CSV of "
+            "devices,throughput, or torchtitan logs (one per world size); - reads stdin.",
         ),
         click.Option(
             ["file_format", "--format"],
@@ -266,10 +268,16 @@ def import_command(
     """Store a run: one that rank 0 of a cluster job wrote (python -m dpscale.measure.worker),
     a CSV of devices,throughput, or torchtitan's logs. The stored run feeds fit --run ID and
     predict --measured run:ID like a measured one."""
-    from dpscale.store.db import StoreUnavailableError
+    from dpscale.store.db import StoreUnavailableError, require_lasting
     from dpscale.store.importers import guess_format
     from dpscale.store.runs import save_run
 
+    try:
+        require_lasting()
+    except StoreUnavailableError as err:
+        fail(str(err))
+    if STDIN in paths and len(paths) > 1:
+        fail(f"- (stdin) is read alone: give the files by name (got {len(paths)} files)")
     texts = [(path, _read(path)) for path in paths]
     formats = {
         file_format or guess_format(path.name, data[:2_000_000].decode("utf-8", "replace"))
@@ -282,7 +290,7 @@ def import_command(
         fail(f"--format {chosen} reads one file (got {len(paths)}); torchtitan reads several")
     if devices is not None and chosen != "torchtitan":
         fail("--devices is for torchtitan logs (a CSV names its devices, a run.json too)")
-    where = str(paths[0])
+    where = _name(paths[0])
     try:
         if chosen == "json":
             payload = _json_run(paths[0], texts[0][1])
@@ -294,7 +302,7 @@ def import_command(
             from dpscale.store.importers import run_from_torchtitan
 
             counts = _device_counts(devices) if devices is not None else None
-            logs = [(str(path), _text(path, data)) for path, data in texts]
+            logs = [(_name(path), _text(path, data)) for path, data in texts]
             payload = run_from_torchtitan(logs, counts)
             where = ""
         run_id = save_run(payload)
@@ -305,9 +313,20 @@ def import_command(
     click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
 
 
+def _name(path: Path) -> str:
+    """A file as messages and the stored run's ``config.source`` name it."""
+    return "stdin" if path == STDIN else str(path)
+
+
 def _read(path: Path) -> bytes:
     from dpscale.fit import data as points_data
 
+    if path == STDIN:
+        # Up to the limit, never to the end: an endless pipe is refused at the limit.
+        data = sys.stdin.buffer.read(MAX_RUN_BYTES + 1)
+        if len(data) > MAX_RUN_BYTES:
+            fail(f"stdin is larger than {MAX_RUN_BYTES // 2**20} MiB")
+        return data
     try:
         # Read up to the limit, not to the end: /dev/zero or a FIFO has no size to check
         # first, and read whole it took every byte of memory; a FIFO nobody writes to is
@@ -329,7 +348,7 @@ def _text(path: Path, data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        fail(f"{path}: not UTF-8 text (byte {err.start:,})")
+        fail(f"{_name(path)}: not UTF-8 text (byte {err.start:,})")
 
 
 def _unit(unit: str) -> str:
@@ -357,22 +376,47 @@ def _device_counts(text: str) -> list[int]:
     return counts
 
 
+class _KeyTwiceError(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (as the feedback API reads one): read
+    last-wins, ``"run_id": "a", "run_id": "b"`` had stored b without a word."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _KeyTwiceError(key)
+        found[key] = value
+    return found
+
+
 def _json_run(path: Path, data: bytes) -> dict[str, Any]:
-    """A run.json as the worker writes it, with what ``runs show`` prints."""
+    """A run.json as the worker (or ``runs export --json``) writes it, with the unit that
+    ``runs show`` prints; ``rank_spread`` and ``slowest_rank`` may be null (an imported log
+    has none: ``runs show`` prints ``-``)."""
     from dpscale.safejson import JSONInputError, loads
 
+    name = _name(path)
     try:
-        payload = loads(data)
+        payload = loads(data, object_pairs_hook=_once)
+    except _KeyTwiceError as err:
+        key = err.key if len(err.key) <= 40 else err.key[:37] + "..."
+        fail(f"{name}: the key {key!r} is given twice in one object (one value each)")
     except JSONInputError as err:
-        fail(f"{path} is not JSON dpscale reads: {err}")
+        fail(f"{name} is not JSON dpscale reads: {err}")
     if not isinstance(payload, dict):
-        fail(f"{path} holds no run object")
-    # What `runs show` prints, beyond what the store needs; the worker always writes it.
+        fail(f"{name} holds no run object")
     rows = payload.get("results")
     for index, row in enumerate(rows if isinstance(rows, list) else ()):
-        absent = [key for key in SHOWN_KEYS if isinstance(row, dict) and row.get(key) is None]
-        if absent:
-            fail(f"{path}: results.{index} lacks {', '.join(absent)} (unit: samples/s, ...)")
+        if isinstance(row, dict) and row.get("unit") is None:
+            said = "is null" if "unit" in row else "is missing"
+            fail(
+                f"{name}: results.{index}.unit {said}: the throughput's unit must be given, "
+                "1 to 24 characters such as samples/s or tokens/s"
+            )
     return payload
 
 

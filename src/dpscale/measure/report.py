@@ -115,8 +115,9 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
     title = f"Run {payload['run_id']}: {payload['backend']}"
     if env.get("device_names") and env.get("hosts"):
         title += f", {', '.join(env['device_names'])} on {', '.join(env['hosts'])}"
-    if env.get("nodes", 1) > 1:
-        title += f" ({env['nodes']} nodes)"
+    nodes = env.get("nodes", 1)
+    if isinstance(nodes, int) and nodes > 1:
+        title += f" ({nodes} nodes)"
     if payload["partial"]:
         title += " (PARTIAL)"
     table = Table(title=title)
@@ -125,15 +126,19 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
     table.add_column("Rank spread", justify="right")
     for row in payload["results"]:
         # An imported log may have no step times and no ranks' timings: "-" there.
-        p50, p95, spread = row["step_time_p50_s"], row["step_time_p95_s"], row["rank_spread"]
+        p50, p95 = row.get("step_time_p50_s"), row.get("step_time_p95_s")
+        spread, slowest = row.get("rank_spread"), row.get("slowest_rank")
+        unit = row.get("unit") or "samples/s"  # a run stored before units were
         table.add_row(
             f"{row['devices']:,}",
-            f"{row['throughput']:,.1f} {row['unit']}",
+            f"{row['throughput']:,.1f} {unit}",
             f"{row['per_device_throughput']:,.1f}",
             f"{row['efficiency'] * 100:.1f} %",
-            "-" if p50 is None else format_duration(p50),
-            "-" if p95 is None else format_duration(p95),
-            "-" if spread is None else f"{spread * 100:.1f} % (rank {row['slowest_rank']})",
+            _duration(p50),
+            _duration(p95),
+            "-"
+            if spread is None
+            else f"{spread * 100:.1f} %" + ("" if slowest is None else f" (rank {slowest})"),
         )
     if payload["results"]:
         console.print(table)
@@ -145,14 +150,16 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
         split.add_column(name, justify="right")
     rows = [row for row in payload["results"] if "step_overhead_s" in row]
     for row in rows:  # runs stored before the split was measured have none
+        cv = row.get("step_time_cv")
         split.add_row(
             f"{row['devices']:,}",
-            format_duration(row["step_time_p50_s"]),
-            f"{row['step_time_cv'] * 100:.1f} %",
-            format_duration(row["compute_time_s"]),
-            format_duration(row["comm_time_s"]),
-            format_duration(row["exposed_comm_time_s"]),
-            format_duration(row["step_overhead_s"]),
+            _duration(row.get("step_time_p50_s")),
+            "-" if cv is None else f"{cv * 100:.1f} %",
+            *(
+                _duration(row.get(key))
+                for key in ("compute_time_s", "comm_time_s", "exposed_comm_time_s")
+            ),
+            _duration(row.get("step_overhead_s")),
         )
     if rows:
         console.print(split)
@@ -185,12 +192,13 @@ def print_summary(payload: Mapping[str, Any], console: Any = None) -> None:
 def _print_sharded(payload: Mapping[str, Any], console: Any) -> None:
     """Sharded runs: each world size's groups, collectives alone and memory per device."""
     from dpscale.terminal import Table
-    from dpscale.units import format_bytes, format_duration
+    from dpscale.units import format_bytes
 
     rows = [row for row in payload["results"] if "all_gather_time_s" in row]
     if not rows:
         return
-    table = Table(title=f"{rows[0]['strategy']}: collectives alone and memory per device")
+    strategy = rows[0].get("strategy") or "sharded"
+    table = Table(title=f"{strategy}: collectives alone and memory per device")
     names = ("Devices", "Shard x replicate", "All-gather", "Reduce-scatter", "Memory/device")
     for name in names:
         table.add_column(name, justify="right")
@@ -199,17 +207,25 @@ def _print_sharded(payload: Mapping[str, Any], console: Any) -> None:
         table.add_column("CUDA peak", justify="right")
     for row in rows:
         extra = [format_bytes(row.get("max_memory_allocated_bytes", 0))] if peak else []
+        memory = row.get("memory_per_device_bytes")
         table.add_row(
             f"{row['devices']:,}",
-            f"{row['shard_group_size']} x {row['replicate_group_size']}",
+            f"{row.get('shard_group_size', '?')} x {row.get('replicate_group_size', '?')}",
             *(
-                format_duration(row[key]) if row[key] > 0 else "-"  # nothing moves at 1 rank
+                _duration(row.get(key) or None)  # nothing moves at 1 rank: 0, shown "-"
                 for key in ("all_gather_time_s", "reduce_scatter_time_s")
             ),
-            format_bytes(row["memory_per_device_bytes"]),
+            "-" if memory is None else format_bytes(memory),
             *extra,
         )
     console.print(table)
+
+
+def _duration(seconds: float | None) -> str:
+    """A figure a run may lack (an imported log's step times): "-" where it does."""
+    from dpscale.units import format_duration
+
+    return "-" if seconds is None else format_duration(seconds)
 
 
 def _across(row: Mapping[str, Any]) -> str:

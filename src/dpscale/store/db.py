@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
     ArgumentError,
     DatabaseError,
@@ -39,6 +39,7 @@ __all__ = [
     "dispose",
     "engine",
     "in_memory",
+    "require_lasting",
     "scrubbed",
     "session",
     "shown_url",
@@ -83,6 +84,8 @@ def shown_url(url: str) -> str:
 
     >>> shown_url("postgresql+psycopg://app:hunter2@db/dpscale?password=hunter3&sslmode=require")
     'postgresql+psycopg://app:***@db/dpscale?password=***&sslmode=require'
+    >>> shown_url("sqlite:///:memory:"), shown_url("sqlite:///file:/tmp/d.db?mode=ro&uri=true")
+    ('sqlite:///:memory:', 'sqlite:///file:/tmp/d.db?mode=ro&uri=true')
     >>> shown_url("not a url password=x")
     'a database URL that cannot be read (not shown: it may hold a password)'
     """
@@ -95,6 +98,13 @@ def shown_url(url: str) -> str:
         for name, value in parsed.query.items()
     }
     shown = parsed.set(query=query).render_as_string(hide_password=True)
+    if parsed.database:  # as typed: rendered, sqlite:///:memory: read sqlite:///%3Amemory%3A
+        head = parsed.set(query={}).render_as_string(hide_password=True)
+        bare = URL.create(
+            parsed.drivername, parsed.username, parsed.password, parsed.host, parsed.port
+        ).render_as_string(hide_password=True)
+        if shown.startswith(head) and head.startswith(bare + "/"):
+            shown = f"{bare}/{parsed.database}{shown[len(head) :]}"
     return shown.replace("%2A%2A%2A", MASK)
 
 
@@ -163,6 +173,26 @@ def in_memory(url: str) -> bool:
         or parsed.query.get("mode") == "memory"
         or "mode=memory" in database
     )
+
+
+def require_lasting(url: str | None = None) -> None:
+    """Refuse a database in memory (:func:`in_memory`) for a command that stores: raises
+    :class:`StoreUnavailableError` naming ``DPSCALE_DATABASE_URL``. What ``runs import`` or
+    ``measure`` stored there was gone when the command ended, after "Stored as run ..."
+    (``serve`` refuses it too).
+
+    >>> require_lasting("sqlite://")
+    Traceback (most recent call last):
+    ...
+    dpscale.store.db.StoreUnavailableError: DPSCALE_DATABASE_URL names a database in memory ...
+    """
+    url = url or database_url()
+    if in_memory(url):
+        raise StoreUnavailableError(
+            f"{ENV_VAR} names a database in memory ({shown_url(url)}): what this command "
+            "stores would be gone when it ends; name a file (sqlite:////srv/dpscale.sqlite3) "
+            "or a server"
+        )
 
 
 def default_url() -> str:

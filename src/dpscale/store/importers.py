@@ -46,7 +46,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dpscale.measure.report import add_efficiency, new_run_id
-from dpscale.store.runs import MAX_DEVICES, MAX_EFFICIENCY, MAX_RATE, MAX_RESULTS, MAX_SECONDS
+from dpscale.store.runs import (
+    MAX_BATCH,
+    MAX_DEVICES,
+    MAX_RATE,
+    MAX_RESULTS,
+    MAX_SECONDS,
+    MIN_STEP_S,
+    check_results,
+)
 
 __all__ = ["FORMATS", "guess_format", "run_from_csv", "run_from_torchtitan"]
 
@@ -54,7 +62,6 @@ FORMATS = ("torchtitan", "csv", "json")
 CSV_COLUMNS = ("devices", "throughput", "step_time_s", "step_time_p95_s", "batch")
 BACKEND = "imported"
 """The stored run's backend: an import does not know which the job used."""
-MAX_BATCH = 1e15
 
 
 def guess_format(name: str, text: str) -> str:
@@ -86,15 +93,9 @@ def _shown(text: str) -> str:
 
 def _run(results: list[dict[str, Any]], config: dict[str, Any]) -> dict[str, Any]:
     rows = add_efficiency(results)
-    base = rows[0]
-    for row in rows:
-        if not 0 < row["efficiency"] <= MAX_EFFICIENCY:
-            raise _fail(
-                row["source"],
-                f"per-device throughput {row['per_device_throughput']:.6g} is "
-                f"{row['efficiency']:.3g}x that at {base['devices']} devices; at most "
-                f"{MAX_EFFICIENCY:g}x is a measurement (a unit or a column mixed up?)",
-            )
+    # The checks every stored run passes (a run.json too), each at its file and line: a
+    # per-device throughput over 4x the fewest devices', one row per device count, ...
+    check_results(rows, [row["source"] for row in rows])
     now = datetime.now(UTC)
     return {
         "run_id": new_run_id(now),
@@ -147,6 +148,18 @@ def _number(cell: str, where: str, column: str, low: float, high: float) -> floa
     return value
 
 
+def _step(cell: str, where: str, column: str) -> float:
+    """A step time in seconds: from 1 ns (the timer's floor, as measure stores) to 7 days."""
+    value = _number(cell, where, column, 0, MAX_SECONDS)
+    if value < MIN_STEP_S:
+        raise _fail(
+            where,
+            f"{column} must be a number from {MIN_STEP_S:g} to {MAX_SECONDS:g} seconds "
+            f"(got {_shown(cell)})",
+        )
+    return value
+
+
 def run_from_csv(text: str, name: str, *, unit: str = "samples/s") -> dict[str, Any]:
     """A run from a CSV of ``devices,throughput[,step_time_s,step_time_p95_s,batch]``
     (module docstring); ``ValueError`` naming the file and line of the first bad cell."""
@@ -193,17 +206,20 @@ def run_from_csv(text: str, name: str, *, unit: str = "samples/s") -> dict[str, 
         throughput = _number(row["throughput"], where, "throughput", 0, MAX_RATE)
         p50 = p95 = None
         if row.get("step_time_s"):
-            p50 = _number(row["step_time_s"], where, "step_time_s", 0, MAX_SECONDS)
+            p50 = _step(row["step_time_s"], where, "step_time_s")
         if row.get("batch"):
             batch = _number(row["batch"], where, "batch", 0, MAX_BATCH)
             if p50 is None:
                 p50 = batch / throughput
         if row.get("step_time_p95_s"):
-            p95 = _number(row["step_time_p95_s"], where, "step_time_p95_s", 0, MAX_SECONDS)
+            p95 = _step(row["step_time_p95_s"], where, "step_time_p95_s")
             if p50 is None or p95 < p50:
                 raise _fail(where, "step_time_p95_s needs step_time_s (or batch) at most it")
-        if p50 is not None and p50 > MAX_SECONDS:
-            raise _fail(where, f"a step of {p50:.3g} s (batch / throughput) is over 7 days")
+        if p50 is not None and not MIN_STEP_S <= p50 <= MAX_SECONDS:
+            raise _fail(
+                where,
+                f"a step of {p50:.3g} s (batch / throughput) is not from 1 ns to 7 days",
+            )
         results.append(_result(count, throughput, unit, (p50, p95), where))
     return _run(results, {"format": "csv", "source": name, "unit": unit})
 
@@ -311,8 +327,11 @@ def _one_log(text: str, name: str, devices: int | None) -> tuple[int, dict[str, 
                     if seconds > 0:
                         steps.append(seconds)
     p50, p95 = _percentiles(steps)
-    if p50 is not None and not (p95 or 0) <= MAX_SECONDS:
-        raise _fail(name, "a step of over 7 days: the timestamps or the batch are not a step's")
+    if p50 is not None and not MIN_STEP_S <= p50 <= (p95 or p50) <= MAX_SECONDS:
+        raise _fail(
+            name,
+            "a step of under 1 ns or over 7 days: the timestamps or the batch are not a step's",
+        )
     first = min(number for _, _, _, number in kept)
     result = _result(world, per_device * world, "tokens/s", (p50, p95), f"{name}, line {first}")
     result["log_lines"] = len(kept)

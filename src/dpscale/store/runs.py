@@ -19,13 +19,18 @@ timings. :func:`get_run` gives the same object back.
 
 from __future__ import annotations
 
+import math
+import re
 import threading
+import typing
 import unicodedata
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -43,14 +48,16 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from dpscale.store.db import Base, database_url, session
 from dpscale.units import format_count
-from dpscale.validation import UNIT_PATTERN
+from dpscale.validation import UNIT_PATTERN, rule_of
 
 __all__ = [
     "BadRunError",
     "RunCollective",
     "RunResult",
     "RunTiming",
+    "RunVersion",
     "StoredRun",
+    "check_results",
     "check_run",
     "delete_run",
     "get_run",
@@ -125,6 +132,20 @@ class RunTiming(Base):
     rank_times_s: Mapped[list[list[float]]] = mapped_column(JSON)
 
 
+class RunVersion(Base):
+    """A token drawn anew each time a run is stored: what a reader's cache is keyed on, since
+    a run deleted and imported again from the same file keeps its id and ``created_at``
+    (a table of its own, so that a database made by an older dpscale gains it on first use;
+    a run stored before it has none and is keyed on its ``created_at`` as before)."""
+
+    __tablename__ = "measure_run_version"
+
+    run_id: Mapped[str] = mapped_column(
+        ForeignKey("measure_run.id", ondelete="CASCADE"), primary_key=True
+    )
+    token: Mapped[str] = mapped_column(String(32))
+
+
 MAX_DEVICES = 10_000_000
 MAX_RESULTS = 1_000
 """Training results of one run: one per world size measured (a few dozen at most)."""
@@ -151,12 +172,47 @@ load of 14); 55 is a percentage typed where a fraction belongs."""
 MAX_SECONDS = 7 * 86400.0
 MAX_RATE = 1e15
 """Samples/s or bytes/s: far above any device or link."""
+MIN_STEP_S = 1e-9
+"""The shortest step a run states: the timer's floor, as measure stores it (a step of 0.1 ns
+at 190 samples/s is no measurement)."""
+MAX_BATCH = 1e15
+"""Samples or tokens of one step on all devices."""
+MAX_CV = 1_000.0
+"""A coefficient of variation of step times (0.05 is typical; -3 or 1e9 is none)."""
+MAX_STEPS = 10**9
+COHERENCE = 0.01
+"""How far figures that follow from each other may differ (relative): throughput and
+devices x per-device throughput, efficiency and the per-device throughputs' ratio. A
+measured run agrees to 12 digits; a hand-edited figure rounded to 2 digits is still read."""
+
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""A stored run's id (no ':', so that ``run:ID`` reads one way; the prediction page's
+calibrate field takes the same)."""
+_BACKEND = r"^[a-z0-9_]{1,16}$"
+_OP = r"^[a-z_]{1,32}$"
+_KIND = r"^[a-z_]{1,16}$"
+_SAID = {
+    "run_id": "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+    "backend": "1 to 16 small letters, digits or '_'",
+    "op": "1 to 32 small letters or '_', such as all_reduce",
+    "kind": "1 to 16 small letters or '_', such as training",
+}
+"""What a text field's pattern allows, as the object of "must be" (here, not in
+:func:`dpscale.validation.pattern_said`'s table, which keys a text on the pattern alone:
+the page's calibrate field words the same pattern its own way)."""
 
 
 class _Checked(BaseModel):
-    """Types and ranges of a stored run's figures; other keys are kept as measured."""
+    """Types and ranges of a stored run's figures; other keys are kept as measured.
 
-    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    Strict: a number is a JSON number and a flag a JSON boolean. Read leniently, ``"false"``
+    had passed as False and then been stored as the text, a true value (a partial run)."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)
+
+
+_Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+_Bytes = Annotated[int, Field(ge=0, le=MAX_BYTES)]
 
 
 class _Result(_Checked):
@@ -165,25 +221,50 @@ class _Result(_Checked):
     per_device_throughput: float = Field(gt=0, le=MAX_RATE)
     unit: str | None = Field(default=None, pattern=UNIT_PATTERN)
     rank_spread: float | None = Field(default=None, ge=0, le=1e6)
-    slowest_rank: int | None = Field(default=None, ge=0, le=MAX_DEVICES)
+    slowest_rank: int | None = Field(default=None, ge=0, le=MAX_DEVICES - 1)
     efficiency: float = Field(gt=0, le=MAX_EFFICIENCY)
     # None: not in the log a run was imported from (a CSV of devices and throughput alone).
-    step_time_p50_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] | None
+    step_time_p50_s: Annotated[float, Field(ge=MIN_STEP_S, le=MAX_SECONDS)] | None
     step_time_p95_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None
+    # What runs show, show --predict, fit and predict read where a run has them.
+    step_time_mean_s: _Seconds | None = None
+    step_time_cv: Annotated[float, Field(ge=0, le=MAX_CV)] | None = None
+    steps: Annotated[int, Field(ge=1, le=MAX_STEPS)] | None = None
+    samples_per_step: Annotated[float, Field(gt=0, le=MAX_BATCH)] | None = None
+    tokens_per_step: Annotated[float, Field(gt=0, le=MAX_BATCH)] | None = None
+    baseline_devices: Annotated[int, Field(ge=1, le=MAX_DEVICES)] | None = None
+    compute_time_s: _Seconds | None = None
+    comm_time_s: _Seconds | None = None
+    exposed_comm_time_s: _Seconds | None = None
+    step_overhead_s: _Seconds | None = None
+    all_gather_time_s: _Seconds | None = None
+    reduce_scatter_time_s: _Seconds | None = None
+    memory_per_device_bytes: _Bytes | None = None
+    param_bytes: _Bytes | None = None
+    grad_bytes: _Bytes | None = None
+    optimizer_state_bytes: _Bytes | None = None
+    max_memory_allocated_bytes: _Bytes | None = None
+    shard_group_size: Annotated[int, Field(ge=1, le=MAX_DEVICES)] | None = None
+    replicate_group_size: Annotated[int, Field(ge=1, le=MAX_DEVICES)] | None = None
+    strategy: str | None = Field(default=None, max_length=MAX_NAME)
+    teardown: str | None = Field(default=None, max_length=MAX_TEXT)
+    source: str | None = Field(default=None, max_length=MAX_TEXT)
+    log_lines: Annotated[int, Field(ge=0, le=MAX_STEPS)] | None = None
 
 
 class _Collective(_Checked):
-    op: str = Field(pattern=r"^[a-z_]{1,32}$")
+    op: str = Field(pattern=_OP)
     devices: int = Field(ge=1, le=MAX_DEVICES)
     bytes: int = Field(ge=1, le=MAX_BYTES)
     time_s: float = Field(ge=0, le=MAX_SECONDS)  # a timer may read 0 for a 1-device op
     algbw: float = Field(ge=0, le=MAX_RATE)
     busbw: float = Field(ge=0, le=MAX_RATE)
+    nodes: Annotated[int, Field(ge=1, le=MAX_NODES)] | None = None
 
 
 class _Timing(_Checked):
-    kind: str = Field(pattern=r"^[a-z_]{1,16}$")
-    op: str | None = Field(default=None, pattern=r"^[a-z_]{1,32}$")
+    kind: str = Field(pattern=_KIND)
+    op: str | None = Field(default=None, pattern=_OP)
     devices: int = Field(ge=1, le=MAX_DEVICES)
     bytes: int | None = Field(default=None, ge=1, le=MAX_BYTES)
     rank_times_s: list[list[float]] = Field(max_length=MAX_DEVICES)
@@ -197,12 +278,51 @@ class _Environment(_Checked):
     device_names: list[_Name] = Field(default_factory=list, max_length=MAX_DEVICES)
     nodes: int = Field(default=1, ge=1, le=MAX_NODES)
     device_count: int | None = Field(default=None, ge=0, le=MAX_DEVICES)
+    torch_version: str | None = Field(default=None, max_length=MAX_NAME)
+
+
+_WHEN = "must be an ISO 8601 date and time, from 2000 to 2199"
+
+
+def created_moment(value: Any) -> datetime:
+    """``created_at`` as stored: ISO 8601 text (or a datetime) in UTC. A time with an offset
+    is converted (``12:00+05:00`` is 07:00 UTC); one without is taken as UTC, as measure
+    writes it. ``ValueError`` saying the format for anything else (a number of seconds).
+
+    >>> created_moment("2025-01-01T12:00:00+05:00").isoformat()
+    '2025-01-01T07:00:00+00:00'
+    >>> created_moment("2025-01-01 12:00").isoformat()
+    '2025-01-01T12:00:00+00:00'
+    """
+    moment = _utc(value)
+    if moment.tzinfo is not UTC or not EARLIEST <= moment < LATEST:
+        raise ValueError(_WHEN)
+    return moment
+
+
+def _utc(value: Any) -> datetime:
+    """``value`` (ISO 8601 text or a datetime) in UTC, naive taken as UTC; as given where it
+    cannot be converted (year 1 east of UTC: :func:`created_moment` refuses it)."""
+    moment = value
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(_WHEN) from None
+    if not isinstance(moment, datetime):
+        raise ValueError(_WHEN)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return moment
 
 
 class _Run(_Checked):
-    run_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-    created_at: datetime | None = None
-    backend: str = Field(pattern=r"^[a-z0-9_]{1,16}$")
+    run_id: str = Field(pattern=RUN_ID_PATTERN)
+    created_at: Any = None
+    backend: str = Field(pattern=_BACKEND)
     partial: bool
     error: str | None = Field(default=None, max_length=MAX_TEXT)
     environment: _Environment | None = None
@@ -213,39 +333,42 @@ class _Run(_Checked):
 
     @field_validator("created_at")
     @classmethod
-    def _when(cls, value: datetime | None) -> datetime | None:
-        if value is None:
-            return None
-        moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-        if not EARLIEST <= moment < LATEST:
-            raise ValueError("must be a date from the year 2000 to 2199")
-        return value
+    def _when(cls, value: Any) -> datetime | None:
+        return None if value is None else created_moment(value)
 
 
 def check_run(payload: Mapping[str, Any]) -> None:
     """Refuse a run whose figures no measurement gives: ``ValueError`` naming the first
-    place (``results.0.efficiency: ...``), as ``dpscale runs import`` reports it.
+    place and what it must be (``results.0.efficiency: must be ...``), as ``dpscale runs
+    import`` reports it.
 
-    The schema (also in SECURITY.md): the figures' types and ranges above; at most
-    :data:`MAX_RESULTS` results, :data:`MAX_COLLECTIVES` collectives and
-    :data:`MAX_TIMING_VALUES` raw times; ``created_at`` from 2000 to 2199; names of at most
-    :data:`MAX_NAME` characters and texts of at most :data:`MAX_TEXT`; no control character
-    (an escape sequence would drive the terminal that lists the run) in any text or key.
+    The schema (also in SECURITY.md): the figures' types (strict: JSON numbers, a JSON
+    boolean for ``partial``) and ranges above, also of the figures a result may add (its
+    step split, memory, step counts); figures that agree (:func:`check_results`); an
+    ``error`` only in a partial run; at most :data:`MAX_RESULTS` results,
+    :data:`MAX_COLLECTIVES` collectives and :data:`MAX_TIMING_VALUES` raw times;
+    ``created_at`` ISO 8601 from 2000 to 2199; names of at most :data:`MAX_NAME` characters
+    and texts of at most :data:`MAX_TEXT`; no control character (an escape sequence would
+    drive the terminal that lists the run) in any text or key.
 
     >>> check_run({"run_id": "r", "backend": "gloo", "partial": False, "results": [],
     ...            "collectives": [], "environment": {"nodes": "many"}})
     Traceback (most recent call last):
     ...
-    ValueError: environment.nodes: Input should be a valid integer, unable to parse ... 'many')
+    ValueError: environment.nodes: must be a whole number from 1 to 100,000 (got 'many', a text)
     """
     _texts(payload, "")
     try:
         run = _Run.model_validate(payload)
     except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        place = ".".join(str(part) for part in first["loc"]) or "the run"
-        message = first["msg"].removeprefix("Value error, ")
-        raise ValueError(f"{place}: {message} (got {_shown(first.get('input'))})") from None
+        raise ValueError(_said(err.errors(include_url=False)[0])) from None
+    if run.error and not run.partial:
+        raise ValueError(
+            "error: a run with an error is partial: give partial true, or error null "
+            f"(got partial false and error {_shown(run.error)})"
+        )
+    results = payload["results"]
+    check_results(results, [f"results.{index}" for index in range(len(results))])
     count = 0
     for index, timing in enumerate(run.timings or ()):
         for times in timing.rank_times_s:
@@ -256,6 +379,154 @@ def check_run(payload: Mapping[str, Any]) -> None:
                 )
             if any(not 0 <= t <= MAX_SECONDS for t in times):
                 raise ValueError(f"timings.{index}.rank_times_s: times must lie from 0 to 7 days")
+
+
+def check_results(results: Sequence[Mapping[str, Any]], places: Sequence[str]) -> None:
+    """Refuse results whose figures contradict each other (``ValueError`` at ``places[i]``,
+    the result's place: ``results.1``, or an imported file's line): one result per device
+    count, one unit, throughput = devices x per-device throughput, efficiency = per-device
+    throughput over the fewest devices' (times their efficiency, 1 where measured), at most
+    :data:`MAX_EFFICIENCY` times it, the 95th
+    percentile step no shorter than the median, the slowest rank one of the devices, no
+    more communication exposed than there is. Each figure's own type and range are
+    :func:`check_run`'s (``results`` passed them).
+
+    >>> row = {"devices": 2, "throughput": 100.0, "per_device_throughput": 50.0,
+    ...        "efficiency": 1.0, "step_time_p50_s": 0.1, "step_time_p95_s": 0.1}
+    >>> check_results([row, {**row, "throughput": 120.0}], ["results.0", "results.1"])
+    Traceback (most recent call last):
+    ...
+    ValueError: results.1: devices 2 again (as in results.0): one result per device count
+    """
+    seen: dict[int, str] = {}
+    first_unit: tuple[str, str] | None = None
+    for row, place in zip(results, places, strict=True):
+        devices, rate = row["devices"], row["per_device_throughput"]
+        if devices in seen:
+            raise ValueError(
+                f"{place}: devices {devices:,} again (as in {seen[devices]}): one result per "
+                "device count"
+            )
+        seen[devices] = place
+        unit = row.get("unit")
+        if unit is not None:
+            if first_unit is not None and unit != first_unit[0]:
+                raise ValueError(
+                    f"{place}: unit {_shown(unit)} where {first_unit[1]} has "
+                    f"{_shown(first_unit[0])}: one unit for every result of a run"
+                )
+            first_unit = first_unit or (unit, place)
+        if not math.isclose(row["throughput"], devices * rate, rel_tol=COHERENCE):
+            raise ValueError(
+                f"{place}: throughput {row['throughput']:.6g} is not devices x "
+                f"per_device_throughput ({devices:,} x {rate:.6g} = {devices * rate:.6g})"
+            )
+        p50, p95 = row.get("step_time_p50_s"), row.get("step_time_p95_s")
+        if p50 is not None and p95 is not None and p95 < p50 * (1 - 1e-9):
+            raise ValueError(
+                f"{place}: step_time_p95_s {p95:.6g} s is below step_time_p50_s {p50:.6g} s "
+                "(the 95th percentile step is at least the median)"
+            )
+        rank = row.get("slowest_rank")
+        if rank is not None and rank >= devices:
+            raise ValueError(
+                f"{place}: slowest_rank must be a rank from 0 to {devices - 1:,}, one of the "
+                f"result's {devices:,} devices (got {rank:,})"
+            )
+        comm, exposed = row.get("comm_time_s"), row.get("exposed_comm_time_s")
+        if comm is not None and exposed is not None and exposed > comm * (1 + COHERENCE) + 1e-9:
+            raise ValueError(
+                f"{place}: exposed_comm_time_s {exposed:.6g} s is more than comm_time_s "
+                f"{comm:.6g} s (what is exposed is part of the communication)"
+            )
+    if not results:
+        return
+    base = min(results, key=lambda row: int(row["devices"]))
+    for row, place in zip(results, places, strict=True):
+        ratio = row["per_device_throughput"] / base["per_device_throughput"]
+        if ratio > MAX_EFFICIENCY:
+            raise ValueError(
+                f"{place}: per-device throughput {row['per_device_throughput']:.6g} is "
+                f"{ratio:.3g}x that of the fewest devices (devices {base['devices']:,}: "
+                f"{base['per_device_throughput']:.6g}); at most {MAX_EFFICIENCY:g}x is a "
+                "measurement (a unit or a column mixed up?)"
+            )
+        # As measured, efficiency is 1 at the fewest devices; a run stating it relative to
+        # devices it did not measure (0.95 at its fewest) is read, its ratios checked.
+        expected = base["efficiency"] * ratio
+        if not math.isclose(row["efficiency"], expected, rel_tol=COHERENCE):
+            scale = "" if base["efficiency"] == 1 else f"{base['efficiency']:.6g} x "
+            raise ValueError(
+                f"{place}: efficiency {row['efficiency']:.6g} is not the per-device "
+                f"throughput over that of the fewest devices (devices {base['devices']:,}): "
+                f"{scale}{row['per_device_throughput']:.6g} / "
+                f"{base['per_device_throughput']:.6g} = {expected:.6g}"
+            )
+
+
+_NESTED: dict[str, type[BaseModel]] = {
+    "results": _Result,
+    "collectives": _Collective,
+    "timings": _Timing,
+}
+
+
+def _field_of(loc: tuple[int | str, ...]) -> tuple[type[BaseModel], str] | None:
+    """The model and field a validation error's place names (``("results", 0, "devices")``),
+    where it is a field of its own (not an item of a list)."""
+    model: type[BaseModel]
+    if len(loc) == 1:
+        model, name = _Run, loc[0]
+    elif len(loc) == 2 and loc[0] == "environment":
+        model, name = _Environment, loc[1]
+    elif len(loc) == 3 and str(loc[0]) in _NESTED and isinstance(loc[1], int):
+        model, name = _NESTED[str(loc[0])], loc[2]
+    else:
+        return None
+    if not isinstance(name, str) or name not in model.model_fields:
+        return None
+    return model, name
+
+
+def _rule(model: type[BaseModel], name: str) -> str | None:
+    """What ``model.name`` must be, in English ("a number greater than 0 and at most 4")."""
+    info = model.model_fields[name]
+    args = typing.get_args(info.annotation)
+    nullable = type(None) in args
+    kinds = {arg for arg in args if arg is not type(None)} or {info.annotation}
+    if name in _SAID:
+        text = _SAID[name]
+    elif kinds == {bool}:
+        text = "true or false (a JSON boolean)"
+    elif kinds == {dict[str, Any]}:
+        text = "a JSON object"
+    else:
+        described = rule_of(model, name)
+        if not (described.number or described.text):
+            return None
+        text = described.describe()
+    return f"{text}, or null" if nullable else text
+
+
+def _said(error: ErrorDetails) -> str:
+    """One line for a validation error: the place, what it must be, what it got."""
+    loc = tuple(error["loc"])
+    place = ".".join(str(part) for part in loc) or "the run"
+    got = error.get("input")
+    if error["type"] == "value_error":
+        message = str(error["msg"]).removeprefix("Value error, ")
+        return f"{place}: {message} (got {_shown(got)})"
+    if error["type"] == "missing":
+        return f"{place}: is missing"
+    found = _field_of(loc)
+    rule = _rule(*found) if found is not None else None
+    if "rank_times_s" in loc[:3] and len(loc) > 3:  # one raw time
+        rule = f"a number of seconds from 0 to {MAX_SECONDS:,.0f}"
+    if rule is None:
+        return f"{place}: {error['msg']} (got {_shown(got)})"
+    typed = {str: ", a text", bool: ", a boolean", list: ", a list", dict: ", an object"}
+    wrong = typed.get(type(got), "") if error["type"].endswith(("_type", "_parsing")) else ""
+    return f"{place}: must be {rule} (got {_shown(got)}{wrong})"
 
 
 def run_problem(payload: Mapping[str, Any]) -> str | None:
@@ -293,12 +564,21 @@ def _texts(value: Any, place: str, depth: int = 0) -> None:
             if len(str(key)) > MAX_NAME:
                 raise ValueError(f"{place or 'the run'}: a key longer than {MAX_NAME} characters")
             _texts(item, where, depth + 1)
-    elif isinstance(value, list) and not (value and isinstance(value[0], (int, float))):
-        for index, item in enumerate(value):
-            _texts(item, f"{place}.{index}", depth + 1)
+    elif isinstance(value, list):
+        if _RAW_TIMES.fullmatch(place):  # numbers only (the schema's type), millions of them
+            return
+        for index, item in enumerate(value):  # every item: a list may start with a number
+            if isinstance(item, (str, Mapping, list)):
+                _texts(item, f"{place}.{index}", depth + 1)
+
+
+_RAW_TIMES = re.compile(r"timings\.\d+\.rank_times_s")
 
 
 def _shown(value: object) -> str:
+    """A value as a message quotes it: JSON's words for true, false and null, cut at 40."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -346,15 +626,17 @@ def _insert(payload: Mapping[str, Any], run_id: str, created: Any, url: str | No
         active.add(
             StoredRun(
                 id=run_id,
-                created_at=datetime.fromisoformat(created) if created else datetime.now(UTC),
+                # In UTC: SQLite keeps the wall-clock time and drops the zone.
+                created_at=datetime.now(UTC) if created is None else _utc(created),
                 backend=str(payload["backend"]),
-                partial=bool(payload["partial"]),
+                partial=payload["partial"] is True,
                 error=payload.get("error"),
                 environment=dict(payload.get("environment") or {}),
                 config=dict(payload.get("config") or {}),
             )
         )
         active.flush()
+        active.add(RunVersion(run_id=run_id, token=uuid.uuid4().hex))
         for row in payload["results"]:
             columns = {key: row[key] for key in _RESULT_KEYS}
             active.add(RunResult(run_id=run_id, measured=dict(row), **columns))
@@ -421,13 +703,20 @@ def delete_run(run_id: str, *, url: str | None = None) -> None:
 
     with session(url) as active:
         if active.get(StoredRun, run_id) is None:
-            raise LookupError(f"no measurement run with id {run_id!r} (see: dpscale runs list)")
-        for table in (RunTiming, RunCollective, RunResult):
+            raise LookupError(_no_run(run_id))
+        for table in (RunVersion, RunTiming, RunCollective, RunResult):
             active.execute(delete(table).where(table.run_id == run_id))
         active.execute(delete(StoredRun).where(StoredRun.id == run_id))
     with _cache_lock:
         for key in [key for key in _cache if key[0] == f"{url or database_url()}#{run_id}"]:
             del _cache[key]
+
+
+def _no_run(run_id: str) -> str:
+    """No run with this id: the id as typed, cut at 64 characters (no stored id is longer; a
+    100,000-character id was echoed whole)."""
+    shown = run_id if len(run_id) <= 64 else run_id[:64] + "…"
+    return f"no measurement run with id {shown!r} (see: dpscale runs list)"
 
 
 _CACHED_VALUES = 4_000_000
@@ -439,22 +728,33 @@ _passed: set[tuple[str, str]] = set()
 """Runs read before that passed :func:`check_run`."""
 
 
+def _version(active: Any, row: StoredRun) -> str:
+    """What a stored run is cached under: the token drawn when it was stored
+    (:class:`RunVersion`), so that a run deleted and imported again from the same file (the
+    same id and ``created_at``) is read anew; for a run stored before tokens, its
+    ``created_at``."""
+    version = active.get(RunVersion, row.id)
+    return f"token {version.token}" if version is not None else f"created {_created(row)}"
+
+
 def _read_run(
     run_id: str, url: str | None, *, timings: bool = True
 ) -> tuple[dict[str, Any], tuple[str, str]]:
-    """The stored run; one read before (the same id, created at the same moment, in the same
-    database) is reused, since a stored run never changes (delete and import again changes
-    its ``created_at``)."""
+    """The stored run; one read before of the same stored version (:func:`_version`) in the
+    same database is reused, since a stored run never changes."""
+    where = f"{url or database_url()}#{run_id}"
+    lean = "" if timings else "#lean"
     with session(url) as active:
         row = active.get(StoredRun, run_id)
         if row is None:
-            raise LookupError(f"no measurement run with id {run_id!r} (see: dpscale runs list)")
-        key = (f"{url or database_url()}#{run_id}", _created(row) + ("" if timings else "#lean"))
+            raise LookupError(_no_run(run_id))
+        key = (where, _version(active, row) + lean)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:
         return dict(cached[0]), key
-    run = _load_run(run_id, url, timings=timings)
+    run, version = _load_run(run_id, url, timings=timings)
+    key = (where, version + lean)  # as read with the rows (a run stored again since: anew)
     values = sum(len(times) for t in run["timings"] for times in t["rank_times_s"])
     values += 1 + len(run["results"]) + len(run["collectives"])  # a lean read counts too
     if values <= _CACHED_VALUES:
@@ -465,11 +765,13 @@ def _read_run(
     return dict(run), key
 
 
-def _load_run(run_id: str, url: str | None, *, timings: bool = True) -> dict[str, Any]:
+def _load_run(run_id: str, url: str | None, *, timings: bool = True) -> tuple[dict[str, Any], str]:
+    """The stored run and its version (:func:`_version`), read in one transaction."""
     with session(url) as active:
         run = active.get(StoredRun, run_id)
         if run is None:
-            raise LookupError(f"no measurement run with id {run_id!r} (see: dpscale runs list)")
+            raise LookupError(_no_run(run_id))
+        version = _version(active, run)
         results = active.scalars(
             select(RunResult).where(RunResult.run_id == run_id).order_by(RunResult.id)
         ).all()
@@ -503,7 +805,7 @@ def _load_run(run_id: str, url: str | None, *, timings: bool = True) -> dict[str
                 }
                 for row in timing_rows
             ],
-        }
+        }, version
 
 
 def list_runs(*, url: str | None = None) -> list[dict[str, Any]]:

@@ -16,9 +16,12 @@ from dpscale.web.pages._described import input_fields
 __all__ = ["FIELDS", "RUN_ID", "PageInputs"]
 
 RUN_ID = pattern_said(
-    r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$",
-    "the id of a stored run (up to 64 letters, digits, '.', '_', ':' or '-'; dpscale runs list)",
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+    "the id of a stored run (up to 64 letters, digits, '.', '_' or '-', starting with a letter "
+    "or digit; dpscale runs list), without the 'run:' that measured takes",
 )
+"""A stored run's id, as the store takes it (``dpscale.store.runs.RUN_ID_PATTERN``, not
+imported here: the page would load the database's modules): no stored id has a ':'."""
 
 
 class PageInputs(PercentInputs):
