@@ -780,3 +780,16 @@ def test_a_quantity_out_of_range_is_told_its_range(
     status, _, err = run(capsys, *DESIGN_EXAMPLE, option, typed)
     assert status == 2
     assert err == f"dpscale: error: {option}: {allowed} (got '{typed}')\n"
+
+
+def test_a_calibration_typed_as_run_id_says_to_drop_the_prefix(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    # --measured takes run:ID, --calibrate the id alone: "no stored run named 'run:ABC'" had
+    # left the user to guess why.
+    status, _, err = run(capsys, *DESIGN_EXAMPLE, "--calibrate", "run:ABC")
+    assert status == 2
+    assert err == (
+        "dpscale: error: --calibrate: no file and no stored run named 'run:ABC' (--calibrate "
+        "takes the id alone: --calibrate ABC)\n"
+    )

@@ -237,8 +237,14 @@ def calibration(reference: str, *, files: bool) -> Calibration:
         run = _stored_run(reference, "calibrate")
     except InputError:
         if files:
+            # --measured takes a run as run:ID, --calibrate as ID: say so where it was typed.
+            hint = (
+                f" (--calibrate takes the id alone: --calibrate {reference[4:]})"
+                if reference.startswith("run:")
+                else ""
+            )
             raise InputError.single(
-                "calibrate", f"no file and no stored run named {reference!r}", reference
+                "calibrate", f"no file and no stored run named {reference!r}{hint}", reference
             ) from None
         raise
     return calibration_from_run(run, reference)
