@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JSONInputError", "loads"]
+__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JSONInputError", "KeyTwiceError", "loads"]
 
 MAX_DEPTH = 64
 """Arrays and objects inside each other: every file dpscale reads needs fewer than 10."""
@@ -78,21 +77,40 @@ def _check(value: Any, limit: int) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def loads(
-    text: str | bytes,
-    *,
-    max_depth: int = MAX_DEPTH,
-    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
-) -> Any:
+class KeyTwiceError(JSONInputError):
+    """A key given twice in one JSON object (:func:`loads` with ``keys_once``): ``key``."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {key!r} is given twice in one object")
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise KeyTwiceError(key)
+        found[key] = value
+    return found
+
+
+def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, keys_once: bool = False) -> Any:
     """Parse ``text``; :class:`JSONInputError` for anything outside the bounds above.
-    ``object_pairs_hook`` is :func:`json.loads`'s (a reader that refuses a key given twice)."""
+    ``keys_once``: a key given twice in one object is :class:`KeyTwiceError`, not read
+    last-wins (``"run_id": "a", "run_id": "b"`` had stored b without a word).
+
+    >>> loads('{"a": 1, "a": 2}'), loads('{"a": 1, "a": 2}', keys_once=True)
+    Traceback (most recent call last):
+    ...
+    dpscale.safejson.KeyTwiceError: the key 'a' is given twice in one object
+    """
     try:
         value = json.loads(
             text,
             parse_int=_number(int),
             parse_float=_number(float),
             parse_constant=_constant,
-            object_pairs_hook=object_pairs_hook,
+            object_pairs_hook=_once if keys_once else None,
         )
     except RecursionError:
         raise JSONInputError(f"JSON nested more than {max_depth} deep") from None

@@ -376,33 +376,16 @@ def _device_counts(text: str) -> list[int]:
     return counts
 
 
-class _KeyTwiceError(Exception):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are each given once (as the feedback API reads one): read
-    last-wins, ``"run_id": "a", "run_id": "b"`` had stored b without a word."""
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _KeyTwiceError(key)
-        found[key] = value
-    return found
-
-
 def _json_run(path: Path, data: bytes) -> dict[str, Any]:
     """A run.json as the worker (or ``runs export --json``) writes it, with the unit that
     ``runs show`` prints; ``rank_spread`` and ``slowest_rank`` may be null (an imported log
     has none: ``runs show`` prints ``-``)."""
-    from dpscale.safejson import JSONInputError, loads
+    from dpscale.safejson import JSONInputError, KeyTwiceError, loads
 
     name = _name(path)
     try:
-        payload = loads(data, object_pairs_hook=_once)
-    except _KeyTwiceError as err:
+        payload = loads(data, keys_once=True)
+    except KeyTwiceError as err:
         key = err.key if len(err.key) <= 40 else err.key[:37] + "..."
         fail(f"{name}: the key {key!r} is given twice in one object (one value each)")
     except JSONInputError as err:

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from dpscale.safejson import JSONInputError, loads
+from dpscale.safejson import JSONInputError, KeyTwiceError, loads
 from dpscale.spec.names import OTHER_NAMES
 from dpscale.store.db import StoreUnavailableError
 from dpscale.store.feedback import FeedbackInput
@@ -160,23 +160,6 @@ def _calculator_routes(router: APIRouter) -> None:
             )
 
 
-class _KeyTwiceError(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are each given once: a key given twice is refused, as a query
-    parameter given twice is, not read last-wins."""
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _KeyTwiceError(key)
-        found[key] = value
-    return found
-
-
 async def feedback(request: Request) -> JSONResponse:
     """Store one answer to "Was this helpful?" from a page of this site."""
     if not same_origin(request, require=False):
@@ -185,8 +168,8 @@ async def feedback(request: Request) -> JSONResponse:
             status_code=403,
         )
     try:
-        data = loads(await request.body(), object_pairs_hook=_once)
-    except _KeyTwiceError as err:
+        data = loads(await request.body(), keys_once=True)
+    except KeyTwiceError as err:
         return JSONResponse(
             detail(err.key, REPEATED, f"{err.key} is given twice in the JSON object"),
             status_code=422,
