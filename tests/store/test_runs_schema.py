@@ -365,3 +365,17 @@ def _refusal(run: dict[str, Any]) -> str | None:
     except ValueError as err:
         return str(err)
     return None
+
+
+def test_a_collective_whose_nodes_are_null_is_shown() -> None:
+    # Found by the property test above: "nodes": null passed the schema, and runs show
+    # compared None with 1.
+    from rich.console import Console
+
+    from dpscale.measure.report import print_summary
+
+    run = variant("collectives.0", nodes=None)
+    assert _refusal(run) is None
+    out = io.StringIO()
+    print_summary(run, console=Console(file=out, width=200))
+    assert "one node" in out.getvalue()

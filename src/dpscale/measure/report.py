@@ -229,5 +229,5 @@ def _duration(seconds: float | None) -> str:
 
 
 def _across(row: Mapping[str, Any]) -> str:
-    nodes = row.get("nodes", 1)
+    nodes = row.get("nodes") or 1  # null where the run did not say (a stored run may)
     return f"{nodes} nodes" if nodes > 1 else "one node"

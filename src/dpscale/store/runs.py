@@ -48,7 +48,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from dpscale.store.db import Base, database_url, session
 from dpscale.units import format_count
-from dpscale.validation import UNIT_PATTERN, rule_of
+from dpscale.validation import UNIT_PATTERN, one_line, rule_of
 
 __all__ = [
     "BadRunError",
@@ -559,7 +559,8 @@ def _texts(value: Any, place: str, depth: int = 0) -> None:
             )
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            where = f"{place}.{key}" if place else str(key)
+            shown = one_line(str(key))  # a key's own control character named, not printed
+            where = f"{place}.{shown}" if place else shown
             _texts(str(key), where, depth + 1)
             if len(str(key)) > MAX_NAME:
                 raise ValueError(f"{place or 'the run'}: a key longer than {MAX_NAME} characters")
