@@ -290,8 +290,9 @@ class _English(string.Formatter):
             return percent(value.value, value.digits)
         if isinstance(value, Number):
             return number(value.value, value.digits or 4)
-        # A throughput in a sentence: whole above 100 (28,910), else four digits (57.64).
-        text = f"{value.value:,.0f}" if 100 <= value.value < 1e15 else f"{value.value:.4g}"
+        # A throughput in a sentence: four digits, as the table and the page write it
+        # (28,910 / 104.8 / 57.64; "105" had stood beside a table's 104.8).
+        text = number(value.value, 4)
         return f"{text} {self.unit}" if self.unit and not value.bare else text
 
     def say(self, said: Said) -> str:

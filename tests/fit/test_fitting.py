@@ -464,3 +464,25 @@ def test_clean_points_are_rarely_flagged() -> None:
         points = noisy(model, [0.05, 0.15], [1, 2, 4, 8, 16, 32, 64], noise=0.02, seed=seed)
         flags += robust_fit(model, points)[1] is not None
     assert flags <= 6
+
+
+@pytest.mark.parametrize("model", ["comm", "amdahl", "usl"])
+def test_below_the_fewest_measured_the_band_keeps_the_fact_that_bounds_it(model: str) -> None:
+    # Asked about 1 and 4 devices from points at 8/16/32, efficiency is relative to 8: at or
+    # above 100 % by the model (fewer devices never lose more per device), so the band's lower
+    # edge stays at the baseline's, and the upper edge is the fit's, not the centre (the comm
+    # fit once gave 1 device "169 %, 48.6 % to 169 %"). Throughput keeps the same fact:
+    # never below the line through the baseline's lower edge.
+    result = fit(
+        Points(devices=np.array([8, 16, 32]), throughput=np.array([7900.0, 15500.0, 30200.0])),
+        model=model,
+        at=[1, 4, 8],
+    )
+    by = {p.devices: p for p in result.predictions}
+    base = by[8]
+    for n in (1, 4):
+        p = by[n]
+        assert p.efficiency >= 1.0
+        assert base.efficiency_low <= p.efficiency_low <= p.efficiency <= p.efficiency_high
+        assert p.throughput_low >= n / 8 * base.throughput_low * (1 - 1e-12)
+        assert p.throughput_low <= p.throughput <= p.throughput_high

@@ -74,7 +74,7 @@ def test_the_terminal_reads_the_description(
         "95 % interval",
     ]
     assert "R² = 0.9999 over 6 points" in lines  # 0.999997, cut: never shown as 1
-    assert "Throughput peaks at 39.1 devices (95 %: 37.16 to 41.15), at 958 tokens/s." in lines
+    assert "Throughput peaks at 39.1 devices (95 %: 37.16 to 41.15), at 958.5 tokens/s." in lines
     assert "Efficiency falls below 80 % at 6 devices (95 %: 6 to 6)." in lines
     assert PREDICTIONS.terminal_footnote in lines
     header = next(line for line in lines if "Meaning" in line)
@@ -94,7 +94,7 @@ def test_the_terminal_reads_the_description(
     assert cells[row + 1][2] == "0.05898"
 
     monkeypatch.setitem(STATEMENTS, "peak", Wording("", "Peak {devices} ({throughput})."))
-    assert "Peak 39.1 (958 tokens/s)." in terminal(capsys, tmp_path)
+    assert "Peak 39.1 (958.5 tokens/s)." in terminal(capsys, tmp_path)
 
 
 def test_the_page_reads_the_description(page: FitPage, monkeypatch: pytest.MonkeyPatch) -> None:

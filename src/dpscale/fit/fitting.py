@@ -106,8 +106,13 @@ class ModelFit:
         """Fitted throughput and its 95 % prediction interval at each device count.
 
         From the baseline on, the band stops at the ideal line: losses are never negative.
+        Below it, by the same fact, the band's lower edge stays on or above the line through
+        the baseline's lower edge: fewer devices never do worse per device than more.
         """
         n = np.atleast_1d(np.asarray(devices, dtype=float))
+        below = n < self.baseline_devices
+        if below.any():
+            n = np.append(n, self.baseline_devices)
         centre = self.model.log_throughput(self.log_rate, self.losses, n)
         # X(N) <= lam N: the fit's part of the interval stops at the top of lam's interval.
         cap = self.log_rate + t_quantile(self.nu) * self.standard_errors()[0] + np.log(n)
@@ -125,6 +130,11 @@ class ModelFit:
             _, other_low, other_high = variant.interval(n)
             low = np.minimum(low, np.log(other_low))
             high = np.minimum(np.maximum(high, np.log(other_high)), bound)
+        if below.any():
+            base = float(self.baseline_devices)
+            floor = np.where(n < base, low[-1] + np.log(n / base), -np.inf)
+            low = np.minimum(np.maximum(low, floor), centre)
+            centre, low, high = centre[:-1], low[:-1], high[:-1]
         return np.exp(centre), np.exp(low), np.exp(high)
 
     def efficiency_interval(
@@ -133,12 +143,19 @@ class ModelFit:
         """Efficiency relative to the fitted curve at ``baseline`` devices, with its 95 %
         interval: a prediction interval for a new measurement (``noise``) or, without it, a
         confidence interval for the curve. ``ln E(N) = ln X(N) - ln X(N0) - ln(N / N0)``, so
-        the throughput of one device cancels and the interval is zero wide at ``N0``."""
+        the throughput of one device cancels and the interval is zero wide at ``N0``.
+
+        From the baseline on, efficiency never exceeds 1. Below it, efficiency is relative to
+        more devices than are used, so it is 1 or more: the band's lower edge stays at or
+        above its lower edge at the baseline, and its upper edge is the fit's (the centre's
+        own ``D(N0)`` is no limit: the losses that set it are uncertain too)."""
         n = np.atleast_1d(np.asarray(devices, dtype=float))
+        below = n < baseline
+        if below.any():
+            n = np.append(n, float(baseline))
         model, losses = self.model, self.losses
         centre = np.log(model.denominator(losses, [baseline]) / model.denominator(losses, n))
-        # From the baseline on, efficiency never exceeds 1; below it, D(N) >= 1 bounds it.
-        bound = np.where(n >= baseline, 0.0, np.log(model.denominator(losses, [baseline])[0]))
+        bound = np.where(n >= baseline, 0.0, np.inf)
         low, high = log_interval(
             centre,
             model.gradient(losses, n) - model.gradient(losses, [baseline]),
@@ -152,6 +169,10 @@ class ModelFit:
             _, other_low, other_high = variant.efficiency_interval(n, baseline, noise=noise)
             low = np.minimum(low, np.log(other_low))
             high = np.minimum(np.maximum(high, np.log(other_high)), bound)
+        if below.any():
+            floor = np.where(n < baseline, low[-1], -np.inf)
+            low = np.minimum(np.maximum(low, floor), centre)
+            centre, low, high = centre[:-1], low[:-1], high[:-1]
         return np.exp(centre), np.exp(low), np.exp(high)
 
     def standard_errors(self) -> np.ndarray:
