@@ -597,6 +597,8 @@ def test_the_model_presets_are_listed_with_their_shapes(
         "params": 8.03e9,
         "layers": 32,
         "hidden_size": 4096,
+        "ffn_hidden_size": 14336,
+        "mlp": "swiglu",
         "heads": 32,
         "vocab_size": 128256,
         "seq_len": 8192,
@@ -758,10 +760,14 @@ def test_model_states_past_the_device_are_said_without_a_sequence_length(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # 70B under DDP holds 1.02 TiB of model states per device: the JSON said "fits": false
-    # and the terminal nothing (no --seq-len, so no activations).
+    # and the terminal nothing (no --seq-len, so no activations). DDP's buckets are another
+    # copy of the fp32 gradients: 70e9 x 4 B = 261 GiB.
     job = ("--params", "70B", "--micro-batch", "1", "--per-device-throughput", "1")
     _, out, _ = run(capsys, "predict", *job, "--hardware", "dgx-h100", "--devices", "8,64")
-    assert "activations -) of 79.6 GiB. DOES NOT FIT at 64 devices: 1.02 TiB needed" in out
+    assert (
+        "(model states 1.02 TiB, communication buffers 261 GiB, activations -) of 79.6 GiB. "
+        "DOES NOT FIT at 64 devices: 1.27 TiB needed"
+    ) in out
 
 
 @pytest.mark.parametrize(

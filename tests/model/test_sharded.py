@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from dpscale.model import PredictQuery, predict
 from dpscale.model.strategies import (
     GROUP_NOT_A_DIVISOR,
+    NO_SYNC_REFUSED,
     NODE_NOT_A_DIVISOR,
     STRATEGIES,
     STRATEGY_TABLE,
@@ -298,9 +299,12 @@ def test_strategies_compared_run_as_they_do_by_default_but_hsdp_in_the_stated_gr
     groups = {r.scenario.strategy: r.scenario.shard_group_size for r in compared.comparison}
     assert groups == {"ddp": 0, "zero1": 0, "zero2": 0, "fsdp": 0, "hsdp": 16}
     states = {r.scenario.strategy: r.points()[0]["model_state_bytes"] for r in compared.comparison}
-    # 18 bytes a parameter: bf16 parameters, fp32 gradients, Adam's 12 (moments and master copy)
-    assert states["fsdp"] == pytest.approx(8.03e9 * 18 / 1024)
-    assert states["hsdp"] == pytest.approx(8.03e9 * 18 / 16)
+    # FSDP holds fp32 shards whatever it gathers in (bf16 here) and reduces in: 4 + 4 bytes of
+    # parameter and gradient and Adam's 8, with no master copy (16); DeepSpeed's ZeRO-2 the
+    # ZeRO paper's count, bf16 parameters, fp32 gradients, Adam's 12 with the master copy.
+    assert states["fsdp"] == pytest.approx(8.03e9 * 16 / 1024)
+    assert states["hsdp"] == pytest.approx(8.03e9 * 16 / 16)
+    assert states["zero2"] == pytest.approx(8.03e9 * (2 + 16 / 1024))
 
 
 def test_zero_stated_in_groups_is_compared_with_itself_over_all_devices() -> None:
@@ -346,7 +350,9 @@ def test_zero_stated_in_groups_is_compared_with_itself_over_all_devices() -> Non
 @pytest.mark.parametrize(
     ("stated", "names"),
     [
-        ("zero3", ["ddp", "zero1", "zero2", "zero3", "hsdp"]),  # FSDP's row, named as stated
+        # DeepSpeed's ZeRO-3 moves what FSDP moves but holds the ZeRO paper's count and
+        # refuses no_sync: a row of its own beside FSDP's
+        ("zero3", ["ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"]),
         ("fsdp-shard-grad-op", ["ddp", "zero1", "zero2", "fsdp", "fsdp-shard-grad-op", "hsdp"]),
     ],
 )
@@ -377,6 +383,7 @@ def test_any_strategy_gives_finite_efficiencies_within_its_band(
 ) -> None:
     if strategy == "hsdp":  # it shards within a node of 8: whole nodes beyond one
         devices = [n if n <= 8 else 8 * n for n in devices]
+    no_sync = no_sync and row(strategy).takes_no_sync  # DeepSpeed's ZeRO-2 and -3 refuse it
     query = PredictQuery(
         params=params, strategy=strategy, micro_batch=2, grad_accum=grad_accum, no_sync=no_sync,
         per_device_throughput=1.0, hardware="dgx-h100", seq_len=4096,
@@ -693,3 +700,94 @@ def test_rows_that_coincide_give_the_same_step(job: dict[str, object], devices: 
     assert band(strategy="zero1", shard_group_size=1) == pytest.approx(band(strategy="ddp"))
     assert band(strategy="hsdp", shard_group_size=devices) == pytest.approx(band(strategy="fsdp"))
     assert band(strategy="zero3") == pytest.approx(band(strategy="fsdp"))
+
+
+LLAMA8 = {"model": "llama3-8b", "hardware": "dgx-h100", "mfu": 0.4, "unit": "tokens",
+          "micro_batch": 1, "param_dtype": "bf16"}  # fmt: skip
+
+
+def _memory(devices: str = "64", **job: object) -> dict[str, float]:
+    query = PredictQuery(**{**LLAMA8, "devices": devices, **job})  # type: ignore[arg-type]
+    return predict(query).to_dict()["points"][-1]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("grad_dtype", ["bf16", "fp32"])
+def test_fsdp_holds_fp32_shards_whatever_it_gathers_and_reduces_in(grad_dtype: str) -> None:
+    # FSDP2 keeps the sharded parameter in its original fp32 and casts the reduced gradient
+    # back to it (_fsdp_collectives.py: _to_dtype_if_needed(reduce_output, orig_dtype)): 4 + 4
+    # bytes and Adam's 8 a parameter, no master copy. `dpscale measure --strategy fsdp
+    # --precision bf16` measured 16 bytes a parameter per rank (the ZeRO count said 18 with
+    # fp32 reduction, 14 with bf16 parameters gathered in fp32). DeepSpeed's ZeRO-3, the same
+    # collectives, keeps the ZeRO paper's count.
+    for strategy in ("fsdp", "fsdp-shard-grad-op", "hsdp"):
+        point = _memory(strategy=strategy, grad_dtype=grad_dtype)
+        group = 8 if strategy == "hsdp" else 64
+        assert point["model_state_bytes"] == pytest.approx(8.03e9 * 16 / group)
+    zero3 = _memory(strategy="zero3", grad_dtype=grad_dtype)
+    g = 2 if grad_dtype == "bf16" else 4
+    assert zero3["model_state_bytes"] == pytest.approx(8.03e9 * (2 + g + 12) / 64)
+
+
+def test_no_sync_holds_every_unsharded_gradient_and_zero2_or_3_refuse_it() -> None:
+    # Llama 3 70B under FSDP on 1,024 H100s at 8 micro-steps had been said to fit in 22 GiB
+    # with --no-sync: its 70.55e9 bf16 gradients stay unsharded over the micro-steps
+    # (FSDP2's unsharded_accumulated_grad), 131 GiB more.
+    job = {"model": "llama3-70b", "strategy": "fsdp", "grad_dtype": "bf16", "grad_accum": 8,
+           "activation_checkpointing": True}  # fmt: skip
+    synced = _memory("1024", **job)
+    kept = _memory("1024", **job, no_sync=True)
+    assert kept["model_state_bytes"] - synced["model_state_bytes"] == pytest.approx(70.55e9 * 2)
+    assert synced["fits"] is True
+    assert kept["fits"] is False
+    # The gradients held are already counted: no unit's unsharded gradients besides them.
+    assert kept["gathered_bytes"] < synced["gathered_bytes"]
+    advice = predict(
+        PredictQuery(**{**LLAMA8, **job, "devices": "1024", "no_sync": True})  # type: ignore[arg-type]
+    ).memory_advice
+    assert advice is not None
+    assert advice.synced
+    # One micro-step keeps nothing across micro-steps.
+    assert _memory("1024", **{**job, "grad_accum": 1}, no_sync=True) == pytest.approx(
+        _memory("1024", **{**job, "grad_accum": 1})
+    )
+    for strategy in ("zero2", "zero3"):
+        with pytest.raises(InputError) as caught:
+            _memory(strategy=strategy, grad_accum=4, no_sync=True)
+        assert caught.value.issues[0].field == "no_sync"
+        assert caught.value.issues[0].code == NO_SYNC_REFUSED
+    # Beside a stated FSDP job with no_sync, the comparison runs ZeRO-2 as DeepSpeed does.
+    compared = predict(
+        PredictQuery(**{**LLAMA8, "strategy": "fsdp", "grad_accum": 4, "no_sync": True,
+                        "devices": "64", "compare_strategies": True})  # type: ignore[arg-type]
+    )  # fmt: skip
+    syncs = {r.scenario.strategy: r.scenario.no_sync for r in compared.comparison}
+    assert syncs == {"ddp": True, "zero1": True, "zero2": False, "fsdp": True, "hsdp": True}
+
+
+def test_buffers_count_the_largest_unit_ddp_buckets_and_nothing_in_a_group_of_one() -> None:
+    # Llama 3 8B: the embedding (128,256 x 4,096 = 525M parameters) is a unit larger than a
+    # block ((8.03e9 - 2 x 525M) / 32 = 218M): two of it gathered in bf16 and one's fp32
+    # gradients.
+    embedding = 128256 * 4096
+    fsdp = _memory(strategy="fsdp")
+    assert fsdp["gathered_bytes"] == pytest.approx(embedding * (2 * 2 + 4))
+    # One layer: its block is the one unit gathered, once (the whole model had been counted
+    # twice, as the unit computing and the one prefetched).
+    one = _memory(strategy="fsdp", layers=1)
+    assert one["gathered_bytes"] == pytest.approx((8.03e9 - 2 * embedding) * (2 + 4))
+    # A shard group of one device gathers nothing (1.5 GB had been added to the whole model).
+    assert _memory(strategy="hsdp", shard_group_size=1)["gathered_bytes"] == 0
+    # DDP's reducer copies every gradient into buckets of its own (gradient_as_bucket_view
+    # False, PyTorch's default): a second copy of the fp32 gradients; none on one device.
+    assert _memory(strategy="ddp")["gathered_bytes"] == pytest.approx(8.03e9 * 4)
+    assert _memory("1", strategy="ddp")["gathered_bytes"] == 0
+
+
+def test_llama_activations_follow_its_swiglu_mlp() -> None:
+    # Korthikanti's 34 s b h per layer is a GPT block (a 4h GELU MLP, dropout masks). Llama 3's
+    # SwiGLU keeps four tensors of its 14,336 inner size and no masks: 16 + 8 x 3.5 = 44.
+    point = _memory(strategy="fsdp", seq_len=8192)
+    s, h, layers, vocab = 8192, 4096, 32, 128256
+    assert point["activation_bytes"] == pytest.approx(44 * s * h * layers + 4 * s * vocab)
+    mpt = _memory(model="mpt-7b", strategy="fsdp", seq_len=2048)
+    assert mpt["activation_bytes"] == pytest.approx(34 * 2048 * 4096 * 32 + 4 * 2048 * 50432)

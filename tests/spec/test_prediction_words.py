@@ -346,6 +346,17 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         }
     ).result
     made += [lines(sharded)[key] for key in ("gradients", "baseline", "memory", "memory_over")]
+    # A preset whose parameter count was replaced: its shape is still the one used.
+    replaced = {"model": "llama3-8b", "params": "70B", "hardware": "dgx-h100", "mfu": "40",
+                "micro_batch": "1", "devices": "8"}  # fmt: skip
+    made.append(lines(compute(replaced).result)["preset_params"])
+    assert say_terminal(made[-1]) == (
+        "--params 70,000,000,000 replaces the 8,030,000,000 of --model llama3-8b, whose shape "
+        "is kept: 32 layers, hidden size 4,096, vocabulary 128,256. They set the activations "
+        "and each layer's size: for another shape, give --layers and --hidden-size, or no "
+        "--model."
+    )
+    assert "preset_params" not in lines(compute({**replaced, "params": "8e9"}).result)
     # What a calibration from measured points says (MeasuredFit.said): held in the level (no
     # one-device point), kept in its range (inside one node), a point doubted, and nothing
     # estimated (every parameter stated).
@@ -391,8 +402,10 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         _memory_fix(MemoryAdvice(64, None, 4, (), None), "ddp", 4),
         _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 4)), "ddp", 4),
         _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 1), "fsdp", False, True), "fsdp", 1),
+        # no_sync's unsharded gradients are what does not fit.
+        _memory_fix(MemoryAdvice(1024, None, None, (), None, "", False, False, True), "fsdp", 1),
     ]
-    assert [say_terminal(line) for line in calibrations[-3:]] == [
+    assert [say_terminal(line) for line in calibrations[-4:-1]] == [
         "It would fit at 64 devices with --activation-checkpointing.",
         "It would fit at 64 devices with --strategy fsdp and --activation-checkpointing.",
         "It would fit at 64 devices with --strategy fsdp without --shard-group-size and with "
@@ -534,13 +547,13 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
             assert set(FIELD.findall(words.terminal)) <= set(nested.ctx), nested.code
             codes.add(nested.code)
     assert codes == set(LINES)
-    assert say_terminal(made[-8]) == (
+    assert say_terminal(made[-9]) == (
         "Calibrated from run r1: residual fixed cost 2.021 ms per step, jitter 1 %; the band is "
         "the fit's (two standard deviations)."
     )
-    assert say_terminal(made[-5]) == "No device count keeps 90 % (not even 2)."
-    assert say_page(made[-5], localizer("en")) == "Even 2 devices fall below 90%."
-    assert say_terminal(made[-4]) == (
+    assert say_terminal(made[-6]) == "No device count keeps 90 % (not even 2)."
+    assert say_page(made[-6], localizer("en")) == "Even 2 devices fall below 90%."
+    assert say_terminal(made[-5]) == (
         "Sharded: 1,300,000,000 parameters, fsdp over groups of 256 devices; each of 19 layers "
         "moves 131 MiB per all-gather (bf16) and 131 MiB per reduction (bf16), one layer ahead "
         "of the compute."
@@ -597,6 +610,7 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
         "micro_batch": None,
         "checkpointing_micro_batch": None,
         "ungrouped": False,
+        "synced": False,
         "strategies": [],
         "combined": {"strategy": "fsdp", "micro_batch": 4},
         "leanest": "fsdp",
@@ -608,10 +622,16 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
         "Mit FSDP (Full Shard) und Activation Checkpointing würde es auf 64 Geräten passen."
         in page_sentences(values, "de")
     )
-    # ZeRO-1 holds 8B at micro-batch 2 with activation checkpointing: one change is enough.
+    # ZeRO-1 beside DDP holds the fp32 gradients twice, its own and DDP's buckets (60.8 GiB
+    # of model states and 29.9 GiB of buckets): no micro-batch fits, FSDP does.
     zero1 = compute({**values, "strategy": "zero1"}).result
     assert zero1.memory_advice is not None
-    assert zero1.memory_advice.checkpointing_micro_batch == 2
+    assert zero1.memory_advice.checkpointing_micro_batch is None
+    assert zero1.memory_advice.combined == ("fsdp", 4)
+    # With bf16 gradients (15 GiB of buckets) activation checkpointing is one change enough.
+    bf16 = compute({**values, "strategy": "zero1", "grad_dtype": "bf16"}).result
+    assert bf16.memory_advice is not None
+    assert bf16.memory_advice.checkpointing_micro_batch == 4
     # Where it fits, nothing is said.
     assert (
         compute(
@@ -680,12 +700,30 @@ def test_what_would_fit_drops_a_stated_group_with_the_other_changes(
         ),
         # No sequence length, no activations counted: only another strategy can help. The
         # model states alone (119 GiB) are more than the device holds, so the memory line
-        # says so (it had been left out without a sequence length), and what would fit.
+        # says so (it had been left out without a sequence length), and what would fit. DDP's
+        # buckets hold the fp32 gradients again (29.8 GiB), as ZeRO-1's beside DDP (97 GiB).
         (
             {"model": "", "params": "8e9", "seq_len": ""},
-            "DOES NOT FIT at 8 devices: 119 GiB needed, 79.6 GiB there. It would fit at 8 "
-            "devices with --strategy zero1 or --strategy zero2 or --strategy fsdp or "
-            "--strategy hsdp.",
+            "DOES NOT FIT at 8 devices: 149 GiB needed, 79.6 GiB there. It would fit at 8 "
+            "devices with --strategy zero2 or --strategy fsdp or --strategy hsdp.",
+        ),
+        # FSDP's no_sync keeps every unsharded bf16 gradient over the micro-steps: 131 GiB
+        # more for Llama 3 70B, which had been said to fit in 22 GiB.
+        (
+            {
+                "model": "llama3-70b",
+                "strategy": "fsdp",
+                "micro_batch": "1",
+                "grad_accum": "8",
+                "no_sync": "true",
+                "param_dtype": "bf16",
+                "grad_dtype": "bf16",
+                "activation_checkpointing": "true",
+                "devices": "1024",
+            },
+            "DOES NOT FIT at 1,024 devices: 153 GiB needed, 79.6 GiB there. It would fit at "
+            "1,024 devices with no --no-sync (gradients reduced every micro-step, not kept "
+            "unsharded).",
         ),
         # ... and where they fit, nothing is said of activations no one stated.
         ({"model": "", "params": "1e9", "seq_len": ""}, None),
@@ -718,17 +756,17 @@ def test_the_micro_batch_that_reaches_the_target_says_whether_it_fits(
     # FSDP reduces every micro-step (no --no-sync): accumulation alone leaves 94.85 % as a
     # prediction stated with it prints (2 had been answered, against the stated job's baseline).
     assert fits == (
-        "At 2,048 devices (predicted 94.87 %), 95 % needs --micro-batch 2 (fits: 42.4 GiB of "
+        "At 2,048 devices (predicted 94.87 %), 95 % needs --micro-batch 2 (fits: 45.6 GiB of "
         "79.6 GiB per device)."
     )
     over = terminal(capsys, {**LLAMA_70B, "target_efficiency": "97"})[-1]
     assert over.endswith(  # 2 gives 96.88 % stated
-        "--micro-batch 3 (which does not fit: 532 GiB needed per device, 79.6 GiB there)."
+        "--micro-batch 3 (which does not fit: 684 GiB needed per device, 79.6 GiB there)."
     )
     de = page_sentences({**LLAMA_70B, "activation_checkpointing": "true"}, "de")
     assert (
         "Ein Micro-Batch von 2 Samples (derzeit 1) gibt jedem Austausch mehr Rechenarbeit, "
-        "hinter der er sich verbergen kann, und passt in den Speicher: 42,4 GiB von 79,6 GiB "
+        "hinter der er sich verbergen kann, und passt in den Speicher: 45,6 GiB von 79,6 GiB "
         "pro Gerät; der globale Batch umfasst dann 4.096 Samples." in de
     )
 

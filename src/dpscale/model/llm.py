@@ -18,11 +18,17 @@ achieved FLOPs over the device's peak, so a stated MFU gives ``tokens/s = MFU pe
 per token``.
 
 Activations per device (bytes), Korthikanti et al. 2022 (arXiv 2205.05198) sec. 4.1: a
-layer keeps ``s b h (34 + 5 a s / h)`` bytes of 16-bit activations for ``b`` sequences of
+GPT layer keeps ``s b h (34 + 5 a s / h)`` bytes of 16-bit activations for ``b`` sequences of
 ``s`` tokens; FlashAttention (and PyTorch's fused SDPA) keeps no attention scores, which
-removes the ``5 a s / h`` term: ``34 s b h`` per layer. Full activation checkpointing keeps
-each layer's 16-bit input, ``2 s b h`` per layer, and one layer's ``34 s b h`` while it is
-recomputed. The output layer's fp32 logits for the loss add ``4 s b V``. Checkpointing also
+removes the ``5 a s / h`` term: ``34 s b h`` per layer. Of the 34, the MLP keeps 19 (its
+input 2, the GELU's input and output 8 + 8 at an inner size ``f = 4h``, a dropout mask 1):
+``3 + 4 f / h`` at any ``f``. A Llama block's MLP is SwiGLU (``w2(silu(w1 x) * w3 x)``) and
+it has no dropout: its MLP keeps the input 2 and four tensors of the inner size (``w1 x``,
+``silu(w1 x)``, ``w3 x`` and their product, each ``2 f``), ``2 + 8 f / h``, and its attention
+10 instead of 11 (no dropout mask): ``16 + 8 f / h``, 44 for Llama 3 (``f = 3.5 h``), not 34
+(:func:`layer_activation_sbh`). Full activation checkpointing keeps each layer's 16-bit
+input, ``2 s b h`` per layer, and one layer's activations while it is recomputed. The output
+layer's fp32 logits for the loss add ``4 s b V``. Checkpointing also
 runs each forward once more in backward: backward becomes 3/4 of the compute (forward 2, the
 recomputed forward 2, backward 4 FLOPs per parameter and token).
 
@@ -33,6 +39,8 @@ recomputed forward 2, backward 4 FLOPs per parameter and token).
 >>> round(float(activation_bytes(seq_len=8192, micro_batch=1, hidden_size=4096, layers=32,
 ...     vocab_size=128256, checkpointing=True)) / 2**30, 2)
 6.98
+>>> layer_activation_sbh(4096, 4 * 4096, "gelu"), layer_activation_sbh(4096, 14336, "swiglu")
+(34.0, 44.0)
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ __all__ = [
     "default_hidden_size",
     "default_layers",
     "flops_per_token",
+    "layer_activation_sbh",
     "load_model",
     "model_names",
 ]
@@ -65,7 +74,10 @@ ASPECT_RATIO = 128
 PARAMS_PER_LAYER_H2 = 12
 """Parameters of one decoder block in units of h^2 (Kaplan et al. 2020, Table 1)."""
 ACTIVATION_BYTES_PER_SBH = 34
-"""Korthikanti et al. 2022 sec. 4.1, without the attention scores (FlashAttention)."""
+"""Korthikanti et al. 2022 sec. 4.1, without the attention scores (FlashAttention): a GPT
+layer, the default where the block's shape is not known."""
+MLP_KINDS = ("gelu", "swiglu")
+"""The MLPs a block may have: GPT's (two matrices, GELU) or Llama's SwiGLU (three)."""
 CHECKPOINT_BYTES_PER_SBH = 2
 """A checkpointed layer's 16-bit input."""
 LOGIT_BYTES = 4
@@ -83,6 +95,10 @@ class ModelPreset:
     params: float
     layers: int
     hidden_size: int
+    ffn_hidden_size: int
+    """The MLP's inner size (Llama's ``intermediate_size``; 4 h in GPT and MPT)."""
+    mlp: str
+    """One of :data:`MLP_KINDS`."""
     heads: int
     vocab_size: int
     seq_len: int
@@ -114,6 +130,8 @@ def load_model(name: str) -> ModelPreset:
         params=float(data["params"]),
         layers=int(data["layers"]),
         hidden_size=int(data["hidden_size"]),
+        ffn_hidden_size=int(data["ffn_hidden_size"]),
+        mlp=str(data["mlp"]),
         heads=int(data["heads"]),
         vocab_size=int(data["vocab_size"]),
         seq_len=int(data["seq_len"]),
@@ -146,6 +164,16 @@ def flops_per_token(
     return 6 * p + attention * np.asarray(seq_len, dtype=float)
 
 
+def layer_activation_sbh(hidden_size: float, ffn_hidden_size: float, mlp: str) -> float:
+    """Bytes one layer keeps per token and unit of hidden size (module doc): Korthikanti's 34
+    with the MLP's share at its inner size, ``18 + 4 f / h`` for GELU, ``16 + 8 f / h`` for
+    SwiGLU (no dropout)."""
+    ratio = ffn_hidden_size / hidden_size
+    if mlp == "swiglu":
+        return 16.0 + 8.0 * ratio
+    return ACTIVATION_BYTES_PER_SBH - 16.0 + 4.0 * ratio
+
+
 def activation_bytes(
     *,
     seq_len: ArrayLike,
@@ -154,8 +182,10 @@ def activation_bytes(
     layers: ArrayLike,
     vocab_size: ArrayLike = 0,
     checkpointing: bool = False,
+    per_layer_sbh: float = ACTIVATION_BYTES_PER_SBH,
 ) -> Any:
-    """Bytes of activations one device keeps for a micro-batch (module doc)."""
+    """Bytes of activations one device keeps for a micro-batch (module doc); a layer keeps
+    ``per_layer_sbh`` bytes per token and unit of hidden size (:func:`layer_activation_sbh`)."""
     sbh = (
         np.asarray(seq_len, dtype=float)
         * np.asarray(micro_batch, dtype=float)
@@ -163,8 +193,8 @@ def activation_bytes(
     )
     count = np.asarray(layers, dtype=float)
     if checkpointing:
-        kept = CHECKPOINT_BYTES_PER_SBH * sbh * count + ACTIVATION_BYTES_PER_SBH * sbh
+        kept = CHECKPOINT_BYTES_PER_SBH * sbh * count + per_layer_sbh * sbh
     else:
-        kept = ACTIVATION_BYTES_PER_SBH * sbh * count
+        kept = per_layer_sbh * sbh * count
     tokens = np.asarray(seq_len, dtype=float) * np.asarray(micro_batch, dtype=float)
     return kept + LOGIT_BYTES * tokens * np.asarray(vocab_size, dtype=float)

@@ -1,19 +1,24 @@
 """Memory per device for a scenario's strategy: model states, gathered units, activations.
 
     model states   parameters, gradients and optimizer state as the strategy shards them
-                   (:func:`~dpscale.model.strategies.model_state_bytes`, the ZeRO paper's
-                   count); the optimizer's moments from ``--optimizer`` (Adam's two when none
-                   is given), plus the fp32 master copy under mixed precision
-    gathered       what an FSDP unit holds while it computes: two units' gathered parameters
-                   (the current one and the one prefetched) and one unit's unsharded
-                   gradients before they are reduce-scattered; SHARD_GRAD_OP keeps every
-                   unit's gathered parameters from forward to backward (all of them)
+                   (:func:`~dpscale.model.strategies.model_state_bytes`: the ZeRO paper's
+                   count, FSDP's fp32 shards); the optimizer's moments from ``--optimizer``
+                   (Adam's two when none is given), plus the fp32 master copy under mixed
+                   precision where the strategy keeps one; with ``no_sync`` on a strategy
+                   that shards gradients, every unsharded gradient from the first
+                   micro-step to the last
+    buffers        (``gathered``) what an FSDP unit holds while it computes: two units'
+                   gathered parameters (the current one and the one prefetched; the largest
+                   unit, :func:`unit_params`) and one unit's unsharded gradients before they
+                   are reduce-scattered; SHARD_GRAD_OP keeps every unit's gathered
+                   parameters from forward to backward (all of them); DDP's (and ZeRO-1's
+                   beside it) gradient buckets, a copy of every gradient
     activations    :func:`~dpscale.model.llm.activation_bytes` where the sequence length is
                    known (a transformer), else not counted (the result says so)
 
 Not counted: the framework's workspace and the allocator's fragmentation (commonly a few GB on
-a GPU), communication buffers, and any CPU offload. A strategy ``fits`` where the sum stays
-within the device's memory.
+a GPU), the collectives' own staging buffers, and any CPU offload. A strategy ``fits`` where the
+sum stays within the device's memory.
 
 >>> from dpscale.model.hardware import Hardware
 >>> from dpscale.model.scenario import Scenario
@@ -40,14 +45,16 @@ from dpscale.model.llm import activation_bytes
 from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
 from dpscale.model.step import BYTES_PER_VALUE
 from dpscale.model.strategies import (
+    STRATEGIES,
     Strategy,
     group_beside,
+    group_size,
     model_state_bytes,
     optimizer_state_bytes,
     row,
 )
 
-__all__ = ["MOMENT_BYTES", "Memory", "MemoryAdvice", "memory", "memory_advice"]
+__all__ = ["MOMENT_BYTES", "Memory", "MemoryAdvice", "memory", "memory_advice", "unit_params"]
 
 MOMENT_BYTES: dict[str, float] = {
     "none": 0.0,
@@ -93,27 +100,43 @@ def memory(
     sc, r = scenario, row(scenario.strategy)
     moments = MOMENT_BYTES[sc.optimizer or DEFAULT_OPTIMIZER]
     grad_bytes = BYTES_PER_VALUE[sc.grad_dtype]
+    if r.fp32_shards:
+        held_param, held_grad, optimizer = 4.0, 4.0, moments
+    else:
+        held_param, held_grad = float(sc.param_bytes), float(grad_bytes)
+        optimizer = optimizer_state_bytes(moments, sc.param_bytes)
     states = model_state_bytes(
         sc.strategy,
         params=sc.params,
         devices=counts,
-        param_bytes=sc.param_bytes,
-        grad_bytes=grad_bytes,
-        optimizer_bytes=optimizer_state_bytes(moments, sc.param_bytes),
+        param_bytes=held_param,
+        grad_bytes=held_grad,
+        optimizer_bytes=optimizer,
         devices_per_node=sc.hardware.devices_per_node,
         shard_group=sc.shard_group_size,
     )
-    unit_params = sc.params * sc.param_bytes / sc.units
-    unit_grads = sc.params * grad_bytes / sc.units
+    group = group_size(
+        STRATEGIES.index(sc.strategy), counts, sc.hardware.devices_per_node, sc.shard_group_size
+    )
+    sharded = group > 1
+    # no_sync: every unit's unsharded gradients stay, in the reduce dtype, from the first
+    # micro-step to the last (FSDP2's ``unsharded_accumulated_grad``, ``_fsdp_param.py``).
+    accumulating = sc.no_sync and sc.grad_accum > 1 and r.shards_grads
+    accumulated = np.where(sharded, sc.params * grad_bytes, 0.0) if accumulating else 0.0
+    unit = unit_params(sc)
+    unit_grads = 0.0 if accumulating else unit * grad_bytes
     if r.keeps_gathered:
         gathered = sc.params * sc.param_bytes + unit_grads
     elif r.gathers:
-        gathered = 2 * unit_params + unit_grads
+        gathered = min(2, sc.units) * unit * sc.param_bytes + unit_grads
     else:
         gathered = 0.0
-    single = counts <= 1
-    # One device gathers nothing: its "shard" is the whole model, already counted.
-    gathered_bytes = np.where(single, 0.0, gathered) * np.ones_like(counts)
+    # A group of one gathers nothing: its "shard" is the whole model, already counted.
+    buffers = np.where(sharded, gathered, 0.0)
+    if r.copies_into_buckets:
+        # DDP's reducer copies the gradients into buckets of their own size in all
+        # (``gradient_as_bucket_view=False``, its default), as the step model charges.
+        buffers = buffers + np.where(counts > 1, sc.params * grad_bytes, 0.0)
     batch = sc.micro_batch if micro_batch is None else micro_batch
     activations = None
     if sc.seq_len is not None:
@@ -125,15 +148,40 @@ def memory(
                 layers=sc.units,
                 vocab_size=sc.vocab_size or 0,
                 checkpointing=sc.activation_checkpointing,
+                per_layer_sbh=sc.activation_sbh,
             ),
             np.broadcast_shapes(np.shape(counts), np.shape(batch)),
         )
     return Memory(
-        model_states=np.broadcast_to(states, np.shape(counts)),
-        gathered=gathered_bytes,
+        model_states=np.broadcast_to(states + accumulated, np.shape(counts)),
+        gathered=np.broadcast_to(buffers, np.shape(counts)),
         activations=activations,
         capacity=sc.hardware.memory_capacity,
     )
+
+
+def unit_params(scenario: Scenario) -> float:
+    """Parameters of the largest unit FSDP gathers at once: a transformer block, or, where
+    the vocabulary is known, the embedding (a unit of its own in torchtitan's
+    ``apply_fsdp``, as the output layer; Llama 3 8B's 525M parameters against a block's
+    218M); without it, the parameters over the layers.
+
+    >>> from dpscale.model.hardware import Hardware
+    >>> sc = Scenario(params=8.03e9, grad_dtype="bf16", micro_batch=1, grad_accum=1,
+    ...     per_device_throughput=1.0, hardware=Hardware(8, 350e9, 400e9), layers=32,
+    ...     hidden_size=4096, vocab_size=128256)
+    >>> round(unit_params(sc) / 1e6), round(unit_params(replace(sc, vocab_size=None)) / 1e6)
+    (525, 251)
+    """
+    sc = scenario
+    per_layer = sc.params / sc.units
+    if not sc.vocab_size:
+        return per_layer
+    embedding = min(sc.vocab_size * sc.hidden, sc.params)
+    blocks = sc.params - 2 * embedding  # an input embedding and an output layer
+    if blocks > 0:
+        per_layer = blocks / sc.units
+    return max(per_layer, embedding)
 
 
 @dataclass(frozen=True)
@@ -163,6 +211,9 @@ class MemoryAdvice:
     grouped: bool = False
     """Whether a shard group was stated: the strategies in :attr:`strategies` other than
     HSDP run without it (:func:`~dpscale.model.strategies.group_beside`)."""
+    synced: bool = False
+    """Whether the stated job fits without ``no_sync`` (its unsharded gradients, kept over
+    the micro-steps, are what does not fit)."""
 
     def to_dict(self) -> dict[str, Any]:
         combined = self.combined
@@ -171,6 +222,7 @@ class MemoryAdvice:
             "micro_batch": self.micro_batch,
             "checkpointing_micro_batch": self.checkpointing_micro_batch,
             "ungrouped": self.ungrouped,
+            "synced": self.synced,
             "strategies": list(self.strategies),
             "combined": None
             if combined is None
@@ -215,8 +267,13 @@ def memory_advice(
         over_all = replace(scenario, shard_group_size=0)
         ungrouped = bool(np.asarray(memory(over_all, [devices]).fits)[0])
         others.append(over_all)
+    synced = False
+    if scenario.no_sync and scenario.grad_accum > 1 and row(scenario.strategy).shards_grads:
+        without = replace(scenario, no_sync=False)
+        synced = bool(np.asarray(memory(without, [devices]).fits)[0])
+        others.append(without)
     combined, leanest = None, ""
-    if not (smaller or checkpointing or fitting or ungrouped):
+    if not (smaller or checkpointing or fitting or ungrouped or synced):
         least = min(
             [scenario, *others],
             key=lambda sc: float(np.asarray(memory(sc, [devices], micro_batch=1).total)[0]),
@@ -227,7 +284,7 @@ def memory_advice(
             most = _largest_fitting(lean, devices, scenario.micro_batch)
             combined = None if most is None else (least.strategy, most)
     return MemoryAdvice(
-        devices, smaller, checkpointing, fitting, combined, leanest, ungrouped, grouped
+        devices, smaller, checkpointing, fitting, combined, leanest, ungrouped, grouped, synced
     )
 
 
@@ -237,7 +294,10 @@ def _sharded_as(scenario: Scenario, name: Strategy) -> Scenario:
     with FSDP and ZeRO too, so Llama 3.1 405B under HSDP in groups of 64 on 16,384 H100s was
     told that nothing fits, where FSDP over all devices holds 64 GiB of 79.6."""
     return replace(
-        scenario, strategy=name, shard_group_size=group_beside(name, scenario.shard_group_size)
+        scenario,
+        strategy=name,
+        shard_group_size=group_beside(name, scenario.shard_group_size),
+        no_sync=scenario.no_sync and row(name).takes_no_sync,
     )
 
 

@@ -610,11 +610,12 @@ def _measured_baseline(scenario: Scenario, measured: MeasuredFit) -> tuple[Scena
 
 def compared_strategies(stated: Strategy) -> tuple[Strategy, ...]:
     """The strategies ``--compare-strategies`` runs for a job stated under ``stated``: those of
-    :data:`COMPARED`, the stated one in the place of the one it runs as (ZeRO-3 is FSDP's row)
-    or among them (FSDP's SHARD_GRAD_OP after FSDP), so the stated job is always one of them.
+    :data:`COMPARED`, the stated one in the place of one whose row it shares, or among them
+    (FSDP's SHARD_GRAD_OP after FSDP; DeepSpeed's ZeRO-3 before FSDP, whose collectives it
+    runs but not its memory), so the stated job is always one of them.
 
     >>> compared_strategies("hsdp"), compared_strategies("zero3")
-    (('ddp', 'zero1', 'zero2', 'fsdp', 'hsdp'), ('ddp', 'zero1', 'zero2', 'zero3', 'hsdp'))
+    (('ddp', 'zero1', 'zero2', 'fsdp', 'hsdp'), ('ddp', 'zero1', 'zero2', 'zero3', 'fsdp', 'hsdp'))
     >>> compared_strategies("fsdp-shard-grad-op")
     ('ddp', 'zero1', 'zero2', 'fsdp', 'fsdp-shard-grad-op', 'hsdp')
     """
@@ -631,12 +632,19 @@ def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
     ran there: solved again under each strategy, a slower one had been given a faster device
     to make up for its exchanges), calibrated with the collectives it runs. A stated shard
     group goes with HSDP, whose group it is: FSDP or ZeRO in the comparison shard over all
-    devices (FSDP over a group of 16 is HSDP's row again)."""
+    devices (FSDP over a group of 16 is HSDP's row again). ``no_sync`` goes with those that
+    take it (DeepSpeed's ZeRO-2 and ZeRO-3 refuse it: they reduce every micro-step)."""
     group = group_beside(name, scenario.shard_group_size)
     bucket = scenario.bucket_bytes
     if not scenario.bucket_stated:
         bucket = default_bucket_bytes(name, BYTES_PER_VALUE[scenario.grad_dtype])
-    compared = replace(scenario, strategy=name, shard_group_size=group, bucket_bytes=bucket)
+    compared = replace(
+        scenario,
+        strategy=name,
+        shard_group_size=group,
+        bucket_bytes=bucket,
+        no_sync=scenario.no_sync and row(name).takes_no_sync,
+    )
     # A calibration is that of the collectives each strategy runs, where they were measured.
     return compared if compared.calibration is None else compared.calibration.apply(compared)
 

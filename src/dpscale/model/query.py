@@ -47,7 +47,13 @@ from dpscale.model.step import (
     OVERLAP_SLOWDOWN,
     GradDtype,
 )
-from dpscale.model.strategies import NOTHING_SHARDED, Strategy, default_bucket_bytes, row
+from dpscale.model.strategies import (
+    NO_SYNC_REFUSED,
+    NOTHING_SHARDED,
+    Strategy,
+    default_bucket_bytes,
+    row,
+)
 from dpscale.units import (
     UnitError,
     UnitRangeError,
@@ -591,6 +597,14 @@ class PredictQuery(BaseModel):
                 f"does not apply to {self.strategy}: it shards nothing",
                 code=NOTHING_SHARDED,
             )
+        if self.no_sync and not row(self.strategy).takes_no_sync:
+            raise InputError.single(
+                "no_sync",
+                f"does not apply to {self.strategy}: DeepSpeed's ZeRO-2 and ZeRO-3 reduce the "
+                "gradients every micro-step and refuse no_sync; use fsdp or "
+                "fsdp-shard-grad-op (FSDP accumulates them unsharded), or leave no_sync off",
+                code=NO_SYNC_REFUSED,
+            )
         scenario = Scenario(
             params=params,
             grad_dtype=self.grad_dtype,
@@ -630,6 +644,8 @@ class PredictQuery(BaseModel):
             seq_len=seq_len,
             hidden_size=self.hidden_size or (preset.hidden_size if preset is not None else None),
             vocab_size=preset.vocab_size if preset is not None else None,
+            ffn_hidden_size=preset.ffn_hidden_size if preset is not None else None,
+            mlp=preset.mlp if preset is not None else "gelu",
             activation_checkpointing=self.activation_checkpointing,
             model=self.model,
             baseline_devices=self.baseline_devices,

@@ -36,7 +36,12 @@ from dpscale.model.costs import (
     optimizer_step_time,
 )
 from dpscale.model.hardware import Hardware
-from dpscale.model.llm import default_hidden_size, default_layers, flops_per_token
+from dpscale.model.llm import (
+    default_hidden_size,
+    default_layers,
+    flops_per_token,
+    layer_activation_sbh,
+)
 from dpscale.model.step import (
     BACKWARD_FRACTION,
     BYTES_PER_VALUE,
@@ -141,6 +146,10 @@ class Scenario:
     seq_len: int | None = None
     hidden_size: int | None = None
     vocab_size: int | None = None
+    ffn_hidden_size: int | None = None
+    """The MLP's inner size (None: 4 x the hidden size, a GPT block's)."""
+    mlp: str = "gelu"
+    """The MLP: ``gelu`` (GPT, MPT) or ``swiglu`` (Llama), for the activations it keeps."""
     activation_checkpointing: bool = False
     model: str | None = None
     """The model preset that filled params, layers and shapes, if any."""
@@ -180,6 +189,14 @@ class Scenario:
         if self.hidden_size is not None:
             return float(self.hidden_size)
         return float(default_hidden_size(self.params, self.units))
+
+    @property
+    def activation_sbh(self) -> float:
+        """Bytes of activations a layer keeps per token and unit of hidden size
+        (:func:`~dpscale.model.llm.layer_activation_sbh`)."""
+        hidden = self.hidden
+        ffn = 4.0 * hidden if self.ffn_hidden_size is None else float(self.ffn_hidden_size)
+        return layer_activation_sbh(hidden, ffn, self.mlp)
 
     @property
     def param_bytes(self) -> int:

@@ -46,6 +46,9 @@ as the forward uses it (``--param-dtype``), ``g`` per gradient (``--grad-dtype``
 of optimizer state: the moments (Adam 8, momentum 4, SGD 0) and, where the parameters the
 forward uses are not fp32, an fp32 master copy (4). Mixed-precision Adam is ``p = g = 2``,
 ``K = 12``: 16 bytes per parameter. A row divides each of the three it shards by ``G``.
+FSDP's rows hold their shards in fp32 instead (``fp32_shards``: ``p = g = 4``, ``K`` the
+moments alone), 16 bytes per parameter under Adam whatever ``--param-dtype`` and
+``--grad-dtype`` say; ZeRO-3 is DeepSpeed's count.
 
 >>> gb = [model_state_bytes(s, params=7.5e9, devices=64, param_bytes=2, grad_bytes=2,
 ...        optimizer_bytes=12) / 1e9 for s in ("ddp", "zero1", "zero2", "zero3")]
@@ -68,6 +71,7 @@ __all__ = [
     "GROUP_NOT_A_DIVISOR",
     "NODE_NOT_A_DIVISOR",
     "NOTHING_SHARDED",
+    "NO_SYNC_REFUSED",
     "SHARDED",
     "STRATEGIES",
     "STRATEGY_TABLE",
@@ -124,6 +128,18 @@ class StrategyRow:
     ZeRO-1 as ``ZeroRedundancyOptimizer`` beside DDP, whose gradients go through the same
     reducer. (Without it, ZeRO-1 over groups of one device, which is DDP, ran faster than
     DDP by that copy: 13.7 ms a step for a 1.3B model in fp32 on an A100.)"""
+    fp32_shards: bool = False
+    """Holds each shard of the parameters in their original dtype and reduces the gradients
+    back into it (FSDP: the ``--param-dtype`` copy exists only as the all-gather's output,
+    ``_fsdp_param.py``; ``_fsdp_collectives.py``: ``_to_dtype_if_needed(reduce_output,
+    orig_dtype)``), so a shard holds an fp32 parameter and gradient, 4 + 4 bytes, and the
+    optimizer's moments, with no master copy: 16 bytes per parameter under Adam whatever the
+    dtypes. DeepSpeed's ZeRO keeps the ZeRO paper's ``p + g + K``."""
+    takes_no_sync: bool = True
+    """Whether the gradients may accumulate unsharded over the micro-steps (``no_sync``).
+    DeepSpeed's ZeRO-2 and ZeRO-3 partition the gradients as backward produces them and
+    refuse it (``deepspeed/runtime/engine.py``, ``no_sync``: "no_sync context manager is
+    incompatible with gradient partitioning logic of ZeRO stage 2"; ZeRO-3 likewise)."""
     bucket_values: float | None = None
     """The bucket when ``--bucket-size`` is not given, in gradient values (DeepSpeed's
     ``reduce_bucket_size`` and ``allgather_bucket_size``, 5e8 elements); None: DDP's 25 MiB.
@@ -142,12 +158,15 @@ STRATEGY_TABLE: tuple[StrategyRow, ...] = (
     StrategyRow("zero1", "all", False, False, False, True, False, False, False, True,
                 copies_into_buckets=True),
     StrategyRow("zero2", "all", False, False, True, True, False, False, True, True,
-                bucket_values=5e8),
-    StrategyRow("zero3", "all", True, True, True, False, True, True, True, True),
-    StrategyRow("fsdp", "all", True, True, True, False, True, True, True, True),
+                takes_no_sync=False, bucket_values=5e8),
+    StrategyRow("zero3", "all", True, True, True, False, True, True, True, True,
+                takes_no_sync=False),
+    StrategyRow("fsdp", "all", True, True, True, False, True, True, True, True,
+                fp32_shards=True),
     StrategyRow("fsdp-shard-grad-op", "all", True, False, True, False, True, True, True, True,
-                True),
-    StrategyRow("hsdp", "node", True, True, True, False, True, True, True, True),
+                True, fp32_shards=True),
+    StrategyRow("hsdp", "node", True, True, True, False, True, True, True, True,
+                fp32_shards=True),
 )
 # fmt: on
 """The rows, in code order (a strategy's code is its index)."""
@@ -272,6 +291,8 @@ GROUP_NOT_A_DIVISOR = "group_not_a_divisor"
 """The code of a stated shard group that does not divide a device count above it."""
 NODE_NOT_A_DIVISOR = "node_not_a_divisor"
 """The code of a device count that is no whole number of the nodes HSDP shards within."""
+NO_SYNC_REFUSED = "no_sync_refused"
+"""The code of ``no_sync`` stated for a strategy that refuses it (DeepSpeed's ZeRO-2 and -3)."""
 NOTHING_SHARDED = "nothing_sharded"
 """The code of a shard group stated for a strategy that shards nothing (DDP)."""
 

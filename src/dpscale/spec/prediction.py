@@ -725,7 +725,8 @@ PREDICTION = Prediction(
             name="no_sync",
             model=QUERY,
             terminal_help="Accumulate unsharded gradients and reduce them in the last micro-step "
-            "only (FSDP no_sync).",
+            "only (FSDP no_sync; they stay in memory). Not with zero2 or zero3 (DeepSpeed "
+            "refuses it).",
             switch=True,
             label=N_("Reduce in the last micro-step only"),
             help=N_("FSDP's no_sync: more memory, fewer reduce-scatters."),
@@ -1232,10 +1233,10 @@ LINES: Mapping[str, Wording] = {
     "memory": Wording(
         N_(
             "Memory per device at %(devices)s devices: %(total)s (model states %(states)s, "
-            "gathered layers %(gathered)s, activations %(activations)s) of %(capacity)s."
+            "communication buffers %(gathered)s, activations %(activations)s) of %(capacity)s."
         ),
-        "Memory per device at {devices} devices: {total} (model states {states}, gathered "
-        "layers {gathered}, activations {activations}) of {capacity}.",
+        "Memory per device at {devices} devices: {total} (model states {states}, "
+        "communication buffers {gathered}, activations {activations}) of {capacity}.",
     ),
     "memory_over": Wording(
         N_("It does not fit at %(devices)s devices: %(total)s needed, %(capacity)s there."),
@@ -1280,6 +1281,10 @@ LINES: Mapping[str, Wording] = {
         N_("sharding over all devices (no shard group size)"),
         "no --shard-group-size (sharding over all devices)",
     ),
+    "fit_synced": Wording(
+        N_("gradients reduced every micro-step (no “no sync”: unsharded gradients are not kept)"),
+        "no --no-sync (gradients reduced every micro-step, not kept unsharded)",
+    ),
     "fit_combined": Wording(
         N_("%(strategy)s, activation checkpointing and a micro-batch of at most %(micro_batch)s"),
         "--strategy {strategy}, --activation-checkpointing and --micro-batch at most {micro_batch}",
@@ -1304,6 +1309,18 @@ LINES: Mapping[str, Wording] = {
         "",
         "Compute per micro-step {micro} ms ({micro_batch} / {throughput} {unit}), "
         "backward {backward} of it.",
+    ),
+    "preset_params": Wording(
+        N_(
+            "The parameters entered (%(params)s) replace the %(preset)s of %(model)s, whose "
+            "shape is kept: %(layers)s layers, hidden size %(hidden)s, vocabulary %(vocab)s. "
+            "They set the activations and each layer's size: for another shape, enter the "
+            "layers and the hidden size, or choose no model."
+        ),
+        "--params {params} replaces the {preset} of --model {model}, whose shape is kept: "
+        "{layers} layers, hidden size {hidden}, vocabulary {vocab}. They set the activations "
+        "and each layer's size: for another shape, give --layers and --hidden-size, or no "
+        "--model.",
     ),
     "micro_batch_tokens": Wording(
         N_(
@@ -1539,6 +1556,7 @@ TERMINAL_ORDER = (
     ("transfer_2",),
     ("gradients", "compute", "network"),
     ("micro_batch_tokens",),
+    ("preset_params",),
     ("mfu", "mfu_check", "baseline"),
     ("wait",),
     ("memory", "memory_over", "memory_fix"),
@@ -1608,6 +1626,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             },
         ),
     }
+    said.update(_preset_params(sc))
     if sc.micro_batch_in_tokens:  # 1 sequence typed as 1 is one token: 0.06 % for 8B
         said["micro_batch_tokens"] = Said(
             "micro_batch_tokens", {"micro_batch": Count(sc.micro_batch)}
@@ -1661,6 +1680,37 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     if result.answers is not None:
         said.update(_answers(result))
     return said
+
+
+PRESET_PARAMS_TOLERANCE = 0.01
+"""How far the stated parameters may lie from a model preset's before :func:`_preset_params`
+says so (8e9 typed for Llama 3 8B's 8.03e9 is the same model)."""
+
+
+def _preset_params(sc: Scenario) -> dict[str, Said]:
+    """Where ``--params`` replaced a model preset's count by another: the preset's shape is
+    still the one used (Llama 3 8B's 32 layers of 4,096 with 70B parameters had given 70B's
+    memory an 8B model's activations without a word)."""
+    if sc.model is None:
+        return {}
+    from dpscale.model.llm import load_model
+
+    preset = load_model(sc.model)
+    if abs(sc.params / preset.params - 1.0) <= PRESET_PARAMS_TOLERANCE:
+        return {}
+    return {
+        "preset_params": Said(
+            "preset_params",
+            {
+                "params": Number(sc.params),
+                "preset": Number(preset.params),
+                "model": sc.model,
+                "layers": Count(sc.units),
+                "hidden": Count(round(sc.hidden)),
+                "vocab": "-" if sc.vocab_size is None else Count(sc.vocab_size),
+            },
+        )
+    }
 
 
 BAND_OPTIONS = {
@@ -1842,6 +1892,8 @@ def _memory_fix(advice: MemoryAdvice, strategy: str, micro_batch: int) -> Said:
         )
     if advice.ungrouped:
         options.append(Said("fit_ungrouped"))
+    if advice.synced:
+        options.append(Said("fit_synced"))
 
     def alone(name: str) -> bool:
         # A stated group goes with HSDP alone (strategies.group_beside): another runs without.

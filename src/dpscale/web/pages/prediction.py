@@ -34,7 +34,12 @@ from dpscale.model.query import (
     REQUIRED_WITH,
     THROUGHPUT_TWICE,
 )
-from dpscale.model.strategies import GROUP_NOT_A_DIVISOR, NODE_NOT_A_DIVISOR, NOTHING_SHARDED
+from dpscale.model.strategies import (
+    GROUP_NOT_A_DIVISOR,
+    NO_SYNC_REFUSED,
+    NODE_NOT_A_DIVISOR,
+    NOTHING_SHARDED,
+)
 from dpscale.plotting import ChartLayout
 from dpscale.said import Said
 from dpscale.spec.measured_runs import (
@@ -259,6 +264,11 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         return faster_than_stated(issue, loc)
     if issue.code == NOTHING_SHARDED:
         return _("DDP shards nothing: leave this empty, or choose a sharded strategy.")
+    if issue.code == NO_SYNC_REFUSED:
+        return _(
+            "DeepSpeed's ZeRO-2 and ZeRO-3 reduce the gradients every micro-step and refuse "
+            "this: choose FSDP (it accumulates them unsharded), or leave it off."
+        )
     if issue.code == THROUGHPUT_TWICE:
         return _(
             "“%(other)s” already gives one device's throughput: fill in only one of them.",

@@ -285,6 +285,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "transfer",
             "transfer_2",
             "micro_batch_tokens",
+            "preset_params",
             "mfu",
             "mfu_check",
             "baseline",
