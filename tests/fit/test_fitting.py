@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpscale.fit import FitQuery, Points, fit
 from dpscale.fit.fitting import fit_model
@@ -486,3 +488,30 @@ def test_below_the_fewest_measured_the_band_keeps_the_fact_that_bounds_it(model:
         assert base.efficiency_low <= p.efficiency_low <= p.efficiency <= p.efficiency_high
         assert p.throughput_low >= n / 8 * base.throughput_low * (1 - 1e-12)
         assert p.throughput_low <= p.throughput <= p.throughput_high
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    per_node=st.sampled_from([2, 4, 8]),
+    falls=st.lists(st.floats(0.3, 1.5), min_size=3, max_size=5),
+    asked=st.lists(st.integers(1, 4096), min_size=1, max_size=4),
+)
+def test_a_node_level_comm_fit_is_finite_below_a_node(
+    per_node: int, falls: list[float], asked: list[int]
+) -> None:
+    # Points from one full node on, falling or rising as they may: the comm fit at node level
+    # folds the node's cost into the rate, and its ring latency, 2 (N - g) steps beyond the
+    # node, had gone negative below it (1 and 4 devices from "8:100,16:50,32:25,64:12" were
+    # NaN, and --json a traceback).
+    devices = [per_node * 2**k for k in range(len(falls))]
+    throughput = 100.0 * np.cumprod(falls)
+    result = fit(
+        Points(devices=np.asarray(devices), throughput=throughput),
+        model="comm",
+        devices_per_node=per_node,
+        at=asked,
+    )
+    json.dumps(result.to_dict(), allow_nan=False)
+    for p in result.predictions:
+        assert p.throughput_low <= p.throughput <= p.throughput_high
+        assert p.efficiency_low <= p.efficiency <= p.efficiency_high

@@ -185,8 +185,9 @@ def comm_model(
         nodes = np.ceil(n / g)
         inter = 2.0 * (nodes - 1.0) / nodes
         if flat and latency:
-            # The ring's latency: 2 (N - 1) steps, one more per device (beyond the folded node).
-            return np.column_stack([inter, n - g])
+            # The ring's latency: 2 (N - 1) steps, one more per device beyond the folded node
+            # (none below it: a node's own cost is in the rate; below, it had gone negative).
+            return np.column_stack([inter, np.maximum(n - g, 0.0)])
         if flat:
             return inter[:, None]
         return np.column_stack([2.0 * (inside - 1.0) / inside, inter])
