@@ -352,3 +352,11 @@ def test_both_engines_weigh_their_assumed_noise_alike_in_the_outlier_test() -> N
     from dpscale.model import measured
 
     assert measured.SCREEN_PRIOR_WEIGHT == SCREEN_PRIOR_WEIGHT
+
+
+def test_tokens_are_a_rate_on_both_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    # "tokens" had headed fit's throughputs ("Throughput (tokens)") and predict's "tokens/s".
+    fitted = _json(capsys, "fit", "--points", MPT_POINTS, "--at", "1024", "-u", "tokens", *MPT_70B)
+    predicted = _json(capsys, "predict", "--measured", MPT_POINTS, "--devices", "1024",
+                      "--unit", "tokens", *MPT_70B)  # fmt: skip
+    assert fitted["unit"] == predicted["unit"] == "tokens/s"

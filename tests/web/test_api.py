@@ -237,6 +237,16 @@ def test_a_parameter_that_is_no_input_is_refused_naming_it(client: httpx.Client)
             "'target_efficiency'?",
         },
     ]
+    # The CLI's aliases (fit --devices, predict --at) are pointed to the input that takes them
+    # here: fit's "devices" had been sent to devices_per_node, a 200 to another question.
+    points = "points=8:7900,16:15500,32:30200"
+    for url, name, meant in (
+        (f"/api/v1/fit?{points}&devices=64", "devices", "at"),
+        (f"/api/v1/predict?{job}&at=8,64", "at", "devices"),
+    ):
+        [detail] = client.get(url).json()["detail"]
+        assert detail["field"] == name
+        assert detail["message"].endswith(f"did you mean {meant!r}?")
     # a cache-buster passes; the page reads what it knows and leaves the rest
     assert client.get("/api/v1/calc?devices=8&throughput=2&efficiency=90&_=17").status_code == 200
     page = client.get("/en/data-parallel-scaling?devices=8&throughput=2&efficiency=90&utm_x=a")

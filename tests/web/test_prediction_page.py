@@ -1019,3 +1019,9 @@ def test_a_calibration_id_that_cannot_be_one_says_what_an_id_is(client: httpx.Cl
     (issue,) = response.json()["detail"]
     assert issue["field"] == "calibrate"
     assert issue["message"].startswith("calibrate must be the id of a stored run (up to 64")
+
+
+def test_a_run_id_typed_with_its_prefix_is_told_to_drop_it(client: httpx.Client) -> None:
+    # The page's message had listed ":" among an id's characters, then refused "run:abc".
+    html = client.get(f"/en/scaling-prediction?{DEFAULTS}&calibrate=run:abc").text
+    assert "letters, digits and . _ - (up to 64), without “run:” in front." in html

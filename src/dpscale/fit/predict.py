@@ -418,6 +418,8 @@ def fit_points(
     ]
     if run_noise:
         notes = [note for note in notes if note.code not in ASSUMED_NOISE]
+    # A rate, as predict writes it: "tokens" had headed fit's throughputs, "tokens/s" predict's.
+    label = "tokens/s" if unit.strip().lower() == "tokens" else unit
     return FitResult(
-        fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node, unit
+        fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node, label
     )

@@ -12,6 +12,8 @@ options with dashes): a guess by spelling alone had sent ``predict --world-sizes
 ('devices', 'world_sizes', 'at')
 >>> meant("batch_size", ["micro_batch", "devices"]), meant("nothing", ["devices"])
 (['micro_batch'], [])
+>>> meant("devices", ["points", "at", "devices_per_node"]), meant("at", ["devices", "params"])
+(['at'], ['devices'])
 """
 
 from __future__ import annotations
@@ -24,7 +26,18 @@ _COUNTS = ("devices", "world_sizes", "at")
 
 OTHER_NAMES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(
-        ("gpus", "num_gpus", "world_size", "world_sizes", "nproc", "counts", "device_counts"),
+        (
+            "gpus",
+            "num_gpus",
+            "world_size",
+            "world_sizes",
+            "nproc",
+            "counts",
+            "device_counts",
+            # The CLI's own aliases: fit --devices is its "at", predict --at its "devices".
+            "devices",
+            "at",
+        ),
         _COUNTS,
     ),
     "nodes": ("devices", "devices_per_node", "nnodes"),

@@ -849,7 +849,10 @@ PREDICTION = Prediction(
             ),
             kind="text",
             advanced=True,
-            invalid=N_("Use the id of a stored run: letters, digits and . _ : - (up to 64)."),
+            invalid=N_(
+                "Use the id of a stored run: letters, digits and . _ - (up to 64), without "
+                "“run:” in front."
+            ),
         ),
         Input(
             name="optimizer",
