@@ -16,6 +16,7 @@ from dpscale.cli.main import main
 from dpscale.library import IMPLIED_UNITS, PANDAS_MISSING, _as_text
 
 HAS_PANDAS = importlib.util.find_spec("pandas") is not None
+EXAMPLE_POINTS = Path(__file__).resolve().parents[1] / "examples" / "ddp-resnet50.csv"
 
 PREDICT = {
     "params": 1.3e9,
@@ -127,12 +128,54 @@ def test_text_fields_read_lists_pairs_and_numbers() -> None:
     assert _as_text("measured", {1: 362.4, 8: 2722}) == "1:362.4,8:2722"
     assert _as_text("points", [(8, 7900), (16, 15500)]) == "8:7900,16:15500"
     assert _as_text("bucket_size", 25 * 2**20) == "26214400 B"
-    assert _as_text("intra_node_bandwidth", 1.5e11) == "150000000000.0 B/s"
+    assert _as_text("intra_node_bandwidth", 1.5e11) == "150000000000 B/s"
     assert _as_text("step_overhead", 0.002) == "0.002 s"
     # Device memory in bytes: text without a unit is refused, so a number must carry one.
-    assert _as_text("device_memory", 80e9) == "80000000000.0 B"
+    assert _as_text("device_memory", 80e9) == "80000000000 B"
     assert _as_text("unit", "tokens/s") == "tokens/s"
     assert {unit for _, unit in IMPLIED_UNITS} == {"B", "B/s", "s"}
+
+
+def test_a_float_count_is_read_as_the_count_alone_or_in_a_list() -> None:
+    # devices=8.0 had been "8.0", which the devices grammar refuses, where [8.0] was "8".
+    assert _as_text("devices", 8.0) == _as_text("devices", [8.0]) == "8"
+    one = dpscale.predict(**{**PREDICT, "devices": 8.0})
+    assert one.to_dict() == dpscale.predict(**{**PREDICT, "devices": [8]}).to_dict()
+    assert [p.devices for p in dpscale.fit(points={8: 7900, 16: 15500}, at=128.0).predictions] == [
+        128
+    ]
+
+
+@pytest.mark.parametrize("value", [-1, [-1], [8, -1], 0.5, [1e308], 10_000_001])
+@pytest.mark.parametrize(("call", "field"), [("predict", "devices"), ("fit", "at")])
+def test_a_count_given_as_a_number_names_the_range_in_predict_and_fit(
+    call: str, field: str, value: object
+) -> None:
+    # [-1] had been "cannot read '-1'" (no range), [1e308] quoted as a 309-digit integer.
+    first = next(v for v in (value if isinstance(value, list) else [value]) if v != 8)
+    shown = {1e308: "1e+308"}.get(first, f"{first:,}" if first > 1e6 else str(first))
+    inputs = PREDICT if call == "predict" else {"points": {8: 7900, 16: 15500}}
+    with pytest.raises(dpscale.InputError) as raised:
+        getattr(dpscale, call)(**{**inputs, field: value})
+    assert str(raised.value) == (
+        f"{field} must be a whole number from 1 to 10,000,000 (got {shown.replace(',', '')})"
+    )
+
+
+def test_fit_reads_numbers_in_si_units_as_predict_does() -> None:
+    # FitQuery's text fields carry a length (Annotated[str, MaxLen(40)] | None): a number for
+    # them had been refused as "a text of at most 40 characters (got 26214400)".
+    job = {
+        "points": EXAMPLE_POINTS.read_text(),
+        "at": [16],
+        "params": 25.6e6,
+        "micro_batch": 32,
+        "hardware": "dgx1-v100",
+    }
+    as_text = dpscale.fit(**job, bucket_size="25 MiB", inter_node_bandwidth="25 GB/s")
+    as_numbers = dpscale.fit(**job, bucket_size=25 * 2**20, inter_node_bandwidth=25e9)
+    assert as_numbers.to_dict() == as_text.to_dict()
+    assert as_numbers.to_dict() != dpscale.fit(**job).to_dict()  # the two facts were read
 
 
 def test_predict_takes_every_field_of_its_query() -> None:
@@ -156,7 +199,8 @@ def test_predict_takes_every_field_of_its_query() -> None:
             {**PREDICT, "target_efficiency": 100},
             "target_efficiency must be a number greater than 0 and less than 100 (got 100)",
         ),
-        ({**PREDICT, "devices": [0, 8]}, "devices: counts must be whole numbers from 1"),
+        ({**PREDICT, "devices": [0, 8]}, "devices must be a whole number from 1 to 10,000,000"),
+        ({**PREDICT, "devices": "0,8"}, "devices: counts must be whole numbers from 1"),
         ({**PREDICT, "paramz": 1}, "paramz: is not an input of dpscale.predict; did you mean"),
         # another tool's name: the inputs that take it (dpscale.spec.names)
         (

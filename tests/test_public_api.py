@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +71,25 @@ def test_version_matches_metadata() -> None:
     from importlib.metadata import version
 
     assert dpscale.__version__ == version("dpscale")
+
+
+def test_the_keyword_calls_type_check_as_documented(tmp_path: Path) -> None:
+    # dpscale.fit is the package made callable at run time: mypy had typed it "object" (not
+    # callable) and `from dpscale import fit` as a module, for the README's own example.
+    from mypy import api
+
+    example = tmp_path / "example.py"
+    example.write_text(
+        "import dpscale\n"
+        "from dpscale import fit\n"
+        "from dpscale.fit import FitQuery\n"
+        "f: dpscale.FitReport = dpscale.fit(points={8: 7900, 16: 15500}, at=[128])\n"
+        "g: dpscale.FitReport = fit(points={8: 7900, 16: 15500})\n"
+        "h = dpscale.fit.fit(FitQuery(points='8,7900\\n16,15500'))\n"
+        "c: dpscale.CalcReport = dpscale.calc(devices=64, throughput=2000, efficiency=90)\n"
+        "p: dpscale.PredictReport = dpscale.predict(params=1.3e9)\n"
+    )
+    out, err, status = api.run(
+        ["--strict", "--no-error-summary", "--cache-dir", str(tmp_path / "cache"), str(example)]
+    )
+    assert (status, out, err) == (0, "", "")

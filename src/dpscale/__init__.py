@@ -15,6 +15,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from dpscale.calculators import (
         BatchInput,
         BubbleInput,
@@ -35,6 +37,17 @@ if TYPE_CHECKING:
         predict,
     )
     from dpscale.validation import InputError
+
+    class _FitPackage(Protocol):
+        """``dpscale.fit`` as a type checker sees it: the keyword call, and the package of
+        the fitter (``dpscale.fit.fit``, ``dpscale.fit.FitQuery``, ...)."""
+
+        def __call__(self, **inputs: Any) -> FitReport: ...
+        def __getattr__(self, name: str) -> Any: ...
+
+    # The package is made callable at run time (dpscale/fit/__init__.py), which no checker
+    # follows: without this, `dpscale.fit(points=...)` is "object not callable" to mypy.
+    fit: _FitPackage
 
 __all__ = [
     "BatchInput",

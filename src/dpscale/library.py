@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from dpscale.spec.names import OTHER_NAMES
-from dpscale.validation import InputError, check_known, parse
+from dpscale.validation import FieldIssue, InputError, Rule, check_known, parse
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -75,25 +75,73 @@ PANDAS_MISSING = "to_frame() needs pandas, which is not installed: pip install p
 # -- reading keywords ----------------------------------------------------------------------
 
 
-def _takes_text(model: type[BaseModel], name: str) -> bool:
-    """Whether the field holds free text (``str`` or ``str | None``), not a choice."""
-    annotation = model.model_fields[name].annotation
+def _is_text(annotation: object) -> bool:
+    """Whether ``annotation`` is ``str``, also inside ``Annotated`` or a union with None."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _is_text(typing.get_args(annotation)[0])
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return str in typing.get_args(annotation)
+        return any(_is_text(arg) for arg in typing.get_args(annotation))
     return annotation is str
 
 
+def _takes_text(model: type[BaseModel], name: str) -> bool:
+    """Whether the field holds free text (``str``, ``str | None``, or either with constraints:
+    FitQuery's ``Annotated[str, MaxLen(40)] | None``), not a choice.
+
+    >>> from dpscale.fit import FitQuery
+    >>> _takes_text(FitQuery, "bucket_size"), _takes_text(FitQuery, "micro_batch")
+    (True, False)
+    """
+    return _is_text(model.model_fields[name].annotation)
+
+
+WHOLE_UP_TO = 1e15
+"""Floats that are whole numbers below this are written as integers ("8", not "8.0"); above
+it a float is no count anyone typed, and is written as such ("1e+308", not 309 digits)."""
+
+
 def _number_text(value: int | float) -> str:
-    return str(value) if isinstance(value, int) else repr(float(value))
+    """A number as the command line would have it typed: 8.0 is "8", 1e308 is "1e+308".
+
+    >>> _number_text(8.0), _number_text(2.5), _number_text(1e308), _number_text(7)
+    ('8', '2.5', '1e+308', '7')
+    """
+    if isinstance(value, int):
+        return str(value)
+    value = float(value)
+    if value.is_integer() and abs(value) < WHOLE_UP_TO:
+        return str(int(value))
+    return repr(value)
 
 
 def _item(value: object) -> str:
     """One element of a list as text: 8.0 is "8", a pair (8, 7900) is "8:7900"."""
     if isinstance(value, tuple | list) and len(value) == 2:
         return f"{_item(value[0])}:{_item(value[1])}"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return _number_text(value) if isinstance(value, int | float) else str(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _number_text(value)
+    return str(value)
+
+
+COUNT_LISTS = frozenset({"devices", "at"})
+"""Text fields that list device counts: numbers given for them are checked here, each against
+the rule every count keeps, so that ``devices=[-1]`` and ``at=-1`` say the same."""
+
+
+def _check_counts(name: str, value: object) -> None:
+    """Raise :class:`InputError` for the first number of ``value`` (a number or a list) that
+    is no device count, naming ``name`` and the range; text is left to the query."""
+    from dpscale.calculators.scaling import MAX_DEVICES, MIN_DEVICES
+
+    numbers = [value] if isinstance(value, int | float) else value
+    if not isinstance(numbers, list | tuple | range):
+        return
+    rule = Rule(integer=True, low=MIN_DEVICES, high=MAX_DEVICES)
+    for number in numbers:
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            continue
+        if not (MIN_DEVICES <= number <= MAX_DEVICES and float(number).is_integer()):
+            raise InputError([FieldIssue(field=name, rule=rule, value=number)])
 
 
 def _as_text(name: str, value: object) -> object:
@@ -104,6 +152,8 @@ def _as_text(name: str, value: object) -> object:
         return value
     if isinstance(value, Mapping):
         return ",".join(f"{_item(k)}:{_item(v)}" for k, v in value.items())
+    if name in COUNT_LISTS:
+        _check_counts(name, value)
     if isinstance(value, int | float):
         unit = next((unit for end, unit in IMPLIED_UNITS if name.endswith(end)), None)
         return _number_text(value) if unit is None else f"{_number_text(value)} {unit}"

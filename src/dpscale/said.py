@@ -309,7 +309,7 @@ def english(said: Said, words: Mapping[str, Wording], unit: str = "") -> str:
     >>> english(Said("either", {"a": options}), words)
     '--micro-batch 1024 or --micro-batch 1024'
     >>> english(Said("peak", {"x": Amount(958.2)}), {"peak": Wording("", "at {x}")}, "tokens/s")
-    'at 958 tokens/s'
+    'at 958.2 tokens/s'
     """
     return _English(words, unit).say(said)
 

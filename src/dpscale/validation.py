@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import annotated_types
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "UNKNOWN",
     "FieldIssue",
     "InputError",
+    "InputModel",
     "Percent",
     "Rule",
     "TargetFraction",
@@ -479,6 +480,47 @@ def check_known(
         raise InputError(issues)
 
 
+class InputModel(BaseModel):
+    """An input model a library user builds directly (``BubbleInput(stages=4, ...)``): a name
+    that is none of its fields, or a bad value, raises :class:`InputError` naming the field
+    and its range, as :func:`parse` reports it, not pydantic's own error. Left unread, a
+    misspelled ``virtual_stage=2`` had been answered for one virtual stage.
+
+    The surfaces read their inputs through :func:`parse` (``model_validate``), which does not
+    come here: a form or an API request holds other keys too (the language, the accumulation
+    steps beside a target batch), and the JSON API names its unknown parameters itself.
+
+    >>> class M(InputModel):
+    ...     devices: int = Field(ge=1, le=64)
+    >>> M(devices=8)
+    M(devices=8)
+    >>> M(devics=8)
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: devics: is not an input of M; did you mean 'devices'?
+    >>> M(devices=0)
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: devices must be a whole number from 1 to 64 (got 0)
+    """
+
+    # No schema of its own: built only where used, it costs a command nothing (a subclass
+    # states its own config, which pydantic merges with this).
+    model_config = ConfigDict(defer_build=True)
+
+    def __init__(self, /, **data: Any) -> None:
+        model = type(self)
+        check_known(data, model.model_fields, f"an input of {model.__name__}")
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InputError.from_validation_error(exc, model) from None
+
+    # pydantic calls a model's own __init__ from model_validate too, unless it is marked as
+    # its base one (as pydantic marks BaseModel's and RootModel's): parse() stays as it was.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+
 def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
     """Validate ``data`` into ``model``; raise :class:`InputError` naming each bad field.
 
@@ -633,6 +675,8 @@ def check_array(model: type[BaseModel], field: str, values: Any) -> np.ndarray:
     import numpy as np
 
     rule = rule_of(model, field)
+    if values is None:  # else read as NaN, and quoted as "got nan"
+        raise InputError([FieldIssue(field=field, rule=rule, missing=True)])
     try:
         array = np.asarray(values, dtype=float)
     except (TypeError, ValueError):

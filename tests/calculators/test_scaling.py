@@ -159,3 +159,51 @@ def test_query_errors_speak_in_percent() -> None:
     assert caught.value.issues[0].sentence("--efficiency") == (
         "--efficiency must be a number from 0 to 100 (got 101)"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ([1, 2, 3], [1, 2], 0.9),
+            "per_device_throughput: has shape (2,), which cannot be combined with the shape "
+            "(3,) of devices: give arrays of one shape, or single numbers",
+        ),
+        (
+            ([8, 64], 2000, [0.9, 0.8, 0.7]),
+            "efficiency: has shape (3,), which cannot be combined with the shape (2,) of "
+            "devices and per_device_throughput: give arrays of one shape, or single numbers",
+        ),
+        ((None, 10, 0.9), "devices is required: a whole number from 1 to 10,000,000"),
+        ((8, None, 0.9), "per_device_throughput is required: a number from 0 to 1e+15"),
+    ],
+)
+def test_arrays_that_do_not_fit_and_missing_inputs_are_named(args: tuple, message: str) -> None:
+    # numpy's "operands could not be broadcast together" had come through raw, and None as
+    # "(got nan)".
+    with pytest.raises(InputError) as caught:
+        data_parallel_scaling(*args)
+    assert str(caught.value) == message
+
+
+def test_arrays_that_broadcast_give_a_grid() -> None:
+    grid = data_parallel_scaling(np.array([[8], [64]]), 1000, [0.5, 1.0])
+    assert grid.actual_throughput.tolist() == [[4000.0, 8000.0], [32000.0, 64000.0]]
+
+
+def test_an_array_result_is_frozen_equal_by_value_and_hashable() -> None:
+    counts = np.array([8.0, 64.0])
+    swept = data_parallel_scaling(counts, 2000, 0.9)
+    counts[0] = 1.0  # the caller's array, changed after: the result keeps what it computed
+    assert swept.devices.tolist() == [8, 64]
+    assert counts.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        swept.actual_throughput[0] = -5
+    same = data_parallel_scaling([8, 64], 2000.0, 0.9)
+    assert swept == same
+    assert hash(swept) == hash(same)
+    assert swept != data_parallel_scaling([8, 65], 2000, 0.9)
+    assert swept != data_parallel_scaling(8, 2000, 0.9)
+    assert len({swept, same, data_parallel_scaling(8, 2000, 0.9)}) == 2
+    # a single count beside an array of throughputs stays a number, as every scalar does
+    assert data_parallel_scaling(8, [1000, 2000], 0.9).devices == 8

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from dpscale.calculators._result import Result
 from dpscale.calculators.scaling import MAX_DEVICES
-from dpscale.validation import FieldIssue, InputError, Rule
+from dpscale.validation import FieldIssue, InputError, InputModel, Rule
 
 __all__ = [
     "GRAD_ACCUM_CONFLICT",
@@ -45,7 +45,7 @@ GRAD_ACCUM_CONFLICT = "conflicts_with_target"
 (``ctx``: given, solved, target, micro, devices)."""
 
 
-class BatchInput(BaseModel):
+class BatchInput(InputModel):
     """Micro-batch, data-parallel devices, accumulation steps and an optional sequence length."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
@@ -88,7 +88,7 @@ def effective_batch(inputs: BatchInput) -> BatchResult:
     )
 
 
-class GradAccumInput(BaseModel):
+class GradAccumInput(InputModel):
     """A target global batch with the micro-batch and device count that must reach it."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from dpscale.calculators._result import Notice, Result
+from dpscale.validation import InputModel
 
 __all__ = [
     "FEW_MICRO_BATCHES",
@@ -42,7 +43,7 @@ INTERLEAVE_NOT_MULTIPLE = "interleave_not_multiple"
 """Notice code: interleaving with m not a multiple of p (``ctx``: micro, stages)."""
 
 
-class BubbleInput(BaseModel):
+class BubbleInput(InputModel):
     """Pipeline stages, micro-batches per step and virtual stages per device."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)

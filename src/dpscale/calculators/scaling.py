@@ -19,13 +19,20 @@ Every function works element-wise on numpy arrays, for sweeps; plain numbers sta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from dpscale.calculators._result import Notice, Result
-from dpscale.validation import UNIT_PATTERN, Percent, check_array, parse
+from dpscale.validation import (
+    UNIT_PATTERN,
+    InputError,
+    InputModel,
+    Percent,
+    check_array,
+    parse,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,6 +43,7 @@ __all__ = [
     "MAX_DEVICES",
     "MAX_THROUGHPUT",
     "MIN_DEVICES",
+    "SHAPE_MISMATCH",
     "ScalingInput",
     "ScalingQuery",
     "ScalingResult",
@@ -51,12 +59,15 @@ MAX_DEVICES = 10_000_000
 """Far beyond any cluster built; bounds the arithmetic so results stay finite."""
 MAX_THROUGHPUT = 1e15
 """Per device, in any unit: a trillion tokens/s per device is already absurd."""
+SHAPE_MISMATCH = "shape_mismatch"
+"""Issue code: arrays given to :func:`data_parallel_scaling` whose shapes do not broadcast
+(``ctx``: shape, and other: the shape the inputs before it make together)."""
 EFFICIENCY_AS_FRACTION = "efficiency_as_fraction"
 """Notice code: an efficiency typed in percent above 0 and at most 1, most likely the fraction
 that JSON and the library write (``ctx``: given, percent)."""
 
 
-class ScalingInput(BaseModel):
+class ScalingInput(InputModel):
     """The calculator's inputs as the library takes them (efficiency as a fraction)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -69,7 +80,7 @@ class ScalingInput(BaseModel):
     unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Unit of v.")
 
 
-class ScalingQuery(BaseModel):
+class ScalingQuery(InputModel):
     """The inputs as a person types them on the CLI, the page and the API (efficiency in %)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
@@ -92,7 +103,13 @@ class ScalingQuery(BaseModel):
 
 @dataclass(frozen=True)
 class ScalingResult(Result):
-    """Inputs and results; arrays when the inputs were arrays."""
+    """Inputs and results; arrays when the inputs were arrays, read-only as the result is
+    frozen. Two results are equal when every field is (arrays element by element), and a
+    result hashes by its values, arrays too.
+
+    >>> data_parallel_scaling([8, 64], 2000, 0.9) == data_parallel_scaling([8, 64], 2000, 0.9)
+    True
+    """
 
     devices: Any
     per_device_throughput: Any
@@ -103,6 +120,22 @@ class ScalingResult(Result):
     speedup: Any
     lost_throughput: Any
     warnings: tuple[Notice, ...] = ()
+
+    def _values(self) -> tuple[object, ...]:
+        """The fields, each array as its shape and elements (numpy's ``==`` gives an array,
+        which ``bool`` refuses, and an array has no hash)."""
+        return tuple(
+            (value.shape, tuple(value.ravel().tolist())) if hasattr(value, "ravel") else value
+            for value in (getattr(self, item.name) for item in fields(self))
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScalingResult) or type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
 
 def _times(a: ArrayLike, b: ArrayLike) -> Any:
@@ -142,7 +175,48 @@ def speedup(devices: ArrayLike, efficiency: ArrayLike) -> Any:
 
 
 def _scalar_or_array(value: np.ndarray) -> Any:
-    return float(value) if value.ndim == 0 else value
+    """A float for a 0-d array; else a read-only copy, which neither the caller's later
+    writes nor a write to the result can change (the result is frozen)."""
+    if value.ndim == 0:
+        return float(value)
+    return _read_only(value)
+
+
+def _read_only(value: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    copy = np.array(value, copy=True)
+    copy.setflags(write=False)
+    return copy
+
+
+def _check_shapes(arrays: dict[str, np.ndarray]) -> None:
+    """Raise :class:`InputError` naming the first input whose shape does not broadcast with
+    those before it: (3,) against (2,) had raised numpy's "operands could not be broadcast".
+
+    >>> import numpy as np
+    >>> _check_shapes({"devices": np.ones(3), "efficiency": np.ones(())})
+    >>> _check_shapes({"devices": np.ones(3), "per_device_throughput": np.ones(2)})
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: per_device_throughput: has shape (2,), which cannot be ...
+    """
+    import numpy as np
+
+    seen: dict[str, tuple[int, ...]] = {}
+    for name, array in arrays.items():
+        try:
+            np.broadcast_shapes(*seen.values(), array.shape)
+        except ValueError:
+            combined = np.broadcast_shapes(*seen.values())
+            raise InputError.single(
+                name,
+                f"has shape {array.shape}, which cannot be combined with the shape {combined} "
+                f"of {' and '.join(seen)}: give arrays of one shape, or single numbers",
+                code=SHAPE_MISMATCH,
+                ctx={"shape": array.shape, "other": combined},
+            ) from None
+        seen[name] = array.shape
 
 
 def data_parallel_scaling(
@@ -165,12 +239,12 @@ def data_parallel_scaling(
     d = check_array(ScalingInput, "devices", devices)
     v = check_array(ScalingInput, "per_device_throughput", per_device_throughput)
     e = check_array(ScalingInput, "efficiency", efficiency)
+    _check_shapes({"devices": d, "per_device_throughput": v, "efficiency": e})
     parse(ScalingInput, {"devices": 1, "per_device_throughput": 0, "efficiency": 0, "unit": unit})
     ideal = ideal_throughput(d, v)
     actual = actual_throughput(ideal, e)
-    scalar = d.ndim == v.ndim == e.ndim == 0
     return ScalingResult(
-        devices=int(d) if scalar else d.astype(np.int64),
+        devices=int(d) if d.ndim == 0 else _read_only(d.astype(np.int64)),
         per_device_throughput=_scalar_or_array(v),
         efficiency=_scalar_or_array(e),
         unit=unit,

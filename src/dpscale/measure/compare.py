@@ -3,9 +3,12 @@
 ``dpscale runs show ID --predict`` (and ``dpscale measure ... --compare``, right after the
 run) builds the prediction for the very job the run measured and sets each world size's
 measured figures beside the predicted ones. The job comes from the run
-(:func:`dpscale.model.transfer.run_job`): its parameters (counted from its tensors), the
-gradients' precision, micro-batch and accumulation, strategy (with the HSDP shard group),
-layers and optimizer. The hardware facts are the ones the run measured:
+(:func:`dpscale.model.transfer.run_job`): its parameters (counted from its tensors),
+micro-batch and accumulation, strategy (with the HSDP shard group), layers and optimizer; and
+what the built-in model's collectives move (:mod:`dpscale.measure.sharded`,
+:mod:`dpscale.measure.training`): fp32 gradients, FSDP's all-gathers in the run's precision,
+and the gradients reduced in the last micro-step only (``no_sync`` under DDP,
+``set_requires_gradient_sync`` under FSDP). The hardware facts are the ones the run measured:
 
 - the bus bandwidth and latency of its collectives (:mod:`dpscale.model.calibrate`, as
   ``--calibrate RUN``: inside a node on one node, the network's across nodes; a run that
@@ -31,9 +34,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpscale.validation import InputError
+
+if TYPE_CHECKING:
+    from dpscale.model.step import GradDtype
 
 __all__ = [
     "MEASURED_KEYS",
@@ -220,6 +226,17 @@ def _per_node(run: Mapping[str, Any], largest: int) -> int:
     return largest
 
 
+def _gathered_dtype(precision: object) -> GradDtype:
+    """What the built-in model's all-gathers move per parameter: FSDP2 gathers the
+    parameters in the run's precision (``MixedPrecisionPolicy(param_dtype=...)`` in
+    :mod:`dpscale.measure.sharded`); its gradients it reduces in fp32 (``reduce_dtype``).
+
+    >>> _gathered_dtype("bf16"), _gathered_dtype("fp32"), _gathered_dtype(None)
+    ('bf16', 'fp32', 'fp32')
+    """
+    return "bf16" if precision == "bf16" else "fp16" if precision == "fp16" else "fp32"
+
+
 def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
     from dpscale.model.calibrate import calibration_from_run
     from dpscale.model.costs import measured_jitter
@@ -270,11 +287,16 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
     largest = int(rows[-1]["devices"])
     # The bandwidth the collectives measured; apply() puts it on the link it crossed.
     bandwidth = calibration.bus_bandwidth
+    grad_accum = int(job.grad_accum or 1)
+    sharded = job.strategy != "ddp"
     scenario = Scenario(
         params=float(job.params or 0.0),
-        grad_dtype=job.grad_dtype or "fp32",  # type: ignore[arg-type]
+        # The built-in model keeps fp32 parameters: autocast leaves their gradients in fp32,
+        # which DDP's buckets and FSDP2's reduce_dtype reduce as they are.
+        grad_dtype="fp32",
+        param_dtype=_gathered_dtype(config.get("precision")) if sharded else None,
         micro_batch=int(job.micro_batch or 1),
-        grad_accum=int(job.grad_accum or 1),
+        grad_accum=grad_accum,
         per_device_throughput=float(rate),
         hardware=Hardware(
             devices_per_node=_per_node(run, largest),
@@ -287,6 +309,9 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
         jitter=jitter,
         layers=job.layers,
         shard_group_size=group if job.strategy == "hsdp" else 0,
+        # The sharded run turns the gradient sync off but in the last micro-step
+        # (set_requires_gradient_sync), as DDP's no_sync does, which the ddp row models.
+        no_sync=sharded and grad_accum > 1,
         unit=str(first.get("unit") or "samples/s"),
         baseline_devices=int(first["devices"]),
     )

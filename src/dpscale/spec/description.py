@@ -9,7 +9,6 @@ catalogues; their English is what the CLI shows where it shows them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -60,9 +59,11 @@ EXACT = 15
 :func:`as_shown`): every double from a decimal of at most 15 digits reads back as that decimal."""
 
 
-def as_shown(value: float, digits: int = SHOWN) -> float:
+def as_shown(value: float | Decimal, digits: int = SHOWN) -> float:
     """``value`` rounded as a result is shown: ``digits`` significant digits, its whole part
-    kept below 1e15 (where the surfaces write whole numbers in full), correctly rounded.
+    kept below 1e15 (where the surfaces write whole numbers in full), correctly rounded; a
+    :class:`~decimal.Decimal` is rounded as it is (a product worked in decimal: a float's
+    1,590,876 x 175,366,279.012 is 278,986,004,489,494.5, the product ...494.512).
 
     A sentence works from the numbers it shows: a result computed from another (the actual
     throughput from the ideal one) is computed from the other as shown, so that
@@ -73,12 +74,13 @@ def as_shown(value: float, digits: int = SHOWN) -> float:
     >>> as_shown(16777216.0), as_shown(1.2345678e20)
     (16777216.0, 1.23457e+20)
     """
-    if value == 0 or not math.isfinite(value):
-        return value
-    places = digits - 1 - math.floor(math.log10(abs(value)))
-    if abs(value) < 1e15:
+    exact = value if isinstance(value, Decimal) else Decimal(repr(float(value)))
+    if exact == 0 or not exact.is_finite():
+        return float(exact)
+    places = digits - 1 - exact.adjusted()
+    if abs(exact) < 1_000_000_000_000_000:
         places = max(0, places)
-    return float(round(Decimal(repr(float(value))), places))
+    return float(round(exact, places))
 
 
 def difference(a: float, b: float) -> float:

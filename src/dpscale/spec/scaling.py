@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 from dpscale.calculators.scaling import (
@@ -46,7 +47,10 @@ def _params(result: ScalingResult) -> dict[str, Param]:
     significant digits: 7 × 1,234.567 = 8,641.969, exact), the actual one and the speedup to
     six, and the lost throughput as the difference of the two shown (3 − 0.999999 = 2.000001,
     where six digits of 2.000001 had written 2): each sentence's arithmetic holds as written."""
-    ideal = as_shown(result.ideal_throughput, 12)
+    # Worked in decimal (a double's 1,590,876 x 175,366,279.012 ends ...494.5, the product
+    # ...494.512); whole below 1e16, where the page writes every digit of it.
+    product = Decimal(repr(float(result.devices))) * Decimal(repr(result.per_device_throughput))
+    ideal = as_shown(product, max(12, product.adjusted() + 1) if product < 10**16 else 12)
     actual = as_shown(result.actual_throughput)
     return {
         "devices": Number(result.devices),
