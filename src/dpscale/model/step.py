@@ -229,7 +229,8 @@ def data_parallel_step(
     )
     cap = np.asarray(bucket_bytes, dtype=float)
     cycle = np.asarray(fusion_cycle, dtype=float)
-    per_cycle = size * cycle / np.maximum(backward, 1e-300)
+    with np.errstate(over="ignore"):  # inf where backward is tiny: the cap below takes over
+        per_cycle = size * cycle / np.maximum(backward, 1e-300)
     cap = np.where(cycle > 0, np.minimum(cap, np.maximum(per_cycle, 1.0)), cap)
     per_unit = column("per_unit", code) & (np.asarray(units, dtype=float) >= 1)
     buckets = np.where(per_unit, np.maximum(np.asarray(units, float), 1.0), 1.0)
