@@ -396,3 +396,18 @@ def test_fit_reads_a_stored_run_as_the_cli_does(
     with pytest.raises(dpscale.InputError) as raised:
         dpscale.fit(run=run_id, points={1: 500, 2: 900})
     assert str(raised.value) == "run: give points or run, not both"
+
+
+def test_the_query_models_refuse_a_name_they_do_not_take() -> None:
+    # PredictQuery(target_efficency=0.9) had been answered without a target (extra names
+    # ignored), and PredictQuery(target_efficiency=90) raised pydantic's own error.
+    from dpscale.fit import FitQuery
+    from dpscale.model import PredictQuery
+    from dpscale.validation import InputError
+
+    with pytest.raises(InputError, match="did you mean 'target_efficiency'"):
+        PredictQuery(micro_batch=1, target_efficency=0.9)  # type: ignore[call-arg]
+    with pytest.raises(InputError, match="less than 1 \\(got 90\\)"):
+        PredictQuery(micro_batch=1, target_efficiency=90)
+    with pytest.raises(InputError, match="did you mean 'at'"):
+        FitQuery(points="8:1,16:2", devices="64")  # type: ignore[call-arg]

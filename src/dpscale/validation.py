@@ -509,8 +509,10 @@ class InputModel(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     def __init__(self, /, **data: Any) -> None:
+        from dpscale.spec.names import OTHER_NAMES  # another tool's names, as the API's
+
         model = type(self)
-        check_known(data, model.model_fields, f"an input of {model.__name__}")
+        check_known(data, model.model_fields, f"an input of {model.__name__}", OTHER_NAMES)
         try:
             super().__init__(**data)
         except ValidationError as exc:

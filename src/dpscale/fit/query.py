@@ -35,7 +35,7 @@ from dpscale.model.questions import target_as_fraction
 from dpscale.model.step import GradDtype
 from dpscale.model.strategies import Strategy
 from dpscale.units import UnitError, parse_count
-from dpscale.validation import UNIT_PATTERN, TargetFraction, TargetPercent, parse
+from dpscale.validation import UNIT_PATTERN, InputModel, TargetFraction, TargetPercent, parse
 
 __all__ = ["FitOptions", "FitQuery", "fit"]
 
@@ -62,7 +62,7 @@ def _count(value: Any) -> Any:
 _COUNT = BeforeValidator(_count)
 
 
-class FitQuery(BaseModel):
+class FitQuery(InputModel):
     """Inputs as typed: points as text, device counts as ``"128,256"``, target in percent."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")

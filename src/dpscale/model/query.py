@@ -67,7 +67,14 @@ from dpscale.units import (
     parse_count,
     parse_duration,
 )
-from dpscale.validation import UNIT_PATTERN, InputError, Percent, TargetFraction, TargetPercent
+from dpscale.validation import (
+    UNIT_PATTERN,
+    InputError,
+    InputModel,
+    Percent,
+    TargetFraction,
+    TargetPercent,
+)
 
 __all__ = [
     "BASELINE_WITH_POINTS",
@@ -209,7 +216,7 @@ class PercentInputs(BaseModel):
         return {name: value / 100 for name, value in given.items() if value is not None}
 
 
-class PredictQuery(BaseModel):
+class PredictQuery(InputModel):
     """Inputs of ``dpscale predict``; :meth:`scenario` resolves units and presets."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
