@@ -434,7 +434,7 @@ def test_counts_to_predict_at_take_predicts_ranges(client: httpx.Client) -> None
     for at in ("512-64", "1-999"):
         page = client.get(f"/de/scaling-fit?{urlencode({'points': STEP, 'at': at})}").text
         assert error_at(page, "at") == (
-            "Schreiben Sie Anzahlen wie 1,8,64, Bereiche wie 1-64 (jede Anzahl) oder 1..256 "
+            "Schreiben Sie Anzahlen wie 1, 8, 64, Bereiche wie 1-64 (jede Anzahl) oder 1..256 "
             "(verdoppelnd), von 1 bis 10.000.000 und höchstens 200 Anzahlen."
         )
 

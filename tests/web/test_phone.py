@@ -41,15 +41,15 @@ def test_main_result_stays_in_view_while_typing(slug: str, phone: Any) -> None:
     assert in_view(phone, f"#in-{first.name}")
     # The results region itself starts below the screen; the bar shows its main value.
     assert phone.locator("#results-title").bounding_box()["y"] > PHONE["height"]
-    key = phone.locator("[data-bar-value]").get_attribute("data-key")
+    key = phone.locator(".result-bar [data-bar-value]").get_attribute("data-key")
     primary = phone.locator(f"[data-live=results] [data-result={key}] .value")
-    expect(phone.locator("[data-bar-value]")).to_have_text(primary.inner_text())
+    expect(phone.locator(".result-bar [data-bar-value]")).to_have_text(primary.inner_text())
     assert in_view(phone, ".result-bar")
     updates = int(phone.locator("form.calc-form").get_attribute("data-updates") or 0)
     box.press("End")
     box.press("0")  # ten times the value: the bar follows the live results
     expect(phone.locator("form.calc-form")).to_have_attribute("data-updates", str(updates + 1))
-    expect(phone.locator("[data-bar-value]")).to_have_text(primary.inner_text())
+    expect(phone.locator(".result-bar [data-bar-value]")).to_have_text(primary.inner_text())
     assert in_view(phone, ".result-bar")
     assert in_view(phone, f"#in-{first.name}")  # and the bar does not cover the box
 

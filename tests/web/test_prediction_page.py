@@ -258,8 +258,8 @@ def test_openapi_documents_the_cli_parameters(client: httpx.Client) -> None:
 @pytest.mark.parametrize(
     ("lang", "query", "field", "message"),
     [
-        ("en", "devices=1-x", "devices", "Write counts like 1,8,64, ranges like 1-64"),
-        ("ja", "devices=1-x", "devices", "1,8,64 のような台数"),
+        ("en", "devices=1-x", "devices", "Write counts like 1, 8, 64, ranges like 1-64"),
+        ("ja", "devices=1-x", "devices", "1, 8, 64 のような台数"),
         (
             "en",
             "inter_node_bandwidth=25+GB",

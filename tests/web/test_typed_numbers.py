@@ -204,3 +204,61 @@ def test_a_quantity_with_a_unit_is_read_in_the_locale_too(client: httpx.Client) 
         assert f"Netzwerk {shown}" in html, typed
     html = client.get(f"/de/scaling-prediction?{job}&inter_node_bandwidth=3,2 Gbit/s").text
     assert _share_url(html).endswith("inter_node_bandwidth=3.2+Gbit/s")  # read the same anywhere
+
+
+# Lists of device counts, written the page's way: a German page writes 1,024 devices "1.024"
+# ("Effizienz bei 1.024 Geräten"), and "8, 64, 1.024" typed or copied from it was refused.
+
+
+@pytest.mark.parametrize(
+    ("lang", "typed"),
+    [
+        ("de", "8, 64, 1.024"),
+        ("es", "8,64,1.024"),
+        ("pt-BR", "8, 64..1.024"),
+        ("id", "8, 64, 1.024"),
+        ("fr", f"8, 64, 1{NNBSP}024"),
+        ("en", "8, 64, 1024"),
+    ],
+)
+def test_device_counts_are_read_with_the_page_s_grouping(
+    client: httpx.Client, lang: str, typed: str
+) -> None:
+    query = {"hardware": "dgx-a100", "params": "1.3e9", "micro_batch": "8"}
+    query |= {"per_device_throughput": "40", "devices": typed}
+    html = unescape(client.get(f"/{lang}/scaling-prediction", params=query).text)
+    loc = localizer(lang)
+    assert 'data-error-for="devices"></p>' in html
+    assert loc.gettext("Efficiency at %(devices)s devices", devices=loc.number(1024)) in html
+    # The box keeps what was typed; links carry the canonical counts.
+    assert f'id="in-devices" name="devices" type="text" inputmode="text" value="{typed}"' in html
+    share = re.search(r'value="([^"]*)" data-share-url', html)
+    assert share
+    assert re.search(r"devices=8%2C\+?64(%2C\+?|\.\.)1024(&|$)", share.group(1))
+
+
+def test_a_comma_list_on_an_english_page_stays_a_list(client: httpx.Client) -> None:
+    # "1,024" is the counts 1 and 24 where the locale groups with the list's comma, as on the CLI.
+    query = {"hardware": "dgx-a100", "params": "1.3e9", "micro_batch": "8", "devices": "1,024"}
+    html = client.get(
+        "/en/scaling-prediction", params={**query, "per_device_throughput": "40"}
+    ).text
+    assert "Efficiency at 24 devices" in unescape(html)
+
+
+def test_the_fit_reads_its_counts_to_predict_at_the_page_s_way(client: httpx.Client) -> None:
+    points = "1,100\n2,195\n4,371\n8,735"
+    html = unescape(
+        client.get("/de/scaling-fit", params={"points": points, "at": "16, 1.024"}).text
+    )
+    assert 'data-error-for="at"></p>' in html
+    table = html[html.index("data-fit-table") :].split("</table>")[0]
+    rows = re.findall(r'<th scope="row"[^>]*>([^<]*)</th>', table)
+    assert rows[-2:] == ["16*", "1.024*"]  # predicted beyond the points: marked
+
+
+def test_the_counts_example_cannot_be_read_as_a_decimal(client: httpx.Client) -> None:
+    # "1,8,64" reads as 1.8 to a German reader: the example has a space after each comma.
+    query = {"hardware": "dgx-a100", "params": "1.3e9", "micro_batch": "8", "devices": "1-x"}
+    html = unescape(client.get("/en/scaling-prediction", params=query).text)
+    assert 'data-error-for="devices">Write counts like 1, 8, 64, ranges like' in html

@@ -201,7 +201,7 @@ FIT_INPUTS: tuple[Input, ...] = (
         model=FitQuery,
         label=N_("Predict at"),
         help=N_(
-            "Device counts, separated by commas: 64,128; 64-72 for every count; 64..1024 "
+            "Device counts, separated by commas: 64, 128; 64-72 for every count; 64..1024 "
             "doubling. Empty: the measured counts and 2, 4 and 8 times the largest."
         ),
         terminal_help="Device counts to predict at: 64,128 or 64-72 (every count) or 64..1024 "

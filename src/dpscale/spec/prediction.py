@@ -572,7 +572,8 @@ PREDICTION = Prediction(
             also=("--at",),
             label=N_("Device counts"),
             help=N_(
-                "Comma-separated: 1,8,64; 1-64 for every count; 1..256 doubling (1, 2, 4, …, 256)."
+                "Comma-separated: 1, 8, 64; 1-64 for every count; 1..256 doubling "
+                "(1, 2, 4, …, 256)."
             ),
             example="1..256",
             kind="text",

@@ -21,9 +21,8 @@ from markupsafe import Markup
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 
-from dpscale.plotting import NARROW_SIZE
 from dpscale.store.feedback import MAX_COMMENT_LENGTH
-from dpscale.web.forms import FormState, query_string, read_form
+from dpscale.web.forms import FormState, query_string, read_form, untouched
 from dpscale.web.i18n import LANGUAGES, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
 from dpscale.web.skeleton import Skeleton, hole
@@ -41,8 +40,12 @@ __all__ = [
     "site_url",
 ]
 
-_NARROW_CHART_PX = tuple(round(inches * 96) for inches in NARROW_SIZE)
-"""A phone's chart in CSS px (96 an inch), the room kept for it before it loads."""
+
+def _chart_px(inches: tuple[float, float]) -> tuple[int, int]:
+    """A chart's size in CSS px (96 an inch), the room kept for it before it loads."""
+    width, height = inches
+    return round(width * 96), round(height * 96)
+
 
 REGIONS = ("results", "bar", "chart", "share", "report", "embed")
 """The parts of a page that change with its inputs; the fragment endpoint renders each."""
@@ -64,6 +67,8 @@ class FieldView:
     """The value as the printed report shows it (see :func:`_shown`)."""
     placeholder: str = ""
     """What the field means when left empty (its input model's default), shown greyed."""
+    filled_by: str = ""
+    """The select whose preset fills it (:attr:`InputField.filled_by`)."""
 
 
 def site_url(request: Request) -> str:
@@ -126,6 +131,7 @@ def _field_constants(calc: Calculator, code: str) -> tuple[tuple[InputField, dic
                 "required": f.required,
                 "suggestions": f.suggestions,
                 "placeholder": _placeholder(f, loc),
+                "filled_by": f.filled_by,
             },
         )
         for f in calc.fields
@@ -303,6 +309,8 @@ def _constants(calc: Calculator, code: str) -> dict[str, Any]:
         "fragment_path": f"/fragment/{code}/{calc.slug}",
         "chart_alt": loc.gettext(calc.chart_alt) if calc.chart_alt else "",
         "has_chart": calc.chart is not None,
+        "chart_size": _chart_px(calc.chart_inches[0]),
+        "narrow_chart_size": _chart_px(calc.chart_inches[1]),
         "formulas": _formulas(calc, loc),
         "article_html": _article(calc, code),
         "others": [other for other in every if other.slug != calc.slug],
@@ -389,6 +397,7 @@ def _context(
         "top_result": top,
         "fields": fields,
         "boxes": [field_box(code, calc, f) for f in fields if f.name not in folded],
+        "untouched": untouched(calc, state.values),
         # "More options" opens by itself to show an error in it.
         "more_boxes": [field_box(code, calc, f) for f in more],
         "more_open": any(f.error for f in more),
@@ -399,7 +408,6 @@ def _context(
         # A phone's card is drawn its own chart (text legible at its width, no sideways
         # scroll); the wide one stays the page's, the print's and the embed's.
         "narrow_chart_src": f"{chart_src}&layout=narrow" if chart_src else "",
-        "narrow_chart_size": _NARROW_CHART_PX,
         "share": _share_links(title, headline, links["page_url"], loc),
         "today": loc.date(now.date()),
         "today_iso": now.date().isoformat(),
@@ -409,8 +417,17 @@ def _context(
 
 
 _HOLES = {
-    "calculator.html": ("report", "form", "bar", "results", "chart", "share", "embed_code"),
-    "embed.html": ("form", "results"),
+    "calculator.html": (
+        "report",
+        "form",
+        "bar",
+        "status",
+        "results",
+        "chart",
+        "share",
+        "embed_code",
+    ),
+    "embed.html": ("form", "status", "results"),
 }
 """The blocks of a page that read its inputs; the rest is the same for every request of a
 calculator and language (see :mod:`dpscale.web.skeleton`)."""

@@ -19,9 +19,26 @@ from pydantic import TypeAdapter, ValidationError
 from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, check_lengths, one_line
 from dpscale.web.i18n import Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation
-from dpscale.web.typed_numbers import canonical_number, read_number
+from dpscale.web.typed_numbers import canonical_counts, canonical_number, read_number
 
-__all__ = ["FormState", "api_errors", "issue_message", "query_string", "read_form"]
+__all__ = [
+    "UNTOUCHED",
+    "FormState",
+    "api_errors",
+    "issue_message",
+    "query_string",
+    "read_form",
+    "untouched",
+]
+
+UNTOUCHED = "untouched"
+"""The query parameter a page's form sends without JavaScript (a hidden input in
+``<noscript>``): the fields, comma-separated, whose box holds the fresh page's value of an
+input a preset fills (:attr:`InputField.filled_by`). Where that preset is chosen, the box's
+value gives way to the preset's, as the script empties the box when the preset is chosen: the
+example 1.3e9 left in the parameters had replaced Llama 3 8B's 8.03e9 (a 1.3B model predicted
+for a visitor who never typed it). A link without it (share links, the API) means what it
+says: a value given replaces the preset's."""
 
 
 @dataclass
@@ -129,12 +146,15 @@ def _canonical_quantity(text: str, loc: Localizer) -> str:
 def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
     """A number field's text in the canonical form (see :mod:`dpscale.web.typed_numbers`),
     without the unit shown after its box ("90 %" is 90); a quantity's number the same way
-    (:func:`_canonical_quantity`); a yes/no select's as its option (:func:`_option`); other
+    (:func:`_canonical_quantity`); a list of counts' each count (:func:`canonical_counts`);
+    a yes/no select's as its option (:func:`_option`); other
     fields' text as it is."""
     if f is not None and f.choices and text:
         return _option(f, text)
     if f is not None and f.quantity and text:
         return _canonical_quantity(text, loc)
+    if f is not None and f.counts and text:
+        return canonical_counts(text, loc.language.locale)
     if f is None or f.kind == "text" or not text:
         return text
     number = text.removesuffix(f.suffix).rstrip() if f.suffix else text
@@ -237,9 +257,31 @@ def issue_message(
     return message
 
 
+def untouched(calc: Calculator, values: Mapping[str, str]) -> str:
+    """:data:`UNTOUCHED`'s value for a form showing ``values``: the fields a preset fills
+    whose box holds the fresh page's value."""
+    return ",".join(
+        f.name for f in calc.fields if f.filled_by and f.default and values.get(f.name) == f.default
+    )
+
+
+def _give_way(calc: Calculator, query: Mapping[str, str], typed: dict[str, str]) -> None:
+    """Empty the boxes the form marked :data:`UNTOUCHED` whose preset is chosen."""
+    marked = set(query.get(UNTOUCHED, "").split(","))
+    for f in calc.fields:
+        if (
+            f.name in marked
+            and f.filled_by
+            and typed.get(f.filled_by)
+            and typed.get(f.name, "").strip() == f.default
+        ):
+            typed[f.name] = ""
+
+
 def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> FormState:
     """Compute ``calc`` for the query's inputs; never raises for bad input."""
     typed = _values(calc, query)
+    _give_way(calc, query, typed)
     limits = max_lengths(calc)
     values = {name: text[: limits[name]] for name, text in typed.items()}  # what the box shows
     canonical = {

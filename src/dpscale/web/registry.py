@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from dpscale.plotting import ChartLayout
+from dpscale.plotting import NARROW_SIZE, ChartLayout
 from dpscale.spec.description import Formula
 from dpscale.validation import FieldIssue, Rule, rule_of
 
@@ -82,6 +82,14 @@ class InputField:
     quantity: bool = False
     """A text box for a number with a unit or suffix ("200 Gbit/s", "1.3B"): its number is
     read in the page's language as a number box's is."""
+    counts: bool = False
+    """A text box for a list of device counts ("8, 64, 1.024" on a German page): each count
+    is read with the page's grouping (:func:`dpscale.web.typed_numbers.canonical_counts`)."""
+    filled_by: str = ""
+    """The select whose preset fills this input (``model`` for the parameters): a fresh page's
+    value (``default``, the worked example's) is the page's, not the visitor's, so it gives
+    way when a preset is chosen there (:data:`dpscale.web.forms.UNTOUCHED`); a value left
+    in the box would replace the preset's."""
 
     @property
     def max_length(self) -> int:
@@ -143,6 +151,10 @@ class Calculator:
     card or a phone's (:data:`dpscale.plotting.LAYOUTS`)."""
     chart_alt: str = ""
     """Message id describing the chart for screen readers."""
+    chart_inches: tuple[tuple[float, float], tuple[float, float]] = ((7.2, 4.2), NARROW_SIZE)
+    """The chart's size in inches, (width, height), wide and narrow: the page keeps that much
+    room for it before it loads (the fit's two stacked axes, declared as a one-axis chart, had
+    grown by 300 px once drawn and pushed the page down)."""
     explain: Callable[[FieldIssue, Mapping[str, str], Any], str | None] | None = None
     """(issue, field texts, Localizer) to a message for a cross-field issue (no rule)."""
     to_json: Callable[[Any], dict[str, Any]] = field(default=lambda result: result.to_dict())

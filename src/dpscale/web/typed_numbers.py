@@ -29,7 +29,7 @@ from functools import cache, lru_cache
 from babel.core import Locale
 from babel.numbers import NumberFormatError, get_group_symbol, parse_decimal
 
-__all__ = ["canonical_number", "read_number"]
+__all__ = ["canonical_counts", "canonical_number", "read_number"]
 
 _PLAIN = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 """The canonical syntax: what Python's ``float`` and the CLI read, ASCII digits only."""
@@ -102,3 +102,35 @@ def canonical_number(text: str, locale: str) -> str:
     if value == _plain_reading(text) and not _LOOKS_GROUPED.fullmatch(text):
         return text  # already canonical: keep it as typed ("1e3", "90")
     return _write(value)
+
+
+@cache
+def _grouped_count(locale: str) -> re.Pattern[str] | None:
+    """A whole number written with ``locale``'s group separator (``1.024`` in German,
+    ``1 024`` in French), or None where that separator is the list's comma (``1,024`` is two
+    counts in a list on an English page, as on the CLI)."""
+    group = get_group_symbol(_parsed(locale))
+    if group == ",":
+        return None
+    separator = "[" + "".join(_SPACES) + "]" if group in _SPACES else re.escape(group)
+    # Not inside a longer number (a decimal "2.1024"), nor followed by more digits: "1..256"
+    # (a doubling range) has no group of three digits after one point.
+    return re.compile(rf"(?<!\d)(?<!\d\.)[1-9]\d{{0,2}}(?:{separator}\d{{3}})+(?!\d)(?!\.\d)")
+
+
+def canonical_counts(text: str, locale: str) -> str:
+    """A list of device counts typed on a page in ``locale``, each count written with the
+    locale's grouping in the canonical form: a German page writes 1,024 devices "1.024", and
+    "8, 64, 1.024" typed (or copied from its results) had been refused.
+
+    >>> canonical_counts("8, 64, 1.024", "de"), canonical_counts("1..256, 2.048", "de")
+    ('8, 64, 1024', '1..256, 2048')
+    >>> canonical_counts("64..1.024", "de"), canonical_counts("8, 1\u202f024", "fr")
+    ('64..1024', '8, 1024')
+    >>> canonical_counts("1,024", "en"), canonical_counts("2.5", "de")
+    ('1,024', '2.5')
+    """
+    pattern = _grouped_count(locale)
+    if pattern is None:
+        return text
+    return pattern.sub(lambda found: re.sub(r"\D", "", found.group(0)), text)

@@ -84,6 +84,7 @@ def input_fields(
             advanced=item.advanced,
             rows=item.rows,
             quantity=item.kind == "text" and item.metavar in QUANTITIES,
+            counts=item.kind == "text" and item.name in COUNT_LISTS,
         )
         for item in inputs
     )
@@ -91,6 +92,9 @@ def input_fields(
 
 QUANTITIES = frozenset({"BANDWIDTH", "DURATION", "SIZE", "COUNT"})
 """The CLI's names of the values typed as a number with a unit or suffix."""
+COUNT_LISTS = frozenset({"devices", "at"})
+"""The inputs typed as a list of device counts (the prediction's, the fit's), where one
+count is a number box's integer (the scaling calculator's ``devices``)."""
 
 
 def _model(item: Input) -> type[BaseModel]:

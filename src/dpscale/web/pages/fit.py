@@ -10,7 +10,7 @@ is the share link; an uploaded file comes in by POST and is sent back as that ad
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import date
 from typing import Any
 
@@ -27,7 +27,7 @@ from dpscale.fit.physics import FACTS, FACTS_NEED_PARAMS, MODEL_PRESET
 from dpscale.fit.plot import PlotLabels, plot_svg
 from dpscale.model.measured import FASTER_THAN_STATED
 from dpscale.model.strategies import NODE_NOT_A_DIVISOR
-from dpscale.plotting import ChartLayout
+from dpscale.plotting import NARROW_SIZE, ChartLayout
 from dpscale.said import Said
 from dpscale.spec.fit import (
     FIT_INPUTS,
@@ -411,7 +411,11 @@ CALCULATOR = Calculator(
         "Fit Amdahl, USL or a communication-aware model to throughput measured at a few "
         "device counts and extrapolate with 95 % intervals."
     ),
-    fields=input_fields(FIT_INPUTS),
+    # The hardware preset fills the devices per node: a fresh page's 8 gives way to its own.
+    fields=tuple(
+        replace(field, filled_by="hardware") if field.name == "devices_per_node" else field
+        for field in input_fields(FIT_INPUTS)
+    ),
     compute=compute,
     present=present,
     formulas=(
@@ -433,6 +437,8 @@ CALCULATOR = Calculator(
         "points, the fitted curve with its 95 % prediction band (never above the ideal), "
         "the ideal line and the predictions."
     ),
+    # As dpscale.fit.plot draws it: two stacked axes, taller than one (tested against the SVG).
+    chart_inches=((7.0, 7.5), (NARROW_SIZE[0], NARROW_SIZE[1] * 1.75)),
     explain=explain,
     details="_fit_details.html",
 )

@@ -177,9 +177,10 @@ def _predict_cached(key: tuple[tuple[str, str], ...], query: PredictQuery) -> Pr
 
 
 def counts_message(loc: Localizer, most: int) -> str:
-    """How to write device counts (the prediction's and the fit's), in the page's language."""
+    """How to write device counts (the prediction's and the fit's), in the page's language:
+    a space after each comma, so that no language reads "1,8,64" as a decimal 1.8."""
     return loc.gettext(
-        "Write counts like 1,8,64, ranges like 1-64 (every count) or 1..256 (doubling), "
+        "Write counts like 1, 8, 64, ranges like 1-64 (every count) or 1..256 (doubling), "
         "from %(min_devices)s to %(max_devices)s and at most %(max_counts)s counts.",
         min_devices=loc.number(MIN_DEVICES),
         max_devices=loc.number(MAX_DEVICES),

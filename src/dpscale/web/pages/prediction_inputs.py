@@ -6,6 +6,8 @@ for calibration.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pydantic import Field
 
 from dpscale.model.query import PercentInputs
@@ -33,4 +35,8 @@ class PageInputs(PercentInputs):
     )
 
 
-FIELDS = input_fields(PREDICTION.page, own=PageInputs)
+FIELDS = tuple(
+    # A model preset fills the parameters: a fresh page's 1.3e9 gives way to the one chosen.
+    replace(field, filled_by="model") if field.name == "params" else field
+    for field in input_fields(PREDICTION.page, own=PageInputs)
+)

@@ -50,6 +50,12 @@
     });
   }
 
+  function sameText(el, html) {
+    var parsed = document.createElement("template");
+    parsed.innerHTML = html;
+    return parsed.content.textContent.trim() === el.textContent.trim();
+  }
+
   function showErrors(form, errors, missing) {
     each("[data-error-for]", function (el) {
       var name = el.getAttribute("data-error-for");
@@ -94,6 +100,9 @@
           if (mine !== count) return;
           Object.keys(data.regions).forEach(function (name) {
             each('[data-live="' + name + '"]', function (el) {
+              // A status says only what changed: rewritten with the same words, a screen
+              // reader would say them again after an edit that changed no result.
+              if (el.getAttribute("role") === "status" && sameText(el, data.regions[name])) return;
               el.innerHTML = data.regions[name];
             });
           });
@@ -110,6 +119,18 @@
           if (error.name !== "AbortError") form.removeAttribute("aria-busy");
         });
     }
+
+    /* A box holding the fresh page's value of an input a preset fills (the worked example's
+     * 1.3e9 parameters, the fit's 8 devices per node) is emptied when such a preset is
+     * chosen: that value is the page's, and left there it would replace the preset's. This
+     * listener runs before the form's, so the update reads the emptied box. */
+    each("[data-filled-by]", function (box) {
+      var select = form.elements.namedItem(box.getAttribute("data-filled-by"));
+      if (!select) return;
+      select.addEventListener("change", function () {
+        if (select.value && box.value.trim() === box.getAttribute("data-default")) box.value = "";
+      });
+    }, form);
 
     var later = debounce(update, 250);
     form.addEventListener("input", later);
@@ -136,6 +157,19 @@
         }, form);
         update();
       });
+    });
+  }
+
+  /* The fit's upload form carries the page's inputs in hidden fields, written when the page
+   * was built: they take the calculator form's values as they are now when it is sent. */
+  function setupUpload(upload) {
+    var form = document.querySelector("form.calc-form");
+    if (!form) return;
+    upload.addEventListener("submit", function () {
+      each('input[type="hidden"]', function (hidden) {
+        var input = form.elements.namedItem(hidden.name);
+        if (input && "value" in input) hidden.value = input.value;
+      }, upload);
     });
   }
 
@@ -306,6 +340,7 @@
     followPreviewHeight();
     each("form[data-calculator]", setupCalculator);
     each("form[data-feedback]", setupFeedback);
+    each("form.upload-form", setupUpload);
     setupTools();
   }
 
