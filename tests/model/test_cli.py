@@ -799,3 +799,23 @@ def test_a_calibration_typed_as_run_id_says_to_drop_the_prefix(
         "dpscale: error: --calibrate: no file and no stored run named 'run:ABC' (--calibrate "
         "takes the id alone: --calibrate ABC)\n"
     )
+
+
+def test_a_bad_percentage_is_told_with_every_other_bad_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The percentages were read first and alone: --micro-batch 0 beside a bad --jitter was
+    # not told, where the API and the page tell every bad field at once.
+    job = ("predict", "--model", "llama3-8b", "--hardware", "dgx-h100",
+           "--per-device-throughput", "9000")  # fmt: skip
+    status, _, err = run(capsys, *job, "--micro-batch", "0", "--jitter", "-1",
+                         "--target-efficiency", "120")  # fmt: skip
+    assert status == 2
+    assert err == (
+        "dpscale: error: --target-efficiency must be a number greater than 0 and less than 100 "
+        "(got 120); --jitter must be a number from 0 to 50 (got -1); --micro-batch must be a "
+        "whole number from 1 to 10,000,000 (got 0)\n"
+    )
+    _, _, err = run(capsys, *job, "--jitter", "-1")
+    required = "--micro-batch is required: a whole number from 1 to 10,000,000"
+    assert err.endswith(f"(got -1); {required}\n")

@@ -39,6 +39,10 @@ class _HelpFromModel(click.Command):
         super().format_help(ctx, formatter)
 
 
+def _given(values: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def predict(**options: Any) -> None:
     from dataclasses import replace
 
@@ -47,7 +51,7 @@ def predict(**options: Any) -> None:
     from dpscale.model.strategies import row
     from dpscale.spec.measured_runs import fill_from_runs, resolve, run_id_of
     from dpscale.spec.prediction import is_inline
-    from dpscale.validation import InputError, one_line
+    from dpscale.validation import InputError, one_line, parse
 
     as_json = bool(options.pop("as_json"))
     if options.pop("list_hardware"):
@@ -59,10 +63,20 @@ def predict(**options: Any) -> None:
     plot, calibrate = options.pop("plot"), options.pop("calibrate")
     in_percent = {item.name for item in PREDICTION.inputs if item.kind == "percent"}
     typed = {name: options[name] for name in in_percent}
-    percentages = read_input(PercentInputs, typed).fractions()
     measured = options["measured"]
     inline = measured is None or is_inline(measured, files=True)
     values = {name: value for name, value in options.items() if name not in in_percent}
+    try:
+        percentages = parse(PercentInputs, _given(typed)).fractions()
+    except InputError as err:
+        # Told with every other bad option, as the API and the page tell them: a bad
+        # percentage had hidden --micro-batch 0 beside it.
+        issues = list(err.issues)
+        try:
+            parse(PredictQuery, _given({**values, "measured": measured if inline else None}))
+        except InputError as other:
+            issues += other.issues
+        fail(issues_line(issues))
 
     try:
         # What --calibrate and a stored run measured fills what the query leaves out.
