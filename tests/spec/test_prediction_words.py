@@ -346,6 +346,13 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         }
     ).result
     made += [lines(sharded)[key] for key in ("gradients", "baseline", "memory", "memory_over")]
+    # Fits with under a tenth of the device free: Llama 3.1 405B under FSDP on 16,384 H100s.
+    tight = {"model": "llama3.1-405b", "hardware": "dgx-h100", "strategy": "fsdp", "mfu": "40",
+             "unit": "tokens", "micro_batch": "1", "activation_checkpointing": "true",
+             "devices": "16384"}  # fmt: skip
+    made.append(lines(compute(tight).result)["memory_tight"])
+    assert say_terminal(made[-1]).startswith("That leaves 2.99 GiB free, under a tenth")
+    assert "memory_tight" not in lines(compute({**tight, "model": "llama3-8b"}).result)
     # A preset whose parameter count was replaced: its shape is still the one used.
     replaced = {"model": "llama3-8b", "params": "70B", "hardware": "dgx-h100", "mfu": "40",
                 "micro_batch": "1", "devices": "8"}  # fmt: skip
@@ -547,13 +554,13 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
             assert set(FIELD.findall(words.terminal)) <= set(nested.ctx), nested.code
             codes.add(nested.code)
     assert codes == set(LINES)
-    assert say_terminal(made[-9]) == (
+    assert say_terminal(made[-10]) == (
         "Calibrated from run r1: residual fixed cost 2.021 ms per step, jitter 1 %; the band is "
         "the fit's (two standard deviations)."
     )
-    assert say_terminal(made[-6]) == "No device count keeps 90 % (not even 2)."
-    assert say_page(made[-6], localizer("en")) == "Even 2 devices fall below 90%."
-    assert say_terminal(made[-5]) == (
+    assert say_terminal(made[-7]) == "No device count keeps 90 % (not even 2)."
+    assert say_page(made[-7], localizer("en")) == "Even 2 devices fall below 90%."
+    assert say_terminal(made[-6]) == (
         "Sharded: 1,300,000,000 parameters, fsdp over groups of 256 devices; each of 19 layers "
         "moves 131 MiB per all-gather (bf16) and 131 MiB per reduction (bf16), one layer ahead "
         "of the compute."

@@ -1242,6 +1242,16 @@ LINES: Mapping[str, Wording] = {
         "Memory per device at {devices} devices: {total} (model states {states}, "
         "communication buffers {gathered}, activations {activations}) of {capacity}.",
     ),
+    "memory_tight": Wording(
+        N_(
+            "That leaves %(spare)s free, under a tenth of the device: the framework's "
+            "workspace, the collectives' buffers and the allocator's fragmentation, not "
+            "counted here, commonly take a few GiB. Measure it before planning on it."
+        ),
+        "That leaves {spare} free, under a tenth of the device: the framework's workspace, "
+        "the collectives' buffers and the allocator's fragmentation, not counted here, "
+        "commonly take a few GiB; measure it before planning on it.",
+    ),
     "memory_over": Wording(
         N_("It does not fit at %(devices)s devices: %(total)s needed, %(capacity)s there."),
         "DOES NOT FIT at {devices} devices: {total} needed, {capacity} there.",
@@ -1563,7 +1573,7 @@ TERMINAL_ORDER = (
     ("preset_params",),
     ("mfu", "mfu_check", "baseline"),
     ("wait",),
-    ("memory", "memory_over", "memory_fix"),
+    ("memory", "memory_tight", "memory_over", "memory_fix"),
     ("calibration",),
     ("band", "band_largest"),
     MEASURED_KEYS,
@@ -1686,6 +1696,10 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     return said
 
 
+TIGHT = 0.1
+"""The share of the device's memory left free under which a job that fits is said to fit
+tightly: what the sum leaves out (the CUDA context, NCCL's and the allocator's own) is commonly
+a few GiB, under a tenth of today's 80-192 GB devices (a documented choice, not fitted)."""
 PRESET_PARAMS_TOLERANCE = 0.01
 """How far the stated parameters may lie from a model preset's before :func:`_preset_params`
 says so (8e9 typed for Llama 3 8B's 8.03e9 is the same model)."""
@@ -1861,6 +1875,9 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             "capacity": "?" if capacity is None else Quantity(capacity, "bytes"),
         }
         said["memory"] = Said("memory", words)
+        spare = None if capacity is None else capacity - last["memory_per_device_bytes"]
+        if last.get("fits") is True and spare is not None and spare < TIGHT * capacity:
+            said["memory_tight"] = Said("memory_tight", {"spare": Quantity(spare, "bytes")})
         if last.get("fits") is False:
             said["memory_over"] = Said(
                 "memory_over",

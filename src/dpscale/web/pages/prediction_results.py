@@ -291,6 +291,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "baseline",
             "wait",
             "memory",
+            "memory_tight",
             "memory_over",
             "memory_fix",
             "calibration",
