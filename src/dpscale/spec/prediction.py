@@ -1875,9 +1875,10 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             "capacity": "?" if capacity is None else Quantity(capacity, "bytes"),
         }
         said["memory"] = Said("memory", words)
-        spare = None if capacity is None else capacity - last["memory_per_device_bytes"]
-        if last.get("fits") is True and spare is not None and spare < TIGHT * capacity:
-            said["memory_tight"] = Said("memory_tight", {"spare": Quantity(spare, "bytes")})
+        if capacity is not None and last.get("fits") is True:
+            spare = capacity - last["memory_per_device_bytes"]
+            if spare < TIGHT * capacity:
+                said["memory_tight"] = Said("memory_tight", {"spare": Quantity(spare, "bytes")})
         if last.get("fits") is False:
             said["memory_over"] = Said(
                 "memory_over",
