@@ -587,6 +587,8 @@ def _numeric_fields(model: type[BaseModel]) -> frozenset[str]:
 
 
 def _choices(annotation: object) -> tuple[str, ...]:
+    if annotation is bool:  # "must be a valid value (got maybe)" had named no value
+        return ("true", "false")
     if typing.get_origin(annotation) is Literal:
         return tuple(str(arg) for arg in typing.get_args(annotation))
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):

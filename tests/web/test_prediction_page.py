@@ -216,6 +216,12 @@ def test_api_gives_the_json_of_predict(client: httpx.Client) -> None:
         ("hardware=dgx-9", "hardware", "hardware: no preset named 'dgx-9'"),
         ("calibrate=../../etc/passwd", "calibrate", "calibrate must be"),
         ("calibrate=no-such-run", "calibrate", "calibrate: no stored run named 'no-such-run'"),
+        # A switch names its values ("must be a valid value" had named none).
+        (
+            "activation_checkpointing=maybe",
+            "activation_checkpointing",
+            "activation_checkpointing must be one of: true, false (got maybe)",
+        ),
     ],
 )
 def test_api_refuses_bad_input_naming_the_field(
