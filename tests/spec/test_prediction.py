@@ -153,8 +153,14 @@ def test_the_page_never_reads_a_file(tmp_path: object, sqlite_url: str) -> None:
         params=25.6e6, micro_batch=32, per_device_throughput=329, hardware="dgx1-v100"
     ).scenario()
     assert measured_fit(scenario, str(path), files=True).source == "points.csv"
-    with pytest.raises(InputError, match="no file"):
+    # ... and does not say the file is not there, nor offer one ("no file '...pts.csv'; give
+    # ..., a CSV file, or run:ID" had denied a file that exists and offered what it won't read).
+    with pytest.raises(InputError) as caught:
         measured_fit(scenario, str(path), files=False)
+    assert caught.value.issues[0].detail == (
+        f"cannot read {str(path)!r}: give device:throughput pairs such as 1:362.4,8:2722, or "
+        "run:ID (a CSV file is read by the CLI and the library only)"
+    )
     with pytest.raises(InputError, match="no stored run named"):
         calibration(str(path), files=False)
 

@@ -299,7 +299,13 @@ def file_points(reference: str, *, files: bool) -> list[tuple[int, float]]:
     """The pairs of a CSV file as ``dpscale fit`` reads it (the CLI and the library only)."""
     from dpscale.fit.data import MAX_TEXT, PointsFileError, parse_points, read_points_file
 
-    if not files or not names(reference, "anything"):
+    if not files:  # the API and the page read no file, whatever exists on the server
+        raise InputError.single(
+            "measured",
+            f"cannot read {reference!r}: give device:throughput pairs such as 1:362.4,8:2722, "
+            "or run:ID (a CSV file is read by the CLI and the library only)",
+        )
+    if not names(reference, "anything"):
         raise InputError.single(
             "measured",
             f"no file {reference!r}; give device:throughput pairs such as 1:362.4,8:2722, "
