@@ -411,3 +411,18 @@ def test_the_query_models_refuse_a_name_they_do_not_take() -> None:
         PredictQuery(micro_batch=1, target_efficiency=90)
     with pytest.raises(InputError, match="did you mean 'at'"):
         FitQuery(points="8:1,16:2", devices="64")  # type: ignore[call-arg]
+
+
+def test_every_missing_input_is_named_at_once() -> None:
+    # As the CLI and the API name them (the library had named the first alone).
+    with pytest.raises(dpscale.InputError) as caught:
+        dpscale.predict(micro_batch=1, params=1e9, per_device_throughput=1)
+    assert [issue.field for issue in caught.value.issues] == [
+        "devices_per_node",
+        "intra_node_bandwidth",
+        "inter_node_bandwidth",
+    ]
+    with pytest.raises(dpscale.InputError) as caught:
+        dpscale.predict()
+    assert [issue.field for issue in caught.value.issues][:2] == ["micro_batch", "params"]
+    assert len(caught.value.issues) == 6

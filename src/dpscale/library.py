@@ -38,7 +38,15 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from dpscale.spec.names import OTHER_NAMES
-from dpscale.validation import FieldIssue, InputError, Rule, check_known, parse
+from dpscale.validation import (
+    FieldIssue,
+    InputError,
+    Rule,
+    check_known,
+    is_required,
+    missing_next,
+    parse,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -238,7 +246,7 @@ def predict(**inputs: Any) -> PredictReport:
     Raises :class:`dpscale.InputError` naming each bad or unknown keyword.
     """
     from dpscale.model.query import PercentInputs, PredictQuery
-    from dpscale.spec.measured_runs import predict_with_runs
+    from dpscale.spec.measured_runs import needs_throughput, predict_with_runs, run_id_of
 
     in_percent = set(PercentInputs.model_fields)
     known = {*PredictQuery.model_fields, *in_percent, "calibrate"}
@@ -254,9 +262,17 @@ def predict(**inputs: Any) -> PredictReport:
     measured = inputs.get("measured")
     if isinstance(measured, os.PathLike):
         inputs["measured"] = os.fspath(measured)
-    query = _read(
-        PredictQuery, {k: v for k, v in inputs.items() if k not in in_percent} | percentages
-    )
+    given = {k: v for k, v in inputs.items() if k not in in_percent} | percentages
+    try:
+        query = _read(PredictQuery, given)
+    except InputError as err:
+        if all(is_required(issue) for issue in err.issues):
+            found = list(err.issues)
+            more = missing_next(PredictQuery, _written(given), found, PredictQuery.scenario)
+            raise InputError(found + more) from None
+        raise
+    if calibrate is None and run_id_of(query.measured) is None and not needs_throughput(query):
+        _every_missing(query, given)
     result = predict_with_runs(query, calibrate=calibrate, files=True)
     names = [item.name for item in fields(PredictPoint)]
     return PredictReport(
@@ -265,6 +281,33 @@ def predict(**inputs: Any) -> PredictReport:
         hardware=result.scenario.hardware.name,
         result=result,
     )
+
+
+def _every_missing(query: Any, given: Mapping[str, Any]) -> None:
+    """Where the job lacks inputs, every one it lacks, as the CLI and the API name them (the
+    library had named the first alone)."""
+    from dpscale.model.query import PredictQuery
+
+    try:
+        query.scenario()
+    except InputError as err:
+        first = err.issues[0]
+        if is_required(first):
+            found = [first]
+            more = missing_next(PredictQuery, _written(given), found, PredictQuery.scenario)
+            raise InputError(found + more) from None
+
+
+def _written(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs as :func:`_read` gives them to :class:`PredictQuery` (numbers written as its
+    text fields take them)."""
+    from dpscale.model.query import PredictQuery
+
+    return {
+        name: _as_text(name, value) if _takes_text(PredictQuery, name) else value
+        for name, value in given.items()
+        if value is not None
+    }
 
 
 # -- fit -----------------------------------------------------------------------------------

@@ -51,6 +51,8 @@ __all__ = [
     "check_array",
     "check_known",
     "check_lengths",
+    "is_required",
+    "missing_next",
     "names",
     "one_line",
     "parse",
@@ -713,3 +715,53 @@ def names(path: str, kind: Literal["file", "directory", "anything"] = "file") ->
         return found.exists()
     except (OSError, ValueError):
         return False
+
+
+_TEXT_STAND_INS = ("1", "1 GB/s", "1 ms", "1 MiB")
+"""Texts tried in place of a missing text option while looking for the next missing one."""
+
+
+def is_required(issue: FieldIssue) -> bool:
+    """Whether ``issue`` says an input is missing (a model's own, or a later check's)."""
+    return issue.missing or issue.detail.startswith("is required")
+
+
+def _stand_ins(rule: Rule) -> tuple[object, ...]:
+    """Values the rule may admit: its lower end (one above an open one), or some texts."""
+    if not rule.number:
+        return _TEXT_STAND_INS
+    low = 1.0 if rule.low is None else rule.low + (1 if rule.low_open else 0)
+    return (int(low) if rule.integer else low,)
+
+
+def missing_next(
+    model: type[ModelT],
+    given: dict[str, Any],
+    found: list[FieldIssue],
+    then: Callable[[ModelT], object],
+) -> list[FieldIssue]:
+    """What ``then`` (a check run on the model, ``PredictQuery.scenario``) would say is
+    required next, with stand-ins for the missing values: every missing input named at once,
+    on every surface (the CLI had named them all, the API and the page the first)."""
+    more: list[FieldIssue] = []
+    tries = {issue.field: iter(_stand_ins(rule_of(model, issue.field))) for issue in found}
+    chosen = {field: next(values) for field, values in tries.items()}
+    for _ in range(100):
+        try:
+            then(parse(model, {**given, **chosen}))
+        except InputError as err:
+            issue = err.issues[0]
+            if issue.field in chosen:  # its stand-in was refused: the next one
+                value = next(tries[issue.field], None)
+                if value is None:
+                    return more
+                chosen[issue.field] = value
+                continue
+            if issue.field not in model.model_fields or not is_required(issue):
+                return more
+            more.append(issue)
+            tries[issue.field] = iter(_stand_ins(rule_of(model, issue.field)))
+            chosen[issue.field] = next(tries[issue.field])
+        else:
+            return more
+    return more

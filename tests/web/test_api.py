@@ -292,3 +292,25 @@ def test_full_width_numbers_are_read_as_on_the_page(
     assert response.json()["actual_throughput"] == 115200.0
     cli = ["calc", "--devices", "６４", "--throughput", "２０００", "--efficiency", "９０％"]
     assert cli_json(capsys, *cli, "--json") == response.json()
+
+
+def test_every_missing_input_is_named_at_once_as_the_cli_names_them(
+    client: httpx.Client,
+) -> None:
+    # The API and the page had named the first missing input alone; the CLI names them all.
+    job = "model=llama3-8b&strategy=fsdp&seq_len=8192&micro_batch=1&unit=tokens&mfu=40"
+    details = client.get(f"/api/v1/predict?{job}&devices=8,64").json()["detail"]
+    assert [d["field"] for d in details] == [
+        "devices_per_node",
+        "intra_node_bandwidth",
+        "inter_node_bandwidth",
+    ]
+    everything = client.get("/api/v1/predict").json()["detail"]
+    assert [d["field"] for d in everything] == [
+        "micro_batch",
+        "params",
+        "devices_per_node",
+        "intra_node_bandwidth",
+        "inter_node_bandwidth",
+        "per_device_throughput",
+    ]

@@ -15,7 +15,13 @@ from pydantic import BaseModel
 from dpscale.said import number as number
 from dpscale.said import percent as percent
 from dpscale.units import UnitError
-from dpscale.validation import FieldIssue, InputError, Rule, parse, rule_of
+from dpscale.validation import (
+    FieldIssue,
+    InputError,
+    is_required,
+    missing_next,
+    parse,
+)
 
 if TYPE_CHECKING:
     from dpscale.spec.description import Input
@@ -74,61 +80,14 @@ def read_input(
         try:
             then(query)
         except InputError as err:
-            if not _required(err.issues[0]):
+            if not is_required(err.issues[0]):
                 return query  # the command reports it, as it would have anyway
             issues = [err.issues[0]]
         else:
             return query
-    if then is not None and all(_required(issue) for issue in issues):
-        issues += _missing_next(model, given, issues, then)
+    if then is not None and all(is_required(issue) for issue in issues):
+        issues += missing_next(model, given, issues, then)
     fail(issues_line(issues, options))
-
-
-_TEXT_STAND_INS = ("1", "1 GB/s", "1 ms", "1 MiB")
-"""Texts tried in place of a missing text option while looking for the next missing one."""
-
-
-def _required(issue: FieldIssue) -> bool:
-    return issue.missing or issue.detail.startswith("is required")
-
-
-def _stand_ins(rule: Rule) -> tuple[object, ...]:
-    """Values the rule may admit: its lower end (one above an open one), or some texts."""
-    if not rule.number:
-        return _TEXT_STAND_INS
-    low = 1.0 if rule.low is None else rule.low + (1 if rule.low_open else 0)
-    return (int(low) if rule.integer else low,)
-
-
-def _missing_next(
-    model: type[ModelT],
-    given: dict[str, Any],
-    found: list[FieldIssue],
-    then: Callable[[ModelT], object],
-) -> list[FieldIssue]:
-    """What ``then`` would say is required next, with stand-ins for the missing values."""
-    more: list[FieldIssue] = []
-    tries = {issue.field: iter(_stand_ins(rule_of(model, issue.field))) for issue in found}
-    chosen = {field: next(values) for field, values in tries.items()}
-    for _ in range(100):
-        try:
-            then(parse(model, {**given, **chosen}))
-        except InputError as err:
-            issue = err.issues[0]
-            if issue.field in chosen:  # its stand-in was refused: the next one
-                value = next(tries[issue.field], None)
-                if value is None:
-                    return more
-                chosen[issue.field] = value
-                continue
-            if issue.field not in model.model_fields or not _required(issue):
-                return more
-            more.append(issue)
-            tries[issue.field] = iter(_stand_ins(rule_of(model, issue.field)))
-            chosen[issue.field] = next(tries[issue.field])
-        else:
-            return more
-    return more
 
 
 def option_parameter(item: Input, help: str) -> click.Option:

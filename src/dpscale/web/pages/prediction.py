@@ -56,7 +56,7 @@ from dpscale.units import (
     format_count,
     format_duration,
 )
-from dpscale.validation import FieldIssue, InputError, parse
+from dpscale.validation import FieldIssue, InputError, is_required, missing_next, parse
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.pages._said import say
 from dpscale.web.pages.prediction_chart import efficiency_chart
@@ -81,9 +81,31 @@ def _parse_all(data: Mapping[str, str]) -> tuple[PageInputs, PredictQuery]:
         query = parse(PredictQuery, rest)
     except InputError as err:
         issues.extend(err.issues)
+        if page is not None and all(is_required(issue) for issue in err.issues):
+            given = {**rest, **page.fractions()}
+            issues += missing_next(PredictQuery, given, list(err.issues), PredictQuery.scenario)
     if issues or page is None or query is None:
         raise InputError(issues)
-    return page, query.model_copy(update=page.fractions())
+    given = {**rest, **page.fractions()}
+    query = query.model_copy(update=page.fractions())
+    if not (page.calibrate or run_id_of(query.measured) is not None or needs_throughput(query)):
+        _every_missing(query, given)
+    return page, query
+
+
+def _every_missing(query: PredictQuery, given: Mapping[str, object]) -> None:
+    """Where the job lacks an input (no hardware preset, and no bandwidths), every one it
+    lacks, as the CLI names them: the API and the page had told the first alone. (A stored
+    run may fill what is missing: not asked there.)"""
+    try:
+        query.scenario()
+    except InputError as err:
+        first = err.issues[0]
+        if is_required(first):
+            found = [first]
+            raise InputError(
+                found + missing_next(PredictQuery, dict(given), found, PredictQuery.scenario)
+            ) from None
 
 
 def compute(values: Mapping[str, str]) -> Prediction:
