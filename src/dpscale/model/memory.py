@@ -28,7 +28,7 @@ sum stays within the device's memory.
 ...     activation_checkpointing=True, tokens_per_sample=8192)
 >>> m = memory(sc, [8, 64])
 >>> [round(float(x) / 1e9, 1) for x in m.model_states], round(float(m.activations[0]) / 1e9, 1)
-([18.1, 2.3], 7.5)
+([16.1, 2.0], 7.5)
 """
 
 from __future__ import annotations
