@@ -4,15 +4,16 @@
                    (:func:`~dpscale.model.strategies.model_state_bytes`: the ZeRO paper's
                    count, FSDP's fp32 shards); the optimizer's moments from ``--optimizer``
                    (Adam's two when none is given), plus the fp32 master copy under mixed
-                   precision where the strategy keeps one; with ``no_sync`` on a strategy
-                   that shards gradients, every unsharded gradient from the first
-                   micro-step to the last
+                   precision where the strategy keeps one: what a device holds at rest,
+                   between steps (what ``dpscale measure`` reports)
     buffers        (``gathered``) what an FSDP unit holds while it computes: two units'
                    gathered parameters (the current one and the one prefetched; the largest
                    unit, :func:`unit_params`) and one unit's unsharded gradients before they
                    are reduce-scattered; SHARD_GRAD_OP keeps every unit's gathered
-                   parameters from forward to backward (all of them); DDP's (and ZeRO-1's
-                   beside it) gradient buckets, a copy of every gradient
+                   parameters from forward to backward (all of them); with ``no_sync`` on a
+                   strategy that shards gradients, every unsharded gradient from the first
+                   micro-step to the last instead; DDP's (and ZeRO-1's beside it) gradient
+                   buckets, a copy of every gradient
     activations    :func:`~dpscale.model.llm.activation_bytes` where the sequence length is
                    known (a transformer), else not counted (the result says so)
 
@@ -132,7 +133,7 @@ def memory(
     else:
         gathered = 0.0
     # A group of one gathers nothing: its "shard" is the whole model, already counted.
-    buffers = np.where(sharded, gathered, 0.0)
+    buffers = np.where(sharded, gathered, 0.0) + accumulated
     if r.copies_into_buckets:
         # DDP's reducer copies the gradients into buckets of their own size in all
         # (``gradient_as_bucket_view=False``, its default), as the step model charges.
@@ -153,7 +154,7 @@ def memory(
             np.broadcast_shapes(np.shape(counts), np.shape(batch)),
         )
     return Memory(
-        model_states=np.broadcast_to(states + accumulated, np.shape(counts)),
+        model_states=np.broadcast_to(states, np.shape(counts)),
         gathered=np.broadcast_to(buffers, np.shape(counts)),
         activations=activations,
         capacity=sc.hardware.memory_capacity,
