@@ -288,6 +288,7 @@ def _every_missing(query: Any, given: Mapping[str, Any]) -> None:
     library had named the first alone)."""
     from dpscale.model.query import PredictQuery
 
+    query.device_counts()  # a bad count is told first, as predict tells it
     try:
         query.scenario()
     except InputError as err:

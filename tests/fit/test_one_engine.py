@@ -360,3 +360,24 @@ def test_tokens_are_a_rate_on_both_commands(capsys: pytest.CaptureFixture[str]) 
     predicted = _json(capsys, "predict", "--measured", MPT_POINTS, "--devices", "1024",
                       "--unit", "tokens", *MPT_70B)  # fmt: skip
     assert fitted["unit"] == predicted["unit"] == "tokens/s"
+
+
+def test_below_the_fewest_measured_both_commands_give_a_band_both_sides(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # One device from 8/16/32 is the calibration's estimate: its band had topped at the point
+    # ("174 %, 125 % to 174 %") where the scaling law's reaches above it.
+    points = "8:72000,16:140000,32:270000"
+    job = ("--model-preset", "llama3-8b", "--hardware", "dgx-h100", "--micro-batch", "1",
+           "--unit", "tokens", "--strategy", "fsdp")  # fmt: skip
+    fitted = _json(capsys, "fit", "--points", points, "--at", "1,2,4,64", *job)
+    predicted = _json(capsys, "predict", "--measured", points, "--devices", "1,2,4,64",
+                      *("--model" if a == "--model-preset" else a for a in job))  # fmt: skip
+    for fit_row, predict_row in zip(fitted["predictions"], predicted["points"], strict=True):
+        assert fit_row["efficiency_low"] == pytest.approx(predict_row["efficiency_low"])
+        assert fit_row["efficiency_high"] == pytest.approx(predict_row["efficiency_high"])
+    one = fitted["predictions"][0]
+    assert one["efficiency_low"] < one["efficiency"] < one["efficiency_high"]
+    assert one["throughput_low"] < one["throughput"] < one["throughput_high"]
+    # Fewer devices lose no more per device than at the baseline of 8.
+    assert all(row["efficiency_low"] >= 0.97 for row in fitted["predictions"][:3])

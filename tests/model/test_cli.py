@@ -713,12 +713,13 @@ def _rows(out: str) -> dict[int, list[str]]:
 
 
 def test_a_calibrated_table_shows_what_its_fit_leaves(capsys: pytest.CaptureFixture[str]) -> None:
-    # Without a one-device point: one device's efficiency is above 100 %, its band's top at
-    # the point itself ("101.3 % │ 97.6-101": the edge had been written below the point), and
-    # it exchanges nothing (rounding's residue had shown 1.388e-14 ms).
+    # Without a one-device point: one device's efficiency is above 100 %, its band both
+    # sides of the point, the one-device throughput being the calibration's estimate (its
+    # top had been the point: "101.3 % │ 97.6-101", the edge written below it, then
+    # "97.6-101.3"), and it exchanges nothing (rounding's residue had shown 1.388e-14 ms).
     _, out, _ = run(capsys, *RESNET_FACTS, "--measured", "2:620,8:2456")
     one = _rows(out)[1]
-    assert one[2:4] == ["101.3 %", "97.6-101.3"]
+    assert one[2:4] == ["101.3 %", "97.6-105"]
     assert one[7:10] == ["0", "0", "-"]
     # A network share of 0: no communication, and nothing that limits it.
     _, out, _ = run(capsys, *RESNET_FACTS, "--measured", "1:329,2:620,8:2456,16:4896")

@@ -794,3 +794,39 @@ def test_llama_activations_follow_its_swiglu_mlp() -> None:
     assert point["activation_bytes"] == pytest.approx(44 * s * h * layers + 4 * s * vocab)
     mpt = _memory(model="mpt-7b", strategy="fsdp", seq_len=2048)
     assert mpt["activation_bytes"] == pytest.approx(34 * 2048 * 4096 * 32 + 4 * 2048 * 50432)
+
+
+def test_the_advice_under_no_sync_is_what_the_tool_then_takes() -> None:
+    # DDP with --no-sync on Llama 3 8B at 64 H100s had been told "--strategy zero2", which
+    # refuses no_sync; Llama 3 70B under FSDP with --no-sync on 1,024 had been told "--strategy
+    # fsdp and --activation-checkpointing", which still kept its 131 GiB of gradients.
+    ddp = {**LLAMA8, "strategy": "ddp", "grad_accum": 4, "no_sync": True, "devices": "64"}
+    advice = predict(PredictQuery(**ddp)).memory_advice  # type: ignore[arg-type]
+    assert advice is not None
+    assert "zero2" not in advice.strategies
+    assert advice.combined is None or advice.combined[0] not in ("zero2", "zero3")
+    big = {**LLAMA8, "model": "llama3-70b", "strategy": "fsdp", "grad_dtype": "bf16",
+           "grad_accum": 8, "no_sync": True, "devices": "1024"}  # fmt: skip
+    advice = predict(PredictQuery(**big)).memory_advice  # type: ignore[arg-type]
+    assert advice is not None
+    assert (advice.combined, advice.combined_synced) == (("fsdp", 1), True)
+    # Applying it fits.
+    applied = {**big, "no_sync": False, "activation_checkpointing": True}
+    assert _memory("1024", **{k: v for k, v in applied.items() if k != "devices"})["fits"]
+
+
+def test_a_hidden_size_given_with_a_preset_keeps_its_mlp_in_proportion() -> None:
+    # The 70B shape under the 8B preset had kept 8B's 14,336 inner size (47.9 GiB of
+    # activations against 75.9 under the 70B preset): the same shape, the same activations.
+    shape = {"params": 70.55e9, "layers": 80, "hidden_size": 8192, "seq_len": 8192}
+    as_8b = _memory(**shape)
+    as_70b = _memory(model="llama3-70b", **shape)
+    assert as_8b["activation_bytes"] == pytest.approx(as_70b["activation_bytes"])
+
+
+def test_the_gathered_units_are_never_more_than_the_model() -> None:
+    # 1e8 parameters under Llama 3 8B's vocabulary: its "embedding" unit is larger than the
+    # model, and two of them had been held (763 MiB, more than SHARD_GRAD_OP's whole model).
+    full = _memory(params=1e8, strategy="fsdp")
+    keeps = _memory(params=1e8, strategy="fsdp-shard-grad-op")
+    assert full["gathered_bytes"] <= keeps["gathered_bytes"]

@@ -364,6 +364,9 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "--model."
     )
     assert "preset_params" not in lines(compute({**replaced, "params": "8e9"}).result)
+    # With --layers and --hidden-size given the shape is the user's own: nothing is kept.
+    own = {**replaced, "layers": "80", "hidden_size": "8192"}
+    assert "preset_params" not in lines(compute(own).result)
     # What a calibration from measured points says (MeasuredFit.said): held in the level (no
     # one-device point), kept in its range (inside one node), a point doubted, and nothing
     # estimated (every parameter stated).
@@ -411,12 +414,29 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         _memory_fix(MemoryAdvice(64, None, None, (), ("fsdp", 1), "fsdp", False, True), "fsdp", 1),
         # no_sync's unsharded gradients are what does not fit.
         _memory_fix(MemoryAdvice(1024, None, None, (), None, "", False, False, True), "fsdp", 1),
+        # ... together with activations: the stated strategy without it, checkpointed.
+        _memory_fix(
+            MemoryAdvice(1024, None, None, (), ("fsdp", 1), "fsdp", False, False, False, True),
+            "fsdp",
+            1,
+        ),
+        _memory_fix(
+            MemoryAdvice(1024, None, None, (), ("fsdp", 2), "fsdp", False, False, False, True),
+            "fsdp",
+            4,
+        ),
     ]
-    assert [say_terminal(line) for line in calibrations[-4:-1]] == [
+    assert [say_terminal(line) for line in calibrations[-6:-3]] == [
         "It would fit at 64 devices with --activation-checkpointing.",
         "It would fit at 64 devices with --strategy fsdp and --activation-checkpointing.",
         "It would fit at 64 devices with --strategy fsdp without --shard-group-size and with "
         "--activation-checkpointing.",
+    ]
+    assert [say_terminal(line) for line in calibrations[-2:]] == [
+        "It would fit at 1,024 devices with --strategy fsdp without --no-sync and with "
+        "--activation-checkpointing.",
+        "It would fit at 1,024 devices with --strategy fsdp without --no-sync, "
+        "--activation-checkpointing and --micro-batch at most 2.",
     ]
     # An MFU: what it gave (issue 24: 0.4 typed for 40 % had given 1 % of the throughput
     # without a word; now refused, and every MFU says what it gave).
@@ -619,7 +639,7 @@ def test_what_would_fit_is_said_on_both_surfaces(capsys: pytest.CaptureFixture[s
         "ungrouped": False,
         "synced": False,
         "strategies": [],
-        "combined": {"strategy": "fsdp", "micro_batch": 4},
+        "combined": {"strategy": "fsdp", "micro_batch": 4, "no_sync": None},
         "leanest": "fsdp",
     }
     # At the job's own micro-batch: no micro-batch to name.

@@ -115,11 +115,18 @@ class CalibratedFit(ModelFit):
         """The band relative to the curve at ``baseline`` devices, at most 1 from there on
         (``noise`` is part of the calibration's band either way)."""
         n = np.atleast_1d(np.asarray(devices, dtype=float))
-        centre, low, high = self.interval(n)
-        scale = n / baseline * float(self.throughput([baseline])[0])
-        top = np.where(n >= baseline, 1.0, np.inf)
+        centre, low, high = self.interval(np.append(n, float(baseline)))
+        n_all = np.append(n, float(baseline))
+        scale = n_all / baseline * float(self.throughput([baseline])[0])
+        top = np.where(n_all >= baseline, 1.0, np.inf)
         efficiency = np.minimum(centre / scale, top)
-        return efficiency, np.minimum(low / scale, efficiency), np.minimum(high / scale, top)
+        low_e = np.minimum(low / scale, efficiency)
+        # Below the baseline, no lower than at it: fewer devices lose no more per device (as
+        # a scaling law's band: ModelFit.efficiency_interval).
+        low_e = np.where(n_all < baseline, np.maximum(low_e, low_e[-1]), low_e)
+        low_e = np.minimum(low_e, efficiency)
+        high_e = np.minimum(high / scale, top)
+        return efficiency[:-1], low_e[:-1], high_e[:-1]
 
     def aicc(self) -> float | None:
         return None

@@ -494,6 +494,20 @@ class MeasuredFit:
         measured_nodes = math.ceil(largest / per_node)
         unmeasured = 1 - (1 - setup_loss(nodes)) / (1 - setup_loss(measured_nodes))
         low = with_setup_loss(throughput, low, np.where(nodes > measured_nodes, unmeasured, 0.0))
+        # Below the fewest devices measured, the one-device throughput the ceiling is made of
+        # is itself the calibration's estimate: the upper edge mirrors the lower one (in
+        # log), as a scaling law's band there (the edge had been the point: "125 % to 174 %").
+        # Never more per device than one device's upper edge, mirrored the same way (two
+        # devices had been given more than twice what one device could do).
+        below = n < float(min(m for m, _ in self.points))
+        if below.any():
+            mirrored = throughput**2 / np.maximum(low, 1e-300)
+            one_step, one_sd = (float(v[0]) for v in self._spread(np.array([1.0])))
+            per_step = sc.micro_batch * sc.tokens_per_sample * sc.grad_accum
+            one = per_step / one_step
+            one_high = one * (one_step + 2 * one_sd) / one_step
+            cap = n * max(one_high, best, sc.per_device_throughput)
+            high = np.where(below, np.minimum(np.maximum(high, mirrored), cap), high)
         # The edges hold the point exactly (a step turned back into a throughput can round).
         low, high = np.clip(low, 0.0, throughput), np.maximum(high, throughput)
         return MeasuredPrediction(

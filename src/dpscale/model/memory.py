@@ -128,8 +128,8 @@ def memory(
     unit_grads = 0.0 if accumulating else unit * grad_bytes
     if r.keeps_gathered:
         gathered = sc.params * sc.param_bytes + unit_grads
-    elif r.gathers:
-        gathered = min(2, sc.units) * unit * sc.param_bytes + unit_grads
+    elif r.gathers:  # never more than the whole model, however few its layers
+        gathered = min(min(2, sc.units) * unit, sc.params) * sc.param_bytes + unit_grads
     else:
         gathered = 0.0
     # A group of one gathers nothing: its "shard" is the whole model, already counted.
@@ -215,6 +215,9 @@ class MemoryAdvice:
     synced: bool = False
     """Whether the stated job fits without ``no_sync`` (its unsharded gradients, kept over
     the micro-steps, are what does not fit)."""
+    combined_synced: bool = False
+    """Whether :attr:`combined` is the stated strategy without ``no_sync`` too (where nothing
+    with it fits)."""
 
     def to_dict(self) -> dict[str, Any]:
         combined = self.combined
@@ -227,7 +230,11 @@ class MemoryAdvice:
             "strategies": list(self.strategies),
             "combined": None
             if combined is None
-            else {"strategy": combined[0], "micro_batch": combined[1]},
+            else {
+                "strategy": combined[0],
+                "micro_batch": combined[1],
+                "no_sync": False if self.combined_synced else None,
+            },
             "leanest": self.leanest or None,
         }
 
@@ -257,7 +264,13 @@ def memory_advice(
     if known and not scenario.activation_checkpointing:
         checkpointed = replace(scenario, activation_checkpointing=True)
         checkpointing = _largest_fitting(checkpointed, devices, scenario.micro_batch)
-    others = [_sharded_as(scenario, name) for name in strategies if name != scenario.strategy]
+    # With no_sync stated, a strategy that refuses it (DeepSpeed's ZeRO-2 and -3) is no
+    # single change: it had been advised, and the advice then refused.
+    others = [
+        _sharded_as(scenario, name)
+        for name in strategies
+        if name != scenario.strategy and (row(name).takes_no_sync or not scenario.no_sync)
+    ]
     fitting = tuple(
         other.strategy for other in others if bool(np.asarray(memory(other, [devices]).fits)[0])
     )
@@ -268,11 +281,12 @@ def memory_advice(
         over_all = replace(scenario, shard_group_size=0)
         ungrouped = bool(np.asarray(memory(over_all, [devices]).fits)[0])
         others.append(over_all)
-    synced = False
-    if scenario.no_sync and scenario.grad_accum > 1 and row(scenario.strategy).shards_grads:
-        without = replace(scenario, no_sync=False)
-        synced = bool(np.asarray(memory(without, [devices]).fits)[0])
-        others.append(without)
+    synced = combined_synced = False
+    keeps = scenario.no_sync and scenario.grad_accum > 1 and row(scenario.strategy).shards_grads
+    if keeps:
+        # Said as its own change, not tried in the combinations below: one named there by
+        # its strategy alone would keep --no-sync.
+        synced = bool(np.asarray(memory(replace(scenario, no_sync=False), [devices]).fits)[0])
     combined, leanest = None, ""
     if not (smaller or checkpointing or fitting or ungrouped or synced):
         least = min(
@@ -284,8 +298,23 @@ def memory_advice(
             lean = replace(least, activation_checkpointing=True)
             most = _largest_fitting(lean, devices, scenario.micro_batch)
             combined = None if most is None else (least.strategy, most)
+            if combined is None and keeps:
+                # Without no_sync too: the stated strategy reducing every micro-step.
+                lean = replace(scenario, no_sync=False, activation_checkpointing=True)
+                most = _largest_fitting(lean, devices, scenario.micro_batch)
+                if most is not None:
+                    combined, combined_synced = (scenario.strategy, most), True
     return MemoryAdvice(
-        devices, smaller, checkpointing, fitting, combined, leanest, ungrouped, grouped, synced
+        devices,
+        smaller,
+        checkpointing,
+        fitting,
+        combined,
+        leanest,
+        ungrouped,
+        grouped,
+        synced,
+        combined_synced,
     )
 
 

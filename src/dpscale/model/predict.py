@@ -440,6 +440,18 @@ def predict_scenario(
         efficiency = np.clip(np.asarray(fitted.efficiency) / reference, 0.0, top)
         low = np.clip(np.minimum(fitted.efficiency_low / reference, efficiency), 0.0, top)
         high = np.clip(np.maximum(fitted.efficiency_high / reference, efficiency), 0.0, top)
+        below = counts < shown.baseline_devices
+        if below.any():
+            # Below the baseline: the one-device throughput is the calibration's estimate, so
+            # the upper edge is the throughput's, not capped at one device's (it had been the
+            # point: "173.7 %, 125-174"), and the lower edge no lower than at the baseline
+            # (as a scaling law's band, and as fit with the job's facts gives it).
+            ideal = counts * scenario.per_device_throughput
+            raw = np.asarray(fitted.throughput_high) / ideal / reference
+            high = np.where(below, np.maximum(raw, efficiency), high)
+            at_base = measured.predict([shown.baseline_devices])
+            floor = min(float(at_base.efficiency_low[0]) / reference, 1.0)
+            low = np.where(below, np.minimum(np.maximum(low, floor), efficiency), low)
         step = measured.shown(step, efficiency * reference)
         answers = (
             _measured_answers(scenario, measured, target_efficiency, max(devices), reference, shown)

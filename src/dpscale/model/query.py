@@ -651,7 +651,7 @@ class PredictQuery(InputModel):
             seq_len=seq_len,
             hidden_size=self.hidden_size or (preset.hidden_size if preset is not None else None),
             vocab_size=preset.vocab_size if preset is not None else None,
-            ffn_hidden_size=preset.ffn_hidden_size if preset is not None else None,
+            ffn_hidden_size=_ffn_size(preset, self.hidden_size),
             mlp=preset.mlp if preset is not None else "gelu",
             activation_checkpointing=self.activation_checkpointing,
             model=self.model,
@@ -664,6 +664,17 @@ class PredictQuery(InputModel):
         )
         _check_optimizer_fits(scenario)
         return scenario
+
+
+def _ffn_size(preset: Any, hidden_size: int | None) -> int | None:
+    """The MLP's inner size: the preset's, in proportion to a hidden size given instead of its
+    own (Llama 3 8B's 14,336 at 4,096 is 3.5 h: at 8,192, 28,672, not 14,336; the same shape
+    had kept different activations under different presets). None without a preset (4 h)."""
+    if preset is None:
+        return None
+    if hidden_size is None or hidden_size == preset.hidden_size:
+        return int(preset.ffn_hidden_size)
+    return round(int(preset.ffn_hidden_size) * hidden_size / int(preset.hidden_size))
 
 
 def _check_optimizer_fits(scenario: Scenario) -> None:

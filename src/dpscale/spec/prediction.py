@@ -1317,6 +1317,18 @@ LINES: Mapping[str, Wording] = {
         "--strategy {strategy} without --shard-group-size, --activation-checkpointing and "
         "--micro-batch at most {micro_batch}",
     ),
+    "fit_combined_synced": Wording(
+        N_(
+            "%(strategy)s without “no sync”, activation checkpointing and a micro-batch of at "
+            "most %(micro_batch)s"
+        ),
+        "--strategy {strategy} without --no-sync, --activation-checkpointing and "
+        "--micro-batch at most {micro_batch}",
+    ),
+    "fit_combined_synced_as_stated": Wording(
+        N_("%(strategy)s without “no sync” and with activation checkpointing"),
+        "--strategy {strategy} without --no-sync and with --activation-checkpointing",
+    ),
     "fit_combined_as_stated": Wording(
         N_("%(strategy)s and activation checkpointing"),
         "--strategy {strategy} and --activation-checkpointing",
@@ -1722,6 +1734,8 @@ def _preset_params(sc: Scenario) -> dict[str, Said]:
     preset = load_model(sc.model)
     if abs(sc.params / preset.params - 1.0) <= PRESET_PARAMS_TOLERANCE:
         return {}
+    if sc.units != preset.layers and round(sc.hidden) != preset.hidden_size:
+        return {}  # --layers and --hidden-size given: the shape is the user's own
     return {
         "preset_params": Said(
             "preset_params",
@@ -1933,6 +1947,8 @@ def _memory_fix(advice: MemoryAdvice, strategy: str, micro_batch: int) -> Said:
     if advice.combined is not None:
         name, batch = advice.combined
         code = "fit_combined_ungrouped" if alone(name) else "fit_combined"
+        if advice.combined_synced:
+            code = "fit_combined_synced"
         options.append(_with_checkpointing(code, batch, micro_batch, Name(name, "strategy")))
     if not options:
         leanest = advice.leanest or strategy

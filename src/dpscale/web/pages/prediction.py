@@ -97,6 +97,7 @@ def _every_missing(query: PredictQuery, given: Mapping[str, object]) -> None:
     """Where the job lacks an input (no hardware preset, and no bandwidths), every one it
     lacks, as the CLI names them: the API and the page had told the first alone. (A stored
     run may fill what is missing: not asked there.)"""
+    query.device_counts()  # a bad count is told first, as predict tells it
     try:
         query.scenario()
     except InputError as err:
