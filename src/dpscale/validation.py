@@ -38,6 +38,7 @@ from pydantic.fields import FieldInfo
 __all__ = [
     "INVALID",
     "MISSING",
+    "OTHER_NAMES",
     "TOO_LONG",
     "UNIT_PATTERN",
     "UNKNOWN",
@@ -52,6 +53,7 @@ __all__ = [
     "check_known",
     "check_lengths",
     "is_required",
+    "meant",
     "missing_next",
     "names",
     "one_line",
@@ -511,8 +513,6 @@ class InputModel(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     def __init__(self, /, **data: Any) -> None:
-        from dpscale.spec.names import OTHER_NAMES  # another tool's names, as the API's
-
         model = type(self)
         check_known(data, model.model_fields, f"an input of {model.__name__}", OTHER_NAMES)
         try:
@@ -765,3 +765,50 @@ def missing_next(
         else:
             return more
     return more
+
+
+# -- other tools' names for the inputs (re-exported by dpscale.spec.names) -------------
+
+_COUNTS = ("devices", "world_sizes", "at")
+
+OTHER_NAMES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        (
+            "gpus",
+            "num_gpus",
+            "world_size",
+            "world_sizes",
+            "nproc",
+            "counts",
+            "device_counts",
+            # The CLI's own aliases: fit --devices is its "at", predict --at its "devices".
+            "devices",
+            "at",
+        ),
+        _COUNTS,
+    ),
+    "nodes": ("devices", "devices_per_node", "nnodes"),
+    **dict.fromkeys(
+        ("batch_size", "mbs", "micro_batch_size", "per_device_train_batch_size"),
+        ("micro_batch",),
+    ),
+    **dict.fromkeys(
+        ("global_batch", "global_batch_size", "gbs"), ("micro_batch", "grad_accum", "devices")
+    ),
+    **dict.fromkeys(("gradient_accumulation_steps", "grad_accum_steps", "accum"), ("grad_accum",)),
+    **dict.fromkeys(("precision", "dtype"), ("grad_dtype", "param_dtype", "precision")),
+    **dict.fromkeys(("model_size", "num_params", "parameters"), ("params", "model_params")),
+    **dict.fromkeys(
+        ("tokens_per_second", "tokens_per_sec", "tps"), ("per_device_throughput", "unit")
+    ),
+    # The calculator's own letters (I = d v, A = I E): -d and -e are options, v is not.
+    **dict.fromkeys(("v", "per_device"), ("throughput", "per_device_throughput")),
+}
+"""Each other name (as a field name: ``--num-gpus`` is ``num_gpus``) and the inputs that may
+take it, in the order to offer them."""
+
+
+def meant(name: str, known: Iterable[str]) -> list[str]:
+    """The inputs among ``known`` that ``name`` (another tool's name) stands for, in order."""
+    here = set(known)
+    return [target for target in OTHER_NAMES.get(name, ()) if target in here]

@@ -90,6 +90,7 @@ percents = st.decimals(min_value=Decimal(0), max_value=Decimal(100), places=4).m
 # and a difference past 1e15, written in scientific form.
 @example(devices=1_590_876, throughput="175366279.012", efficiency="0.0001")
 @example(devices=9_831_837, throughput="175366279.012", efficiency="0.0001")
+@example(devices=6_379_089, throughput="4345354.772", efficiency="51.0507")
 def test_scaling_sentences_hold_as_written(devices: int, throughput: str, efficiency: str) -> None:
     values = {"devices": str(devices), "throughput": throughput, "efficiency": efficiency}
     for writer in WRITERS.values():
