@@ -98,3 +98,20 @@ def test_best_bucket_exposes_no_more_than_the_default() -> None:
     answer = best_bucket(SCENARIO, devices=256)
     assert answer.exposed_comm_time_s <= answer.current_exposed_comm_time_s
     assert answer.bucket_bytes <= SCENARIO.gradient_bytes
+
+
+def test_the_largest_count_keeping_the_target_is_one_the_job_runs_at() -> None:
+    # HSDP in groups of 64 had been answered 895 devices (and 15 in nodes of 8), which a
+    # rerun with --devices 895 refuses: above the group only whole groups run.
+    from dpscale.model import PredictQuery, predict
+
+    job = {"model": "llama3.1-405b", "hardware": "dgx-b200", "strategy": "hsdp",
+           "param_dtype": "bf16", "micro_batch": 1, "mfu": 0.4, "baseline_devices": 64,
+           "shard_group_size": 64, "devices": "1024,4096,16384", "target_efficiency": 0.99,
+           "activation_checkpointing": True, "grad_accum": 4, "no_sync": True}  # fmt: skip
+    answers = predict(PredictQuery(**job)).answers  # type: ignore[arg-type]
+    assert answers is not None
+    assert answers.max_devices == 832  # 13 groups of 64
+    rerun = predict(PredictQuery(**{**job, "devices": "832,896"}))  # type: ignore[arg-type]
+    at_832, at_896 = (point["efficiency"] for point in rerun.points())
+    assert at_832 >= 0.99 > at_896

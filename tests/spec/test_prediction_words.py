@@ -353,6 +353,11 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     made.append(lines(compute(tight).result)["memory_tight"])
     assert say_terminal(made[-1]).startswith("That leaves 2.99 GiB free, under a tenth")
     assert "memory_tight" not in lines(compute({**tight, "model": "llama3-8b"}).result)
+    # Fits at the most devices asked, not at a smaller count: that count is said.
+    smaller = lines(compute({**tight, "devices": "1024,2048,16384"}).result)
+    assert say_terminal(smaller["memory_over"]) == (
+        "DOES NOT FIT at 1,024 devices: 82.2 GiB needed, 79.6 GiB there."
+    )
     # A preset whose parameter count was replaced: its shape is still the one used.
     replaced = {"model": "llama3-8b", "params": "70B", "hardware": "dgx-h100", "mfu": "40",
                 "micro_batch": "1", "devices": "8"}  # fmt: skip

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dpscale.model.scenario import Scenario, evaluate, from_baseline
+from dpscale.model.strategies import whole_groups
 from dpscale.said import Number, Said
 from dpscale.validation import InputError
 
@@ -67,8 +68,9 @@ class Keeping:
     below_to: int | None = None
 
 
-def keeping(ok: np.ndarray) -> Keeping:
-    """:class:`Keeping` from ``ok[i]``: whether the count ``i + 1`` keeps the target.
+def keeping(ok: np.ndarray, runs: np.ndarray | None = None) -> Keeping:
+    """:class:`Keeping` from ``ok[i]``: whether the count ``i + 1`` keeps the target; among
+    the counts the job runs at (``runs[i]``; every one where None).
 
     >>> keeping(np.array([True, True, False, True, False]))
     Keeping(largest=4, below_from=3, below_to=3)
@@ -76,16 +78,20 @@ def keeping(ok: np.ndarray) -> Keeping:
     Keeping(largest=2, below_from=None, below_to=None)
     >>> keeping(np.array([False])).largest is None
     True
+    >>> keeping(np.array([True, True, True]), np.array([True, True, False]))
+    Keeping(largest=2, below_from=None, below_to=None)
     """
-    kept = np.flatnonzero(ok)
+    runs = np.ones_like(ok, dtype=bool) if runs is None else runs
+    kept = np.flatnonzero(ok & runs)
     if kept.size == 0:
         return Keeping(None)
     largest = int(kept[-1])
-    short = np.flatnonzero(~ok[:largest])
+    short = np.flatnonzero(~ok[:largest] & runs[:largest])
     if short.size == 0:
         return Keeping(largest + 1)
     first = int(short[0])
-    again = first + int(np.argmax(ok[first : largest + 1]))  # the next index that keeps it
+    # The next count that keeps it (and runs), less one: the run of counts that fall below.
+    again = first + int(np.argmax((ok & runs)[first : largest + 1]))
     return Keeping(largest + 1, first + 1, again)
 
 
@@ -97,7 +103,12 @@ def max_devices(scenario: Scenario, target: float, limit: int = MAX_DEVICES_SEAR
 def devices_keeping(scenario: Scenario, target: float, limit: int = MAX_DEVICES_SEARCH) -> Keeping:
     """The largest N <= ``limit`` keeping ``target``, and the first smaller counts that do not."""
     counts = np.arange(1, limit + 1, dtype=float)
-    return keeping(evaluate(scenario, devices=counts).efficiency >= target)
+    # Counts above a shard group that are no whole groups do not run (HSDP's node, a stated
+    # group): 15 and 895 had been answered for HSDP in groups of 8 and 64, and then refused.
+    sc = scenario
+    group = whole_groups(sc.strategy, sc.shard_group_size, sc.hardware.devices_per_node)
+    runs = (counts <= group) | (counts % group == 0) if group else None
+    return keeping(evaluate(scenario, devices=counts).efficiency >= target, runs)
 
 
 def relative(scenario: Scenario, devices: float, **sweep: Any) -> Any:
