@@ -358,6 +358,17 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     assert say_terminal(smaller["memory_over"]) == (
         "DOES NOT FIT at 1,024 devices: 82.2 GiB needed, 79.6 GiB there."
     )
+    # More micro-steps under no_sync keep every unsharded gradient between them: the answer
+    # says it does not fit (it had been "--grad-accum 6" where that takes 283 GiB of 179).
+    accumulating = {"model": "llama3-70b", "hardware": "dgx-b200", "strategy": "hsdp",
+                    "param_dtype": "bf16", "grad_dtype": "bf16", "micro_batch": "1",
+                    "activation_checkpointing": "true", "mfu": "40", "baseline_devices": "8",
+                    "no_sync": "true", "devices": "1024,16384",
+                    "target_efficiency": "97"}  # fmt: skip
+    made.append(lines(compute(accumulating).result)["grad_accum_needed"])
+    assert say_terminal(made[-1]) == (
+        "--grad-accum 6 (which does not fit: 283 GiB needed per device, 179 GiB there)"
+    )
     # A preset whose parameter count was replaced: its shape is still the one used.
     replaced = {"model": "llama3-8b", "params": "70B", "hardware": "dgx-h100", "mfu": "40",
                 "micro_batch": "1", "devices": "8"}  # fmt: skip
@@ -579,13 +590,13 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
             assert set(FIELD.findall(words.terminal)) <= set(nested.ctx), nested.code
             codes.add(nested.code)
     assert codes == set(LINES)
-    assert say_terminal(made[-10]) == (
+    assert say_terminal(made[-11]) == (
         "Calibrated from run r1: residual fixed cost 2.021 ms per step, jitter 1 %; the band is "
         "the fit's (two standard deviations)."
     )
-    assert say_terminal(made[-7]) == "No device count keeps 90 % (not even 2)."
-    assert say_page(made[-7], localizer("en")) == "Even 2 devices fall below 90%."
-    assert say_terminal(made[-6]) == (
+    assert say_terminal(made[-8]) == "No device count keeps 90 % (not even 2)."
+    assert say_page(made[-8], localizer("en")) == "Even 2 devices fall below 90%."
+    assert say_terminal(made[-7]) == (
         "Sharded: 1,300,000,000 parameters, fsdp over groups of 256 devices; each of 19 layers "
         "moves 131 MiB per all-gather (bf16) and 131 MiB per reduction (bf16), one layer ahead "
         "of the compute."

@@ -130,6 +130,9 @@ class Answers:
     micro_batch_needed_memory_bytes: float | None
     """Memory per device at ``at_devices`` with that micro-batch (None: none needed, or the
     activations unknown without a sequence length); against ``device_memory_bytes``."""
+    grad_accum_needed_memory_bytes: float | None
+    """Memory per device at ``at_devices`` with that accumulation (None: none needed): more
+    than now where ``no_sync`` keeps every unsharded gradient between the micro-steps."""
     best_bucket_bytes: float | None
     """None where the strategy moves one wrapped unit per collective (no bucket to size)."""
     best_bucket_exposed_comm_time_s: float | None
@@ -377,12 +380,24 @@ def _answers(scenario: Scenario, target: float, at_devices: int, reference: floa
         **_kept(devices_keeping(scenario, target * reference)),
         at_devices=at_devices,
         efficiency_at_devices=float(here.efficiency) / reference,
-        grad_accum_needed=grad_accum_for(scenario, target, devices=at_devices),
+        **_grad_accum_needed(scenario, target, at_devices),
         **_micro_batch_needed(scenario, target, at_devices),
         best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
         best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,
         best_bucket_efficiency=None if bucket is None else bucket.efficiency,
     )
+
+
+def _grad_accum_needed(scenario: Scenario, target: float, devices: int) -> dict[str, Any]:
+    """The fewest accumulation steps reaching ``target`` at ``devices``, and the memory per
+    device they take there (under ``no_sync`` more micro-steps keep every unsharded gradient:
+    "--grad-accum 6" had been answered where it takes 283 GiB of 179)."""
+    needed = grad_accum_for(scenario, target, devices=devices)
+    used = None
+    if needed is not None:
+        changed = replace(scenario, grad_accum=needed)
+        used = float(memory(changed, [devices]).total[0])
+    return {"grad_accum_needed": needed, "grad_accum_needed_memory_bytes": used}
 
 
 def _micro_batch_needed(scenario: Scenario, target: float, devices: int) -> dict[str, Any]:
@@ -597,7 +612,7 @@ def _measured_answers(
         **_kept(keeping(ok)),
         at_devices=at_devices,
         efficiency_at_devices=here if here is not None else min(fitted / reference, 1.0),
-        grad_accum_needed=grad_accum_for(scenario, absolute, devices=at_devices),
+        **_grad_accum_needed(scenario, absolute, at_devices),
         **_micro_batch_needed(scenario, absolute, at_devices),
         best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
         best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,

@@ -1500,6 +1500,14 @@ LINES: Mapping[str, Wording] = {
         ),
         "--grad-accum {value}",
     ),
+    "grad_accum_needed_over": Wording(
+        N_(
+            "%(value)s micro-steps per optimizer step (now %(now)s) would exchange the "
+            "gradients once per %(value)s micro-batches, but they need %(memory)s per device, "
+            "more than the %(capacity)s there; the global batch would be %(batch)s samples."
+        ),
+        "--grad-accum {value} (which does not fit: {memory} needed per device, {capacity} there)",
+    ),
     "micro_batch_needed": Wording(
         N_(
             "A micro-batch of %(value)s samples (now %(now)s), if it fits in memory, gives "
@@ -2134,7 +2142,15 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
             }
             code = key
             used, capacity = a.micro_batch_needed_memory_bytes, sc.hardware.memory_capacity
-            if key == "micro_batch_needed" and used is not None and capacity is not None:
+            if key == "grad_accum_needed":
+                over = a.grad_accum_needed_memory_bytes
+                if over is not None and capacity is not None and over > capacity:
+                    code = "grad_accum_needed_over"
+                    words |= {
+                        "memory": Quantity(over, "bytes"),
+                        "capacity": Quantity(capacity, "bytes"),
+                    }
+            elif key == "micro_batch_needed" and used is not None and capacity is not None:
                 # The memory model knows the activations: say whether it fits, not "if".
                 code = "micro_batch_needed_fits" if used <= capacity else "micro_batch_needed_over"
                 words |= {
