@@ -820,3 +820,13 @@ def test_a_bad_percentage_is_told_with_every_other_bad_option(
     _, _, err = run(capsys, *job, "--jitter", "-1")
     required = "--micro-batch is required: a whole number from 1 to 10,000,000"
     assert err.endswith(f"(got -1); {required}\n")
+
+
+def test_a_count_noun_as_the_unit_is_written_as_a_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    # "--unit samples" had printed "throughput in samples" and "0.1054 samples on one device".
+    job = ("predict", "--params", "1.3e9", "--micro-batch", "8", "--per-device-throughput", "40",
+           "--hardware", "dgx-a100", "--devices", "1,8", "--unit", "samples")  # fmt: skip
+    _, out, _ = run(capsys, *job)
+    assert "(actual throughput in samples/s)" in out.splitlines()[0]
+    _, out, _ = run(capsys, *job, "--json")
+    assert json.loads(out)["unit"] == "samples/s"

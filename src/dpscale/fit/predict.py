@@ -26,6 +26,7 @@ from dpscale.fit.physics import Physics
 from dpscale.fit.result import Baseline, FitResult, Prediction, Target
 from dpscale.fit.selection import ModelChoice, Selection, choose
 from dpscale.model.measured import totals_flat
+from dpscale.model.scenario import as_rate
 from dpscale.model.strategies import check_groups
 from dpscale.said import Amount, Count, Name, Number, Percentage, Said
 from dpscale.validation import InputError
@@ -419,7 +420,7 @@ def fit_points(
     if run_noise:
         notes = [note for note in notes if note.code not in ASSUMED_NOISE]
     # A rate, as predict writes it: "tokens" had headed fit's throughputs, "tokens/s" predict's.
-    label = "tokens/s" if unit.strip().lower() == "tokens" else unit
+    label = "tokens/s" if unit.strip().lower() == "tokens" else as_rate(unit)
     return FitResult(
         fitted, selection, baseline, predictions, target, tuple(notes), devices_per_node, label
     )

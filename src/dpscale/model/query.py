@@ -39,7 +39,7 @@ from dpscale.model.llm import (
     load_model,
 )
 from dpscale.model.presets import load_preset
-from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario, is_token_unit
+from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario, as_rate, is_token_unit
 from dpscale.model.step import (
     BACKWARD_FRACTION,
     BYTES_PER_VALUE,
@@ -634,7 +634,7 @@ class PredictQuery(InputModel):
             step_overhead=_quantity("step_overhead", overhead, parse_duration, MAX_OVERHEAD, False),
             strategy=self.strategy,
             algorithm=self.algorithm,
-            unit="tokens/s" if tokens and unit.strip() == "tokens" else unit,
+            unit="tokens/s" if tokens and unit.strip() == "tokens" else as_rate(unit),
             optimizer=self.optimizer,
             jitter=self.jitter,
             known=self.known(),

@@ -64,6 +64,7 @@ __all__ = [
     "DEFAULT_OPTIMIZER",
     "FASTER_THAN_STATED",
     "Scenario",
+    "as_rate",
     "evaluate",
     "faster_than_stated",
     "is_token_unit",
@@ -86,6 +87,21 @@ def is_token_unit(unit: str) -> bool:
     (False, False)
     """
     return _TOKEN_UNIT.fullmatch(" ".join(unit.lower().split())) is not None
+
+
+_COUNT_NOUNS = frozenset({"sample", "samples", "sequence", "sequences", "image", "images"})
+
+
+def as_rate(unit: str) -> str:
+    """A throughput's unit as a rate: a bare count noun gets its "/s" ("--unit samples" had
+    printed "throughput in samples" and "0.1054 samples on one device"); anything else, as
+    given (tokens keep their own rule: :func:`is_token_unit`).
+
+    >>> as_rate("samples"), as_rate("Images"), as_rate("samples/s"), as_rate("steps")
+    ('samples/s', 'Images/s', 'samples/s', 'steps')
+    """
+    stripped = unit.strip()
+    return f"{stripped}/s" if stripped.lower() in _COUNT_NOUNS else unit
 
 
 DEFAULT_OPTIMIZER = "adam"
