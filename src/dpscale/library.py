@@ -172,14 +172,17 @@ def _as_text(name: str, value: object) -> object:
 
 def _read(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
     """``values`` validated into ``model``, lists and numbers written as its text fields."""
-    return parse(
-        model,
-        {
-            name: _as_text(name, value) if _takes_text(model, name) else value
-            for name, value in values.items()
-            if value is not None
-        },
-    )
+    return parse(model, _written(model, values))
+
+
+def _written(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as ``model`` takes them: lists and numbers written as its text fields,
+    None left out."""
+    return {
+        name: _as_text(name, value) if _takes_text(model, name) else value
+        for name, value in values.items()
+        if value is not None
+    }
 
 
 def _frame(rows: list[dict[str, Any]]) -> Any:
@@ -246,7 +249,7 @@ def predict(**inputs: Any) -> PredictReport:
     Raises :class:`dpscale.InputError` naming each bad or unknown keyword.
     """
     from dpscale.model.query import PercentInputs, PredictQuery
-    from dpscale.spec.measured_runs import needs_throughput, predict_with_runs, run_id_of
+    from dpscale.spec.measured_runs import every_missing, predict_with_runs
 
     in_percent = set(PercentInputs.model_fields)
     known = {*PredictQuery.model_fields, *in_percent, "calibrate"}
@@ -263,16 +266,16 @@ def predict(**inputs: Any) -> PredictReport:
     if isinstance(measured, os.PathLike):
         inputs["measured"] = os.fspath(measured)
     given = {k: v for k, v in inputs.items() if k not in in_percent} | percentages
+    written = _written(PredictQuery, given)
     try:
-        query = _read(PredictQuery, given)
+        query = parse(PredictQuery, written)
     except InputError as err:
         if all(is_required(issue) for issue in err.issues):
             found = list(err.issues)
-            more = missing_next(PredictQuery, _written(given), found, PredictQuery.scenario)
+            more = missing_next(PredictQuery, written, found, PredictQuery.scenario)
             raise InputError(found + more) from None
         raise
-    if calibrate is None and run_id_of(query.measured) is None and not needs_throughput(query):
-        _every_missing(query, given)
+    every_missing(query, written, calibrate=calibrate)
     result = predict_with_runs(query, calibrate=calibrate, files=True)
     names = [item.name for item in fields(PredictPoint)]
     return PredictReport(
@@ -281,34 +284,6 @@ def predict(**inputs: Any) -> PredictReport:
         hardware=result.scenario.hardware.name,
         result=result,
     )
-
-
-def _every_missing(query: Any, given: Mapping[str, Any]) -> None:
-    """Where the job lacks inputs, every one it lacks, as the CLI and the API name them (the
-    library had named the first alone)."""
-    from dpscale.model.query import PredictQuery
-
-    query.device_counts()  # a bad count is told first, as predict tells it
-    try:
-        query.scenario()
-    except InputError as err:
-        first = err.issues[0]
-        if is_required(first):
-            found = [first]
-            more = missing_next(PredictQuery, _written(given), found, PredictQuery.scenario)
-            raise InputError(found + more) from None
-
-
-def _written(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The inputs as :func:`_read` gives them to :class:`PredictQuery` (numbers written as its
-    text fields take them)."""
-    from dpscale.model.query import PredictQuery
-
-    return {
-        name: _as_text(name, value) if _takes_text(PredictQuery, name) else value
-        for name, value in given.items()
-        if value is not None
-    }
 
 
 # -- fit -----------------------------------------------------------------------------------

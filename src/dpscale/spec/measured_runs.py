@@ -247,6 +247,28 @@ def needs_throughput(query: PredictQuery) -> bool:
     )
 
 
+def every_missing(
+    query: PredictQuery, given: Mapping[str, object], *, calibrate: str | None
+) -> None:
+    """Where the job lacks inputs, every one it lacks at once, as the CLI names them: the API,
+    the page and the library had told the first alone. Not asked where a stored run or the
+    measured points may fill what is missing (:func:`predict_with_runs` asks for the rest).
+    ``given`` is what ``query`` was read from, as :class:`PredictQuery` takes it."""
+    from dpscale.model.query import PredictQuery
+    from dpscale.validation import is_required, missing_next
+
+    if calibrate or run_id_of(query.measured) is not None or needs_throughput(query):
+        return
+    query.device_counts()  # a bad count is told first, as predict tells it
+    try:
+        query.scenario()
+    except InputError as err:
+        first = err.issues[0]
+        if is_required(first):
+            more = missing_next(PredictQuery, dict(given), [first], PredictQuery.scenario)
+            raise InputError([first, *more]) from None
+
+
 def predict_with_runs(
     query: PredictQuery, *, calibrate: str | None, files: bool
 ) -> PredictionResult:

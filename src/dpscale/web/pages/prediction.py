@@ -44,6 +44,7 @@ from dpscale.plotting import ChartLayout
 from dpscale.said import Said
 from dpscale.spec.measured_runs import (
     RUN_OTHER_JOB,
+    every_missing,
     needs_throughput,
     predict_with_runs,
     run_id_of,
@@ -88,25 +89,8 @@ def _parse_all(data: Mapping[str, str]) -> tuple[PageInputs, PredictQuery]:
         raise InputError(issues)
     given = {**rest, **page.fractions()}
     query = query.model_copy(update=page.fractions())
-    if not (page.calibrate or run_id_of(query.measured) is not None or needs_throughput(query)):
-        _every_missing(query, given)
+    every_missing(query, given, calibrate=page.calibrate)
     return page, query
-
-
-def _every_missing(query: PredictQuery, given: Mapping[str, object]) -> None:
-    """Where the job lacks an input (no hardware preset, and no bandwidths), every one it
-    lacks, as the CLI names them: the API and the page had told the first alone. (A stored
-    run may fill what is missing: not asked there.)"""
-    query.device_counts()  # a bad count is told first, as predict tells it
-    try:
-        query.scenario()
-    except InputError as err:
-        first = err.issues[0]
-        if is_required(first):
-            found = [first]
-            raise InputError(
-                found + missing_next(PredictQuery, dict(given), found, PredictQuery.scenario)
-            ) from None
 
 
 def compute(values: Mapping[str, str]) -> Prediction:
