@@ -19,14 +19,132 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 WORKED = ("calc", "--devices", "64", "--throughput", "2000", "--efficiency", "90")
 
 
+def cells(out: str) -> dict[str, tuple[str, str]]:
+    """The table's rows by their Result: (Value, How), each cell's lines joined."""
+    rows: dict[str, tuple[str, str]] = {}
+    label = ""
+    body = out[out.index("┡") :].splitlines()[1:]
+    for line in body:
+        if not line.startswith("│"):
+            break
+        parts = [part.strip() for part in line.strip("│").split("│")]
+        if parts[0]:
+            label = parts[0]
+            rows[label] = (parts[1], parts[2])
+        else:
+            value, how = rows[label]
+            rows[label] = (" ".join(filter(None, [value, parts[1]])), f"{how} {parts[2]}")
+    return rows
+
+
 def test_calc_table_shows_the_reference_sentences(capsys: pytest.CaptureFixture[str]) -> None:
+    # The How column had shown "64 x 2,000 = 128,000" and "128,000 - 115,200 = 12,800" without
+    # saying what the numbers are; it says what the page says.
     status, out, _ = run(capsys, *WORKED)
     assert status == 0
-    flat = " ".join(out.split())
-    assert "115,200 samples/s" in flat
-    assert "64 x 90 % = 57.6x" in flat
-    assert "64 x 2,000 = 128,000" in flat
-    assert "12,800" in flat
+    assert cells(out) == {
+        "Actual throughput": (
+            "115,200 samples/s",
+            "The ideal 128,000 samples/s discounted at 90 % efficiency gives 115,200 samples/s",
+        ),
+        "Speedup": (
+            "57.6x",
+            "Devices x efficiency: 64 x 90 % = 57.6x the throughput of one device",
+        ),
+        "Ideal throughput": (
+            "128,000 samples/s",
+            "Devices x throughput per device: 64 x 2,000 samples/s = 128,000 samples/s, if "
+            "every device ran as fast as one alone",
+        ),
+        "Lost to synchronisation": (
+            "12,800 samples/s",
+            "Ideal - actual throughput: 128,000 - 115,200 = 12,800 samples/s spent waiting "
+            "for communication and other overheads",
+        ),
+    }
+
+
+def test_batch_table_names_each_number(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "batch", "-b", "4", "-d", "128", "-k", "4", "-s", "8192")
+    assert status == 0
+    assert cells(out) == {
+        "Global batch (samples)": (
+            "2,048",
+            "Micro-batch x devices x accumulation steps: 4 x 128 x 4 = 2,048, the samples of "
+            "one optimizer step",
+        ),
+        "Per device per step (samples)": (
+            "16",
+            "Micro-batch x accumulation steps: 4 x 4 = 16, the samples that pass through each "
+            "device before the gradients are averaged",
+        ),
+        "Tokens per step": (
+            "16,777,216",
+            "Global batch x sequence length: 2,048 x 8,192 = 16,777,216, the tokens of one "
+            "optimizer step",
+        ),
+    }
+
+
+def test_bubble_and_accumulation_name_each_number(capsys: pytest.CaptureFixture[str]) -> None:
+    # Bare "(4 - 1) / (2 x 8 + 4 - 1)" and "1 - bubble fraction" had said neither which number
+    # is the stages nor what the fraction was; the accumulation lost its division on the page.
+    status, out, _ = run(capsys, "bubble", "-p", "4", "-m", "8", "-v", "2")
+    assert status == 0
+    assert {label: how for label, (_, how) in cells(out).items()} == {
+        "Bubble (share of step time)": "(Stages - 1) / (virtual stages x micro-batches + stages "
+        "- 1): (4 - 1) / (2 x 8 + 4 - 1) = 15.79 % of each step is spent idle, filling and "
+        "draining the pipeline",
+        "Pipeline efficiency": "1 - bubble: 1 - 15.79 % = 84.21 % of each step does useful work",
+        "Bubble ratio (Megatron-LM)": "(Stages - 1) / (virtual stages x micro-batches): (4 - 1) "
+        "/ (2 x 8) = 18.75 %, the bubble measured against the ideal step time, as Megatron-LM "
+        "reports it",
+    }
+    status, out, _ = run(capsys, "batch", "-b", "4", "-d", "128", "--target-global-batch", "2048")
+    assert cells(out)["Grad-accum steps"] == (
+        "4",
+        "Global batch / (micro-batch x devices): 2,048 / (4 x 128) = 4 forward and backward "
+        "passes summed before each optimizer step",
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("calc", "-d", "3", "-t", "1", "-e", "33.3333", "-u", "tokens/s"),
+        ("batch", "-b", "4", "-d", "128", "--target-global-batch", "2048"),
+        ("bubble", "-p", "4", "-m", "8", "-v", "2"),
+    ],
+    ids=lambda args: args[0],
+)
+def test_the_how_column_is_the_page_s_sentence(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+) -> None:
+    # One wording on both surfaces: each How cell is the English page's sentence for the same
+    # result, in the terminal's signs (x, -) and without its full stop.
+    from dpscale.spec import described
+    from dpscale.web.i18n import localizer
+    from dpscale.web.pages._described import presenter
+
+    description = described(args[0])
+    given = {
+        item.name: value
+        for item in description.inputs
+        for option, value in zip(args[1::2], args[2::2], strict=True)
+        if option in (item.short, item.option)
+    }
+    page = presenter(description)(description.compute(given), localizer("en"))
+    sentences = {item.label: item.sentence for item in page.items}
+    status, out, _ = run(capsys, *args)
+    assert status == 0
+    shown = cells(out)
+    assert len(shown) == len(description.shown(description.compute(given), given, page=False)[1])
+    for item in description.results:
+        if item.terminal_label not in shown:
+            continue
+        sentence = sentences[item.label].replace("×", "x").replace("−", "-").removesuffix(".")
+        # The page writes a percentage without the space ("33.3333%").
+        assert shown[item.terminal_label][1].replace(" %", "%") == sentence.replace(" %", "%")
 
 
 def test_calc_json(capsys: pytest.CaptureFixture[str]) -> None:

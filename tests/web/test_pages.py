@@ -51,7 +51,9 @@ def test_each_sentence_s_arithmetic_holds_as_written(client: httpx.Client) -> No
         "The ideal 3 samples/s discounted at 33.3333% efficiency gives 0.999999 samples/s."
     )
     assert result_value(html, "lost_throughput") == "2.000001 samples/s"
-    assert sentence(html, "lost_throughput").startswith("3 − 0.999999 = 2.000001 samples/s")
+    assert sentence(html, "lost_throughput").startswith(
+        "Ideal − actual throughput: 3 − 0.999999 = 2.000001 samples/s"
+    )
     html = unescape(
         client.get(f"{PAGE.format(lang='de')}?devices=1&throughput=2000&efficiency=90").text
     )
@@ -60,7 +62,7 @@ def test_each_sentence_s_arithmetic_holds_as_written(client: httpx.Client) -> No
     html = unescape(client.get("/en/pipeline-bubble?stages=2&micro_batches=810").text)
     assert result_value(html, "bubble_fraction") == "0.1233%"
     assert result_value(html, "efficiency") == "99.8767%"
-    assert sentence(html, "efficiency").startswith("1 − 0.1233% = 99.8767%")
+    assert sentence(html, "efficiency").startswith("1 − bubble: 1 − 0.1233% = 99.8767%")
     html = unescape(
         client.get("/en/effective-batch-size?micro_batch=1&devices=1&grad_accum=1&seq_len=1").text
     )

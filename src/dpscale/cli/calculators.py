@@ -7,6 +7,7 @@ Each command's options, help, errors, JSON and table come from its
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -14,10 +15,26 @@ import click
 from dpscale.cli._common import epilog, fail, json_parameter, option_parameter, print_json
 from dpscale.cli._table import Justify, draw
 from dpscale.said import english_value
-from dpscale.spec import Description, Input, fill
+from dpscale.spec import Description, Input, Param, Result, fill
 from dpscale.validation import InputError
 
 COLUMNS: tuple[tuple[str, Justify], ...] = (("Result", "left"), ("Value", "right"), ("How", "left"))
+
+_SIGNS = str.maketrans({"×": "x", "−": "-"})
+"""The page's signs as the terminal writes them everywhere else (``64 x 2,000``, ``4 - 1``)."""
+
+
+def how(item: Result, values: Mapping[str, Param]) -> str:
+    """The "How" of ``item``: the page's sentence for it (its msgid's English), which names
+    each quantity before its number, filled with the numbers as the terminal writes them, in
+    the terminal's signs and without the closing full stop of a table cell.
+
+    >>> from dpscale.spec import SCALING
+    >>> result = SCALING.compute({"devices": "64", "throughput": "2000", "efficiency": "90"})
+    >>> how(SCALING.results[1], SCALING.params(result))
+    'Devices x efficiency: 64 x 90 % = 57.6x the throughput of one device'
+    """
+    return fill(item.sentence, values, english_value).translate(_SIGNS).removesuffix(".")
 
 
 def option_help(item: Input) -> str:
@@ -56,7 +73,7 @@ def print_table(description: Description, result: Any, given: dict[str, Any]) ->
             [
                 item.terminal_label,
                 fill(item.terminal_value, values, english_value),
-                fill(item.how, values, english_value),
+                how(item, values),
             ]
         )
     click.echo(draw(description.terminal_title, COLUMNS, rows))

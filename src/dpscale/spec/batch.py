@@ -127,7 +127,6 @@ BATCH = Description(
             ),
             terminal_label="Global batch (samples)",
             terminal_value="%(batch)s",
-            how="%(micro)s x %(devices)s x %(steps)s = %(batch)s",
             primary=True,
         ),
         Result(
@@ -140,7 +139,6 @@ BATCH = Description(
             ),
             terminal_label="Per device per step (samples)",
             terminal_value="%(per_device)s",
-            how="%(micro)s x %(steps)s = %(per_device)s",
         ),
         Result(
             key="tokens_per_step",
@@ -152,7 +150,6 @@ BATCH = Description(
             ),
             terminal_label="Tokens per step",
             terminal_value="%(tokens)s",
-            how="%(batch)s x %(length)s = %(tokens)s",
             primary=True,
             shown=lambda params: "tokens" in params,
         ),
@@ -161,11 +158,12 @@ BATCH = Description(
             label=N_("Gradient-accumulation steps"),
             value="%(steps)s",
             sentence=N_(
-                "Forward and backward passes summed before each optimizer step: %(steps)s."
+                "Global batch / (micro-batch × devices): %(batch)s / (%(micro)s × "
+                "%(devices)s) = %(steps)s forward and backward passes summed before each "
+                "optimizer step."
             ),
             terminal_label="Grad-accum steps",
             terminal_value="%(steps)s",
-            how="%(batch)s / (%(micro)s x %(devices)s) = %(steps)s",
             terminal_needs="target_global_batch",
         ),
     ),

@@ -97,22 +97,23 @@ BUBBLE = Description(
             label=N_("Bubble (idle share of each step)"),
             value="%(fraction)s",
             sentence=N_(
-                "(%(p)s − 1) / (%(v)s × %(m)s + %(p)s − 1) = %(fraction)s of each step "
-                "is spent idle, filling and draining the pipeline."
+                "(Stages − 1) / (virtual stages × micro-batches + stages − 1): "
+                "(%(p)s − 1) / (%(v)s × %(m)s + %(p)s − 1) = %(fraction)s of each step is "
+                "spent idle, filling and draining the pipeline."
             ),
             terminal_label="Bubble (share of step time)",
             terminal_value="%(fraction)s",
-            how="(%(p)s - 1) / (%(v)s x %(m)s + %(p)s - 1)",
             primary=True,
         ),
         Result(
             key="efficiency",
             label=N_("Pipeline efficiency"),
             value="%(efficiency)s",
-            sentence=N_("1 − %(fraction)s = %(efficiency)s of each step does useful work."),
+            sentence=N_(
+                "1 − bubble: 1 − %(fraction)s = %(efficiency)s of each step does useful work."
+            ),
             terminal_label="Pipeline efficiency",
             terminal_value="%(efficiency)s",
-            how="1 - bubble fraction",
             primary=True,
         ),
         Result(
@@ -120,12 +121,12 @@ BUBBLE = Description(
             label=N_("Bubble ratio (Megatron-LM)"),
             value="%(ratio)s",
             sentence=N_(
-                "(%(p)s − 1) / (%(v)s × %(m)s) = %(ratio)s: the bubble measured against "
-                "the ideal step time, as Megatron-LM reports it."
+                "(Stages − 1) / (virtual stages × micro-batches): (%(p)s − 1) / "
+                "(%(v)s × %(m)s) = %(ratio)s, the bubble measured against the ideal step "
+                "time, as Megatron-LM reports it."
             ),
             terminal_label="Bubble ratio (Megatron-LM)",
             terminal_value="%(ratio)s",
-            how="(%(p)s - 1) / (%(v)s x %(m)s)",
         ),
     ),
     notices={

@@ -257,8 +257,9 @@ class Input:
 class Result:
     """One result: a JSON key, worded for the page (msgids) and for the terminal (English).
 
-    The terminal keeps its own terse wording (a formula in the "How" column) where the page
-    has a sentence; both are filled from the description's ``params``.
+    The sentence names each quantity before its number; the page shows it translated, the
+    terminal's "How" column in English (:func:`dpscale.cli.calculators.how`); both are filled
+    from the description's ``params``.
     """
 
     key: str
@@ -271,8 +272,6 @@ class Result:
     """msgid of the sentence that shows the numbers behind the value."""
     terminal_label: str
     terminal_value: str
-    how: str
-    """Template of the terminal's "How" column."""
     primary: bool = False
     """Shown first and large on the page."""
     translate_value: bool = False

@@ -128,7 +128,6 @@ SCALING = Description(
             ),
             terminal_label="Actual throughput",
             terminal_value="%(actual)s %(unit)s",
-            how="ideal %(ideal)s %(unit)s discounted at %(efficiency)s gives %(actual)s %(unit)s",
             primary=True,
         ),
         Result(
@@ -142,7 +141,6 @@ SCALING = Description(
             ),
             terminal_label="Speedup",
             terminal_value="%(speedup)sx",
-            how="%(devices)s x %(efficiency)s = %(speedup)sx",
             primary=True,
         ),
         Result(
@@ -155,19 +153,17 @@ SCALING = Description(
             ),
             terminal_label="Ideal throughput",
             terminal_value="%(ideal)s %(unit)s",
-            how="%(devices)s x %(throughput)s = %(ideal)s",
         ),
         Result(
             key="lost_throughput",
             label=N_("Lost to synchronisation"),
             value="%(lost)s %(unit)s",
             sentence=N_(
-                "%(ideal)s − %(actual)s = %(lost)s %(unit)s spent waiting for "
-                "communication and other overheads."
+                "Ideal − actual throughput: %(ideal)s − %(actual)s = %(lost)s %(unit)s spent "
+                "waiting for communication and other overheads."
             ),
             terminal_label="Lost to synchronisation",
             terminal_value="%(lost)s %(unit)s",
-            how="%(ideal)s - %(actual)s = %(lost)s",
         ),
     ),
     notices={
