@@ -238,8 +238,19 @@ def test_an_old_record_failing_the_schema_is_read_with_a_warning(
         assert "imported-1" in out
     [summary] = list_runs()
     assert summary["warning"].startswith("fails the run schema: ")
-    with pytest.raises(BadRunError, match="dpscale runs delete imported-1"):
+    with pytest.raises(BadRunError) as refused:
         get_run("imported-1")  # what fit --run and predict --measured run:ID read
+    # The run, the place and why, and how to use it; never "runs delete", which loses it.
+    message = str(refused.value)
+    place = said.split(":")[0]
+    assert message.startswith(f"the stored run 'imported-1' fails the run schema at {place}")
+    assert "is kept as stored (dpscale runs show imported-1; dpscale runs export" in message
+    assert "delete" not in message
+    assert refused.value.ctx == {
+        "run": "imported-1",
+        "place": place,
+        "problem": refused.value.problem,
+    }
     with pytest.raises(SystemExit) as exited:
         main(["fit", "--run", "imported-1"])
     assert exited.value.code == 2

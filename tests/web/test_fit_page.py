@@ -469,6 +469,40 @@ def test_hsdp_points_that_are_not_whole_nodes_are_told_at_the_points(
     assert asked.json()["detail"][0]["field"] == "at"
 
 
+def test_an_old_stored_run_is_said_to_break_a_rule_not_to_be_missing(
+    client: httpx.Client, live_server: LiveServer, script_run: Any
+) -> None:
+    """A run stored before a rule it breaks: the page and the API had said there was no run
+    with its id (the store's message was replaced); they say why and how to use it."""
+    from dpscale.store import runs
+
+    run_id = f"old-{uuid.uuid4().hex[:8]}"
+    run = script_run(run_id, [(1, 7100.0), (2, 13900.0), (4, 27000.0)])
+    run["results"][1]["efficiency"] = 0.5  # not 13,900 / 2 / 7,100: a later rule
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(runs, "check_run", lambda payload: None)
+        runs.save_run(run, url=live_server.database_url)
+    api = client.get("/api/v1/scaling-fit", params={"points": f"run:{run_id}"})
+    assert api.status_code == 422
+    assert api.json()["detail"][0]["field"] == "points"
+    assert (
+        f"the stored run '{run_id}' fails the run schema at results.1"
+        in (api.json()["detail"][0]["message"])
+    )
+    html = client.get("/en/scaling-fit", params={"points": f"run:{run_id}"}).text
+    assert unescape(error_at(html, "points")).startswith(
+        f"Run {run_id} was stored before a rule it breaks (results.1: efficiency 0.5 is not "
+    )
+    job = {"hardware": "dgx-a100", "params": "1.3e9", "micro_batch": "8"}
+    html = client.get("/en/scaling-prediction", params={**job, "measured": f"run:{run_id}"}).text
+    said = unescape(error_at(html, "measured"))
+    assert said.startswith(f"Run {run_id} was stored before a rule it breaks (results.1: ")
+    assert said.endswith(
+        f"It is kept as stored: to use it, export it (dpscale runs export {run_id} --json), "
+        "correct results.1 and import it under another run id."
+    )
+
+
 def test_a_stored_run_is_fitted_from_the_page_and_the_api(
     client: httpx.Client, live_server: LiveServer, script_run: Any
 ) -> None:

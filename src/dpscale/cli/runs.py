@@ -1,22 +1,30 @@
 """``dpscale runs``: the stored measurement runs: list, show, export, import, delete.
 
 Every run read is checked against the run schema (:func:`dpscale.store.runs.check_run`): an
-import that fails it is refused in one line; an old record that fails it is shown as stored,
-with a warning on stderr, never a traceback."""
+import that fails it is refused in one line; an old record that fails it (stored before a rule
+it breaks, or written around ``runs import``) is listed, shown and exported as stored, with a
+warning on stderr, never a traceback and never lost; what predicts from it (``show
+--predict``) refuses it in one line naming the run, the place and why, and how to use it.
+Every text a run holds reaches the terminal with its control and invisible characters (bidi
+overrides, zero-width) escaped, in the tables and in the JSON alike."""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
+import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
 from dpscale.cli._commands import Group
-from dpscale.cli._common import JSON_HELP, fail, percent, print_json
-from dpscale.cli._text import terminal_text
+from dpscale.cli._common import JSON_HELP, fail, percent
+from dpscale.cli._text import csv_cell, terminal_text
+from dpscale.validation import one_line
 
 MAX_RUN_BYTES = 256 * 1024 * 1024
 """A run with raw timings of a large cluster is tens of megabytes."""
@@ -52,15 +60,40 @@ def _warn(message: str) -> None:
 
 
 def _shown(value: Any) -> Any:
-    """``value`` with every text made safe for a terminal (host names and errors come from
-    run files anyone may hand over)."""
+    """``value`` with every text and key made safe for a terminal (host names and errors come
+    from run files anyone may hand over): control characters and invisible ones as ``\\xNN``
+    (``\\uNNNN``), so that a host name of U+202E cannot turn the line around it."""
     if isinstance(value, str):
-        return terminal_text(value)
+        return one_line(value)
     if isinstance(value, dict):
-        return {key: _shown(item) for key, item in value.items()}
+        return {one_line(str(key)): _shown(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_shown(item) for item in value]
     return value
+
+
+_UNSEEN = re.compile(
+    "[\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
+)
+"""What JSON itself leaves raw and a terminal would obey or hide: C1 controls (U+009B is a
+one-character escape sequence), bidi overrides and zero-width characters (C0 controls JSON
+escapes; the characters of :func:`dpscale.validation.one_line` beyond the BMP are rarer
+than a stored run's texts, and drive no terminal)."""
+
+
+def _print_json(payload: Mapping[str, Any], stream: Any = None) -> None:
+    """``payload`` as one JSON line, every text as stored: the characters of :data:`_UNSEEN`
+    written as JSON's ``\\uNNNN`` escapes (the same text to a JSON reader), and a number that
+    is no finite one in an old record as Python's ``json`` writes it (``NaN``), where
+    ``print_json`` refuses it: a run is shown as it is stored, with the warning saying what is
+    wrong, never a traceback."""
+    text = json.dumps(payload, ensure_ascii=False, allow_nan=True)
+    line = _UNSEEN.sub(lambda found: f"\\u{ord(found.group()):04x}", text) + "\n"
+    if stream is None:
+        click.echo(line, nl=False)
+    else:
+        stream.write(line)
 
 
 @runs_app.command("list", params=[_JSON])
@@ -75,7 +108,7 @@ def list_command(as_json: bool) -> None:
         if "warning" in run:
             _warn(f"run {run['run_id']} {run['warning']}")
     if as_json:
-        print_json({"runs": runs})
+        _print_json({"runs": runs})
         return
     if not runs:
         click.echo("No runs stored yet: dpscale measure stores one.")
@@ -115,38 +148,42 @@ def show_command(run_id: str, predict: bool, as_json: bool) -> None:
     """One run: environment, training scaling and collective bandwidth."""
     run, problem = _get(run_id)
     if predict:
+        if problem is not None:  # its figures are not predicted against; the run is kept
+            from dpscale.store.runs import bad_run_message
+
+            fail(f"--predict: {bad_run_message(run_id, problem)}")
         comparison = compared(run, run_id)
         if as_json:
-            print_json(comparison.to_dict())
+            _print_json(comparison.to_dict())
             return
     if as_json:
-        print_json(run)
+        _print_json(run)
         return
+    shown = _shown(run)  # every text as a terminal may show it
     if problem is not None:  # an old record: as stored, every text made safe
-        click.echo(json.dumps(_shown(run), ensure_ascii=True, indent=1, default=str))
+        click.echo(json.dumps(shown, ensure_ascii=True, indent=1, default=str))
         return
     from dpscale.measure.report import print_summary
-
-    env = run["environment"]
-    hosts = ", ".join(str(host) for host in env.get("hosts") or []) or "?"
     from dpscale.store.runs import job_of
 
+    env = shown["environment"]
+    hosts = ", ".join(str(host) for host in env.get("hosts") or []) or "?"
     if run["backend"] == "imported":  # a log or a table: no environment was recorded
-        click.echo(terminal_text(f"Imported {run['created_at']}"))
+        click.echo(f"Imported {shown['created_at']}")
     else:
+        count = env.get("device_count", "?")
+        devices = "device" if count == 1 else "devices"
         click.echo(
-            terminal_text(
-                f"torch {env.get('torch_version', '?')}, {run['backend']}, "
-                f"{env.get('device_count', '?')} devices on {hosts}; measured {run['created_at']}"
-            )
+            f"torch {env.get('torch_version', '?')}, {shown['backend']}, "
+            f"{count} {devices} on {hosts}; measured {shown['created_at']}"
         )
-    job = job_of(run["config"])
+    job = job_of(shown["config"])
     if job:
-        click.echo(terminal_text(f"Job: {job}"))
-    print_summary(_shown(run))
+        click.echo(f"Job: {job}")
+    print_summary(shown)
     if run["partial"]:  # the flag runs list marks "(partial)" by
-        why = run["error"] or "not every world size finished"
-        click.echo(terminal_text(f"Partial run: {why}"))
+        why = shown["error"] or "not every world size finished"
+        click.echo(f"Partial run: {why}")
     if predict:
         from dpscale.measure.compare import print_comparison
 
@@ -160,10 +197,85 @@ def compared(run: dict[str, Any], run_id: str) -> Any:
     from dpscale.spec.prediction import prediction_json
     from dpscale.validation import InputError
 
+    refused = job_problem(run)
+    if refused is not None:
+        place, why = refused
+        shown = one_line(run_id)
+        fail(
+            f"--predict: run {shown}'s {place} {why}: its job cannot be predicted as stored "
+            f"(the run is kept: dpscale runs show {shown}); to compare, correct {place} in "
+            f"dpscale runs export {shown} --json and import it under another run_id, or state "
+            f"the job to dpscale predict --measured run:{shown}"
+        )
     try:
         return compare_run(run, run_id, prediction_json)
     except InputError as err:
         fail(terminal_text("; ".join(issue.detail for issue in err.issues)))
+
+
+_JOB = (
+    ("model_params", "params"),
+    ("micro_batch", "micro_batch"),
+    ("grad_accum", "grad_accum"),
+    ("layers", "layers"),
+    ("strategy", "strategy"),
+    ("optimizer", "optimizer"),
+)
+"""A run's job facts (its ``config`` keys) that ``show --predict`` states to the model, and
+the prediction's input each stands for."""
+_NO_JOB = ("script", "imported")
+"""Strategies of runs that state no job of their own (``compare_run`` says so itself)."""
+
+
+def job_problem(run: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first job fact of ``run`` that today's prediction refuses, as (place, why): a
+    strategy or optimizer it does not know (``FSDP``, an old or hand-written name, had been a
+    traceback), a size out of its range. The rules are the prediction's own
+    (:class:`~dpscale.model.query.PredictQuery`'s fields), so a rule added later is told of
+    an old run by the same words. None: every fact given is one it takes.
+
+    >>> place, why = job_problem({"config": {"strategy": "FSDP"}})
+    >>> place, why[-12:]
+    ('config.strategy', "(got 'FSDP')")
+    >>> job_problem({"config": {"model_params": 4e6, "strategy": "script"}}) is None
+    True
+    """
+    from dpscale.model.query import PredictQuery
+    from dpscale.validation import rule_of
+
+    config = run.get("config")
+    facts = [
+        (f"config.{key}", name, config.get(key))
+        for key, name in _JOB
+        if isinstance(config, Mapping) and config.get(key) is not None
+    ]
+    rows = run.get("results")
+    first = rows[0] if isinstance(rows, list) and rows else None
+    if isinstance(first, Mapping) and first.get("optimizer") is not None:
+        facts.append(("results.0.optimizer", "optimizer", first["optimizer"]))
+    for place, name, value in facts:
+        if name == "strategy" and value in _NO_JOB:
+            continue
+        rule = rule_of(PredictQuery, name)
+        if rule.choices:
+            kept = isinstance(value, str) and value in rule.choices
+        else:
+            import numpy as np
+
+            kept = (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and bool(rule.admits(np.array([float(value)]))[0])
+            )
+        if not kept:
+            return place, f"must be {rule.describe()} (got {_quoted(value)})"
+    return None
+
+
+def _quoted(value: object) -> str:
+    text = one_line(repr(value))
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @runs_app.command(
@@ -187,9 +299,14 @@ def export_command(run_id: str, output: Path | None, as_json: bool) -> None:
 
     CSV columns: kind, op, devices, bytes, rank, iteration, time_s.
     """
-    run, problem = _get(run_id)
-    if problem is not None and not as_json:
-        fail(f"run {run_id} fails the run schema: export it with --json, as stored")
+    run, _ = _get(run_id)  # an old record's raw times are exported too, with the warning
+    if not as_json:
+        unreadable = _timings_problem(run["timings"])
+        if unreadable is not None:  # the raw times are not rows of numbers: JSON keeps them
+            fail(
+                f"run {one_line(run_id)}: {unreadable}, which a CSV cannot hold; "
+                f"dpscale runs export {one_line(run_id)} --json writes it as stored"
+            )
     if output is None:
         _write_run(sys.stdout, run, as_json=as_json)  # a closed pipe is click's to quiet
         return
@@ -200,9 +317,27 @@ def export_command(run_id: str, output: Path | None, as_json: bool) -> None:
         fail(f"--output: cannot write {output}: {err.strerror}")
 
 
+def _timings_problem(timings: Any) -> str | None:
+    """Where the raw timings of a stored run are not what the CSV writes (a list of objects,
+    each with ``rank_times_s`` a list of lists of numbers), or None. A run that fails the
+    schema elsewhere (an old record's efficiency, its date) has its raw times written as any
+    run's: they had been refused with it."""
+    if not isinstance(timings, list):
+        return "timings is not a list as stored"
+    for index, timing in enumerate(timings):
+        times = timing.get("rank_times_s") if isinstance(timing, Mapping) else None
+        if not isinstance(times, list) or not all(
+            isinstance(row, list)
+            and all(isinstance(t, int | float) and not isinstance(t, bool) for t in row)
+            for row in times
+        ):
+            return f"timings.{index}.rank_times_s is not a list of lists of numbers as stored"
+    return None
+
+
 def _write_run(stream: Any, run: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
-        stream.write(json.dumps(run, ensure_ascii=False, allow_nan=False) + "\n")
+        _print_json(run, stream)
         return
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(("kind", "op", "devices", "bytes", "rank", "iteration", "time_s"))
@@ -210,9 +345,9 @@ def _write_run(stream: Any, run: dict[str, Any], *, as_json: bool) -> None:
         for rank, times in enumerate(timing["rank_times_s"]):
             for iteration, seconds in enumerate(times):
                 writer.writerow(
-                    (
-                        timing["kind"],
-                        timing["op"] or "",
+                    (  # an old record's texts may be anything: no formula reaches a sheet
+                        csv_cell(timing["kind"]),
+                        csv_cell(timing["op"] or ""),
                         timing["devices"],
                         "" if timing["bytes"] is None else timing["bytes"],
                         rank,

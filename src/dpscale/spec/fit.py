@@ -97,11 +97,15 @@ def stored_run_points(run_id: str, given: Mapping[str, Any], field: str = "run")
     naming ``unit`` for a unit that is not the run's (its numbers would be read as another
     quantity's)."""
     from dpscale.fit.data import points_from_run
-    from dpscale.store.runs import get_run
+    from dpscale.store.runs import BadRunError, get_run
     from dpscale.validation import InputError
 
     try:
         run = get_run(run_id, timings=False)
+    except BadRunError as err:  # an old run breaking a newer rule: kept, and said how to use
+        raise InputError.single(
+            field, str(err), shown_run_id(run_id), code=err.code, ctx=err.ctx
+        ) from None
     except LookupError:
         shown = shown_run_id(run_id)
         raise InputError.single(

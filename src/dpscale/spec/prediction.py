@@ -214,10 +214,17 @@ def shown_run_id(run_id: str) -> str:
 
 
 def _stored_run(run_id: str, field: str) -> dict[str, Any]:
-    from dpscale.store.runs import get_run
+    """The stored run ``run_id``, or an :class:`InputError` naming ``field``: no such run
+    (:data:`NO_RUN`), or an old run that breaks a newer rule (its own message and code, which
+    say that it is kept and how to use it)."""
+    from dpscale.store.runs import BadRunError, get_run
 
     try:
         return get_run(run_id, timings=False)  # neither a calibration nor a fit reads them
+    except BadRunError as err:
+        raise InputError.single(
+            field, str(err), shown_run_id(run_id), code=err.code, ctx=err.ctx
+        ) from None
     except LookupError:
         shown = shown_run_id(run_id)
         raise InputError.single(
@@ -235,8 +242,8 @@ def calibration(reference: str, *, files: bool) -> Calibration:
         return load_calibration(reference)
     try:
         run = _stored_run(reference, "calibrate")
-    except InputError:
-        if files:
+    except InputError as err:
+        if files and err.issues[0].code == NO_RUN:
             # --measured takes a run as run:ID, --calibrate as ID: say so where it was typed.
             hint = (
                 f" (--calibrate takes the id alone: --calibrate {reference[4:]})"

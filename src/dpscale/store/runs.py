@@ -43,26 +43,31 @@ from sqlalchemy import (
     Text,
     select,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
 
 from dpscale.store.db import Base, database_url, session
 from dpscale.units import format_count
 from dpscale.validation import UNIT_PATTERN, one_line, rule_of
 
 __all__ = [
+    "RUN_FAILS_SCHEMA",
     "BadRunError",
     "RunCollective",
     "RunResult",
     "RunTiming",
     "RunVersion",
     "StoredRun",
+    "bad_run_message",
     "check_results",
     "check_run",
     "delete_run",
     "get_run",
     "job_of",
     "list_runs",
+    "problem_place",
     "run_problem",
     "save_run",
 ]
@@ -78,16 +83,55 @@ _RESULT_KEYS = (
 _COLLECTIVE_KEYS = ("op", "devices", "bytes", "time_s", "algbw", "busbw")
 
 
+class _AsStored(TypeDecorator[Any]):
+    """A column read back as stored where its type cannot read it: an SQLite cell holding
+    text that is no JSON or no date (a row written around dpscale, or by a tool of its own)
+    comes back as that text, for the run schema to name (:func:`run_problem`), where it had
+    been a traceback in every command that read the run, ``runs list`` of every run too.
+    The same column type in the database (its ``impl``): no table changes."""
+
+    cache_ok = True
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Any:
+        process = self.impl_instance.result_processor(dialect, coltype)
+        if process is None:
+            return None
+
+        def as_stored(value: Any) -> Any:
+            try:
+                return process(value)
+            except (ValueError, TypeError, OverflowError, RecursionError):
+                return value
+
+        return as_stored
+
+
+class _StoredJSON(_AsStored):
+    impl = JSON
+    cache_ok = True
+
+
+class _StoredTime(_AsStored):
+    impl = DateTime
+    cache_ok = True
+
+
+class _StoredFlag(_AsStored):
+    impl = Boolean
+    cache_ok = True
+
+
 class StoredRun(Base):
     __tablename__ = "measure_run"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    # datetime as written; a text where an SQLite cell holds no date (_AsStored)
+    created_at: Mapped[datetime] = mapped_column(_StoredTime(timezone=True), index=True)
     backend: Mapped[str] = mapped_column(String(16))
-    partial: Mapped[bool] = mapped_column(Boolean)
+    partial: Mapped[bool] = mapped_column(_StoredFlag)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    environment: Mapped[dict[str, Any]] = mapped_column(JSON)
-    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    environment: Mapped[dict[str, Any]] = mapped_column(_StoredJSON)
+    config: Mapped[dict[str, Any]] = mapped_column(_StoredJSON)
 
 
 class RunResult(Base):
@@ -101,7 +145,7 @@ class RunResult(Base):
     efficiency: Mapped[float] = mapped_column(Float)
     step_time_p50_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     step_time_p95_s: Mapped[float | None] = mapped_column(Float, nullable=True)
-    measured: Mapped[dict[str, Any]] = mapped_column(JSON)
+    measured: Mapped[dict[str, Any]] = mapped_column(_StoredJSON)
 
 
 class RunCollective(Base):
@@ -115,7 +159,7 @@ class RunCollective(Base):
     time_s: Mapped[float] = mapped_column(Float)
     algbw: Mapped[float] = mapped_column(Float)
     busbw: Mapped[float] = mapped_column(Float)
-    measured: Mapped[dict[str, Any]] = mapped_column(JSON)
+    measured: Mapped[dict[str, Any]] = mapped_column(_StoredJSON)
 
 
 class RunTiming(Base):
@@ -129,7 +173,7 @@ class RunTiming(Base):
     op: Mapped[str | None] = mapped_column(String(32), nullable=True)
     devices: Mapped[int] = mapped_column(Integer)
     bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    rank_times_s: Mapped[list[list[float]]] = mapped_column(JSON)
+    rank_times_s: Mapped[list[list[float]]] = mapped_column(_StoredJSON)
 
 
 class RunVersion(Base):
@@ -543,15 +587,26 @@ _ALLOWED_CONTROLS = frozenset("\n\t")
 
 
 def _texts(value: Any, place: str, depth: int = 0) -> None:
-    """Refuse a control character in any text or key of ``value`` (``ValueError`` naming
-    its place), and nesting deeper than 32."""
+    """Refuse a control character or a lone surrogate in any text or key of ``value``
+    (``ValueError`` naming its place), and nesting deeper than 32. A lone surrogate is no
+    character UTF-8 can write: ``save_run`` from the library had failed in the database
+    driver, with its traceback."""
     if depth > 32:
         raise ValueError(f"{place or 'the run'}: nested deeper than 32 levels")
     if isinstance(value, str):
         bad = next(
-            (c for c in value if unicodedata.category(c) == "Cc" and c not in _ALLOWED_CONTROLS),
+            (
+                c
+                for c in value
+                if unicodedata.category(c) in ("Cc", "Cs") and c not in _ALLOWED_CONTROLS
+            ),
             None,
         )
+        if bad is not None and unicodedata.category(bad) == "Cs":
+            raise ValueError(
+                f"{place or 'the run'}: lone surrogate U+{ord(bad):04X} in a text (no "
+                "character: UTF-8 cannot write it)"
+            )
         if bad is not None:
             raise ValueError(
                 f"{place or 'the run'}: control character U+{ord(bad):04X} in a text "
@@ -658,7 +713,10 @@ def _insert(payload: Mapping[str, Any], run_id: str, created: Any, url: str | No
 
 
 def _created(run: StoredRun) -> str:
-    moment = run.created_at
+    stored: object = run.created_at
+    if not isinstance(stored, datetime):  # an SQLite cell holding no date: as stored
+        return str(stored)
+    moment = stored
     if moment.tzinfo is None:  # SQLite keeps no zone; every time stored is UTC
         moment = moment.replace(tzinfo=UTC)
     try:
@@ -667,10 +725,74 @@ def _created(run: StoredRun) -> str:
         return moment.isoformat(timespec="seconds")
 
 
+RUN_FAILS_SCHEMA = "run_fails_schema"
+"""The code of a stored run that fails today's run schema (``ctx``: ``run``, its id;
+``place``, where in the run, such as ``results.1``; ``problem``, the schema's English line)."""
+
+
 class BadRunError(LookupError):
-    """A stored run that fails the schema (:func:`check_run`): an old record, or one written
-    around ``runs import``. A ``LookupError``, so a reader that looks a run up (``fit --run``,
-    ``predict --measured run:ID``) refuses it in one line as it refuses a missing one."""
+    """A stored run that fails the schema (:func:`check_run`): an old record (stored before a
+    rule it breaks was added), or one written around ``runs import``. Its message names the
+    run, the place and why, and says how to use it: the run is kept as stored, and ``runs
+    show`` and ``runs export --json`` read it; a corrected copy imported under another id is
+    read like any run. Nothing suggests deleting it (the message had ended "dpscale runs
+    delete ID removes it", which loses the measurement).
+
+    A ``LookupError``, so a reader that looks a run up refuses it in one line; ``code`` and
+    ``ctx`` (:data:`RUN_FAILS_SCHEMA`) let a surface word it in its language.
+
+    >>> err = BadRunError("r1", "results.1: efficiency 0.9 is not ...")
+    >>> err.place, err.ctx["run"], str(err)[:60]
+    ('results.1', 'r1', "the stored run 'r1' fails the run schema at results.1: effic")
+    """
+
+    code = RUN_FAILS_SCHEMA
+
+    def __init__(self, run_id: str, problem: str) -> None:
+        self.run_id = run_id
+        self.problem = problem
+        self.place = problem_place(problem)
+        super().__init__(bad_run_message(run_id, problem))
+
+    @property
+    def ctx(self) -> dict[str, str]:
+        return {"run": self.run_id, "place": self.place, "problem": self.problem}
+
+
+def problem_place(problem: str) -> str:
+    """Where in the run the schema's line ``problem`` says it fails (before its first
+    ``": "``): ``results.1``, ``config``, ``timings.0.rank_times_s.0.0``; "the run" where
+    it names none.
+
+    >>> problem_place("results.1: devices 2 again"), problem_place("odd")
+    ('results.1', 'the run')
+    """
+    place, colon, _ = problem.partition(": ")
+    return place if colon and place and len(place) <= 200 else "the run"
+
+
+def bad_run_message(run_id: str, problem: str) -> str:
+    """What a reader says of a stored run failing the schema (:class:`BadRunError`): the run,
+    the place and why, that it is kept, and how to use it.
+
+    >>> print(bad_run_message("r1", "created_at: must be ... (got '1999-01-01')"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    the stored run 'r1' fails the run schema at created_at: must be ... (got '1999-01-01');
+    it was stored before that rule (or written around dpscale runs import) and is kept as
+    stored (dpscale runs show r1; dpscale runs export r1 --json -o r1.json): to use it,
+    correct created_at in that file, give it another run_id and import it (dpscale runs
+    import r1.json)
+    """
+    place = problem_place(problem)
+    why = problem.removeprefix(f"{place}: ") if place != "the run" else problem
+    shown = one_line(run_id)
+    return (
+        f"the stored run {shown!r} fails the run schema at {one_line(place)}: "
+        f"{one_line(why)}; it was stored before that rule (or written around dpscale runs "
+        f"import) and is kept as stored (dpscale runs show {shown}; dpscale runs export "
+        f"{shown} --json -o {shown}.json): to use it, correct {one_line(place)} in that file, "
+        f"give it another run_id and import it (dpscale runs import {shown}.json)"
+    )
 
 
 def get_run(
@@ -683,16 +805,14 @@ def get_run(
 
     Raises ``LookupError`` naming the id when there is no such run, and :class:`BadRunError`
     when it fails :func:`check_run` (unless not ``checked``: ``runs show`` shows it with a
-    warning from :func:`run_problem`).
+    warning from :func:`run_problem`). A row no type reads (an SQLite cell of text that is
+    no JSON or no date) is given as that text, for the schema to name.
     """
     run, key = _read_run(run_id, url, timings=timings)
     if checked and key not in _passed:
         problem = run_problem(run)
         if problem is not None:
-            raise BadRunError(
-                f"the stored run {run_id!r} fails the run schema ({problem}); "
-                f"dpscale runs delete {run_id} removes it"
-            )
+            raise BadRunError(run_id, problem)
         with _cache_lock:
             _passed.add(key)  # a stored run never changes: checked once
     return run
@@ -702,6 +822,7 @@ def delete_run(run_id: str, *, url: str | None = None) -> None:
     """Remove a stored run and its rows; ``LookupError`` naming the id when there is none."""
     from sqlalchemy import delete
 
+    _no_nul(run_id)
     with session(url) as active:
         if active.get(StoredRun, run_id) is None:
             raise LookupError(_no_run(run_id))
@@ -711,6 +832,14 @@ def delete_run(run_id: str, *, url: str | None = None) -> None:
     with _cache_lock:
         for key in [key for key in _cache if key[0] == f"{url or database_url()}#{run_id}"]:
             del _cache[key]
+
+
+def _no_nul(run_id: str) -> None:
+    """A NUL character is in no stored id (every version stored ids of letters, digits and
+    ``._-``); PostgreSQL refuses to compare one, with a driver's traceback (``get_run("a\\0")``
+    from the library, a page's field): no such run."""
+    if "\x00" in run_id:
+        raise LookupError(_no_run(run_id))
 
 
 def _no_run(run_id: str) -> str:
@@ -743,6 +872,7 @@ def _read_run(
 ) -> tuple[dict[str, Any], tuple[str, str]]:
     """The stored run; one read before of the same stored version (:func:`_version`) in the
     same database is reused, since a stored run never changes."""
+    _no_nul(run_id)
     where = f"{url or database_url()}#{run_id}"
     lean = "" if timings else "#lean"
     with session(url) as active:
@@ -756,14 +886,27 @@ def _read_run(
         return dict(cached[0]), key
     run, version = _load_run(run_id, url, timings=timings)
     key = (where, version + lean)  # as read with the rows (a run stored again since: anew)
-    values = sum(len(times) for t in run["timings"] for times in t["rank_times_s"])
-    values += 1 + len(run["results"]) + len(run["collectives"])  # a lean read counts too
+    values = _count_values(run)
     if values <= _CACHED_VALUES:
         with _cache_lock:
             while _cache and sum(n for _, n in _cache.values()) + values > _CACHED_VALUES:
                 del _cache[next(iter(_cache))]
             _cache[key] = (run, values)
     return dict(run), key
+
+
+def _count_values(run: Mapping[str, Any]) -> int:
+    """The values a read run holds, as the cache counts them: its raw times, and one for each
+    result, collective and the run (a lean read counts too). A row of raw times that is no
+    list of lists (an old or hand-written record) counts as one."""
+    values = 1 + len(run["results"]) + len(run["collectives"])
+    for timing in run["timings"]:
+        times = timing["rank_times_s"]
+        if isinstance(times, list):
+            values += sum(len(row) if isinstance(row, list) else 1 for row in times)
+        else:
+            values += 1
+    return values
 
 
 def _load_run(run_id: str, url: str | None, *, timings: bool = True) -> tuple[dict[str, Any], str]:
@@ -812,24 +955,29 @@ def _load_run(run_id: str, url: str | None, *, timings: bool = True) -> tuple[di
 def list_runs(*, url: str | None = None) -> list[dict[str, Any]]:
     """One summary per stored run, newest first: devices measured, efficiency at the largest
     world size, the best all-reduce bus bandwidth, hosts and nodes (1 for a run on one
-    machine, and for runs stored before nodes were recorded)."""
+    machine, and for runs stored before nodes were recorded).
+
+    Three queries whatever the number of runs: the result and collective tables have no
+    index on their run (tables of older databases keep theirs as made), and two queries per
+    run had read each table whole again for every run (2,000 runs: 11 s, now 0.8 s).
+    """
+    from collections import defaultdict
+
     with session(url) as active:
         runs = active.scalars(select(StoredRun).order_by(StoredRun.created_at.desc())).all()
-        summaries = []
-        for run in runs:
-            results = active.scalars(
-                select(RunResult).where(RunResult.run_id == run.id).order_by(RunResult.devices)
-            ).all()
-            busbw = [
-                row.busbw
-                for row in active.scalars(
-                    select(RunCollective).where(
-                        RunCollective.run_id == run.id, RunCollective.op == "all_reduce"
-                    )
-                )
-            ]
-            summaries.append(_summary(run, results, busbw))
-        return summaries
+        results: dict[str, list[RunResult]] = defaultdict(list)
+        for row in active.scalars(
+            select(RunResult).order_by(RunResult.run_id, RunResult.devices, RunResult.id)
+        ):
+            results[row.run_id].append(row)
+        busbw: dict[str, list[float]] = defaultdict(list)
+        for run_id, value in active.execute(
+            select(RunCollective.run_id, RunCollective.busbw).where(
+                RunCollective.op == "all_reduce"
+            )
+        ):
+            busbw[run_id].append(value)
+        return [_summary(run, results[run.id], busbw[run.id]) for run in runs]
 
 
 _JOB_WIDTH = 48
@@ -895,6 +1043,10 @@ def _cut(text: str) -> str:
     return text if len(text) <= _JOB_WIDTH else text[: _JOB_WIDTH - 1] + "…"
 
 
+def _finite_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _summary(run: StoredRun, results: Any, busbw: list[float]) -> dict[str, Any]:
     """A run's line in ``runs list``; an old record that fails the schema gets ``warning``
     (why) and what can be read of it, never an error."""
@@ -905,7 +1057,7 @@ def _summary(run: StoredRun, results: Any, busbw: list[float]) -> dict[str, Any]
         "backend": run.backend,
         "partial": run.partial,
         "error": run.error,
-        "environment": environment,
+        "environment": run.environment,  # as stored: the schema names what is wrong in it
         "config": run.config,
         "results": [row.measured for row in results],
         "collectives": [],
@@ -914,15 +1066,18 @@ def _summary(run: StoredRun, results: Any, busbw: list[float]) -> dict[str, Any]
     hosts = environment.get("hosts")
     nodes = environment.get("nodes", 1)
     efficiency = results[-1].efficiency if results else None
+    # As stored, whatever an old or hand-written row holds: a text where a number belongs
+    # (an SQLite cell) is no efficiency or bandwidth ("fast" had failed max() for every run).
+    rates = [value for value in busbw if _finite_number(value)]
     summary: dict[str, Any] = {
         "run_id": run.id,
         "created_at": record["created_at"],
-        "backend": run.backend,
+        "backend": str(run.backend),
         "partial": run.partial,
         "job": job_of(run.config),
         "devices": [row.devices for row in results],
-        "efficiency": efficiency if isinstance(efficiency, (int, float)) else None,
-        "all_reduce_busbw": max(busbw) if busbw else None,
+        "efficiency": efficiency if _finite_number(efficiency) else None,
+        "all_reduce_busbw": max(rates) if rates else None,
         "hosts": [str(host) for host in hosts] if isinstance(hosts, list) else [],
         "nodes": nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None,
         "error": run.error,

@@ -47,6 +47,7 @@ from dpscale.spec.fit import (
     statements,
 )
 from dpscale.spec.prediction import NO_RUN
+from dpscale.store.runs import RUN_FAILS_SCHEMA
 from dpscale.validation import FieldIssue, parse
 from dpscale.web.i18n import N_, Localizer, language, localizer
 from dpscale.web.pages import prediction
@@ -287,7 +288,7 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
             "This model cannot be fitted to these points; choose Automatic or measure more "
             "device counts."
         )
-    if issue.code in (FASTER_THAN_STATED, NODE_NOT_A_DIVISOR, NO_RUN):
+    if issue.code in (FASTER_THAN_STATED, NODE_NOT_A_DIVISOR, NO_RUN, RUN_FAILS_SCHEMA):
         # The stated job cannot have run these points, or run at these counts: predict's words.
         return prediction.explain(issue, values, loc)
     if issue.field == "at":

@@ -50,6 +50,7 @@ from dpscale.spec.measured_runs import (
     run_id_of,
 )
 from dpscale.spec.prediction import LINES, NO_RUN, PREDICTION, RUN_FIELD_NAMES
+from dpscale.store.runs import RUN_FAILS_SCHEMA
 from dpscale.units import (
     format_bandwidth,
     format_binary_bytes,
@@ -284,6 +285,15 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
         )
     if issue.code == NO_RUN:
         return _("No stored run has the id %(run)s.", run=str(issue.ctx["run"]))
+    if issue.code == RUN_FAILS_SCHEMA:
+        return _(
+            "Run %(run)s was stored before a rule it breaks (%(place)s: %(problem)s). It is "
+            "kept as stored: to use it, export it (dpscale runs export %(run)s --json), correct "
+            "%(place)s and import it under another run id.",
+            run=str(issue.ctx["run"]),
+            place=str(issue.ctx["place"]),
+            problem=str(issue.ctx["problem"]).removeprefix(f"{issue.ctx['place']}: "),
+        )
     if issue.code == RUN_OTHER_JOB:
         differs = issue.ctx["differs"]
         assert isinstance(differs, tuple)
