@@ -23,7 +23,7 @@ from starlette.requests import Request
 
 from dpscale.store.feedback import MAX_COMMENT_LENGTH
 from dpscale.web.forms import FormState, query_string, read_form, untouched
-from dpscale.web.i18n import LANGUAGES, Localizer, localizer
+from dpscale.web.i18n import LANGUAGES, N_, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
 from dpscale.web.skeleton import Skeleton, hole
 from dpscale.web.templating import chart_version, environment, field_box, mathml, render
@@ -114,6 +114,33 @@ def _placeholder(f: InputField, loc: Localizer) -> str:
     return str(default)
 
 
+POINTS_EXAMPLE = N_("Numbers as this page writes them: %(example)s.")
+"""The sentence added to a box of measured points' help: pairs in the page's number format
+(``8:7.900,5; 16:15.500`` in German), which the page reads (see
+:func:`dpscale.web.typed_numbers.canonical_points`)."""
+
+
+def points_example(loc: Localizer) -> str:
+    """Two measured points as the page's language writes numbers, a semicolon between them
+    (which no language has inside a number).
+
+    >>> points_example(localizer("de")), points_example(localizer("en"))
+    ('8:7.900,5; 16:15.500', '8:7,900.5; 16:15,500')
+    """
+    return f"8:{loc.number(7900.5)}; 16:{loc.number(15500)}"
+
+
+def _help(f: InputField, loc: Localizer) -> str:
+    """The hint under a box; a box of measured points' with an example in the page's number
+    format, as it reads them ("7.900,5" in German is seven thousand nine hundred and a half)."""
+    text = loc.gettext(f.help) if f.help else ""
+    if not f.points:
+        return text
+    example = loc.gettext(POINTS_EXAMPLE, example=points_example(loc))
+    # Sentences ending in a full-width stop (Chinese, Japanese) run on without a space.
+    return text + example if not text or text.endswith("。") else f"{text} {example}"
+
+
 @cache  # a field's words and settings are the same on every page of a calculator and language
 def _field_constants(calc: Calculator, code: str) -> tuple[tuple[InputField, dict[str, Any]], ...]:
     loc = localizer(code)
@@ -124,7 +151,7 @@ def _field_constants(calc: Calculator, code: str) -> tuple[tuple[InputField, dic
             {
                 "name": f.name,
                 "label": loc.gettext(f.label),
-                "help": loc.gettext(f.help) if f.help else "",
+                "help": _help(f, loc),
                 "default": f.default,
                 "suffix": _suffix(f.suffix, loc),
                 "inputmode": modes[f.kind],

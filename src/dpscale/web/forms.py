@@ -17,9 +17,15 @@ from urllib.parse import urlencode
 from pydantic import TypeAdapter, ValidationError
 
 from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, check_lengths, one_line
-from dpscale.web.i18n import Localizer
+from dpscale.web.i18n import N_, Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation
-from dpscale.web.typed_numbers import canonical_counts, canonical_number, read_number
+from dpscale.web.typed_numbers import (
+    AmbiguousPointsError,
+    canonical_counts,
+    canonical_number,
+    canonical_points,
+    read_number,
+)
 
 __all__ = [
     "UNTOUCHED",
@@ -147,10 +153,13 @@ def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
     """A number field's text in the canonical form (see :mod:`dpscale.web.typed_numbers`),
     without the unit shown after its box ("90 %" is 90); a quantity's number the same way
     (:func:`_canonical_quantity`); a list of counts' each count (:func:`canonical_counts`);
-    a yes/no select's as its option (:func:`_option`); other
-    fields' text as it is."""
+    a yes/no select's as its option (:func:`_option`); measured points' each number
+    (:func:`canonical_points`, which raises :class:`AmbiguousPointsError`); other fields' text as
+    it is."""
     if f is not None and f.choices and text:
         return _option(f, text)
+    if f is not None and f.points and text:
+        return canonical_points(text, loc.language.locale)
     if f is not None and f.quantity and text:
         return _canonical_quantity(text, loc)
     if f is not None and f.counts and text:
@@ -161,6 +170,51 @@ def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
     if read_number(number, loc.language.locale) is None:
         return text
     return canonical_number(number, loc.language.locale)
+
+
+AMBIGUOUS_PAIRS = N_(
+    "%(where)s: “%(text)s” can be read as “%(first)s” or as “%(second)s”. Put a semicolon or "
+    "a new line between the pairs."
+)
+AMBIGUOUS_COLUMNS = N_(
+    "%(where)s: “%(text)s” can be read as “%(first)s” or as “%(second)s”. Put a semicolon "
+    "between the columns."
+)
+AMBIGUOUS_CELLS = N_(
+    "%(where)s: “%(text)s” has more values than the header has columns, and a comma in it "
+    "may be inside a number. Put a semicolon between the columns."
+)
+
+
+def _clipped(text: str) -> str:
+    text = one_line(text)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def ambiguous_message(err: AmbiguousPointsError, loc: Localizer) -> str:
+    """What the page says of measured points whose separators leave two readings in its
+    language: where, the two readings (a semicolon where each splits) and how to write them.
+
+    >>> from dpscale.web.i18n import localizer
+    >>> err = AmbiguousPointsError(1, "7,900,128", ("7; 900,128", "7,900; 128"), item=1)
+    >>> print(ambiguous_message(err, localizer("en")))  # "8:7,900,128:15,500" on an English page
+    Item 1: “7,900,128” can be read as “7; 900,128” or as “7,900; 128”. Put a semicolon or a
+    new line between the pairs.
+    """
+    _ = loc.gettext
+    if err.item is not None:
+        where = _("Item %(number)s", number=loc.number(err.item))
+    else:
+        where = _("Line %(number)s", number=loc.number(err.line))
+    if len(err.readings) < 2:
+        return _(AMBIGUOUS_CELLS, where=where, text=_clipped(err.text))
+    return _(
+        AMBIGUOUS_PAIRS if err.item is not None else AMBIGUOUS_COLUMNS,
+        where=where,
+        text=_clipped(err.text),
+        first=_clipped(err.readings[0]),
+        second=_clipped(err.readings[1]),
+    )
 
 
 def _limit(value: float | None, loc: Localizer) -> str:
@@ -284,15 +338,23 @@ def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> For
     _give_way(calc, query, typed)
     limits = max_lengths(calc)
     values = {name: text[: limits[name]] for name, text in typed.items()}  # what the box shows
-    canonical = {
-        name: _canonical(calc.field(name), _read_as(text), loc) for name, text in values.items()
-    }
+    canonical: dict[str, str] = {}
+    ambiguous: dict[str, str] = {}
+    for name, text in values.items():
+        try:
+            canonical[name] = _canonical(calc.field(name), _read_as(text), loc)
+        except AmbiguousPointsError as err:  # never guessed: refused, saying how to write it
+            canonical[name] = _read_as(text)
+            ambiguous[name] = ambiguous_message(err, loc)
     for name, text in canonical.items():  # a select shows the option the model read
         spec = calc.field(name)
         if spec is not None and any(text == value for value, _ in spec.choices):
             values[name] = text
     given = {name: text for name, text in canonical.items() if text}
     state = FormState(values=values, canonical=canonical)
+    if ambiguous:
+        state.errors.update(ambiguous)
+        return state
     try:
         check_lengths(typed, limits)
         state.result = calc.compute(given)

@@ -85,6 +85,7 @@ def input_fields(
             rows=item.rows,
             quantity=item.kind == "text" and item.metavar in QUANTITIES,
             counts=item.kind == "text" and item.name in COUNT_LISTS,
+            points=item.kind == "text" and item.name in POINT_LISTS,
         )
         for item in inputs
     )
@@ -95,6 +96,8 @@ QUANTITIES = frozenset({"BANDWIDTH", "DURATION", "SIZE", "COUNT"})
 COUNT_LISTS = frozenset({"devices", "at"})
 """The inputs typed as a list of device counts (the prediction's, the fit's), where one
 count is a number box's integer (the scaling calculator's ``devices``)."""
+POINT_LISTS = frozenset({"points", "measured"})
+"""The inputs typed as measured points: the fit's table or pairs, the prediction's pairs."""
 
 
 def _model(item: Input) -> type[BaseModel]:

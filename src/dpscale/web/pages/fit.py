@@ -54,6 +54,7 @@ from dpscale.web.pages import prediction
 from dpscale.web.pages._described import input_fields
 from dpscale.web.pages._said import say
 from dpscale.web.registry import Calculator, Formula, Presentation, ResultItem
+from dpscale.web.typed_numbers import canonical_points
 
 __all__ = ["CALCULATOR", "router"]
 
@@ -354,7 +355,8 @@ router = APIRouter(include_in_schema=False)
 @router.post(f"/{{code}}/{SLUG}", response_class=HTMLResponse)
 async def upload(request: Request, code: str) -> Response:
     """The page's form sent with a file (works without JavaScript): the file's text becomes
-    the points, and the browser is sent to the share link that carries them. The fit and the
+    the points (its numbers read as ``dpscale fit`` reads a file, not in the page's language),
+    and the browser is sent to the share link that carries them. The fit and the
     page are computed off the event loop, under the costly-request budget
     (:func:`dpscale.web.budget.computed`)."""
     from dpscale.web.budget import computed
@@ -377,7 +379,10 @@ async def upload(request: Request, code: str) -> Response:
             if text is None:
                 bad_file = True
             else:
-                values["points"] = text
+                # A file is read as dpscale fit reads it, whatever the page's language (a
+                # program's 735.125 is not 735,125 on a German page), and passed on in the
+                # canonical form that every page reads the same (a longer one is refused).
+                values["points"] = canonical_points(text, None) if len(text) <= MAX_TEXT else text
     return await computed(request.scope, _uploaded, request, code, loc, values, bad_file)
 
 
