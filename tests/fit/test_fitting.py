@@ -515,3 +515,16 @@ def test_a_node_level_comm_fit_is_finite_below_a_node(
     for p in result.predictions:
         assert p.throughput_low <= p.throughput <= p.throughput_high
         assert p.efficiency_low <= p.efficiency <= p.efficiency_high
+
+
+@pytest.mark.parametrize("model", ["amdahl", "usl", "comm"])
+def test_a_loss_the_points_put_at_zero_is_zero(model: str) -> None:
+    """The solver starts strictly inside its bounds (a loss of 0 at 1e-10) and had reported
+    linear points' serial fraction as 1e-10, beside the note that they show no loss."""
+    result = fit(FitQuery(points="1:100,2:200,4:400,8:800", model=model))
+    parameters = result.to_dict()["parameters"]
+    rate = "per_device_throughput" if model == "comm" else "single_device_throughput"
+    losses = {name: row["value"] for name, row in parameters.items() if name != rate}
+    assert losses
+    assert all(value == 0.0 for value in losses.values())
+    assert parameters[rate]["value"] == pytest.approx(100.0)

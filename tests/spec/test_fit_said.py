@@ -31,6 +31,19 @@ low."""
 FACTS = {"params": "25.6M", "micro_batch": "32", "optimizer": "momentum", "hardware": "dgx1-v100"}
 """PyTorch's DDP ResNet-50 on a DGX-1 (tests/fit/test_physics.py)."""
 
+ACROSS = "8,106000\n16,150000\n32,290000\n64,560000\n128,1080000"
+"""A 1.3B DDP job's tokens/s on DGX A100s losing 29 % per device from one node to two: a fall
+across nodes the facts cannot follow, not the one-node point's error (tests/fit/
+test_across_nodes.py)."""
+ACROSS_FACTS = {
+    "params": "1.3e9",
+    "grad_dtype": "bf16",
+    "micro_batch": "8",
+    "seq_len": "2048",
+    "hardware": "dgx-a100",
+    "unit": "tokens/s",
+}
+
 CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
     "physics kept": (
         {"points": STEP, "at": "512", "devices_per_node": "8"},
@@ -83,6 +96,21 @@ CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
         ["no_loss", "comm_flat", "extrapolated"],
     ),
     "given": ({"points": RETROGRADE, "model": "usl", "at": "1000"}, "given", ["falls_usl"]),
+    "across nodes": (
+        {"points": ACROSS, "at": "512", **ACROSS_FACTS},
+        "calibrated",
+        ["calibration_estimated", "calibration_folded", "calibration_across_nodes"],
+    ),
+    "across nodes, a slower network": (
+        {"points": "8,108680\n16,199650\n32,397110\n64,781840", "at": "512", **ACROSS_FACTS},
+        "calibrated",
+        [
+            "calibration_estimated",
+            "calibration_folded",
+            "calibration_misfit",
+            "calibration_across_nodes",
+        ],
+    ),
 }
 
 
@@ -141,7 +169,8 @@ def cli_lines(capsys: pytest.CaptureFixture[str], query: dict[str, str], path: P
 
 
 @pytest.mark.parametrize(
-    "case", ["physics kept", "F test", "beyond a node", "outlier", "stated hardware"]
+    "case",
+    ["physics kept", "F test", "beyond a node", "outlier", "stated hardware", "across nodes"],
 )
 def test_page_and_terminal_word_the_same_codes(
     case: str, capsys: pytest.CaptureFixture[str], tmp_path: Path

@@ -23,6 +23,7 @@ and Multimodel Inference", 2002, sec. 2.4):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -300,6 +301,41 @@ def _noise_rss(weighted: np.ndarray, weights: np.ndarray | None) -> float:
     return float(np.sum(weights * weighted**2))
 
 
+BOUND_TOLERANCE = 1e-9
+"""How much a loss set to its bound (0) may raise the residual sum of squares, relatively,
+and still be taken as there: rounding, not a loss the points show."""
+
+
+def _on_bounds(
+    theta: np.ndarray, lower: np.ndarray, residuals: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """``theta`` with each loss that fits the points as well at its lower bound put there.
+
+    The trust-region solver starts strictly inside its bounds (a loss of 0 starts at
+    1e-10) and stops where the gradient vanishes, so a loss the points put at 0 had been
+    reported as 1e-10 (``serial_fraction 1e-10`` for linear points, beside the note that
+    they show no loss).
+
+    >>> res = lambda t: np.array([t[0] - 1.0, 1e-3 * t[1]])
+    >>> _on_bounds(np.array([1.0, 1e-10]), np.array([-np.inf, 0.0]), res).tolist()
+    [1.0, 0.0]
+    >>> res = lambda t: np.array([t[0] - 1.0, t[1] - 0.2])
+    >>> _on_bounds(np.array([1.0, 0.2]), np.array([-np.inf, 0.0]), res).tolist()
+    [1.0, 0.2]
+    """
+    theta = theta.copy()
+    rss = float(np.sum(residuals(theta) ** 2))
+    for index in range(1, len(theta)):
+        if theta[index] <= lower[index]:
+            continue
+        trial = theta.copy()
+        trial[index] = lower[index]
+        trial_rss = float(np.sum(residuals(trial) ** 2))
+        if trial_rss <= rss + BOUND_TOLERANCE * max(rss, 1e-12):
+            theta, rss = trial, min(rss, trial_rss)
+    return theta
+
+
 def fit_model(model: ScalingModel, points: Points, weights: np.ndarray | None = None) -> ModelFit:
     """Fit ``model`` to ``points``; raise :class:`NotIdentifiableError` if the points cannot.
 
@@ -333,7 +369,7 @@ def fit_model(model: ScalingModel, points: Points, weights: np.ndarray | None = 
         for start in (first, linear)
     ]
     best = min(solutions, key=lambda solution: float(solution.cost))
-    theta = np.asarray(best.x, dtype=float)
+    theta = _on_bounds(np.asarray(best.x, dtype=float), lower, residuals)
     weighted = residuals(theta)
     rss = float(np.sum(weighted**2))
     count = len(points) if weights is None else float(np.sum(weights))

@@ -126,6 +126,7 @@ __all__ = [
     "ODD_POINT_MOST",
     "ORDER",
     "POINTS_SOURCE",
+    "AcrossNodes",
     "Flagged",
     "MeasuredFit",
     "MeasuredPrediction",
@@ -244,6 +245,105 @@ class OddPoint:
 
 
 @dataclass(frozen=True)
+class AcrossNodes:
+    """Where the point the outlier tests single out (or, the points missing, the one that
+    misses most the way this says) is alone on its side of the node boundary, and misses as a
+    loss beyond one node larger than the stated job's would (:func:`_alone_at_boundary`,
+    :func:`_loses_across`): leaving it out adds to the fit what a cost on every count beyond
+    one node adds, so a point typed wrong and a costlier crossing of nodes (a network slower
+    than stated) explain the points alike. It is weighed as any point the tests single out
+    (the curve beyond one node then follows the points there, under either explanation), but
+    said as that fall, not as the point's error: 8:106,000 among 16-128 devices of a 1.3B DDP
+    job on DGX A100s, losing 29 % per device from one node to two, had been "the point at 8
+    devices lies off the others' fit"."""
+
+    inside: int
+    """The most devices measured within one node."""
+    across: int
+    """The fewest devices measured across nodes."""
+    measured: float
+    """Throughput per device at ``across`` over that at ``inside``, as measured."""
+    fitted: float
+    """The same ratio on the calibration's curve."""
+    devices: int
+    """The point alone on its side of the node boundary."""
+    throughput: float
+    expected: float
+    """What the other points put it at."""
+    weight: float = 1.0
+    """What the point counts as in the fit (below 1 where the tests down-weighted it)."""
+    network: float = 0.0
+    """The largest share of the network's speed between nodes (of the step model's, as
+    stated or calibrated) with which the step model follows every point within their noise;
+    0 where no slower network does (:func:`_network_follows`)."""
+    bandwidth: float = 0.0
+    """The bandwidth per node that share is (as a collective achieves it); 0 with it."""
+
+    def said(self) -> Said:
+        """The statement (code ``calibration_across_nodes``; its ``weighed`` is
+        ``across_nodes_weighed`` or ``across_nodes_whole``, its ``remedy``
+        ``across_nodes_network`` where a slower network follows the points, else
+        ``across_nodes_check``): worded by ``dpscale.spec.prediction.CALIBRATION_WORDS``."""
+        weighed = (
+            Said("across_nodes_weighed", {"weight": Number(self.weight, 2)})
+            if self.weight < 1
+            else Said("across_nodes_whole")
+        )
+        remedy = (
+            Said(
+                "across_nodes_network",
+                {
+                    "network": Percentage(self.network, 2),
+                    "bandwidth": Quantity(self.bandwidth, "bandwidth"),
+                },
+            )
+            if self.network
+            else Said("across_nodes_check")
+        )
+        return Said(
+            "calibration_across_nodes",
+            {
+                "inside": Count(self.inside),
+                "across": Count(self.across),
+                "measured": Percentage(self.measured, 3),
+                "fitted": Percentage(self.fitted, 3),
+                "devices": Count(self.devices),
+                "throughput": Number(self.throughput, 4),
+                "expected": Number(self.expected, 4),
+                "weighed": weighed,
+                "remedy": remedy,
+            },
+        )
+
+
+def _alone_at_boundary(counts: Any, devices: int, per_node: int) -> bool:
+    """Whether ``devices`` is the only count of ``counts`` (the points on more than one
+    device) on its side of the node boundary, with a count on the other side: its miss is then
+    one with a cost that appears (or not) beyond one node, which no other point can tell
+    apart (leaving it out adds to the fit what a step on every count beyond one node adds).
+
+    >>> _alone_at_boundary(np.array([8.0, 16.0, 32.0, 64.0]), 8, 8)
+    True
+    >>> _alone_at_boundary(np.array([4.0, 8.0, 16.0, 32.0]), 8, 8)
+    False
+    >>> _alone_at_boundary(np.array([2.0, 8.0, 16.0]), 16, 8)
+    True
+    """
+    inside = np.asarray(counts) <= per_node
+    side = inside if devices <= per_node else ~inside
+    return int(np.sum(side)) == 1 and bool(np.any(~side))
+
+
+def _loses_across(devices: int, throughput: float, expected: float, per_node: int) -> bool:
+    """Whether a point alone on its side of the node boundary (:func:`_alone_at_boundary`)
+    misses the others' fit the way a loss beyond one node larger than the stated job's does:
+    the one-node point above what the others put it at, or the one point beyond a node below
+    it. (The other way, the points beyond one node would have to lose less than the stated
+    job's own communication: a figure typed wrong is the test's answer, as before.)"""
+    return expected < throughput if devices <= per_node else expected > throughput
+
+
+@dataclass(frozen=True)
 class SideConflict:
     """A stored run's step shorter than its own side measurements imply (:func:`_side_conflict`)."""
 
@@ -350,6 +450,10 @@ class MeasuredFit:
     end of its stated range and the estimates fitted again to the points (module docstring)."""
     conflict: SideConflict | None = None
     """Where a stored run's steps were shorter than its side measurements imply."""
+    across: AcrossNodes | None = None
+    """Where the points lose more beyond one node than the stated job's step model follows
+    and the point singled out is alone on its side of the node boundary: said in place of
+    that point's flag or name (:meth:`said`)."""
     spread_beyond: float = 0.0
     """Where a run's step spread (as a jitter) passed :data:`MAX_JITTER` and was held at it,
     that spread; otherwise 0."""
@@ -533,7 +637,12 @@ class MeasuredFit:
                 f"not told apart from the single-device step (no point on one device), so "
                 f"held in it: {folded}"
             )
+        # Totals that do not rise (one device's figures typed as totals) are said as that;
+        # a fall across nodes is then no explanation of them.
+        across = None if self._flat() is not None else self.across
         for flag in self.flagged:
+            if across is not None and flag.devices == across.devices:
+                continue  # no more shown off than the network between nodes: said below
             said.append(
                 f"the point at {flag.devices:,} devices ({flag.throughput:.4g}) lies off the "
                 f"others' fit ({flag.expected:.4g}) beyond its noise: down-weighted to "
@@ -544,7 +653,15 @@ class MeasuredFit:
                 f"the points miss the stated job's step model by up to {percent(self.misfit, 3)}, "
                 "beyond their noise: the band holds the miss"
             )
-        if self.odd is not None:
+        if across is not None:
+            said.append(
+                f"from {across.inside:,} devices (one node) to {across.across:,} the throughput "
+                f"per device falls to {percent(across.measured, 3)} of one node's (the step "
+                f"model gives {percent(across.fitted, 3)}): the point at {across.devices:,} "
+                f"devices ({across.throughput:.4g}) is wrong or crossing nodes costs more than "
+                f"stated; it counts as {across.weight:.2g} of a point"
+            )
+        if self.odd is not None and (across is None or self.odd.devices != across.devices):
             said.append(odd_point_english(self.odd.said()))
         if self.spread_beyond:
             said.append(
@@ -562,11 +679,21 @@ class MeasuredFit:
             )
         return said
 
+    def _flat(self) -> Said | None:
+        """The statement that the totals do not rise (:func:`totals_flat`), over the points
+        kept: one set aside (down-weighted below half a point) does not make them "not rise"
+        (128:1 among 329-18,000 had been told to be one device's figures typed as totals,
+        right after being down-weighted)."""
+        set_aside = {(f.devices, f.throughput) for f in self.flagged if f.weight < 0.5}
+        kept = [point for point in self.points if point not in set_aside]
+        return None if self.from_run or len(kept) < 2 else totals_flat(kept)
+
     def said(self) -> tuple[Said, ...]:
         """:meth:`notes` as statements each surface words in its language (codes
         ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
         ``calibration_flagged``, ``calibration_misfit``, ``calibration_odd``,
-        ``calibration_odd_one``,
+        ``calibration_odd_one``, ``calibration_across_nodes`` (said after the miss, in place of
+        the flag or the name of the point it is about: :class:`AcrossNodes`),
         ``calibration_spread_beyond``,
         ``calibration_run_steps``, ``calibration_flat``:
         ``dpscale.spec.prediction.CALIBRATION_WORDS``); each list of parameters is
@@ -576,7 +703,12 @@ class MeasuredFit:
             said.append(Said("calibration_kept", _names(self.unfittable)))
         if self.folded:
             said.append(Said("calibration_folded", _names(self.folded)))
+        # Totals that do not rise (one device's figures typed as totals) are said as that;
+        # a fall across nodes is then no explanation of them.
+        across = None if self._flat() is not None else self.across
         for flag in self.flagged:
+            if across is not None and flag.devices == across.devices:
+                continue  # no more shown off than the network between nodes: said below
             said.append(
                 Said(
                     "calibration_flagged",
@@ -590,7 +722,9 @@ class MeasuredFit:
             )
         if self.misfit:
             said.append(Said("calibration_misfit", {"miss": Percentage(self.misfit, 2)}))
-        if self.odd is not None:
+        if across is not None:
+            said.append(across.said())
+        if self.odd is not None and (across is None or self.odd.devices != across.devices):
             said.append(self.odd.said())
         if self.spread_beyond:
             bound = Percentage(MAX_JITTER, 2)
@@ -613,12 +747,7 @@ class MeasuredFit:
                     },
                 )
             )
-        # Over the points kept: one set aside (down-weighted below half a point) does not
-        # make the totals "not rise" (128:1 among 329-18,000 had been told to be one device's
-        # figures typed as totals, right after being down-weighted).
-        set_aside = {(f.devices, f.throughput) for f in self.flagged if f.weight < 0.5}
-        kept = [point for point in self.points if point not in set_aside]
-        flat = None if self.from_run or len(kept) < 2 else totals_flat(kept)
+        flat = self._flat()
         if flat is not None:
             said.append(flat)
         above = self._above_peak()
@@ -900,6 +1029,19 @@ def _calibrate(
     flat = None if from_run else totals_flat(points)
     searched: list[OddPoint | None] = []  # the search's answer, once it ran
 
+    per_node = sc.hardware.devices_per_node
+
+    def confounded(devices: int, throughput: float, expected: float) -> bool:
+        """Whether a point the tests single out is alone on its side of the node boundary
+        and misses as a fall across nodes larger than the stated job's would (the others fit
+        without it by taking that fall into the level): then the fall is said, not the
+        point's error (:class:`AcrossNodes`)."""
+        return (
+            devices > 1
+            and _alone_at_boundary(n, devices, per_node)
+            and _loses_across(devices, throughput, expected, per_node)
+        )
+
     def refused(first: int, extra: float, *, fitted: bool = False) -> InputError:
         """No single-device step gives the point at ``first``: named, unless the totals do
         not rise (one device's figures typed, not one point), with the point the others fit
@@ -917,6 +1059,9 @@ def _calibrate(
     if short.size:
         first = int(short[np.argmin(n[short])])
         raise refused(first, float(extras[first]))
+    # The point alone at the node boundary that the tests below single out, and what the
+    # others put it at: weighed as any other, but said as a fall across nodes (AcrossNodes).
+    boundary: tuple[int, float] | None = None
     weight = np.ones_like(n)
     fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
     flagged: list[Flagged] = []
@@ -941,6 +1086,8 @@ def _calibrate(
             weight[worst] = (edge / t[worst]) ** 2
             expected = float(x[worst] * (1 + residual[worst]))
             flagged.append(Flagged(int(n[worst]), float(x[worst]), expected, float(weight[worst])))
+            if confounded(int(n[worst]), float(x[worst]), expected):
+                boundary = (int(n[worst]), expected)
             fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
             estimates, covariance, noise, hat, residual = fitted
     odd = None
@@ -953,6 +1100,8 @@ def _calibrate(
         searched.append(_odd_point(scenario, points, how))
         odd = searched[0]
         edge = float(stats.norm.ppf(1 - OUTLIER_LEVEL / (2 * len(points))))
+        if odd is not None and confounded(odd.devices, odd.throughput, odd.expected):
+            boundary = (odd.devices, odd.expected)
         if odd is not None and odd.devices > 1 and abs(odd.miss) > edge:
             index = int(np.flatnonzero(n == odd.devices)[0])
             weight[index] = (edge / odd.miss) ** 2
@@ -960,6 +1109,15 @@ def _calibrate(
             odd = None
             fitted = _fit(columns, free, kept, one_step, measured, weight, floor)
             estimates, covariance, noise, hat, residual = fitted
+    if search and boundary is None and not flagged and odd is None:
+        # The points miss and no point is named (another would do as well): where the point
+        # alone at the node boundary misses the fit as a fall across nodes beyond the stated
+        # job's would, and the others fit without it, that fall is said.
+        missed = _misfit(residual, estimates, floor) > 0
+        for index in range(len(n) if missed else 0):
+            devices = int(n[index])
+            if confounded(devices, float(x[index]), float(x[index] * (1 + residual[index]))):
+                boundary = _others_fit(scenario, points, how, devices)
     values = {**kept, **estimates}
     jitter_ends: list[dict[str, float]] = []
     if "jitter" in unfittable:
@@ -987,7 +1145,7 @@ def _calibrate(
     per_device = [y / m for m, y in sorted(points)]
     rising = len(per_device) >= 2 and per_device[-1] > per_device[-2] * (1 + floor)
     misfit = 0.0 if flagged else _misfit(residual, estimates, floor)
-    return MeasuredFit(
+    result = MeasuredFit(
         scenario=calibrated,
         step_overhead_s=values["step_overhead"],
         jitter=values["jitter"],
@@ -1010,6 +1168,96 @@ def _calibrate(
         from_run=from_run,
         spread_beyond=spread_beyond,
         odd=odd,
+    )
+    if search and boundary is not None:
+        # The point the tests single out stands alone at the node boundary: the fall across
+        # nodes is said in its place, with what would let the step model follow it.
+        across = _across_nodes(result, scenario, points, how, *boundary)
+        result = replace(result, across=across)
+    return result
+
+
+NETWORK_FACTORS = tuple(2.0 ** (-k / 2) for k in range(1, 25))
+"""The shares of the network's speed between nodes tried, fastest first, where the points
+lose more beyond one node than the stated job's step model follows (:func:`_network_follows`):
+from 71 % down to 1/4,096 (a 1,600 Gbit/s network stated for 10 Gbit/s TCP is 1/370), two to
+a halving (the answer is a bound, "or slower": a finer step would claim what the points do
+not tell)."""
+
+
+def _network_follows(
+    scenario: Scenario, points: list[tuple[int, float]], how: _How
+) -> tuple[float, float] | None:
+    """The largest share of the network's speed between nodes (:data:`NETWORK_FACTORS`)
+    with which the stated job's step model, calibrated again, follows every point within
+    their noise (none flagged, no miss), and the bandwidth per node that is, as a collective
+    achieves it; None where no slower network does (a network's cost grows with the nodes,
+    as a ring's 2(n - 1)/n: a fall at the node boundary that then stays flat is no
+    network's). A bound, not an estimate: a slower network still fits, the network share
+    scaling its cost back (the points tell them apart only by how much more a step beyond one
+    node costs than one within it), so the note says "or slower"."""
+    hw = scenario.hardware
+    for factor in NETWORK_FACTORS:
+        slower = replace(
+            scenario, hardware=replace(hw, inter_bandwidth=hw.inter_bandwidth * factor)
+        )
+        try:
+            fit = _calibrate(slower, points, how, search=False)
+        except InputError:
+            continue
+        if not (fit.flagged or fit.misfit):
+            return factor, hw.inter_effective_bandwidth * factor
+    return None
+
+
+def _others_fit(
+    scenario: Scenario, points: list[tuple[int, float]], how: _How, devices: int
+) -> tuple[int, float] | None:
+    """``devices`` and what the other points put it at, where they calibrate without it
+    within their noise (as :func:`_odd_point` asks of the point it names); else None."""
+    others = [point for point in points if point[0] != devices]
+    try:
+        fit = _calibrate(scenario, others, how, search=False)
+    except InputError:
+        return None
+    if fit.misfit or fit.flagged:
+        return None
+    return devices, float(fit.predict([devices]).throughput[0])
+
+
+def _across_nodes(
+    fit: MeasuredFit,
+    scenario: Scenario,
+    points: list[tuple[int, float]],
+    how: _How,
+    devices: int,
+    expected: float,
+) -> AcrossNodes:
+    """What :class:`AcrossNodes` says of ``fit``, whose point at ``devices`` stands alone at
+    the node boundary (the others put it at ``expected``): the fall per device from the most
+    devices in one node to the fewest across nodes, measured and on the calibration's curve,
+    the point's weight, and the slower network that would follow every point, where one
+    does."""
+    per_node = fit.scenario.hardware.devices_per_node
+    counts = [m for m, _ in points if m > 1]
+    inside = max(m for m in counts if m <= per_node)
+    across = min(m for m in counts if m > per_node)
+    value = dict(points)
+    curve = np.asarray(fit.predict([inside, across]).throughput, dtype=float)
+    weight = next((flag.weight for flag in fit.flagged if flag.devices == devices), 1.0)
+    follows = _network_follows(scenario, points, how)
+    network, bandwidth = follows if follows is not None else (0.0, 0.0)
+    return AcrossNodes(
+        inside=inside,
+        across=across,
+        measured=(value[across] / across) / (value[inside] / inside),
+        fitted=float((curve[1] / across) / (curve[0] / inside)),
+        devices=devices,
+        throughput=value[devices],
+        expected=expected,
+        weight=float(weight),
+        network=network,
+        bandwidth=bandwidth,
     )
 
 

@@ -42,12 +42,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpscale.model.costs import OPTIMIZER_BYTES
-from dpscale.model.llm import activation_bytes
+from dpscale.model.llm import CHECKPOINTED_BACKWARD_FRACTION, activation_bytes
 from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
-from dpscale.model.step import BYTES_PER_VALUE
+from dpscale.model.step import BACKWARD_FRACTION, BYTES_PER_VALUE, GradDtype
 from dpscale.model.strategies import (
     STRATEGIES,
     Strategy,
+    default_bucket_bytes,
     group_beside,
     group_size,
     model_state_bytes,
@@ -55,7 +56,19 @@ from dpscale.model.strategies import (
     row,
 )
 
-__all__ = ["MOMENT_BYTES", "Memory", "MemoryAdvice", "memory", "memory_advice", "unit_params"]
+__all__ = [
+    "LIGHTER_PARAM_DTYPE",
+    "MOMENT_BYTES",
+    "Change",
+    "Memory",
+    "MemoryAdvice",
+    "as_strategy",
+    "changes_tried",
+    "lighter_params",
+    "memory",
+    "memory_advice",
+    "unit_params",
+]
 
 MOMENT_BYTES: dict[str, float] = {
     "none": 0.0,
@@ -185,6 +198,164 @@ def unit_params(scenario: Scenario) -> float:
     return max(per_layer, embedding)
 
 
+LIGHTER_PARAM_DTYPE: GradDtype = "bf16"
+"""The parameters' dtype the memory advice tries where a job that gathers them left
+``--param-dtype`` to follow wider gradients: bf16, FSDP2's usual ``MixedPrecisionPolicy``
+(``param_dtype=torch.bfloat16``, torchtitan's default), which halves the gathered units:
+Llama 3.1 405B under FSDP on 1,024 H100s with activation checkpointing holds 35.6 GiB of
+gathered units and gradients in fp32 (82.2 GiB a device, of 79.6) and 23.8 GiB in bf16
+(70.3 GiB)."""
+
+
+def lighter_params(scenario: Scenario) -> GradDtype | None:
+    """The parameters' dtype the advice may try for ``scenario`` (:data:`LIGHTER_PARAM_DTYPE`),
+    or None: only where the strategy all-gathers parameters (what ``--param-dtype`` sets; DDP,
+    ZeRO-1 and ZeRO-2 gather none, and a 16-bit copy beside their fp32 master copy holds more,
+    not less), where the job did not state ``--param-dtype`` (a stated dtype is the numerics
+    the job chose, which no advice changes: the other changes leave the arithmetic as it is),
+    and where the gradients it then follows are wider.
+
+    >>> from dpscale.model.hardware import Hardware
+    >>> sc = Scenario(params=8e9, grad_dtype="fp32", micro_batch=1, grad_accum=1,
+    ...     per_device_throughput=1.0, hardware=Hardware(8, 350e9, 400e9), strategy="fsdp")
+    >>> lighter_params(sc), lighter_params(replace(sc, strategy="zero2"))
+    ('bf16', None)
+    >>> stated, bf16 = replace(sc, param_dtype="fp32"), replace(sc, grad_dtype="bf16")
+    >>> lighter_params(stated), lighter_params(bf16)
+    (None, None)
+    """
+    sc = scenario
+    if sc.param_dtype is not None or not row(sc.strategy).gathers:
+        return None
+    return LIGHTER_PARAM_DTYPE if sc.param_bytes > BYTES_PER_VALUE[LIGHTER_PARAM_DTYPE] else None
+
+
+def as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
+    """The same job under strategy ``name``, as that strategy runs by default (what
+    ``--compare-strategies`` runs beside the stated job, and what the memory advice tries): a
+    stated shard group goes with HSDP, whose group it is (FSDP or ZeRO beside it shard over
+    all devices: :func:`~dpscale.model.strategies.group_beside`); ``no_sync`` with those that
+    take it (DeepSpeed's ZeRO-2 and ZeRO-3 refuse it: they reduce every micro-step); the
+    strategy's own bucket where none was stated; a calibration as that of the collectives it
+    runs."""
+    group = group_beside(name, scenario.shard_group_size)
+    bucket = scenario.bucket_bytes
+    if not scenario.bucket_stated:
+        bucket = default_bucket_bytes(name, BYTES_PER_VALUE[scenario.grad_dtype])
+    compared = replace(
+        scenario,
+        strategy=name,
+        shard_group_size=group,
+        bucket_bytes=bucket,
+        no_sync=scenario.no_sync and row(name).takes_no_sync,
+    )
+    return compared if compared.calibration is None else compared.calibration.apply(compared)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change to a job that the memory advice tries, the rest as stated: another strategy
+    (as :func:`as_strategy` runs it), the stated one over all devices or without ``no_sync``,
+    activation checkpointing, lighter gathered parameters, or several of them together.
+
+    >>> from dpscale.model.hardware import Hardware
+    >>> sc = Scenario(params=8e9, grad_dtype="fp32", micro_batch=1, grad_accum=1,
+    ...     per_device_throughput=1.0, hardware=Hardware(8, 350e9, 400e9), strategy="fsdp",
+    ...     bucket_stated=False)
+    >>> job = Change("zero2", checkpointing=True).applied(sc)
+    >>> job.strategy, job.activation_checkpointing, job.backward_fraction, job.bucket_bytes
+    ('zero2', True, 0.75, 2000000000.0)
+    """
+
+    strategy: Strategy | None = None
+    """Another strategy (None: the stated one)."""
+    ungrouped: bool = False
+    """The stated strategy without the stated ``--shard-group-size`` (over all devices)."""
+    synced: bool = False
+    """Without ``no_sync``: the gradients reduced every micro-step."""
+    checkpointing: bool = False
+    """With activation checkpointing."""
+    param_dtype: GradDtype | None = None
+    """With ``--param-dtype`` this (:func:`lighter_params`)."""
+
+    def applied(self, scenario: Scenario) -> Scenario:
+        """``scenario`` as a prediction stated with the change has it: with checkpointing,
+        backward's share of the compute is 3/4 where the job left it to the default 2/3, as
+        ``--activation-checkpointing`` sets it."""
+        sc = scenario
+        if self.strategy is not None:
+            sc = as_strategy(sc, self.strategy)
+        if self.ungrouped:
+            sc = replace(sc, shard_group_size=0)
+            if sc.calibration is not None:  # the collectives that cross nodes change
+                sc = sc.calibration.apply(sc)
+        if self.synced:
+            sc = replace(sc, no_sync=False)
+        if self.checkpointing:
+            fraction = sc.backward_fraction
+            if fraction == BACKWARD_FRACTION:
+                fraction = CHECKPOINTED_BACKWARD_FRACTION
+            sc = replace(sc, activation_checkpointing=True, backward_fraction=fraction)
+        if self.param_dtype is not None:
+            sc = replace(sc, param_dtype=self.param_dtype)
+        return sc
+
+
+def changes_tried(scenario: Scenario, strategies: Iterable[Strategy]) -> tuple[Change, ...]:
+    """Every change :func:`memory_advice` tries for ``scenario`` (the micro-batch aside), in
+    the order it words them: activation checkpointing (where it is off and the activations
+    are known), no shard group (FSDP or ZeRO stated in one), no ``no_sync`` (where it keeps
+    gradients), lighter parameters (:func:`lighter_params`), each other of ``strategies``
+    (one that refuses a stated ``no_sync`` is no single change); then each of those with
+    checkpointing; then any of them with lighter parameters, where that strategy gathers.
+
+    >>> from dpscale.model.hardware import Hardware
+    >>> sc = Scenario(params=8e9, grad_dtype="fp32", micro_batch=1, grad_accum=1,
+    ...     per_device_throughput=1.0, hardware=Hardware(8, 350e9, 400e9), strategy="fsdp",
+    ...     seq_len=8192)
+    >>> def said(c):
+    ...     named = "+".join(k for k, v in vars(c).items() if v)
+    ...     return named + (f"={c.strategy}" if c.strategy else "")
+    >>> [said(change) for change in changes_tried(sc, ("ddp", "fsdp"))]
+    ['checkpointing', 'param_dtype', 'strategy=ddp', 'strategy+checkpointing=ddp', \
+'checkpointing+param_dtype']
+    """
+    sc = scenario
+    first: list[Change] = []
+    checkpointing = sc.seq_len is not None and not sc.activation_checkpointing
+    if checkpointing:
+        first.append(Change(checkpointing=True))
+    if sc.shard_group_size > 0 and row(sc.strategy).group == "all":
+        first.append(Change(ungrouped=True))
+    if _keeps_gradients(sc):
+        first.append(Change(synced=True))
+    lighter = lighter_params(sc)
+    if lighter is not None:
+        first.append(Change(param_dtype=lighter))
+    first += [
+        Change(strategy=name)
+        for name in strategies
+        if name != sc.strategy and (row(name).takes_no_sync or not sc.no_sync)
+    ]
+    together = [
+        replace(change, checkpointing=True)
+        for change in first
+        if checkpointing and not change.checkpointing and change.param_dtype is None
+    ]
+    tried = [*first, *together]
+    for change in [Change(), *first, *together]:
+        dtype = lighter_params(change.applied(sc)) if change.param_dtype is None else None
+        if dtype is not None:
+            tried.append(replace(change, param_dtype=dtype))
+    return tuple(dict.fromkeys(tried))
+
+
+def _keeps_gradients(scenario: Scenario) -> bool:
+    """Whether ``no_sync`` keeps every unsharded gradient over the micro-steps."""
+    sc = scenario
+    return sc.no_sync and sc.grad_accum > 1 and row(sc.strategy).shards_grads
+
+
 @dataclass(frozen=True)
 class MemoryAdvice:
     """What would fit at ``devices`` where the job as stated does not (one change at a time,
@@ -218,6 +389,14 @@ class MemoryAdvice:
     combined_synced: bool = False
     """Whether :attr:`combined` is the stated strategy without ``no_sync`` too (where nothing
     with it fits)."""
+    param_dtype: GradDtype | None = None
+    """The lighter parameters' dtype with which the stated job fits (:func:`lighter_params`:
+    a strategy that gathers them, ``--param-dtype`` not stated), None where it does not."""
+    combined_param_dtype: GradDtype | None = None
+    """Where :attr:`combined` fits only with lighter gathered parameters too: their dtype."""
+    changes: tuple[Change, ...] = ()
+    """The changes said, in the order they are said (the micro-batch aside): what a target's
+    answer that does not fit tries first."""
 
     def to_dict(self) -> dict[str, Any]:
         combined = self.combined
@@ -227,6 +406,7 @@ class MemoryAdvice:
             "checkpointing_micro_batch": self.checkpointing_micro_batch,
             "ungrouped": self.ungrouped,
             "synced": self.synced,
+            "param_dtype": self.param_dtype,
             "strategies": list(self.strategies),
             "combined": None
             if combined is None
@@ -234,6 +414,7 @@ class MemoryAdvice:
                 "strategy": combined[0],
                 "micro_batch": combined[1],
                 "no_sync": False if self.combined_synced else None,
+                "param_dtype": self.combined_param_dtype,
             },
             "leanest": self.leanest or None,
         }
@@ -243,8 +424,9 @@ def memory_advice(
     scenario: Scenario, devices: int, strategies: Iterable[Strategy]
 ) -> MemoryAdvice | None:
     """What would fit at ``devices`` if the job as stated does not (None where it fits or
-    the device's memory is unknown): a smaller micro-batch, activation checkpointing, or
-    another of ``strategies`` (each as ``--compare-strategies`` shards it).
+    the device's memory is unknown): a smaller micro-batch, activation checkpointing, lighter
+    gathered parameters (:func:`lighter_params`), or another of ``strategies`` (each as
+    ``--compare-strategies`` shards it).
 
     >>> from dpscale.model.hardware import Hardware
     >>> sc = Scenario(params=8.03e9, grad_dtype="fp32", micro_batch=4, grad_accum=1,
@@ -258,6 +440,10 @@ def memory_advice(
     stated = memory(scenario, [devices])
     if stated.fits is None or bool(np.asarray(stated.fits)[0]):
         return None
+
+    def fits(job: Scenario) -> bool:
+        return bool(np.asarray(memory(job, [devices]).fits)[0])
+
     known = scenario.seq_len is not None
     smaller = _largest_fitting(scenario, devices, scenario.micro_batch - 1) if known else None
     checkpointing = None
@@ -271,28 +457,34 @@ def memory_advice(
         for name in strategies
         if name != scenario.strategy and (row(name).takes_no_sync or not scenario.no_sync)
     ]
-    fitting = tuple(
-        other.strategy for other in others if bool(np.asarray(memory(other, [devices]).fits)[0])
-    )
+    fitting = tuple(other.strategy for other in others if fits(other))
     grouped = scenario.shard_group_size > 0
     ungrouped = False
     if grouped and row(scenario.strategy).group == "all":
         # FSDP or ZeRO in groups: the stated strategy over all devices is one more to try.
         over_all = replace(scenario, shard_group_size=0)
-        ungrouped = bool(np.asarray(memory(over_all, [devices]).fits)[0])
+        ungrouped = fits(over_all)
         others.append(over_all)
     synced = combined_synced = False
-    keeps = scenario.no_sync and scenario.grad_accum > 1 and row(scenario.strategy).shards_grads
+    keeps = _keeps_gradients(scenario)
     if keeps:
         # Said as its own change, not tried in the combinations below: one named there by
         # its strategy alone would keep --no-sync.
-        synced = bool(np.asarray(memory(replace(scenario, no_sync=False), [devices]).fits)[0])
-    combined, leanest = None, ""
-    if not (smaller or checkpointing or fitting or ungrouped or synced):
-        least = min(
-            [scenario, *others],
-            key=lambda sc: float(np.asarray(memory(sc, [devices], micro_batch=1).total)[0]),
-        )
+        synced = fits(replace(scenario, no_sync=False))
+    # Parameters gathered in bf16 where the job left them to follow fp32 gradients: Llama 3.1
+    # 405B under FSDP on 1,024 H100s had been told that nothing fits (82.2 GiB of 79.6),
+    # where with --param-dtype bf16 it holds 70.3 GiB.
+    lighter = lighter_params(scenario)
+    light = None
+    if lighter is not None and fits(replace(scenario, param_dtype=lighter)):
+        light = lighter
+    combined, leanest, combined_param = None, "", None
+    if not (smaller or checkpointing or fitting or ungrouped or synced or light):
+
+        def held(sc: Scenario) -> float:
+            return float(np.asarray(memory(sc, [devices], micro_batch=1).total)[0])
+
+        least = min([scenario, *others], key=held)
         leanest = least.strategy
         if known:
             lean = replace(least, activation_checkpointing=True)
@@ -304,6 +496,45 @@ def memory_advice(
                 most = _largest_fitting(lean, devices, scenario.micro_batch)
                 if most is not None:
                     combined, combined_synced = (scenario.strategy, most), True
+            lightened = [
+                replace(sc, param_dtype=dtype)
+                for sc in [scenario, *others]
+                if (dtype := lighter_params(sc)) is not None
+            ]
+            if combined is None and lightened:
+                # ... and with lighter gathered parameters, where nothing without them fits.
+                least_light = min(lightened, key=held)
+                lean = replace(least_light, activation_checkpointing=True)
+                most = _largest_fitting(lean, devices, scenario.micro_batch)
+                if most is not None:
+                    combined, combined_param = (least_light.strategy, most), least_light.param_dtype
+                elif keeps and lighter is not None:
+                    lean = replace(
+                        scenario, no_sync=False, activation_checkpointing=True, param_dtype=lighter
+                    )
+                    most = _largest_fitting(lean, devices, scenario.micro_batch)
+                    if most is not None:
+                        combined, combined_synced = (scenario.strategy, most), True
+                        combined_param = lighter
+    changes: list[Change] = []
+    if checkpointing:
+        changes.append(Change(checkpointing=True))
+    if ungrouped:
+        changes.append(Change(ungrouped=True))
+    if synced:
+        changes.append(Change(synced=True))
+    if light:
+        changes.append(Change(param_dtype=light))
+    changes += [Change(strategy=name) for name in fitting]
+    if combined is not None:
+        name = combined[0]
+        if combined_synced:
+            change = Change(synced=True, checkpointing=True)
+        elif name == scenario.strategy:
+            change = Change(ungrouped=grouped and row(name).group == "all", checkpointing=True)
+        else:
+            change = Change(strategy=name, checkpointing=True)
+        changes.append(replace(change, param_dtype=combined_param))
     return MemoryAdvice(
         devices,
         smaller,
@@ -315,20 +546,18 @@ def memory_advice(
         grouped,
         synced,
         combined_synced,
+        light,
+        combined_param,
+        tuple(changes),
     )
 
 
 def _sharded_as(scenario: Scenario, name: Strategy) -> Scenario:
-    """The job under strategy ``name`` as ``--compare-strategies`` runs it: a stated shard
-    group goes with HSDP alone (:func:`~dpscale.model.strategies.group_beside`). It had gone
-    with FSDP and ZeRO too, so Llama 3.1 405B under HSDP in groups of 64 on 16,384 H100s was
-    told that nothing fits, where FSDP over all devices holds 64 GiB of 79.6."""
-    return replace(
-        scenario,
-        strategy=name,
-        shard_group_size=group_beside(name, scenario.shard_group_size),
-        no_sync=scenario.no_sync and row(name).takes_no_sync,
-    )
+    """The job under strategy ``name`` as ``--compare-strategies`` runs it
+    (:func:`as_strategy`): a stated shard group goes with HSDP alone. It had gone with FSDP
+    and ZeRO too, so Llama 3.1 405B under HSDP in groups of 64 on 16,384 H100s was told that
+    nothing fits, where FSDP over all devices holds 64 GiB of 79.6."""
+    return as_strategy(scenario, name)
 
 
 def _largest_fitting(scenario: Scenario, devices: int, at_most: int) -> int | None:

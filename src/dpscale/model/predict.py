@@ -21,7 +21,7 @@ or, with ``measured`` points, from the calibration's fit (:mod:`dpscale.model.me
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -35,25 +35,34 @@ from dpscale.model.measured import (
     parse_measured,
     stated_at_fewest,
 )
-from dpscale.model.memory import Memory, MemoryAdvice, memory, memory_advice
+from dpscale.model.memory import (
+    Change,
+    Memory,
+    MemoryAdvice,
+    as_strategy,
+    changes_tried,
+    memory,
+    memory_advice,
+)
 from dpscale.model.query import BASELINE_WITH_POINTS, PredictQuery
 from dpscale.model.questions import (
     MAX_DEVICES_SEARCH,
     BucketAnswer,
+    FitsWith,
     Keeping,
     best_bucket,
     devices_keeping,
+    fits_with,
     grad_accum_for,
     keeping,
     micro_batch_for,
 )
 from dpscale.model.scenario import FASTER_THAN_STATED, Scenario, evaluate, from_baseline
-from dpscale.model.step import BYTES_PER_VALUE, Step
+from dpscale.model.step import Step
 from dpscale.model.strategies import (
     STRATEGIES,
     Strategy,
     check_groups,
-    default_bucket_bytes,
     group_beside,
     not_whole_groups,
     row,
@@ -137,9 +146,18 @@ class Answers:
     """None where the strategy moves one wrapped unit per collective (no bucket to size)."""
     best_bucket_exposed_comm_time_s: float | None
     best_bucket_efficiency: float | None
+    grad_accum_needed_fits_with: FitsWith | None = None
+    """Where that accumulation does not fit as stated: the change with which it fits and
+    still reaches the target (:func:`~dpscale.model.questions.fits_with`), the memory
+    advice's first."""
+    micro_batch_needed_fits_with: FitsWith | None = None
+    """Where that micro-batch does not fit as stated: the change with which it does."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: tidy(value) for key, value in self.__dict__.items()}
+        return {
+            key: value.to_dict() if isinstance(value, FitsWith) else tidy(value)
+            for key, value in self.__dict__.items()
+        }
 
 
 @dataclass(frozen=True)
@@ -193,19 +211,24 @@ class PredictionResult:
 
     @property
     def named_group(self) -> int:
-        """The shard group to name beside the strategy: one FSDP or ZeRO was stated in (ZeRO-1
-        within the node), 0 where the strategy runs as it does by default (HSDP's group is its
-        own: the sharded line names it).
+        """The shard group to name beside the strategy: the stated ``--shard-group-size`` it
+        runs in (FSDP or ZeRO stated in one, ZeRO-1 within the node; HSDP in the stated group,
+        stated or beside the stated job), 0 where the strategy runs as it does by default (HSDP
+        in its node: the sharded line names it). HSDP beside FSDP in groups of 16 had been
+        labelled plain "hsdp" beside "fsdp/16", in the same groups.
 
         >>> from dpscale.model.query import PredictQuery
         >>> job = dict(model="llama3-8b", hardware="dgx-h100", micro_batch=1, mfu=0.4)
         >>> grouped = predict(PredictQuery(**job, strategy="zero1", shard_group_size=8))
         >>> grouped.named_group, predict(PredictQuery(**job, strategy="zero1")).named_group
         (8, 0)
+        >>> hsdp = dict(job, strategy="hsdp", devices="64")
+        >>> predict(PredictQuery(**hsdp, shard_group_size=16)).named_group
+        16
+        >>> predict(PredictQuery(**hsdp)).named_group
+        0
         """
-        sc = self.scenario
-        beside = group_beside(sc.strategy, sc.shard_group_size)
-        return sc.shard_group_size if beside != sc.shard_group_size else 0
+        return self.scenario.shard_group_size
 
     def points(self) -> list[dict[str, Any]]:
         return self._rows(slice(None))
@@ -348,6 +371,7 @@ class PredictionResult:
                 {
                     "strategy": other.scenario.strategy,
                     "shard_group_size": other.scenario.shard_group_size or None,
+                    "no_sync": other.scenario.no_sync,
                     "stated": other.stated_in(self),
                     "points": other.points(),
                 }
@@ -364,51 +388,97 @@ def tidy_dict(values: dict[str, Any]) -> dict[str, Any]:
     return {key: tidy(value) for key, value in values.items()}
 
 
-def _kept(kept: Keeping) -> dict[str, int | None]:
+class _Kept(TypedDict):
+    max_devices: int | None
+    below_from: int | None
+    below_to: int | None
+
+
+def _kept(kept: Keeping) -> _Kept:
     return {"max_devices": kept.largest, "below_from": kept.below_from, "below_to": kept.below_to}
 
 
-def _answers(scenario: Scenario, target: float, at_devices: int, reference: float) -> Answers:
+def _answers(
+    scenario: Scenario,
+    target: float,
+    at_devices: int,
+    reference: float,
+    advice: MemoryAdvice | None = None,
+) -> Answers:
     """The answers for a target relative to the baseline: ``target x E(B)`` against one for
     the device counts; each change (accumulation, micro-batch, bucket) against the changed
     job at its own baseline, as a prediction stated with it says
-    (:func:`~dpscale.model.questions.relative`)."""
+    (:func:`~dpscale.model.questions.relative`); where an accumulation or micro-batch does
+    not fit, the change with which it does, ``advice``'s first."""
     bucket = _best_bucket(scenario, at_devices)
     here = evaluate(scenario, devices=at_devices)
+    tried = _tried(scenario, advice)
     return Answers(
         target_efficiency=target,
         **_kept(devices_keeping(scenario, target * reference)),
         at_devices=at_devices,
         efficiency_at_devices=float(here.efficiency) / reference,
-        **_grad_accum_needed(scenario, target, at_devices),
-        **_micro_batch_needed(scenario, target, at_devices),
+        **_grad_accum_needed(scenario, target, at_devices, tried),
+        **_micro_batch_needed(scenario, target, at_devices, tried),
         best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
         best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,
         best_bucket_efficiency=None if bucket is None else bucket.efficiency,
     )
 
 
-def _grad_accum_needed(scenario: Scenario, target: float, devices: int) -> dict[str, Any]:
+def _tried(scenario: Scenario, advice: MemoryAdvice | None) -> tuple[Change, ...]:
+    """The changes a target's answer that does not fit tries, in order: those the memory
+    advice says (the line above the answer), then every other it tries
+    (:func:`~dpscale.model.memory.changes_tried`). An answer had said "does not fit" under
+    a line saying that activation checkpointing makes the job fit, with which it did too."""
+    said = advice.changes if advice is not None else ()
+    return tuple(dict.fromkeys([*said, *changes_tried(scenario, COMPARED)]))
+
+
+def _over(scenario: Scenario, used: float | None) -> bool:
+    capacity = scenario.hardware.memory_capacity
+    return used is not None and capacity is not None and used > capacity
+
+
+def _grad_accum_needed(
+    scenario: Scenario, target: float, devices: int, tried: tuple[Change, ...] = ()
+) -> dict[str, Any]:
     """The fewest accumulation steps reaching ``target`` at ``devices``, and the memory per
     device they take there (under ``no_sync`` more micro-steps keep every unsharded gradient:
-    "--grad-accum 6" had been answered where it takes 283 GiB of 179)."""
+    "--grad-accum 6" had been answered where it takes 283 GiB of 179); where that does not
+    fit, the first of ``tried`` with which it does (:func:`~dpscale.model.questions.fits_with`)."""
     needed = grad_accum_for(scenario, target, devices=devices)
-    used = None
+    used = fixed = None
     if needed is not None:
         changed = replace(scenario, grad_accum=needed)
         used = float(memory(changed, [devices]).total[0])
-    return {"grad_accum_needed": needed, "grad_accum_needed_memory_bytes": used}
+        if _over(scenario, used):
+            fixed = fits_with(scenario, target, devices=devices, changes=tried, grad_accum=needed)
+    return {
+        "grad_accum_needed": needed,
+        "grad_accum_needed_memory_bytes": used,
+        "grad_accum_needed_fits_with": fixed,
+    }
 
 
-def _micro_batch_needed(scenario: Scenario, target: float, devices: int) -> dict[str, Any]:
+def _micro_batch_needed(
+    scenario: Scenario, target: float, devices: int, tried: tuple[Change, ...] = ()
+) -> dict[str, Any]:
     """The smallest micro-batch reaching ``target`` (an efficiency against the baseline:
     :func:`~dpscale.model.questions.relative`) at ``devices``, and the memory per device it
-    takes there where the activations are known."""
+    takes there where the activations are known; where that does not fit, the first of
+    ``tried`` with which it does."""
     needed = micro_batch_for(scenario, target, devices=devices)
-    used = None
+    used = fixed = None
     if needed is not None and scenario.seq_len is not None:
         used = float(memory(scenario, [devices], micro_batch=needed).total[0])
-    return {"micro_batch_needed": needed, "micro_batch_needed_memory_bytes": used}
+        if _over(scenario, used):
+            fixed = fits_with(scenario, target, devices=devices, changes=tried, micro_batch=needed)
+    return {
+        "micro_batch_needed": needed,
+        "micro_batch_needed_memory_bytes": used,
+        "micro_batch_needed_fits_with": fixed,
+    }
 
 
 def _best_bucket(scenario: Scenario, devices: int) -> BucketAnswer | None:
@@ -446,6 +516,8 @@ def predict_scenario(
         scenario = from_baseline(scenario)
     step = evaluate(scenario, devices=counts)
     used = memory(scenario, counts)
+    # Before the answers, which try its changes first where one does not fit.
+    advice = memory_advice(scenario, max(devices), COMPARED) if advise else None
     if measured is not None:
         fitted = measured.predict(counts)
         shown, reference = _measured_baseline(scenario, measured)
@@ -469,7 +541,9 @@ def predict_scenario(
             low = np.where(below, np.minimum(np.maximum(low, floor), efficiency), low)
         step = measured.shown(step, efficiency * reference)
         answers = (
-            _measured_answers(scenario, measured, target_efficiency, max(devices), reference, shown)
+            _measured_answers(
+                scenario, measured, target_efficiency, max(devices), reference, shown, advice
+            )
             if target_efficiency is not None
             else None
         )
@@ -495,7 +569,7 @@ def predict_scenario(
             else 1.0
         )
         answers = (
-            _answers(scenario, target_efficiency, max(devices), relative_to)
+            _answers(scenario, target_efficiency, max(devices), relative_to, advice)
             if target_efficiency is not None
             else None
         )
@@ -512,7 +586,6 @@ def predict_scenario(
             memory=used,
             band_budget=spread.budget,
         )
-    advice = memory_advice(scenario, max(devices), COMPARED) if advise else None
     if advice is not None:
         result = replace(result, memory_advice=advice)
     if not compare:
@@ -591,6 +664,7 @@ def _measured_answers(
     at_devices: int,
     reference: float,
     shown: Scenario,
+    advice: MemoryAdvice | None = None,
 ) -> Answers:
     """The answers of a calibrated prediction, read off the calibration's curve (relative to
     its baseline, as the table): the largest count keeping the target and the efficiency at
@@ -607,13 +681,14 @@ def _measured_answers(
     correction = fitted / modelled
     absolute = target * reference / correction
     bucket = _best_bucket(scenario, at_devices)
+    tried = _tried(scenario, advice)
     return Answers(
         target_efficiency=target,
         **_kept(keeping(ok)),
         at_devices=at_devices,
         efficiency_at_devices=here if here is not None else min(fitted / reference, 1.0),
-        **_grad_accum_needed(scenario, absolute, at_devices),
-        **_micro_batch_needed(scenario, absolute, at_devices),
+        **_grad_accum_needed(scenario, absolute, at_devices, tried),
+        **_micro_batch_needed(scenario, absolute, at_devices, tried),
         best_bucket_bytes=None if bucket is None else bucket.bucket_bytes,
         best_bucket_exposed_comm_time_s=None if bucket is None else bucket.exposed_comm_time_s,
         best_bucket_efficiency=None
@@ -654,26 +729,12 @@ def compared_strategies(stated: Strategy) -> tuple[Strategy, ...]:
 
 
 def _as_strategy(scenario: Scenario, name: Strategy) -> Scenario:
-    """The same job under strategy ``name``, as that strategy runs by default, with the same
-    one-device throughput (solved from the baseline under the stated strategy, which is what
-    ran there: solved again under each strategy, a slower one had been given a faster device
-    to make up for its exchanges), calibrated with the collectives it runs. A stated shard
-    group goes with HSDP, whose group it is: FSDP or ZeRO in the comparison shard over all
-    devices (FSDP over a group of 16 is HSDP's row again). ``no_sync`` goes with those that
-    take it (DeepSpeed's ZeRO-2 and ZeRO-3 refuse it: they reduce every micro-step)."""
-    group = group_beside(name, scenario.shard_group_size)
-    bucket = scenario.bucket_bytes
-    if not scenario.bucket_stated:
-        bucket = default_bucket_bytes(name, BYTES_PER_VALUE[scenario.grad_dtype])
-    compared = replace(
-        scenario,
-        strategy=name,
-        shard_group_size=group,
-        bucket_bytes=bucket,
-        no_sync=scenario.no_sync and row(name).takes_no_sync,
-    )
-    # A calibration is that of the collectives each strategy runs, where they were measured.
-    return compared if compared.calibration is None else compared.calibration.apply(compared)
+    """The same job under strategy ``name``, as that strategy runs by default
+    (:func:`~dpscale.model.memory.as_strategy`), with the same one-device throughput (solved
+    from the baseline under the stated strategy, which is what ran there: solved again under
+    each strategy, a slower one had been given a faster device to make up for its
+    exchanges)."""
+    return as_strategy(scenario, name)
 
 
 def predict(

@@ -23,14 +23,17 @@ the model, not the result of an iteration that might stop early.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
+from dpscale.calculators._result import tidy
+from dpscale.model.memory import Change, memory
 from dpscale.model.scenario import Scenario, evaluate, from_baseline
-from dpscale.model.strategies import whole_groups
+from dpscale.model.strategies import not_whole_groups, whole_groups
 from dpscale.said import Number, Said
 from dpscale.validation import InputError
 
@@ -39,9 +42,11 @@ __all__ = [
     "MAX_DEVICES_SEARCH",
     "MAX_MICRO_BATCH_SEARCH",
     "BucketAnswer",
+    "FitsWith",
     "Keeping",
     "best_bucket",
     "devices_keeping",
+    "fits_with",
     "grad_accum_for",
     "keeping",
     "max_devices",
@@ -202,6 +207,91 @@ def _smallest_restated(
         else:
             low = middle
     return high
+
+
+@dataclass(frozen=True)
+class FitsWith:
+    """A target's answer (an accumulation or a micro-batch) that does not fit as stated, and
+    the change with which it does (:func:`fits_with`)."""
+
+    change: Change
+    scenario: Scenario
+    """The job with the answer and the change, as a prediction stated with them has it."""
+    memory_bytes: float
+    """Memory per device it takes there."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The changed job's settings (each as the inputs name it) and its memory per
+        device."""
+        sc = self.scenario
+        return {
+            "strategy": sc.strategy,
+            "shard_group_size": sc.shard_group_size or None,
+            "no_sync": sc.no_sync,
+            "activation_checkpointing": sc.activation_checkpointing,
+            "param_dtype": sc.param_dtype or sc.grad_dtype,
+            "memory_per_device_bytes": tidy(self.memory_bytes),
+        }
+
+
+def fits_with(
+    scenario: Scenario,
+    target: float,
+    *,
+    devices: int,
+    changes: Iterable[Change],
+    grad_accum: int | None = None,
+    micro_batch: int | None = None,
+) -> FitsWith | None:
+    """The first of ``changes`` with which the job at the accumulation or micro-batch given
+    (an answer to ``target`` that does not fit as stated) fits at ``devices`` and still
+    reaches ``target`` there, as a prediction stated with both prints (against its own
+    baseline: :func:`relative`; from a baseline of several devices, the throughput measured
+    there taken as the changed job's). None where none does, or the device's memory is
+    unknown. Llama 3 70B under FSDP on 1,024 H100s at micro-batch 1 reaches 90 % with
+    ``--micro-batch 2``, 461 GiB a device; with activation checkpointing too, 46.1 GiB.
+
+    >>> from dpscale.model.hardware import Hardware
+    >>> sc = Scenario(params=70.55e9, grad_dtype="fp32", micro_batch=1, grad_accum=1,
+    ...     per_device_throughput=811.1, hardware=Hardware(8, 350e9, 400e9,
+    ...     memory_capacity=80e9), strategy="fsdp", layers=80, hidden_size=8192, seq_len=8192,
+    ...     vocab_size=128256, ffn_hidden_size=28672, mlp="swiglu", tokens_per_sample=8192,
+    ...     unit="tokens/s")
+    >>> found = fits_with(sc, 0.5, devices=1024, changes=[Change(checkpointing=True)],
+    ...     micro_batch=2)
+    >>> found.change.checkpointing, round(found.memory_bytes / 2**30, 1)
+    (True, 46.1)
+    """
+    capacity = scenario.hardware.memory_capacity
+    if capacity is None:
+        return None
+    restated = _restated(scenario)
+    base = scenario
+    if restated:
+        measured = scenario.baseline_throughput
+        assert measured is not None  # _restated
+        base = replace(scenario, per_device_throughput=measured, baseline_throughput=None)
+    values: dict[str, Any] = {
+        key: value
+        for key, value in (("grad_accum", grad_accum), ("micro_batch", micro_batch))
+        if value is not None
+    }
+    for change in changes:
+        job = replace(change.applied(base), **values)
+        group = whole_groups(job.strategy, job.shard_group_size, job.hardware.devices_per_node)
+        if not_whole_groups(group, [devices, job.baseline_devices]):
+            continue  # HSDP in its node at counts that are not whole nodes: refused if stated
+        used = float(np.asarray(memory(job, [devices]).total)[0])
+        if used > capacity:
+            continue
+        if restated:
+            try:
+                job = from_baseline(job)
+            except InputError:  # no one-device throughput gives the step measured there
+                continue
+        if bool(relative(job, devices) >= target):
+            return FitsWith(change, job, used)
+    return None
 
 
 @dataclass(frozen=True)

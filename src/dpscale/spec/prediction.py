@@ -46,8 +46,9 @@ from dpscale.validation import FieldIssue, InputError, Rule, names
 if TYPE_CHECKING:
     from dpscale.model.calibrate import Calibration
     from dpscale.model.measured import MeasuredFit
-    from dpscale.model.memory import MemoryAdvice
+    from dpscale.model.memory import Change, MemoryAdvice
     from dpscale.model.predict import PredictionResult
+    from dpscale.model.questions import FitsWith
     from dpscale.model.scenario import Scenario
     from dpscale.model.transfer import Transfer
 
@@ -1131,6 +1132,50 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
         "benchmark and step-time spread imply ({implied}), measured under another load: its "
         "steps set {parameters: and } instead.",
     ),
+    "calibration_across_nodes": Wording(
+        N_(
+            "From %(inside)s devices (one node) to %(across)s the throughput per device falls "
+            "to %(measured)s of one node's, where the calibrated step model gives %(fitted)s: "
+            "beyond one node the points lose more than the job's facts imply. Either the point "
+            "at %(devices)s devices is wrong (the others put it at %(expected)s) or crossing "
+            "nodes costs more than stated; the points cannot tell which. %(weighed)s %(remedy)s"
+        ),
+        "From {inside:,} devices (one node) to {across:,} the throughput per device falls to "
+        "{measured} of one node's, where the calibrated step model gives {fitted}: beyond one "
+        "node the points lose more than the job's facts imply. Either the point at {devices:,} "
+        "devices ({throughput}) is wrong (the others put it at {expected}) or crossing nodes "
+        "costs more than stated; the points cannot tell which. {weighed} {remedy}",
+    ),
+    "across_nodes_weighed": Wording(
+        N_("In the fit it counts as %(weight)s of a point, so the curve follows the others."),
+        "In the fit it counts as {weight} of a point, so the curve (and the efficiency "
+        "relative to it) follows the others.",
+    ),
+    "across_nodes_whole": Wording(
+        N_("In the fit it counts whole, and the band holds the miss."),
+        "In the fit it counts whole, and the band holds the miss.",
+    ),
+    "across_nodes_network": Wording(
+        N_(
+            "With the network between nodes at %(network)s of its speed in the model "
+            "(%(bandwidth)s per node) or slower, the step model follows every point: check the "
+            "network bandwidth between nodes and the transport you entered against an "
+            "all-reduce benchmark across nodes."
+        ),
+        "With the network between nodes at {network} of its speed in the model ({bandwidth} "
+        "per node) or slower, the step model follows every point: check --inter-node-bandwidth "
+        "and --transport against an all-reduce benchmark across nodes.",
+    ),
+    "across_nodes_check": Wording(
+        N_(
+            "No slower network between nodes lets the step model follow every point: check "
+            "that point and the network, or fit the points without the job's facts (the "
+            "communication model has a step at the node boundary)."
+        ),
+        "No slower network between nodes lets the step model follow every point: check that "
+        "point and the network, or fit the points without the job's facts (the comm model has "
+        "a step at the node boundary).",
+    ),
     "calibration_odd": Wording(
         N_(
             "Without the point at %(devices)s devices (%(throughput)s), the others fit the "
@@ -1344,6 +1389,11 @@ LINES: Mapping[str, Wording] = {
         N_("%(strategy)s over all devices and activation checkpointing"),
         "--strategy {strategy} without --shard-group-size and with --activation-checkpointing",
     ),
+    "fit_param_dtype": Wording(N_("parameters gathered in %(dtype)s"), "--param-dtype {dtype}"),
+    "fit_with_param_dtype": Wording(
+        N_("%(option)s, with parameters gathered in %(dtype)s"),
+        "{option}, with --param-dtype {dtype}",
+    ),
     "compute": Wording(
         "",
         "Compute per micro-step {micro} ms ({micro_batch} / {throughput} {unit}), "
@@ -1515,6 +1565,40 @@ LINES: Mapping[str, Wording] = {
         ),
         "--grad-accum {value} (which does not fit: {memory} needed per device, {capacity} there)",
     ),
+    "grad_accum_needed_tight": Wording(
+        N_(
+            "%(value)s micro-steps per optimizer step (now %(now)s) exchange the gradients "
+            "once per %(value)s micro-batches and fit, tightly: %(memory)s of %(capacity)s "
+            "per device leaves %(spare)s free, under a tenth of the device, where the "
+            "framework's workspace and the allocator's fragmentation, not counted here, "
+            "commonly take a few GiB; the global batch becomes %(batch)s samples."
+        ),
+        "--grad-accum {value} (fits tightly: {memory} of {capacity} per device, {spare} free: "
+        "measure it before planning on it)",
+    ),
+    "grad_accum_needed_over_fits_with": Wording(
+        N_(
+            "%(value)s micro-steps per optimizer step (now %(now)s) would exchange the "
+            "gradients once per %(value)s micro-batches; as stated they need %(memory)s per "
+            "device, more than the %(capacity)s there, but with %(changes)s they fit: "
+            "%(fixed)s per device. The global batch would be %(batch)s samples."
+        ),
+        "--grad-accum {value} (which does not fit as stated: {memory} needed per device, "
+        "{capacity} there; it fits with {changes}: {fixed})",
+    ),
+    "grad_accum_needed_over_tight_with": Wording(
+        N_(
+            "%(value)s micro-steps per optimizer step (now %(now)s) would exchange the "
+            "gradients once per %(value)s micro-batches; as stated they need %(memory)s per "
+            "device, more than the %(capacity)s there, but with %(changes)s they fit, "
+            "tightly: %(fixed)s per device leaves %(spare)s free, under a tenth of the "
+            "device; measure it before planning on it. The global batch would be %(batch)s "
+            "samples."
+        ),
+        "--grad-accum {value} (which does not fit as stated: {memory} needed per device, "
+        "{capacity} there; it fits tightly with {changes}: {fixed}, {spare} free: measure it "
+        "before planning on it)",
+    ),
     "micro_batch_needed": Wording(
         N_(
             "A micro-batch of %(value)s samples (now %(now)s), if it fits in memory, gives "
@@ -1539,6 +1623,39 @@ LINES: Mapping[str, Wording] = {
         ),
         "--micro-batch {value} (which does not fit: {memory} needed per device, {capacity} there)",
     ),
+    "micro_batch_needed_tight": Wording(
+        N_(
+            "A micro-batch of %(value)s samples (now %(now)s) gives each exchange more compute "
+            "to hide behind and fits, tightly: %(memory)s of %(capacity)s per device leaves "
+            "%(spare)s free, under a tenth of the device, where the framework's workspace and "
+            "the allocator's fragmentation, not counted here, commonly take a few GiB; the "
+            "global batch becomes %(batch)s samples."
+        ),
+        "--micro-batch {value} (fits tightly: {memory} of {capacity} per device, {spare} free: "
+        "measure it before planning on it)",
+    ),
+    "micro_batch_needed_over_fits_with": Wording(
+        N_(
+            "A micro-batch of %(value)s samples (now %(now)s) would give each exchange more "
+            "compute to hide behind; as stated it needs %(memory)s per device, more than the "
+            "%(capacity)s there, but with %(changes)s it fits: %(fixed)s per device. The "
+            "global batch would be %(batch)s samples."
+        ),
+        "--micro-batch {value} (which does not fit as stated: {memory} needed per device, "
+        "{capacity} there; it fits with {changes}: {fixed})",
+    ),
+    "micro_batch_needed_over_tight_with": Wording(
+        N_(
+            "A micro-batch of %(value)s samples (now %(now)s) would give each exchange more "
+            "compute to hide behind; as stated it needs %(memory)s per device, more than the "
+            "%(capacity)s there, but with %(changes)s it fits, tightly: %(fixed)s per device "
+            "leaves %(spare)s free, under a tenth of the device; measure it before planning "
+            "on it. The global batch would be %(batch)s samples."
+        ),
+        "--micro-batch {value} (which does not fit as stated: {memory} needed per device, "
+        "{capacity} there; it fits tightly with {changes}: {fixed}, {spare} free: measure it "
+        "before planning on it)",
+    ),
     "compared_baseline": Wording(
         N_(
             "Every strategy runs the same device: its efficiency is relative to the "
@@ -1556,6 +1673,16 @@ LINES: Mapping[str, Wording] = {
         ),
         "{strategy} shards within groups of {group} devices: it is left out at {shown} devices, "
         "which are not whole groups.",
+    ),
+    "compared_without_no_sync": Wording(
+        N_(
+            "Compared without “no sync”: %(strategies)s (DeepSpeed's ZeRO-2 and ZeRO-3 refuse "
+            "it and reduce the gradients every micro-step, so they keep no unsharded "
+            "gradients between the micro-steps)."
+        ),
+        "Compared without --no-sync: {strategies} (DeepSpeed's ZeRO-2 and ZeRO-3 refuse "
+        "no_sync and reduce the gradients every micro-step, keeping no unsharded gradients "
+        "between them).",
     ),
     "compared_unreachable": Wording(
         N_(
@@ -1588,6 +1715,7 @@ MEASURED_KEYS = (
     "measured_folded",
     "measured_flagged",
     "measured_misfit",
+    "measured_across_nodes",
     "measured_odd",
     "measured_odd_one",
     "measured_spread_beyond",
@@ -1966,6 +2094,8 @@ def _memory_fix(advice: MemoryAdvice, strategy: str, micro_batch: int) -> Said:
         options.append(Said("fit_ungrouped"))
     if advice.synced:
         options.append(Said("fit_synced"))
+    if advice.param_dtype is not None:
+        options.append(Said("fit_param_dtype", {"dtype": advice.param_dtype}))
 
     def alone(name: str) -> bool:
         # A stated group goes with HSDP alone (strategies.group_beside): another runs without.
@@ -1979,7 +2109,8 @@ def _memory_fix(advice: MemoryAdvice, strategy: str, micro_batch: int) -> Said:
         code = "fit_combined_ungrouped" if alone(name) else "fit_combined"
         if advice.combined_synced:
             code = "fit_combined_synced"
-        options.append(_with_checkpointing(code, batch, micro_batch, Name(name, "strategy")))
+        option = _with_checkpointing(code, batch, micro_batch, Name(name, "strategy"))
+        options.append(_with_param_dtype(option, advice.combined_param_dtype))
     if not options:
         leanest = advice.leanest or strategy
         return Said(
@@ -1987,6 +2118,49 @@ def _memory_fix(advice: MemoryAdvice, strategy: str, micro_batch: int) -> Said:
             {"devices": devices, "strategy": Name(leanest, "strategy")},
         )
     return Said("memory_fix", {"devices": devices, "options": Either(tuple(options))})
+
+
+def _with_param_dtype(option: Said, dtype: str | None) -> Said:
+    """``option`` with lighter gathered parameters too, where ``dtype`` says so."""
+    return (
+        option
+        if dtype is None
+        else Said("fit_with_param_dtype", {"option": option, "dtype": dtype})
+    )
+
+
+def _change(change: Change, scenario: Scenario) -> Said:
+    """A change with which a target's answer fits (:class:`~dpscale.model.memory.Change`),
+    in the words the memory advice has for it (with the micro-batch as the answer gives it:
+    each option "as stated")."""
+    from dpscale.model.strategies import row
+
+    grouped = scenario.shard_group_size > 0
+    if change.strategy is None:
+        stated = {"strategy": Name(scenario.strategy, "strategy")}
+        if change.checkpointing and change.ungrouped:
+            said: Said | None = Said("fit_combined_ungrouped_as_stated", stated)
+        elif change.checkpointing and change.synced:
+            said = Said("fit_combined_synced_as_stated", stated)
+        elif change.checkpointing:
+            said = Said("fit_checkpointing_as_stated")
+        elif change.ungrouped:
+            said = Said("fit_ungrouped")
+        elif change.synced:
+            said = Said("fit_synced")
+        else:
+            said = None
+    else:
+        other = {"strategy": Name(change.strategy, "strategy")}
+        alone = grouped and row(change.strategy).group != "node"  # as _memory_fix words it
+        if change.checkpointing:
+            code = "fit_combined_ungrouped_as_stated" if alone else "fit_combined_as_stated"
+        else:
+            code = "fit_strategy_ungrouped" if alone else "fit_strategy"
+        said = Said(code, other)
+    if said is None:
+        return Said("fit_param_dtype", {"dtype": change.param_dtype or ""})
+    return _with_param_dtype(said, change.param_dtype)
 
 
 def _with_checkpointing(code: str, batch: int, stated: int, strategy: Name | None = None) -> Said:
@@ -2081,6 +2255,20 @@ def comparison_notes(result: PredictionResult) -> list[Said]:
             "shown": shown + (f" and {number(more)} more" if more > 0 else ""),
         }
         notes.append(Said("compared_left_out", words))
+    if result.scenario.no_sync:
+        # DeepSpeed's ZeRO-2 and ZeRO-3 refuse no_sync: beside a job that states it they
+        # reduce every micro-step, which their rows had shown without a word.
+        synced = tuple(
+            dict.fromkeys(
+                other.scenario.strategy
+                for other in result.comparison
+                if not other.scenario.no_sync and not other.stated_in(result)
+            )
+        )
+        if synced:
+            notes.append(
+                Said("compared_without_no_sync", {"strategies": Names(synced, "strategy")})
+            )
     for item in result.unreachable:
         words = {
             "strategy": Name(item.strategy, "strategy"),
@@ -2147,24 +2335,12 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
                 "now": Count(now),
                 "batch": Count(value * other * a.at_devices),
             }
-            code = key
-            used, capacity = a.micro_batch_needed_memory_bytes, sc.hardware.memory_capacity
             if key == "grad_accum_needed":
-                over = a.grad_accum_needed_memory_bytes
-                if over is not None and capacity is not None and over > capacity:
-                    code = "grad_accum_needed_over"
-                    words |= {
-                        "memory": Quantity(over, "bytes"),
-                        "capacity": Quantity(capacity, "bytes"),
-                    }
-            elif key == "micro_batch_needed" and used is not None and capacity is not None:
-                # The memory model knows the activations: say whether it fits, not "if".
-                code = "micro_batch_needed_fits" if used <= capacity else "micro_batch_needed_over"
-                words |= {
-                    "memory": Quantity(used, "bytes"),
-                    "capacity": Quantity(capacity, "bytes"),
-                }
-            said[key] = Said(code, words)
+                used, fixed = a.grad_accum_needed_memory_bytes, a.grad_accum_needed_fits_with
+            else:
+                used, fixed = a.micro_batch_needed_memory_bytes, a.micro_batch_needed_fits_with
+            code, room = _room(key, used, fixed, sc)
+            said[key] = Said(code, {**words, **room})
             needed.append(said[key])
     at: dict[str, Value] = {
         "devices": Count(a.at_devices),
@@ -2188,3 +2364,38 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
             },
         )
     return said
+
+
+def _room(
+    key: str, used: float | None, fixed: FitsWith | None, scenario: Scenario
+) -> tuple[str, dict[str, Value]]:
+    """How an answer of ``key`` (``grad_accum_needed``, ``micro_batch_needed``) that takes
+    ``used`` bytes a device is said, and the words that says it: where the memory model knows
+    them (the activations: whether it fits, not "if"), whether it fits, tightly (as the memory
+    line says it of the stated job: under :data:`TIGHT` of the device free), or not, and then
+    with which change it does (``fixed``). An accumulation that fits, roomily, says nothing
+    of memory: it is the stated job's own, but where ``no_sync`` keeps its gradients."""
+    capacity = scenario.hardware.memory_capacity
+    if used is None or capacity is None:
+        return key, {}
+    words: dict[str, Value] = {
+        "memory": Quantity(used, "bytes"),
+        "capacity": Quantity(capacity, "bytes"),
+    }
+    if used <= capacity:
+        spare = capacity - used
+        if spare < TIGHT * capacity:
+            return f"{key}_tight", {**words, "spare": Quantity(spare, "bytes")}
+        if key == "grad_accum_needed":
+            return key, {}
+        return f"{key}_fits", words
+    if fixed is None:
+        return f"{key}_over", words
+    words |= {
+        "changes": _change(fixed.change, scenario),
+        "fixed": Quantity(fixed.memory_bytes, "bytes"),
+    }
+    spare = capacity - fixed.memory_bytes
+    if spare < TIGHT * capacity:
+        return f"{key}_over_tight_with", {**words, "spare": Quantity(spare, "bytes")}
+    return f"{key}_over_fits_with", words
