@@ -214,7 +214,14 @@ def test_an_inline_pair_is_named_by_its_place_and_a_huge_value_briefly() -> None
     assert str(caught.value).endswith("(got -5)")
     with pytest.raises(InputError) as caught:
         parse_points("8:1e300,16:2e300")
-    assert str(caught.value).endswith("(got 1e+300)")
+    assert str(caught.value).endswith("(got 1e300)")
+    # As typed: 2e15 had been shown as 2000000000000000.0; a long cell is shortened.
+    with pytest.raises(InputError) as caught:
+        parse_points("8:2e15,16:1")
+    assert str(caught.value).endswith("(got 2e15)")
+    with pytest.raises(InputError) as caught:
+        parse_points("8:" + "9" * 60 + ",16:1")
+    assert str(caught.value).endswith("(got " + "9" * 37 + "...)")
 
 
 def test_a_spreadsheet_with_a_decimal_comma_reads_as_it_was_written() -> None:

@@ -158,7 +158,11 @@ def _clipped(text: str) -> str:
 
 
 def _shown(value: object) -> str:
-    text = repr(value) if isinstance(value, str) else json.dumps(value)
+    return _cut(repr(value) if isinstance(value, str) else json.dumps(value))
+
+
+def _cut(text: str) -> str:
+    """``text`` as an error message shows it: at most 40 characters."""
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -178,7 +182,12 @@ def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
         for column, raw in zip(COLUMNS, (raw_devices, raw_throughput), strict=True):
             value = _number(raw, where, column)
             if not rules[column].admits(np.array([value]))[0]:
-                shown = _plain(value) if math.isfinite(value) else value
+                # As typed ("2e15" had been shown as 2000000000000000.0), shortened.
+                shown = (
+                    _cut(str(raw).strip())
+                    if isinstance(raw, str)
+                    else (_plain(value) if math.isfinite(value) else value)
+                )
                 raise _issue(
                     where,
                     f", column {column} must be {rules[column].describe()} (got {shown})",
