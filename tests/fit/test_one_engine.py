@@ -381,3 +381,22 @@ def test_below_the_fewest_measured_both_commands_give_a_band_both_sides(
     assert one["throughput_low"] < one["throughput"] < one["throughput_high"]
     # Fewer devices lose no more per device than at the baseline of 8.
     assert all(row["efficiency_low"] >= 0.97 for row in fitted["predictions"][:3])
+
+
+def test_a_calibrated_estimate_on_its_bound_reaches_off_it_and_a_measured_rate_has_noise() -> None:
+    # "step_overhead 0, 0 to 0" and "per_device_throughput 329, 329 to 329" had been printed
+    # as 95 % intervals: the points put the fixed cost at its bound (0), where they still allow
+    # a little, and the one-device point is one measurement, as sure as its noise.
+    from dpscale.fit import FitQuery, fit
+
+    job = {"points": "1:329,2:620,4:1200,8:2300", "params": "25.6e6",
+           "hardware": "dgx1-v100", "micro_batch": 64, "at": "16"}  # fmt: skip
+    result = fit(FitQuery.model_validate(job))
+    table = result.fitted.parameters()
+    overhead = table["step_overhead"]
+    assert (overhead["value"], overhead["low"]) == (0.0, 0.0)
+    assert overhead["high"] == pytest.approx(0.002469, rel=1e-3)
+    rate = table["per_device_throughput"]
+    assert rate["value"] == 329.0
+    assert rate["low"] == pytest.approx(322.5, abs=0.1)
+    assert rate["high"] == pytest.approx(335.7, abs=0.1)

@@ -40,7 +40,7 @@ from dpscale.fit.data import Points
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.models import Parameter, ScalingModel
 from dpscale.fit.physics import Physics, check_finite
-from dpscale.model.measured import POINTS_SOURCE, MeasuredFit, calibrate_measured
+from dpscale.model.measured import _LOWER, POINTS_SOURCE, MeasuredFit, calibrate_measured
 from dpscale.model.scenario import Scenario
 from dpscale.validation import InputError
 
@@ -139,7 +139,9 @@ class CalibratedFit(ModelFit):
         sd = dict(zip(fit.free, np.sqrt(np.maximum(np.diag(fit.covariance), 0.0)), strict=True))
         samples = sc.micro_batch * sc.tokens_per_sample * sc.grad_accum
         compute = samples / sc.per_device_throughput
-        level = float(sd.get("level", 0.0))
+        # Not estimated (a point on one device sets it): as sure as one measurement, its
+        # noise ("329 to 329" had been printed as a 95 % interval).
+        level = float(sd["level"]) if "level" in sd else fit.noise * compute
 
         def rate(seconds: float) -> float:
             return samples / max(seconds, 1e-300)
@@ -153,14 +155,20 @@ class CalibratedFit(ModelFit):
             }
         }
         values = fit.values()
+        # An estimate on a bound reaches from it as far as the points allow, on one side.
+        held = fit.spread_at_bound()
         for name in fit.free:
             if name == "level":
                 continue
             value = values[name]
+            spread = SPREAD * float(held.get(name, sd[name]))
+            low, high = max(value - spread, 0.0), value + spread
+            if name in held:
+                low, high = (value, high) if value <= _LOWER[name] else (low, value)
             out[name] = {
                 "value": value,
-                "low": max(value - SPREAD * float(sd[name]), 0.0),
-                "high": value + SPREAD * float(sd[name]),
+                "low": low,
+                "high": high,
                 "description": _DESCRIPTIONS[name],
             }
         return out

@@ -467,6 +467,42 @@ class MeasuredFit:
     def _design(self, n: Any) -> tuple[Any, dict[str, Any]]:
         return _design(self.basis or self.scenario, n)
 
+    def spread_at_bound(self) -> dict[str, float]:
+        """Each estimate held on a bound (:func:`_held`; no variance in :attr:`covariance`,
+        which the band keeps), and its standard deviation there with it alone free and the
+        others as estimated: how far the points allow it off the bound, for its interval
+        ("fixed cost 0 ms, 0 to 0" had been printed as if the points pinned it at 0).
+
+        >>> from dpscale.model import PredictQuery
+        >>> q = PredictQuery(params=25.6e6, hardware="dgx1-v100", micro_batch=64,
+        ...                  per_device_throughput=329)
+        >>> fit = calibrate_measured(q.scenario(), [(1, 329.0), (2, 620.0), (4, 1200.0),
+        ...                          (8, 2300.0)], source="t")
+        >>> fit.step_overhead_s, round(fit.spread_at_bound()["step_overhead"] * 1e3, 2)
+        (0.0, 1.23)
+        """
+        held = [
+            name
+            for index, name in enumerate(self.free)
+            if name != "level" and np.asarray(self.covariance)[index, index] <= 0
+        ]
+        if not held:
+            return {}
+        sc = self.scenario
+        n = np.array([m for m, _ in self.points], dtype=float)
+        x = np.array([y for _, y in self.points], dtype=float)
+        measured = n * sc.micro_batch * sc.tokens_per_sample * sc.grad_accum / x
+        weight = np.ones_like(n)
+        for flag in self.flagged:
+            weight[n == flag.devices] = flag.weight
+        _, columns = self._design(n)
+        spread = {}
+        for name in held:
+            squares = float(np.sum(weight * (np.asarray(columns[name]) / measured) ** 2))
+            if squares > 0:
+                spread[name] = self.noise / math.sqrt(squares)
+        return spread
+
     def _step(self, n: Any, values: Mapping[str, float] | None = None) -> Any:
         single, columns = self._design(n)
         values = self.values() if values is None else values
