@@ -95,7 +95,8 @@ def test_bubble_and_accumulation_name_each_number(capsys: pytest.CaptureFixture[
         "Bubble (share of step time)": "(Stages - 1) / (virtual stages x micro-batches + stages "
         "- 1): (4 - 1) / (2 x 8 + 4 - 1) = 15.79 % of each step is spent idle, filling and "
         "draining the pipeline",
-        "Pipeline efficiency": "1 - bubble: 1 - 15.79 % = 84.21 % of each step does useful work",
+        "Pipeline efficiency": "100 % - bubble: 100 % - 15.79 % = 84.21 % of each step does "
+        "useful work",
         "Bubble ratio (Megatron-LM)": "(Stages - 1) / (virtual stages x micro-batches): (4 - 1) "
         "/ (2 x 8) = 18.75 %, the bubble measured against the ideal step time, as Megatron-LM "
         "reports it",
@@ -103,8 +104,8 @@ def test_bubble_and_accumulation_name_each_number(capsys: pytest.CaptureFixture[
     status, out, _ = run(capsys, "batch", "-b", "4", "-d", "128", "--target-global-batch", "2048")
     assert cells(out)["Grad-accum steps"] == (
         "4",
-        "Global batch / (micro-batch x devices): 2,048 / (4 x 128) = 4 forward and backward "
-        "passes summed before each optimizer step",
+        "Global batch / (micro-batch x devices): 2,048 / (4 x 128) = 4, the forward and "
+        "backward passes summed before each optimizer step",
     )
 
 

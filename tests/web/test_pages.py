@@ -62,7 +62,7 @@ def test_each_sentence_s_arithmetic_holds_as_written(client: httpx.Client) -> No
     html = unescape(client.get("/en/pipeline-bubble?stages=2&micro_batches=810").text)
     assert result_value(html, "bubble_fraction") == "0.1233%"
     assert result_value(html, "efficiency") == "99.8767%"
-    assert sentence(html, "efficiency").startswith("1 − bubble: 1 − 0.1233% = 99.8767%")
+    assert sentence(html, "efficiency").startswith("100% − bubble: 100% − 0.1233% = 99.8767%")
     html = unescape(
         client.get("/en/effective-batch-size?micro_batch=1&devices=1&grad_accum=1&seq_len=1").text
     )

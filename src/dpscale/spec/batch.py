@@ -159,7 +159,7 @@ BATCH = Description(
             value="%(steps)s",
             sentence=N_(
                 "Global batch / (micro-batch × devices): %(batch)s / (%(micro)s × "
-                "%(devices)s) = %(steps)s forward and backward passes summed before each "
+                "%(devices)s) = %(steps)s, the forward and backward passes summed before each "
                 "optimizer step."
             ),
             terminal_label="Grad-accum steps",

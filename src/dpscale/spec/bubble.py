@@ -37,8 +37,9 @@ def _compute(values: Mapping[str, Any]) -> BubbleResult:
 
 def _params(result: BubbleResult) -> dict[str, Param]:
     """The shares in percent to four significant digits; the efficiency as 100 % less the
-    bubble as shown, to the bubble's last digit (1 − 0.1235 % = 99.8765 %, where four digits
-    had written 99.88 %)."""
+    bubble as shown, to the bubble's last digit (100 % − 0.1235 % = 99.8765 %, where four
+    digits had written 99.88 %); ``whole`` is the 100 % it starts from, written as each
+    surface writes a percentage (it had been "1 − 15.79 %")."""
     bubble = as_shown(result.bubble_fraction * 100, 4)
     return {
         "p": Number(result.stages),
@@ -47,6 +48,7 @@ def _params(result: BubbleResult) -> dict[str, Param]:
         "fraction": Percentage(bubble / 100, EXACT),
         "efficiency": Percentage(difference(100, bubble) / 100, EXACT),
         "ratio": Percentage(result.bubble_ratio),
+        "whole": Percentage(1.0, EXACT),
     }
 
 
@@ -110,7 +112,8 @@ BUBBLE = Description(
             label=N_("Pipeline efficiency"),
             value="%(efficiency)s",
             sentence=N_(
-                "1 − bubble: 1 − %(fraction)s = %(efficiency)s of each step does useful work."
+                "%(whole)s − bubble: %(whole)s − %(fraction)s = %(efficiency)s of each step "
+                "does useful work."
             ),
             terminal_label="Pipeline efficiency",
             terminal_value="%(efficiency)s",

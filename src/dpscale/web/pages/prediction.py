@@ -286,13 +286,15 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
     if issue.code == NO_RUN:
         return _("No stored run has the id %(run)s.", run=str(issue.ctx["run"]))
     if issue.code == RUN_FAILS_SCHEMA:
+        # The schema's reason is English (dpscale runs show names it): not said on the page.
         return _(
-            "Run %(run)s was stored before a rule it breaks (%(place)s: %(problem)s). It is "
-            "kept as stored: to use it, export it (dpscale runs export %(run)s --json), correct "
-            "%(place)s and import it under another run id.",
+            "Run %(run)s breaks a rule added after it was stored, or was written around "
+            "dpscale runs import (at %(place)s; dpscale runs show %(run)s says why). It is kept "
+            "as stored: to use it, export it (dpscale runs export %(run)s --json -o "
+            "%(run)s.json), correct %(place)s, give it another run id and import it (dpscale "
+            "runs import %(run)s.json).",
             run=str(issue.ctx["run"]),
             place=str(issue.ctx["place"]),
-            problem=str(issue.ctx["problem"]).removeprefix(f"{issue.ctx['place']}: "),
         )
     if issue.code == RUN_OTHER_JOB:
         differs = issue.ctx["differs"]
