@@ -117,7 +117,7 @@ def _placeholder(f: InputField, loc: Localizer) -> str:
 POINTS_EXAMPLE = N_("Numbers as this page writes them: %(example)s.")
 """The sentence added to a box of measured points' help: pairs in the page's number format
 (``8:7.900,5; 16:15.500`` in German), which the page reads (see
-:func:`dpscale.web.typed_numbers.canonical_points`)."""
+:func:`dpscale.web.typed_points.canonical_points`)."""
 
 
 def points_example(loc: Localizer) -> str:
@@ -196,9 +196,10 @@ def _fields(calc: Calculator, state: FormState, loc: Localizer) -> list[FieldVie
 
 
 EMBED_HEIGHTS = {
-    "data-parallel-scaling": 740,  # measured 713 px (Chromium, worked example, 640 px wide)
+    "data-parallel-scaling": 800,  # 773 px (Chromium, worked example, 640 px wide): the
+    # sentences name their quantities before the numbers
     "effective-batch-size": 790,  # 758: the sentences name their quantities before the numbers
-    "pipeline-bubble": 740,  # 705
+    "pipeline-bubble": 800,  # 758
     "scaling-prediction": 2930,  # 2,881: the table of every device count and the notes
     "scaling-fit": 2660,  # 2,613: the tables (each with its scroll line), the unit, every note
 }
