@@ -2,7 +2,13 @@
 
 import pytest
 
-from dpscale.fit.data import Points, parse_device_counts, parse_points, points_from_run
+from dpscale.fit.data import (
+    NOT_A_PAIR,
+    Points,
+    parse_device_counts,
+    parse_points,
+    points_from_run,
+)
 from dpscale.validation import InputError
 
 CSV = "devices,throughput\n1,329\n2,620\n8,2456\n16,4896\n"
@@ -187,7 +193,7 @@ def test_device_throughput_pairs_as_predict_measured_takes_them(text: str) -> No
         ("1:329,2:abc", "points.csv: item 2, throughput: 'abc' is not a number"),
         (
             "1:329\n8 2456",
-            "points.csv: line 2: '8 2456' is not devices:throughput pairs like 1:362.4,8:2722",
+            "points.csv: line 2: '8 2456' is not a devices:throughput pair like 8:2722",
         ),
         (
             "1:329,0:10",
@@ -230,3 +236,42 @@ def test_a_spreadsheet_with_a_decimal_comma_reads_as_it_was_written() -> None:
     points = parse_points("devices;throughput\n1;329,5\n2;620\n8;2456,25\n")
     assert points.throughput.tolist() == [329.5, 620.0, 2456.25]
     assert parse_points("1\t329,5\n2\t620").throughput.tolist() == [329.5, 620.0]
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "item", "expected"),
+    [
+        # A decimal comma in English pairs, and a pair without its throughput: the header's
+        # message ("the header must name the columns devices and throughput") had said nothing
+        # of either.
+        ("8:7,5,16:15", "item", 2, "item 2: '5' is not a devices:throughput pair like 8:2722"),
+        ("8:7900, 16", "item", 2, "item 2: '16' is not a devices:throughput pair like 8:2722"),
+        (
+            "1:329, 2:620\n8:2456, 16, 32:9000",
+            "item",
+            4,
+            "item 4: '16' is not a devices:throughput pair like 8:2722",
+        ),
+        ("1:329\n16", "line", 2, "line 2: '16' is not a devices:throughput pair like 8:2722"),
+        (
+            "8:7900:16",
+            "line",
+            1,
+            "line 1: '8:7900:16' is not a devices:throughput pair like 8:2722",
+        ),
+    ],
+)
+def test_an_item_that_is_no_pair_is_named(text: str, where: str, item: int, expected: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_points(text)
+    issue = caught.value.issues[0]
+    assert issue.code == NOT_A_PAIR
+    assert issue.sentence("--points") == f"--points: {expected}"
+    assert issue.ctx[where] == item
+    assert issue.ctx["text"] == expected.split("'")[1]
+
+
+def test_pairs_that_read_are_unchanged_by_the_pair_check() -> None:
+    points = parse_points("8:7.5,16:15")
+    assert points.devices.tolist() == [8, 16]
+    assert points.throughput.tolist() == [7.5, 15.0]

@@ -134,6 +134,34 @@ def test_bad_points_are_told_at_the_field(
 
 
 @pytest.mark.parametrize(
+    ("points", "item"),
+    [
+        ("8:7,5,16:15", "5"),  # a decimal comma on the English page
+        ("8:7900, 16", "16"),  # a pair without its throughput
+    ],
+)
+def test_an_item_that_is_no_pair_is_named_at_the_field(
+    client: httpx.Client, points: str, item: str
+) -> None:
+    # It had been "Line 1: the header must name the columns devices and throughput.", which
+    # says nothing of the pair.
+    page = client.get(f"/en/scaling-fit?{urlencode({'points': points})}")
+    assert unescape(error_at(page.text, "points")) == (
+        f"Item 2: “{item}” is not a devices:throughput pair such as 8:7,900.5."
+    )
+    assert "data-result=" not in page.text
+    api = client.get("/api/v1/scaling-fit", params={"points": points})
+    assert api.status_code == 422
+    assert api.json()["detail"] == [
+        {
+            "field": "points",
+            "code": "not_a_pair",
+            "message": f"points: item 2: '{item}' is not a devices:throughput pair like 8:2722",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
     ("lang", "points", "message"),
     [
         # Told as points, not characters: the page words the issue from its code (it used to

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from dpscale.fit.data import parse_points
 from dpscale.model.measured import parse_measured
-from dpscale.web.context import points_example
+from dpscale.web.context import points_example, points_link_example
 from dpscale.web.i18n import LANGUAGES, localizer
-from dpscale.web.typed_numbers import AmbiguousPointsError, canonical_points
+from dpscale.web.typed_points import AmbiguousPointsError, canonical_points
 
 from .conftest import LiveServer, result_value
 
@@ -216,6 +216,11 @@ def test_the_help_s_example_reads_as_written(code: str) -> None:
     loc = localizer(code)
     example = points_example(loc)
     assert _read(canonical_points(example, loc.language.locale)) == [(8, 7900.5), (16, 15500.0)]
+    # The example as links write it: the same text on every page, which reads the same here.
+    link = points_link_example(loc)
+    assert link == "8:7900.5, 16:15500"
+    assert canonical_points(link, loc.language.locale) == link
+    assert _read(canonical_points(link, loc.language.locale)) == [(8, 7900.5), (16, 15500.0)]
 
 
 def test_json_and_a_stored_run_are_left_as_they_are() -> None:
@@ -312,7 +317,9 @@ def test_a_three_decimal_link_from_english_is_not_read_as_thousands(
     fragment = client.get(f"/fragment/de/{FIT}?{urlsplit(link).query}").json()
     assert _linked_points(fragment["query"]) == "8:7.1250, 16:14.25, 32:28.5"
     api = client.get(f"/api/v1/{FIT}?{urlsplit(link).query}").json()
-    assert api["predictions"][0]["throughput"] < 100  # 7.125 at 8 devices, not 7,125
+    # The points scale linearly: the fit at 8 devices is the 7.125 measured, not 7,125.
+    assert api["predictions"][0]["devices"] == 8
+    assert api["predictions"][0]["throughput"] == pytest.approx(7.125, rel=1e-9)
 
 
 def test_ambiguous_points_are_refused_at_the_field(client: httpx.Client) -> None:
@@ -415,15 +422,67 @@ def test_measured_throughputs_that_read_two_ways_are_refused(client: httpx.Clien
     )
 
 
+def _help(html: str, field: str) -> str:
+    found = re.search(rf'id="help-{field}">([^<]*)<', unescape(html))
+    assert found, f"no help for {field}"
+    return found.group(1)
+
+
+def _box(html: str, field: str) -> str:
+    found = re.search(rf'id="in-{field}"[^>]*>([^<]*)</textarea>', html)
+    assert found, f"no box for {field}"
+    return unescape(found.group(1))
+
+
 def test_the_points_help_shows_the_page_s_number_format(client: httpx.Client) -> None:
-    html = unescape(client.get(f"/de/{FIT}").text)
-    help_text = re.search(r'id="help-points">([^<]*)<', html)
-    assert help_text
-    assert help_text.group(1).endswith("8:7.900,5; 16:15.500.")
-    html = unescape(client.get("/fr/scaling-prediction").text)
-    help_text = re.search(r'id="help-measured">([^<]*)<', html)
-    assert help_text
-    assert f"8:7{NNBSP}900,5; 16:15{NNBSP}500" in help_text.group(1)
+    de = localizer("de")
+    help_text = _help(client.get(f"/de/{FIT}").text, "points")
+    example = de.gettext(
+        "Numbers as this page writes them (%(example)s) or as its links write them (%(link)s).",
+        example="8:7.900,5; 16:15.500",
+        link="8:7900.5, 16:15500",
+    )
+    assert help_text.endswith(" " + example)
+    help_text = _help(client.get("/fr/scaling-prediction").text, "measured")
+    assert f"8:7{NNBSP}900,5; 16:15{NNBSP}500" in help_text
+    assert "8:7900.5, 16:15500" in help_text
+
+
+@pytest.mark.parametrize(
+    ("code", "typed", "meant"),
+    [
+        ("de", "8:7,9; 16:15,5; 32:30", [(8, 7.9), (16, 15.5), (32, 30.0)]),
+        ("de", "8:7.900,5; 16:15.500; 32:30.000", [(8, 7900.5), (16, 15500.0), (32, 30000.0)]),
+        (
+            "fr",
+            f"8:7{NNBSP}900,5; 16:15{NNBSP}500; 32:30",
+            [(8, 7900.5), (16, 15500.0), (32, 30.0)],
+        ),
+    ],
+)
+def test_a_link_s_points_are_shown_in_the_form_the_help_names(
+    client: httpx.Client, code: str, typed: str, meant: list[tuple[int, float]]
+) -> None:
+    """A share link or the language switch carries canonical pairs ("8:7.9, 16:15.5"), which
+    the box shows as given, as a number box shows a link's "2000.5": the help names that form
+    beside the page's own (it had named the page's alone, "8:7.900,5; 16:15.500"), and the
+    box's text reads on the page as the numbers typed."""
+    loc = localizer(code)
+    fragment = _fit(client, code, typed)
+    assert fragment["valid"] is True
+    linked = _linked_points(fragment["query"])
+    assert _read(linked) == meant
+    html = client.get(f"/{code}/{FIT}?{fragment['query']}").text
+    assert _box(html, "points") == linked
+    assert sorted(_read(canonical_points(linked, loc.language.locale))) == meant
+    # The help's two forms: the page's own, and the links' (the box's) as this page reads it.
+    help_text = _help(html, "points")
+    assert points_example(loc) in help_text
+    assert "8:7900.5, 16:15500" in help_text
+    # The language switch shows the same canonical text in the other language's box.
+    other = "en" if code != "en" else "de"
+    switched = client.get(f"/{other}/{FIT}?{fragment['query']}").text
+    assert _box(switched, "points") == linked
 
 
 @pytest.mark.browser

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_THROUGHPUT",
     "MISSING_VALUE",
     "NOT_A_NUMBER",
+    "NOT_A_PAIR",
     "OUT_OF_RANGE",
     "TOO_FEW_COUNTS",
     "TOO_LONG",
@@ -74,6 +75,9 @@ TOO_MANY_POINTS = "too_many_points"
 BAD_HEADER = "bad_header"
 BAD_SHAPE = "bad_shape"
 BAD_JSON = "bad_json"
+NOT_A_PAIR = "not_a_pair"
+"""An item of ``devices:throughput`` pairs that is no such pair (``5`` in ``8:7,5,16:15``):
+``ctx`` holds ``item`` (or ``line``, for a line that is one item) and ``text``, the item."""
 
 COLUMNS = ("devices", "throughput")
 
@@ -249,7 +253,7 @@ def _table_rows(text: str) -> list[tuple[str, object, object]]:
     if not lines:
         return []
     first_number, first = lines[0]
-    if ":" in first and _are_pairs(_pairs_of(first)):
+    if ":" in first:  # pairs: an item that is none is named ("8:7900, 16" had been a header)
         return _pair_rows(lines)
     cells = _split(first)
     columns = (0, 1)
@@ -282,21 +286,30 @@ def _pairs_of(line: str) -> list[str]:
     return [cell for cell in _split(re.sub(r"\s*:\s*", ":", line.strip())) if cell]
 
 
-def _are_pairs(cells: Sequence[str]) -> bool:
-    return all(cell.count(":") == 1 for cell in cells)
-
-
 def _pair_rows(lines: Sequence[tuple[int, str]]) -> list[tuple[str, object, object]]:
     """Rows of ``devices:throughput`` pairs, as ``predict --measured`` takes them
-    (``1:362.4,8:2722``), several to a line or one per line."""
+    (``1:362.4,8:2722``), several to a line or one per line. An item that is no pair is
+    named by its place ("8:7,5,16:15": item 2, ``5``; the header's message had said nothing
+    of it), a line without a colon as the line.
+
+    >>> parse_points("8:7,5,16:15")
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: points: item 2: '5' is not a devices:throughput pair like 8:2722
+    """
     rows: list[tuple[str, object, object]] = []
     for number, line in lines:
         cells = _pairs_of(line)
-        if not _are_pairs(cells):
+        bad = next((index for index, cell in enumerate(cells) if cell.count(":") != 1), None)
+        if bad is not None:
+            several = len(cells) > 1 and ":" in line
+            where = f"item {len(rows) + bad + 1}" if several else f"line {number}"
+            text = cells[bad] if several else line.strip()
             raise _issue(
-                f"line {number}",
-                f": {_shown(line.strip())} is not devices:throughput pairs like 1:362.4,8:2722",
-                BAD_SHAPE,
+                where,
+                f": {_shown(text)} is not a devices:throughput pair like 8:2722",
+                NOT_A_PAIR,
+                text=_cut(one_line(text)),
             )
         for cell in cells:
             devices, throughput = cell.split(":")

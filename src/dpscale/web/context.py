@@ -27,6 +27,7 @@ from dpscale.web.i18n import LANGUAGES, N_, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
 from dpscale.web.skeleton import Skeleton, hole
 from dpscale.web.templating import chart_version, environment, field_box, mathml, render
+from dpscale.web.typed_points import canonical_points
 
 __all__ = [
     "EMBED_HEIGHTS",
@@ -114,10 +115,16 @@ def _placeholder(f: InputField, loc: Localizer) -> str:
     return str(default)
 
 
-POINTS_EXAMPLE = N_("Numbers as this page writes them: %(example)s.")
+POINTS_EXAMPLE = N_(
+    "Numbers as this page writes them (%(example)s) or as its links write them (%(link)s)."
+)
 """The sentence added to a box of measured points' help: pairs in the page's number format
-(``8:7.900,5; 16:15.500`` in German), which the page reads (see
-:func:`dpscale.web.typed_points.canonical_points`)."""
+(``8:7.900,5; 16:15.500`` in German) and the same pairs as a share link or the language switch
+carries them (``8:7900.5, 16:15500``), both of which the page reads (see
+:func:`dpscale.web.typed_points.canonical_points`). A link's points are shown in the box as the
+link gives them, as a number box shows a link's ``2000.5`` and a list of counts its
+``8,1024``: the help names that form too, so the box never shows one the help disowns (it had
+named the page's own alone, under a box showing a link's ``8:7.9, 16:15.5``)."""
 
 
 def points_example(loc: Localizer) -> str:
@@ -130,13 +137,26 @@ def points_example(loc: Localizer) -> str:
     return f"8:{loc.number(7900.5)}; 16:{loc.number(15500)}"
 
 
+def points_link_example(loc: Localizer) -> str:
+    """:func:`points_example` as links carry it: the canonical text the page reads it as, the
+    same on every page.
+
+    >>> points_link_example(localizer("de")), points_link_example(localizer("fr"))
+    ('8:7900.5, 16:15500', '8:7900.5, 16:15500')
+    """
+    return canonical_points(points_example(loc), loc.language.locale)
+
+
 def _help(f: InputField, loc: Localizer) -> str:
     """The hint under a box; a box of measured points' with an example in the page's number
-    format, as it reads them ("7.900,5" in German is seven thousand nine hundred and a half)."""
+    format, as it reads them ("7.900,5" in German is seven thousand nine hundred and a half),
+    and the same example as links write it (:data:`POINTS_EXAMPLE`)."""
     text = loc.gettext(f.help) if f.help else ""
     if not f.points:
         return text
-    example = loc.gettext(POINTS_EXAMPLE, example=points_example(loc))
+    example = loc.gettext(
+        POINTS_EXAMPLE, example=points_example(loc), link=points_link_example(loc)
+    )
     # Sentences ending in a full-width stop (Chinese, Japanese) run on without a space.
     return text + example if not text or text.endswith("。") else f"{text} {example}"
 

@@ -19,13 +19,8 @@ from pydantic import TypeAdapter, ValidationError
 from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, check_lengths, one_line
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation
-from dpscale.web.typed_numbers import (
-    AmbiguousPointsError,
-    canonical_counts,
-    canonical_number,
-    canonical_points,
-    read_number,
-)
+from dpscale.web.typed_numbers import canonical_counts, canonical_number, read_number
+from dpscale.web.typed_points import AmbiguousPointsError, canonical_points
 
 __all__ = [
     "UNTOUCHED",

@@ -89,7 +89,7 @@ class InputField:
     """A box of measured points, ``devices:throughput`` pairs or a table ("8:7.900, 16:15.500"
     on a German page): each number is read in the page's language as a number box's is, and
     separators that leave two readings are refused
-    (:func:`dpscale.web.typed_numbers.canonical_points`)."""
+    (:func:`dpscale.web.typed_points.canonical_points`)."""
     filled_by: str = ""
     """The select whose preset fills this input (``model`` for the parameters): a fresh page's
     value (``default``, the worked example's) is the page's, not the visitor's, so it gives

@@ -54,7 +54,7 @@ from dpscale.web.pages import prediction
 from dpscale.web.pages._described import input_fields
 from dpscale.web.pages._said import say
 from dpscale.web.registry import Calculator, Formula, Presentation, ResultItem
-from dpscale.web.typed_numbers import canonical_points
+from dpscale.web.typed_points import canonical_points
 
 __all__ = ["CALCULATOR", "router"]
 
@@ -323,6 +323,15 @@ def explain(issue: FieldIssue, values: Mapping[str, str], loc: Localizer) -> str
     code = issue.code
     if code == points_data.TOO_FEW_COUNTS:
         return _("Enter measurements at two or more different device counts.")
+    if code == points_data.NOT_A_PAIR and where:
+        # The item as typed, and a pair as this page writes its numbers ("8:7.900,5" in German).
+        example = "8:" + loc.number(7900.5)
+        return _(
+            "%(where)s: “%(text)s” is not a devices:throughput pair such as %(example)s.",
+            where=where,
+            text=str(issue.ctx.get("text", "")),
+            example=example,
+        )
     if code == points_data.BAD_HEADER:
         return _("%(where)s: the header must name the columns devices and throughput.", where=where)
     if code == points_data.OUT_OF_RANGE and where:
