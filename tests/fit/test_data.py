@@ -106,6 +106,11 @@ def test_csv_round_trip_for_share_links() -> None:
             "(got only 8 devices)",
         ),
         (
+            "devices,throughput\n1,329\n1,330\n",
+            "points.csv: measurements at two or more different device counts are needed "
+            "(got only 1 device)",
+        ),
+        (
             "devices,throughput\n",
             "points.csv: measurements at two or more different device counts are needed "
             "(got no points)",

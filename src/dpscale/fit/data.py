@@ -203,7 +203,8 @@ def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
                 throughput[index] = value
     distinct = np.unique(devices)
     if distinct.size < 2:
-        got = "no points" if not rows else f"only {distinct[0]:,} devices"
+        one = len(distinct) == 1 and distinct[0] == 1
+        got = "no points" if not rows else f"only {distinct[0]:,} device{'' if one else 's'}"
         raise _issue(
             "",
             f"measurements at two or more different device counts are needed (got {got})",
