@@ -329,6 +329,7 @@ def test_records_keep_only_what_is_summarised() -> None:
         "samples_per_step": 8,
         "tokens_per_step": None,
         "step_times_s": [0.1, 0.2],
+        "step_weights": None,  # each step's share of the figure, where one differs
         "cuda": False,
         "host": "b",
     }

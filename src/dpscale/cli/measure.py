@@ -37,7 +37,7 @@ _HELP = {
     "world_sizes": "World sizes to measure, e.g. 1,2 (each <= --nproc).",
     "backend": "auto (nccl with CUDA GPUs, else gloo), gloo or nccl.",
     "ops": "Collectives, comma-separated: all_reduce, all_gather, reduce_scatter, broadcast.",
-    "sizes": "Message sizes: a range 4KiB..64MiB (x4 steps) or a list 1MB,16MB.",
+    "sizes": "Message sizes: a range 4KiB..64MiB (x4 steps) or a list 1MB,16MB; multiples of 4 B.",
     "iterations": "Timed iterations per collective and size.",
     "warmup": "Untimed iterations before them.",
     "model_params": "Synthetic model size in parameters, e.g. 25M.",
@@ -188,12 +188,15 @@ def measure(
             f"drop {off}"
         )
     if store and not (launch_line or sbatch):  # refused before measuring, not after
-        from dpscale.store.db import StoreUnavailableError, require_lasting
+        from dpscale.store.db import StoreUnavailableError, check_database, require_lasting
 
         try:
             require_lasting()  # a run stored in memory was gone when the command ended
+            check_database()  # opened and written to now, not after the whole measurement
         except StoreUnavailableError as err:
             fail(str(err))
+        if script is not None:
+            _check_storable(script, script_args)
     if script is not None:
         named = {key: options[key] for key in (*_HELP, *_NODE_HELP)}
         given = [key for key, value in named.items() if value is not None]
@@ -259,14 +262,19 @@ def measure(
     except RendezvousRefusedError as err:
         fail(f"{err}; no rank started")
     except MeasurementInterrupted as stop:
-        run_id = _store(stop.payload) if store and stop.payload.get("lead") is not False else None
+        run_id, refused = None, None
+        measured = stop.payload.get("results") or stop.payload.get("collectives")
+        if store and stop.payload.get("lead") is not False and measured:
+            run_id, refused = _store(stop.payload)
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: {stop.payload['error']}{stored}\n")
+        if refused:
+            sys.stderr.write(f"dpscale: error: {refused}\n")
         raise click.exceptions.Exit(130) from None
     if payload.get("lead") is False:
         _print_note(payload, as_json=as_json)
         return
-    run_id = _store(payload) if store else None
+    run_id, refused = _store(payload) if store else (None, None)
     comparison = None
     if compare and not payload["partial"]:
         from dpscale.cli.runs import compared
@@ -289,6 +297,9 @@ def measure(
     if payload["partial"]:
         stored = f"; partial run {run_id} stored" if run_id else ""
         sys.stderr.write(f"dpscale: error: {payload['error']}{stored}\n")
+    if refused:
+        fail(refused)
+    if payload["partial"]:
         raise click.exceptions.Exit(1)
 
 
@@ -338,6 +349,31 @@ def _check_script_file(script: str) -> None:
     fail(f"--script: no such file: {script}")
 
 
+def _check_storable(script: str, script_args: tuple[str, ...]) -> None:
+    """Refuse, before any rank starts, a script path or argument the store cannot keep (a
+    byte that is not UTF-8, a control character other than a line break or tab: the store
+    keeps no escape sequence); they had been refused after the whole measurement."""
+    import unicodedata
+
+    for index, text in enumerate((script, *script_args)):
+        bad = next(
+            (c for c in text if unicodedata.category(c) in ("Cc", "Cs") and c not in "\n\t"),
+            None,
+        )
+        if bad is None:
+            continue
+        what = (
+            f"a byte that is not UTF-8 (U+{ord(bad):04X})"
+            if unicodedata.category(bad) == "Cs"
+            else f"control character U+{ord(bad):04X}"
+        )
+        where = "--script: the path" if index == 0 else f"the script's argument {index}"
+        fail(
+            f"{where} holds {what}, which the store does not keep; rename or drop it, or "
+            "measure with --no-store"
+        )
+
+
 def _measure_script(
     script: str,
     script_args: tuple[str, ...],
@@ -367,7 +403,7 @@ def _measure_script(
         fail(f"dpscale measure needs PyTorch, which is not installed: {INSTALL_HINT}")
     from dpscale.measure.handshake import RendezvousRefusedError
     from dpscale.measure.launch import world_sizes_for
-    from dpscale.measure.script import ScriptError, measure_script
+    from dpscale.measure.script import ScriptError, ScriptInterrupted, measure_script
     from dpscale.measure.script_across import across_sizes, measure_script_across
     from dpscale.measure.worker import resolve_backend
 
@@ -418,6 +454,18 @@ def _measure_script(
         fail(f"{err}; no rank started")
     except ScriptError as err:
         fail(str(err))
+    except ScriptInterrupted as stop:
+        # As the built-in model's Ctrl-C: the world sizes finished before kept as a partial run.
+        run_id, refused, stored = None, None, "; nothing stored"
+        if stop.payload is None:
+            stored = "; nothing was measured before"
+        elif store:
+            run_id, refused = _store(stop.payload)
+            stored = f"; partial run {run_id} stored" if run_id else ""
+        sys.stderr.write(f"dpscale: {stop.message}{stored}\n")
+        if refused:
+            sys.stderr.write(f"dpscale: error: {refused}\n")
+        raise click.exceptions.Exit(130) from None
     except KeyboardInterrupt:
         sys.stderr.write("dpscale: interrupted; every rank was stopped; nothing stored\n")
         raise click.exceptions.Exit(130) from None
@@ -426,7 +474,7 @@ def _measure_script(
     if payload.get("lead") is False:
         _print_note(payload, as_json=as_json)
         return
-    run_id = _store(payload) if store else None
+    run_id, refused = _store(payload) if store else (None, None)
     if as_json:
         print_json(payload)
     else:
@@ -435,6 +483,8 @@ def _measure_script(
         print_summary(payload)
         if run_id:
             click.echo(f"Stored as run {run_id} (dpscale runs show {run_id}).")
+    if refused:
+        fail(refused)
 
 
 def _script_with_progress(run: Any, total: int) -> dict[str, Any]:
@@ -675,10 +725,38 @@ def _run_with_progress(run: Any, config: Any, total: int, *, keep_logs: bool) ->
     return result
 
 
-def _store(payload: dict[str, Any]) -> str:
+def _store(payload: dict[str, Any]) -> tuple[str | None, str | None]:
+    """Store the run: its id, or None and the line saying why the store refused it (a
+    figure out of the store's range, a database gone since the start), the run's JSON kept
+    in its log folder first: a measurement that took the cluster's time is never lost."""
+    from dpscale.store.db import StoreUnavailableError
     from dpscale.store.runs import save_run
 
-    return save_run(payload)
+    try:
+        return save_run(payload), None
+    except (ValueError, StoreUnavailableError) as err:
+        kept = _keep_payload(payload)
+        where = f"; its JSON is kept in {kept}" if kept else ""
+        return None, f"the run was not stored: {err}{where}"
+
+
+def _keep_payload(payload: dict[str, Any]) -> str | None:
+    """Write the run's JSON as ``run.json`` in its log folder (made where the logs were not
+    kept); the path, or None where it cannot be written."""
+    import json
+    from pathlib import Path
+
+    from dpscale.measure.rundir import RESULT, logs_home
+
+    folder = Path(payload["logs"]) if payload.get("logs") else None
+    folder = folder or logs_home() / f"measure-{payload.get('run_id', 'run')}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / RESULT
+        path.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+    except (OSError, TypeError, ValueError):
+        return None
+    return str(path)
 
 
 MEASURE = click.Command(

@@ -49,7 +49,7 @@ def predict(**options: Any) -> None:
     from dpscale.model import predict as run_prediction
     from dpscale.model.query import PercentInputs, PredictQuery
     from dpscale.model.strategies import row
-    from dpscale.spec.measured_runs import fill_from_runs, resolve, run_id_of
+    from dpscale.spec.measured_runs import fill_from_runs, own_job_commands, resolve, run_id_of
     from dpscale.spec.prediction import is_inline
     from dpscale.validation import InputError, one_line, parse
 
@@ -100,7 +100,7 @@ def predict(**options: Any) -> None:
         # A stored run calibrates the job the query states; its own job has commands of its own.
         fail(
             f"{err} (the job is stated here, the run calibrates it; for the run's own job: "
-            f"dpscale runs show {run_id} --predict, or dpscale fit --run {run_id} --at N)"
+            f"{own_job_commands(run_id)})"
         )
     try:
         resolved = resolve(

@@ -275,7 +275,8 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
     first = rows[0]
     rate = first.get("per_device_throughput")
     if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate < math.inf:
-        raise _fail(run_id, f"has no per-device throughput at {first['devices']} devices")
+        devices = f"{first['devices']} device" + ("" if first["devices"] == 1 else "s")
+        raise _fail(run_id, f"has no per-device throughput at {devices}")
     cv = first.get("step_time_cv")
     jitter = (
         measured_jitter(float(cv), job.grad_accum or 1)
@@ -288,7 +289,10 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
     # The bandwidth the collectives measured; apply() puts it on the link it crossed.
     bandwidth = calibration.bus_bandwidth
     grad_accum = int(job.grad_accum or 1)
-    sharded = job.strategy != "ddp"
+    # HSDP over shard groups of one rank gathers and reduce-scatters nothing: its step's
+    # traffic is the replicas' all-reduce, as DDP's, predicted (and calibrated) as DDP's.
+    strategy = "ddp" if job.strategy == "hsdp" and group == 1 else job.strategy
+    sharded = strategy != "ddp"
     scenario = Scenario(
         params=float(job.params or 0.0),
         # The built-in model keeps fp32 parameters: autocast leaves their gradients in fp32,
@@ -304,18 +308,43 @@ def _scenario(run: Mapping[str, Any], run_id: str) -> Any:
             inter_bandwidth=bandwidth,
             name=f"run {run_id}",
         ),
-        strategy=job.strategy,  # type: ignore[arg-type]
+        strategy=strategy,  # type: ignore[arg-type]
         optimizer=optimizer if isinstance(optimizer, str) else None,
         jitter=jitter,
         layers=job.layers,
-        shard_group_size=group if job.strategy == "hsdp" else 0,
+        shard_group_size=group if strategy == "hsdp" else 0,
         # The sharded run turns the gradient sync off but in the last micro-step
         # (set_requires_gradient_sync), as DDP's no_sync does, which the ddp row models.
         no_sync=sharded and grad_accum > 1,
         unit=str(first.get("unit") or "samples/s"),
         baseline_devices=int(first["devices"]),
     )
-    return calibration.apply(scenario)
+    return _as_run(calibration.apply(scenario), run)
+
+
+def _as_run(scenario: Any, run: Mapping[str, Any]) -> Any:
+    """The calibrated scenario's links as the run had them: gloo moves its data over TCP
+    sockets (loopback on one host), never RDMA; and a run on one host crossed no network, so
+    its hardware's "network" is the one link it measured (that bandwidth and per-hop latency,
+    no nominal share), not a made-up RDMA NIC's (96 % of a nominal rate, NCCL's 9.6 us hop).
+    The comparison predicts the counts measured, inside that host: no figure changes."""
+    from dataclasses import replace
+
+    hw = scenario.hardware
+    if run.get("backend") == "gloo":
+        hw = replace(hw, transport="tcp")
+    env = run.get("environment") if isinstance(run.get("environment"), Mapping) else {}
+    assert isinstance(env, Mapping)
+    nodes, hosts = env.get("nodes"), env.get("hosts")
+    one_host = nodes == 1 if isinstance(nodes, int) else isinstance(hosts, list) and len(hosts) == 1
+    if one_host:
+        hw = replace(
+            hw,
+            inter_bandwidth=hw.intra_bandwidth,
+            inter_efficiency=1.0,
+            inter_latency=hw.intra_latency,
+        )
+    return replace(scenario, hardware=hw)
 
 
 def compare_run(

@@ -33,6 +33,7 @@ __all__ = [
     "check_shard_group",
     "default_world_sizes",
     "measurement_plan",
+    "moved_bytes",
     "parse_sizes",
     "read_config",
 ]
@@ -48,6 +49,8 @@ MAX_MESSAGE_BYTES = 16 * 2**30
 DEFAULT_SIZES = "4KiB..64MiB"
 SIZE_FACTOR = 4
 """A range ``A..B`` steps by this factor, as nccl-tests' ``-f`` does."""
+ELEMENT_BYTES = 4
+"""Collectives move float32 elements: a size is a multiple of this."""
 
 # Option spellings where they differ from ``--`` + the field name with hyphens.
 OPTION_NAMES = {"timeout_s": "--timeout", "world_sizes": "--world-sizes"}
@@ -116,12 +119,18 @@ def _bytes(text: str) -> int:
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
-    """Message sizes in bytes from "4KiB..64MiB" (steps of x4) or "1MB,16MB".
+    """Message sizes in bytes from "4KiB..64MiB" (steps of x4) or "1MB,16MB", each a whole
+    number of float32 elements (a multiple of 4 bytes): another size cannot be sent as asked
+    (it had been rounded, two sizes to one, without a word).
 
     >>> parse_sizes("1KiB..16KiB")
     (1024, 4096, 16384)
     >>> parse_sizes("1 MB, 4096")
     (4096, 1000000)
+    >>> parse_sizes("3,6,1000001")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpscale.units.UnitError: sizes must be whole ...: 3, 6 and 1,000,001 bytes are not (got ...)
     """
     if ".." in text:
         low_text, high_text = text.split("..", 1)
@@ -138,7 +147,15 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     else:
         sizes = [_bytes(part) for part in text.split(",") if part.strip()]
     if not sizes or min(sizes) < 1 or max(sizes) > MAX_MESSAGE_BYTES:
-        raise UnitError(f"sizes must lie from 1 byte to 16 GiB (got {text!r})")
+        raise UnitError(f"sizes must lie from 4 bytes to 16 GiB (got {text!r})")
+    odd = sorted({size for size in sizes if size % ELEMENT_BYTES})
+    if odd:
+        shown = [f"{size:,}" for size in odd]
+        listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+        raise UnitError(
+            f"sizes must be whole float32 elements, multiples of {ELEMENT_BYTES} bytes: "
+            f"{listed} bytes {'is' if len(odd) == 1 else 'are'} not (got {text!r})"
+        )
     return tuple(sorted(set(sizes)))
 
 
@@ -291,7 +308,13 @@ def measurement_plan(config: MeasureConfig, world_sizes: Sequence[int]) -> list[
     """Every measurement, in order: per world size, training, then each collective and size.
 
     A collective needs two ranks (at one, nothing moves and busbw is 0), so world size 1
-    measures training only.
+    measures training only. Each collective's size is the whole buffer it moves
+    (:func:`moved_bytes`: all-gather and reduce-scatter round down to ``N`` equal chunks);
+    two sizes that move the same buffer are measured once.
+
+    >>> config = MeasureConfig(sizes=(4096, 4100), ops=("all_reduce", "all_gather"))
+    >>> [(item.op, item.nbytes) for item in measurement_plan(config, [3])][1:]
+    [('all_reduce', 4096), ('all_reduce', 4100), ('all_gather', 4092)]
     """
     plan: list[PlanItem] = []
     for devices in sorted(set(world_sizes)):
@@ -299,5 +322,20 @@ def measurement_plan(config: MeasureConfig, world_sizes: Sequence[int]) -> list[
             plan.append(PlanItem(devices, "training"))
         if config.collectives and devices > 1:
             for op in config.ops:
-                plan.extend(PlanItem(devices, "collective", op, size) for size in config.sizes)
+                moved = {moved_bytes(op, size, devices): None for size in config.sizes}
+                plan.extend(PlanItem(devices, "collective", op, size) for size in moved)
     return plan
+
+
+def moved_bytes(op: str, nbytes: int, devices: int) -> int:
+    """The whole buffer (bytes) a collective asked to move ``nbytes`` moves at ``devices``
+    ranks: whole float32 elements, and for all-gather and reduce-scatter ``devices`` equal
+    chunks of them, rounded down (at least one element a rank), as nccl-tests rounds.
+
+    >>> moved_bytes("all_gather", 4096, 3), moved_bytes("all_reduce", 4096, 3)
+    (4092, 4096)
+    >>> moved_bytes("reduce_scatter", 4, 2)
+    8
+    """
+    per = ELEMENT_BYTES * devices if op in ("all_gather", "reduce_scatter") else ELEMENT_BYTES
+    return max(1, nbytes // per) * per

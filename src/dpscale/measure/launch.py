@@ -133,7 +133,8 @@ def world_sizes_for(config: MeasureConfig, backend: str) -> tuple[int, ...]:
         gpus = torch.cuda.device_count()
         if max(sizes) > gpus:
             raise InputError.single(
-                "nproc", f"needs one GPU per process with nccl; this machine has {gpus}"
+                "world_sizes" if config.world_sizes else "nproc",
+                f"needs one GPU per process with nccl; this machine has {gpus}",
             )
     return tuple(sizes)
 
@@ -243,7 +244,18 @@ def _death_message(
 ) -> str:
     frozen = _frozen(statuses, timeout_s)
     if frozen:  # the others died of waiting for it (their collectives timed out)
-        return _frozen_message(world_size, statuses, frozen[0], timeout_s)
+        from dpscale.measure.worker import COLLECTIVE_SLACK_S
+
+        # The collectives' timeout decided, not the launcher's (during start-up its allowance
+        # is the longer): the one duration said is theirs.
+        waited = timeout_s + COLLECTIVE_SLACK_S
+        return _frozen_message(
+            world_size,
+            statuses,
+            frozen[0],
+            f"the others failed waiting for it (their collectives time out after {waited:g} s, "
+            f"--timeout plus {COLLECTIVE_SLACK_S:g} s)",
+        )
     codes, root = _torchrun_failures(log)
     signalled = [r for r, code in codes.items() if code < 0 and code != -signal.SIGTERM]
     candidates = sorted(
@@ -283,36 +295,61 @@ def _frozen(statuses: dict[int, dict[str, Any]], timeout_s: float) -> list[int]:
 
 
 def _frozen_message(
-    world_size: int, statuses: dict[int, dict[str, Any]], rank: int, timeout_s: float
+    world_size: int, statuses: dict[int, dict[str, Any]], rank: int, ended: str
 ) -> str:
-    age = time.time() - statuses[rank]["heartbeat"]
+    """A rank whose heartbeat stopped, and ``ended``: what stopped the world size, with the
+    one duration that decided (the heartbeat's age is no such duration: a rank's heartbeat
+    also lags while it imports torch, before it was stopped)."""
     return (
-        f"rank {rank} of world size {world_size} stopped responding (no heartbeat for "
-        f"{age:.0f} s, during {statuses[rank]['label']}); stopped after the "
-        f"{timeout_s:g} s timeout"
+        f"rank {rank} of world size {world_size} stopped responding (its heartbeat stopped, "
+        f"during {statuses[rank]['label']}); {ended}"
     )
 
 
 def _stall_message(
-    world_size: int, statuses: dict[int, dict[str, Any]], timeout_s: float, local: int
+    world_size: int,
+    statuses: dict[int, dict[str, Any]],
+    timeout_s: float,
+    local: int,
+    allowed: float | None = None,
 ) -> str:
+    """Why no rank made progress for ``allowed`` seconds (default ``timeout_s``; longer while
+    ranks start: :data:`STARTUP_S`), the one duration it names.
+
+    >>> status = {"state": "starting", "label": "start-up", "index": -1, "ticks": 1,
+    ...           "heartbeat": 0.0, "pid": os.getpid()}
+    >>> _stall_message(2, {0: status, 1: status}, 5.0, 2, 60.0)  # doctest: +NORMALIZE_WHITESPACE
+    'rank 0 of world size 2 stopped responding (its heartbeat stopped, during start-up);
+     stopped after the 60 s start-up allowance without progress (longer than --timeout
+     while ranks start)'
+    """
+    allowed = timeout_s if allowed is None else allowed
     if not statuses:
         return f"world size {world_size} did not start within {max(timeout_s, STARTUP_S):g} s"
+    waited = f"the {allowed:g} s timeout"
+    if allowed > timeout_s:
+        waited = f"the {allowed:g} s start-up allowance"
     frozen = _frozen(statuses, timeout_s)
     if frozen:
-        return _frozen_message(world_size, statuses, frozen[0], timeout_s)
+        ended = f"stopped after {waited}"
+        if allowed > timeout_s:
+            ended += " without progress (longer than --timeout while ranks start)"
+        return _frozen_message(world_size, statuses, frozen[0], ended)
+    within = f"for {allowed:g} s"
+    if allowed > timeout_s:
+        within = f"for the {allowed:g} s start-up allowance"
     position = {rank: (status["index"], status["ticks"]) for rank, status in statuses.items()}
     if len(set(position.values())) > 1 or len(statuses) < local:
         missing = sorted(set(range(world_size)) - set(statuses)) if local == world_size else []
         rank = missing[0] if missing else min(position, key=lambda r: (position[r], r))
         during = statuses[rank]["label"] if rank in statuses else "start-up"
         return (
-            f"rank {rank} of world size {world_size} made no progress for {timeout_s:g} s "
+            f"rank {rank} of world size {world_size} made no progress {within} "
             f"(during {during}) while other ranks waited for it"
         )
     label = statuses[min(statuses)]["label"]
     return (
-        f"no rank of world size {world_size} made progress for {timeout_s:g} s "
+        f"no rank of world size {world_size} made progress {within} "
         f"(all during {label}): a collective that never completed"
     )
 
@@ -479,7 +516,9 @@ def run_world_size(
             )
             allowed = max(config.timeout_s, STARTUP_S) if starting else config.timeout_s
             if now - last_progress > allowed:
-                return failed(_stall_message(world_size, statuses, config.timeout_s, local))
+                return failed(
+                    _stall_message(world_size, statuses, config.timeout_s, local, allowed)
+                )
     except KeyboardInterrupt:
         if node is not None:
             here = next(iter(statuses.values()), {})

@@ -238,7 +238,9 @@ def script_sbatch_script(
     ]
     lines = [
         *_sbatch_header(shape, gpus=gpus, time_limit=time_limit),
-        "# node 0 (the allocation's first host) stores the run: dpscale runs list",
+        "# node 0 (the allocation's first host) prints the run (--no-store: stores nothing)"
+        if "--no-store" in measure_options
+        else "# node 0 (the allocation's first host) stores the run: dpscale runs list",
         "srun " + _wrap(command),
         "",
     ]

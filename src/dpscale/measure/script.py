@@ -47,12 +47,13 @@ from dpscale.measure.handshake import _printable
 from dpscale.measure.nodes import ClusterShape
 from dpscale.measure.report import add_efficiency, new_run_id
 from dpscale.measure.rundir import RunFolder
-from dpscale.measure.steptimer import ENV_DIR, timer_file
+from dpscale.measure.steptimer import ENV_DIR, MAX_PER_STEP, timer_file
 
 __all__ = [
     "MAX_STEPS",
     "SCRIPT_RANK_MODULE",
     "ScriptError",
+    "ScriptInterrupted",
     "checked_record",
     "checked_records",
     "last_lines",
@@ -88,6 +89,17 @@ class ScriptError(RuntimeError):
     """The script failed, timed nothing, or hung at one world size (one line)."""
 
 
+class ScriptInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during ``--script``, every rank stopped: ``message`` says where and
+    names the log; ``payload`` is the partial run of the world sizes finished before (None
+    where none was)."""
+
+    def __init__(self, message: str, payload: dict[str, Any] | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.payload = payload
+
+
 def script_command(world_size: int, script: str, args: Sequence[str], log_dir: Path) -> list[str]:
     """torchrun on this machine, one process per rank, no restarts, each rank's output in
     ``log_dir`` (``.../attempt_0/<rank>/stderr.log``), each rank the script run through
@@ -116,8 +128,16 @@ def script_program(script: str, args: Sequence[str]) -> list[str]:
 
 
 def last_lines(text: str, count: int = LAST_LINES) -> str:
-    """The last ``count`` non-empty lines, stripped, joined with `` | ``."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    """The last ``count`` non-empty lines, stripped, joined with `` | ``, their control
+    characters written out (``\\x1b``): a coloured logger's escape sequences would drive
+    the terminal that shows dpscale's error line.
+
+    >>> print(last_lines("\\x1b[31mred\\x1b[0m\\n"))
+    \\x1b[31mred\\x1b[0m
+    """
+    from dpscale.validation import one_line
+
+    lines = [one_line(line.strip()) for line in text.splitlines() if line.strip()]
     return " | ".join(lines[-count:])[-600:]
 
 
@@ -154,6 +174,54 @@ def _failed_rank(
     if root is not None and root in ranks:
         return root, codes.get(root), ""
     return None, None, last_lines(torchrun_log) or "no output"
+
+
+def _ended(folder: Path, ranks: range) -> dict[int, tuple[int, float]]:
+    """How the scripts of ``ranks`` ended where they said so (:func:`~dpscale.measure.
+    script_rank.ended_file`): the status and the (wall-clock) time, by rank."""
+    from dpscale.measure.script_rank import ended_file
+
+    ended = {}
+    for rank in ranks:
+        try:
+            said = json.loads(Path(ended_file(str(folder), rank)).read_text(encoding="utf-8"))
+            status, at = said["status"], said["at"]
+        except (OSError, ValueError, TypeError, KeyError, RecursionError):
+            continue
+        if isinstance(status, int) and isinstance(at, int | float) and math.isfinite(at):
+            ended[rank] = (status, float(at))
+    return ended
+
+
+def _left_early(folder: Path, ranks: range, failed: int | None) -> int | None:
+    """The rank of ``ranks`` whose script ended with status 0 while the others went on: before
+    the rank that failed (``failed``) ended its own, or (``failed`` None: a hang) at all. Its
+    peers' collectives then lost it ("Connection reset by peer", or a wait). None where no
+    rank did, or where the failed rank's end is not known (a signal writes none).
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "ended-rank-1.json").write_text('{"status": 0, "at": 10.0}')
+    >>> _left_early(folder, range(2), None), _left_early(folder, range(2), 0)
+    (1, None)
+    >>> _ = (folder / "ended-rank-0.json").write_text('{"status": 1, "at": 10.5}')
+    >>> _left_early(folder, range(2), 0), _left_early(folder, range(2), 1)
+    (1, None)
+    >>> import shutil; shutil.rmtree(folder)
+    """
+    ended = _ended(folder, ranks)
+    if failed is not None and failed not in ended:
+        return None
+    limit = math.inf if failed is None else ended[failed][1]
+    early = [(at, rank) for rank, (status, at) in ended.items() if status == 0 and rank != failed]
+    early = [(at, rank) for at, rank in early if at < limit]
+    return min(early)[1] if early else None
+
+
+def _early_said(log_dir: Path, rank: int, ranks: range, steps: int) -> str:
+    """``rank ended (status 0) at step N before the others`` with its last lines."""
+    tail = last_lines(_rank_output(log_dir, rank, ranks.start), 2)
+    said = f"its last lines: {tail}" if tail else "it printed nothing"
+    return f"rank {rank} ended (status 0) at step {steps}, before the others ({said})"
 
 
 def _read_timers(folder: Path, ranks: range) -> dict[int, dict[str, Any]]:
@@ -202,9 +270,11 @@ def _shown(value: Any) -> str:
 
 def checked_record(record: Any, rank: int) -> dict[str, Any]:
     """One rank's StepTimer record, checked: 1 to :data:`MAX_STEPS` finite step times above
-    0 in ``step_times_s`` and a samples or tokens per step above 0. Raises ValueError
-    naming the field and its bad value. The record as checked: the fields that are
-    summarised and stored.
+    0 in ``step_times_s``, a samples or tokens per step above 0 and at most
+    :data:`~dpscale.measure.steptimer.MAX_PER_STEP`, and, where given, one ``step_weights``
+    above 0 per step (at most ``MAX_PER_STEP`` times the figure). Raises ValueError naming the
+    field and its bad value. The record as checked: the fields that are summarised and
+    stored.
 
     >>> checked_record({"samples_per_step": 8, "step_times_s": [0.1]}, 0)["step_times_s"]
     [0.1]
@@ -228,12 +298,26 @@ def checked_record(record: Any, rank: int) -> dict[str, Any]:
     for name, value in (("samples_per_step", samples), ("tokens_per_step", tokens)):
         if not _positive(value, optional=True):
             raise ValueError(f"{name} is {_shown(value)}, not a finite number above 0")
+        if value is not None and value > MAX_PER_STEP:
+            raise ValueError(f"{name} is {_shown(value)}, more than {MAX_PER_STEP:g}")
     if samples is None and tokens is None:
         raise ValueError("samples_per_step and tokens_per_step are both missing")
+    weights = record.get("step_weights")
+    if weights is not None:
+        if not isinstance(weights, list) or len(weights) != len(times):
+            raise ValueError(
+                f"step_weights is {_shown(weights)}, not a list of one weight per step time"
+            )
+        for index, weight in enumerate(weights):
+            if not _positive(weight, optional=False) or weight > MAX_PER_STEP:
+                raise ValueError(
+                    f"step_weights[{index}] is {_shown(weight)}, not a finite number above 0"
+                )
     checked: dict[str, Any] = {
         "samples_per_step": samples,
         "tokens_per_step": tokens,
         "step_times_s": [float(time_s) for time_s in times],
+        "step_weights": None if weights is None else [float(weight) for weight in weights],
         "cuda": record.get("cuda") is True,
         "host": _printable(str(record.get("host")), 255),
     }
@@ -395,12 +479,12 @@ def run_script_at(
     proc = start_launcher(command, log, env, passed)
     if store_socket is not None:
         store_socket.close()  # the agent serves the store on its own copy
-    notify({"type": "launch", "world_size": world_size, "pid": proc.pid})
     pids: set[int] = set()
     progress: dict[int, int] = {}
     last_progress = time.monotonic()
     over_since: float | None = None  # when every rank here had timed and gone
-    try:
+    try:  # torchrun stopped at every ending, Ctrl-C in the launch's notice too
+        notify({"type": "launch", "world_size": world_size, "pid": proc.pid})
         while True:
             try:
                 code: int | None = proc.wait(timeout=POLL_S)
@@ -427,9 +511,27 @@ def run_script_at(
             if now - last_progress > allowed:
                 what = "timed no step" if not any(seen.values()) else "timed no further step"
                 torchrun_log = log.read_text(encoding="utf-8", errors="replace")
+                counts = {rank: seen.get(rank, 0) for rank in ranks}
+                behind = min(counts, key=lambda rank: counts[rank])
+                who, tail = "the script", _failed_output(log_dir, torchrun_log, ranks)
+                if len(set(counts.values())) > 1:  # one rank fell behind: named, its output
+                    ahead = max(counts.values())
+                    who = f"rank {behind} of the script (at step {counts[behind]}, "
+                    who += f"others at {ahead})"
+                    tail = last_lines(_rank_output(log_dir, behind, ranks.start))
+                said = "it printed nothing"
+                if tail and tail != "no output":
+                    said = f"its last lines: {tail}"
+                early = _left_early(timers, ranks, None)
+                if early is not None:  # the others wait for a rank that left: it is named
+                    raise ScriptError(
+                        f"the script stopped {where}: "
+                        f"{_early_said(log_dir, early, ranks, counts.get(early, 0))}; the "
+                        f"others timed no further step for {allowed:g} s (see --timeout); "
+                        "stopped"
+                    )
                 raise ScriptError(
-                    f"the script {what} for {allowed:g} s {where} (see --timeout); stopped; "
-                    f"its last lines: {_failed_output(log_dir, torchrun_log, ranks)}"
+                    f"{who} {what} for {allowed:g} s {where} (see --timeout); stopped; {said}"
                 )
     finally:
         _stop(proc, pids)
@@ -454,6 +556,18 @@ def run_script_at(
         if rank is not None:
             how = f"rank {rank} {_how(code if rank_code is None else rank_code, None)}"
         said = f"its last lines: {tail}" if tail else "it printed nothing"
+        from dpscale.measure.script_across import looks_lost
+
+        early = _left_early(timers, ranks, rank) if looks_lost(tail) else None
+        if early is not None and rank is not None:
+            # A rank that left with status 0 first, and the failed rank's error reads as a
+            # peer gone ("Connection reset by peer"): what its leaving caused, told after it.
+            # (A rank's own error, an exception of its own, is told as it was.)
+            steps = _whole(records.get(early, {}).get("seen")) or 0
+            raise ScriptError(
+                f"the script failed {where}: {_early_said(log_dir, early, ranks, steps)}; "
+                f"then {how}, {said}"
+            )
         raise ScriptError(f"the script failed {where} ({how}); {said}")
     records = _read_timers(timers, ranks)
     missing = [rank for rank in ranks if not records.get(rank, {}).get("step_times_s")]
@@ -506,12 +620,25 @@ def summarise_script(world_size: int, records: dict[int, dict[str, Any]]) -> dic
     from dpscale.measure.training import summarise_steps
 
     ranks = [records[rank] for rank in sorted(records)]
-    tokens = all(record.get("tokens_per_step") for record in ranks)
+    units = {rank: unit_of(records[rank]) for rank in sorted(records)}
+    if len(set(units.values())) > 1:
+        raise ScriptError(
+            f"the ranks time different units at world size {world_size}: "
+            + ", ".join(f"rank {rank} {unit}" for rank, unit in units.items())
+            + "; give every rank's StepTimer the same figure (samples_per_step or "
+            "tokens_per_step)"
+        )
+    tokens = next(iter(units.values())) == "tokens/s"
     key = "tokens_per_step" if tokens else "samples_per_step"
-    per_step = sum(float(record[key] or 0.0) for record in ranks)
+    steps = min(len(record["step_times_s"]) for record in ranks)
+    amounts = [0.0] * steps  # every rank's samples (or tokens) of each step
+    for record in ranks:
+        weights = record.get("step_weights") or [1.0] * steps
+        for step in range(steps):
+            amounts[step] += float(record[key] or 0.0) * weights[step]
     row = summarise_steps(
         world_size,
-        per_step,
+        amounts,
         [record["step_times_s"] for record in ranks],
         unit="tokens/s" if tokens else "samples/s",
     )
@@ -519,6 +646,23 @@ def summarise_script(world_size: int, records: dict[int, dict[str, Any]]) -> dic
     if teardown is not None:  # a rank died at exit after its timings (run_script_at)
         row["teardown"] = teardown
     return row
+
+
+def unit_of(record: dict[str, Any]) -> str:
+    """What a rank's record times: tokens/s where it gives tokens per step, else samples/s."""
+    return "tokens/s" if record.get("tokens_per_step") else "samples/s"
+
+
+def check_unit(results: list[dict[str, Any]], row: dict[str, Any]) -> None:
+    """Refuse a world size timed in another unit than those before it (:class:`ScriptError`):
+    samples/s at one and tokens/s at another gave an efficiency of thousands of percent."""
+    for earlier in results:
+        if earlier.get("unit") != row.get("unit"):
+            raise ScriptError(
+                f"the script times {earlier.get('unit')} at world size {earlier['devices']} "
+                f"but {row.get('unit')} at world size {row['devices']}; give its StepTimer "
+                "the same figure (samples_per_step or tokens_per_step) at every world size"
+            )
 
 
 def _environment(
@@ -603,15 +747,26 @@ def measure_script(
 ) -> dict[str, Any]:
     """The script at each world size; the run in the shape of the built-in run's JSON.
 
-    Raises :class:`ScriptError` (nothing measured is kept) when a world size fails.
+    Raises :class:`ScriptError` (nothing measured is kept) when a world size fails, and
+    :class:`ScriptInterrupted` on Ctrl-C, carrying the partial run of the world sizes
+    finished before (as the built-in's ``MeasurementInterrupted`` does).
     """
     run_id = new_run_id()
     folder = RunFolder(None, run_id)
     folder.name(f"measure-{run_id}")
-    results = []
-    timings = []
+    results: list[dict[str, Any]] = []
+    timings: list[dict[str, Any]] = []
     cuda = False
     keep = keep_logs
+    config = {
+        "strategy": "script",
+        "script": script,
+        "script_args": list(args),
+        "world_sizes": sorted(set(world_sizes)),
+        "nproc": nproc or max(world_sizes),
+        "backend": backend,
+        "timeout_s": timeout_s,
+    }
     try:
         for size in sorted(set(world_sizes)):
             try:
@@ -630,24 +785,22 @@ def measure_script(
                 raise ScriptError(f"{err}; log: {log}") from None
             except KeyboardInterrupt:
                 keep = True
-                raise
+                log = folder.where(folder.root / f"world-{size}" / "torchrun.log")
+                message = f"interrupted at world size {size}; every rank was stopped; log: {log}"
+                partial = None
+                if results:
+                    partial = script_payload(run_id, results, timings, config, cuda=cuda)
+                    partial.update(partial=True, error=message, logs=str(folder.kept))
+                raise ScriptInterrupted(message, partial) from None
             cuda = cuda or any(record.get("cuda") for record in records.values())
             row = summarise_script(size, records)
+            check_unit(results, row)
             results.append(row)
             timings.append(timing_of(size, records))
             if on_event is not None:
                 on_event({"type": "measurement", "world_size": size, "summary": row})
     finally:
         folder.close(keep=keep)
-    config = {
-        "strategy": "script",
-        "script": script,
-        "script_args": list(args),
-        "world_sizes": sorted(set(world_sizes)),
-        "nproc": nproc or max(world_sizes),
-        "backend": backend,
-        "timeout_s": timeout_s,
-    }
     payload = script_payload(run_id, results, timings, config, cuda=cuda)
     if keep_logs:
         payload["logs"] = str(folder.kept)

@@ -72,6 +72,7 @@ from dpscale.measure.script import (
     STARTUP_S,
     EventHandler,
     ScriptError,
+    check_unit,
     checked_records,
     run_script_at,
     script_payload,
@@ -271,7 +272,9 @@ class _Job:
         folder = RunFolder(None, run_id)
         folder.name(f"measure-{run_id}-node-0")
         peers = _Peers(channels, self.silent_s, self.shape.nproc_per_node)
-        results, timings, cuda = [], [], False
+        results: list[dict[str, Any]] = []
+        timings: list[dict[str, Any]] = []
+        cuda = False
         per = self.shape.nproc_per_node
         hosts: dict[int, str] = {}
         try:
@@ -307,6 +310,7 @@ class _Job:
                 hosts.update({rank: str(records[rank].get("host")) for rank in records})
                 row = summarise_script(size, records)
                 row.update(nodes=nodes, crosses_nodes=nodes > 1)
+                check_unit(results, row)
                 results.append(row)
                 timings.append(timing_of(size, records))
                 if self.on_event is not None:
@@ -438,6 +442,7 @@ class _Job:
 def _wire(records: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     keys = (
         *("samples_per_step", "tokens_per_step", "step_times_s", "cuda", "host", "warmup"),
+        "step_weights",  # None unless a step counted another figure (StepTimer.stop)
         "teardown",  # None unless the rank died at exit after its steps (run_script_at)
     )
     return {str(rank): {key: record.get(key) for key in keys} for rank, record in records.items()}

@@ -22,7 +22,15 @@ torchrun starts ``python -u -m dpscale.measure.script_rank train.py ARGS`` for e
 Then it runs the script as ``__main__``: ``sys.argv`` is ``[script, *ARGS]`` (the path as
 given), ``sys.path[0]`` the script's directory (symbolic links resolved), ``__file__`` its
 absolute path, an uncaught exception is printed with the script's frames only and ends the
-rank with status 1, ``sys.exit(n)`` with ``n``: as a direct run.
+rank with status 1, ``sys.exit(n)`` with ``n``: as a direct run. After an uncaught exception
+the exit handlers run (a StepTimer writes its steps) and the rank ends at once with status 1,
+without the interpreter's teardown: a process group still alive there (gloo's threads)
+aborted it, and the rank was reported as killed by SIGABRT rather than as the exception.
+
+Under dpscale, a rank whose script ends (its last line, ``sys.exit(n)``, an exception) writes
+its status and the time (:func:`ended_file`, beside its steps) before its exit handlers: a
+rank that left with status 0 while the others went on is named as such, not blamed on the
+peer whose collective then lost it ("Connection reset by peer"). A signal writes nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import sys
 
 _PARENT = os.getppid()  # before anything else: the launcher that started this rank
 
-__all__ = ["main"]
+__all__ = ["ended_file", "main"]
 
 LAUNCHERS = (b"torch.distributed.run", b"torchrun", b"dpscale.measure.agent")
 """What the parent of a rank started by ``dpscale measure --script`` runs."""
@@ -120,6 +128,42 @@ def _run(path: str) -> None:
     exec(code, module.__dict__)  # the user's own script, as python would run it
 
 
+def ended_file(folder: str, rank: int) -> str:
+    """Where rank ``rank`` writes how its script ended (``{"status": n, "at": unix time}``).
+
+    >>> ended_file("/tmp/run", 3)
+    '/tmp/run/ended-rank-3.json'
+    """
+    return os.path.join(folder, f"ended-rank-{rank}.json")
+
+
+def _say_ended(status: int) -> None:
+    """Under dpscale, this rank's script ended with ``status`` now (best effort: a rank
+    that cannot write it ends as it would have)."""
+    import json
+    import time
+
+    folder = os.environ.get("DPSCALE_STEPTIMER_DIR")
+    if not folder:
+        return
+    with contextlib.suppress(Exception):
+        path = ended_file(folder, int(os.environ.get("RANK", "0")))
+        with open(path + ".tmp", "w", encoding="utf-8") as stream:
+            json.dump({"status": status, "at": time.time()}, stream)
+        os.replace(path + ".tmp", path)
+
+
+def _status_of(code: object) -> int:
+    """The exit status ``sys.exit(code)`` gives (None: 0, a number modulo 256, a text: 1).
+
+    >>> _status_of(None), _status_of(3), _status_of(-1), _status_of("bye"), _status_of(False)
+    (0, 3, 255, 1, 0)
+    """
+    if code is None:
+        return 0
+    return int(code) % 256 if isinstance(code, int) else 1
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         sys.stderr.write("usage: python -m dpscale.measure.script_rank SCRIPT [ARGS...]\n")
@@ -131,15 +175,33 @@ def main() -> None:
     sys.argv = sys.argv[1:]
     try:
         _run(sys.argv[0])
-    except (SystemExit, KeyboardInterrupt):
-        raise  # the interpreter ends as on a direct run (KeyboardInterrupt: by SIGINT)
+    except SystemExit as stop:
+        _say_ended(_status_of(stop.code))
+        raise  # the interpreter ends as on a direct run
+    except KeyboardInterrupt:
+        raise  # by SIGINT, as on a direct run
     except BaseException as error:
         trace = error.__traceback__
         # The script's frames only, as a direct run prints them (not this module's).
         while trace is not None and trace.tb_frame.f_code.co_filename == __file__:
             trace = trace.tb_next
         sys.excepthook(type(error), error.with_traceback(trace), trace)
-        raise SystemExit(1) from None
+        _say_ended(1)
+        _exit_now(1)
+    _say_ended(0)
+
+
+def _exit_now(status: int) -> None:
+    """The exit handlers, the output flushed, then the process's end with ``status``, past
+    the interpreter's teardown (see the module's docstring)."""
+    import atexit
+
+    with contextlib.suppress(BaseException):
+        getattr(atexit, "_run_exitfuncs", lambda: None)()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":

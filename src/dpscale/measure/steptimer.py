@@ -44,13 +44,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["ENV_DIR", "StepTimer", "timer_file"]
+__all__ = ["ENV_DIR", "MAX_PER_STEP", "StepTimer", "timer_file"]
 
 ENV_DIR = "DPSCALE_STEPTIMER_DIR"
 """The variable ``dpscale measure --script`` sets: the folder the ranks write to."""
 WRITE_EVERY_S = 1.0
 """How often, at most, a rank rewrites its file under dpscale (also the launcher's sign of
 progress)."""
+MAX_PER_STEP = 1e12
+"""The most samples (or tokens) per step a StepTimer takes: more is a typo (the store keeps
+throughputs up to 1e15 per second)."""
+
+_TIMERS: list[StepTimer] = []
+"""This process's timers under dpscale, oldest first: they write one record together."""
 
 
 def timer_file(folder: Path, rank: int) -> Path:
@@ -69,6 +75,11 @@ def _positive_or_none(name: str, value: float | None) -> float | None:
         raise ValueError(f"StepTimer: {name} must be a number above 0 (got {value!r})")
     if value == float("inf"):
         raise ValueError(f"StepTimer: {name} must be finite (got {value!r})")
+    if value > MAX_PER_STEP:
+        raise ValueError(
+            f"StepTimer: {name} must be at most {MAX_PER_STEP:g}, this rank's count per "
+            f"optimizer step (got {value!r})"
+        )
     return float(value)
 
 
@@ -91,6 +102,10 @@ class StepTimer:
     Throughput is reported in tokens/s when ``tokens_per_step`` is given, else samples/s.
     ``warmup`` steps are run untimed first. ``report``: print the summary line at exit when
     not under dpscale (rank 0 only).
+
+    Several timers in one rank (one made per epoch, or per ``train()`` call) keep one record
+    under dpscale: every timer's steps count, each with its own figure per step; they must
+    time the same unit (all samples/s or all tokens/s), else the second is refused.
     """
 
     def __init__(
@@ -111,6 +126,7 @@ class StepTimer:
         self.rank = int(os.environ.get("RANK", "0"))
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.times_s: list[float] = []
+        self._scales: list[float] | None = None  # per timed step, where one is not 1
         self._seen = 0
         self._began = 0.0
         self._cuda: Any = None
@@ -119,7 +135,26 @@ class StepTimer:
         self._written = 0.0
         self._closed = False
         self._report = report
+        self._pid = os.getpid()
+        if self._file is not None:
+            for other in self._group():
+                if other.unit != self.unit:
+                    raise ValueError(
+                        f"StepTimer: this rank already has a StepTimer timing {other.unit}; "
+                        f"another one timing {self.unit} cannot share its record: give every "
+                        "StepTimer of a rank the same figure (samples_per_step or "
+                        "tokens_per_step), or make one StepTimer, outside the loop"
+                    )
+            _TIMERS.append(self)
         atexit.register(self.close)
+
+    def _group(self) -> list[StepTimer]:
+        """The timers of this process whose steps this one's record holds (oldest first):
+        under dpscale, every timer made in this process (not a parent's, after a fork)."""
+        if self._file is None:
+            return [self]
+        pid = os.getpid()
+        return [timer for timer in _TIMERS if timer._pid == pid and timer._file == self._file]
 
     # The timer is its own context manager: no generator, no allocation per step.
     def step(self) -> StepTimer:
@@ -144,9 +179,16 @@ class StepTimer:
         ended = time.perf_counter()
         if kind is not None:
             return  # a failed step is no measurement
+        self._count(ended, 1.0)
+
+    def _count(self, ended: float, scale: float) -> None:
         self._seen += 1
         if self._seen > self.warmup:
             self.times_s.append(ended - self._began)
+            if scale != 1.0 and self._scales is None:
+                self._scales = [1.0] * (len(self.times_s) - 1)
+            if self._scales is not None:
+                self._scales.append(scale)
         if self._file is not None and ended - self._written >= WRITE_EVERY_S:
             self._write()
             self._written = time.perf_counter()
@@ -156,9 +198,26 @@ class StepTimer:
         callback's batch-start hook); :meth:`stop` ends it."""
         self.__enter__()
 
-    def stop(self) -> None:
-        """End the step :meth:`start` began (after the optimizer step)."""
-        self.__exit__(None, None, None)
+    def stop(self, scale: float = 1.0) -> None:
+        """End the step :meth:`start` began (after the optimizer step). ``scale``: this
+        step's samples (or tokens) over ``samples_per_step`` (``tokens_per_step``), for a
+        step that ran fewer (or more) than the figure given: 0.5 for an epoch's last step
+        that ran half its micro-batches.
+
+        >>> timer = StepTimer(samples_per_step=8, warmup=0, report=False)
+        >>> timer.start(); timer.stop(); timer.start(); timer.stop(scale=0.25)
+        >>> timer.record()["step_weights"]
+        [1.0, 0.25]
+        """
+        if (
+            isinstance(scale, bool)
+            or not isinstance(scale, int | float)
+            or not 0 < scale < float("inf")
+        ):
+            raise ValueError(f"StepTimer: scale must be a finite number above 0 (got {scale!r})")
+        if self._cuda is not None:
+            self._cuda.synchronize()
+        self._count(time.perf_counter(), float(scale))
 
     @property
     def unit(self) -> str:
@@ -177,21 +236,40 @@ class StepTimer:
         }
 
     def record(self) -> dict[str, Any]:
-        """What this rank writes for dpscale; ``closed`` once :meth:`close` wrote it (at exit,
-        or called): the rank timed its last step, whatever its process does after."""
-        return {
+        """What this rank writes for dpscale: the steps of every timer of the rank
+        (:meth:`_group`), the figures per step of the first, and ``step_weights`` (each
+        step's samples or tokens over that figure) where a step counted another; ``closed``
+        once every timer's :meth:`close` ran (at exit, or called): the rank timed its last
+        step, whatever its process does after."""
+        timers = self._group()
+        first = timers[0]
+        base = first.tokens_per_step or first.samples_per_step or 1.0
+        times: list[float] = []
+        weights: list[float] = []
+        weighted = False
+        for timer in timers:
+            times += timer.times_s
+            ratio = (timer.tokens_per_step or timer.samples_per_step or base) / base
+            scales = timer._scales or [1.0] * len(timer.times_s)
+            weights += [scale * ratio for scale in scales]
+            weighted = weighted or ratio != 1.0 or timer._scales is not None
+        record: dict[str, Any] = {
             "rank": self.rank,
             "world_size": self.world_size,
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "samples_per_step": self.samples_per_step,
-            "tokens_per_step": self.tokens_per_step,
-            "warmup": self.warmup,
-            "cuda": self._cuda is not None,
-            "seen": self._seen,
-            "step_times_s": self.times_s,
-            "closed": self._closed,
+            "samples_per_step": first.samples_per_step,
+            "tokens_per_step": first.tokens_per_step,
+            "warmup": sum(timer.warmup for timer in timers),
+            "cuda": any(timer._cuda is not None for timer in timers),
+            "seen": sum(timer._seen for timer in timers),
+            "step_times_s": times,
+            "closed": all(timer._closed for timer in timers),
+            "timers": len(timers),
         }
+        if weighted:
+            record["step_weights"] = weights
+        return record
 
     def _write(self) -> None:
         assert self._file is not None
@@ -230,7 +308,8 @@ class StepTimer:
 
         ranks = f", x{self.world_size} ranks" if self.world_size > 1 else ""
         return (
-            f"dpscale StepTimer: {summary['steps']:,} steps, median step "
+            f"dpscale StepTimer: {summary['steps']:,} step{'' if summary['steps'] == 1 else 's'}"
+            ", median step "
             f"{format_duration(summary['step_time_p50_s'])}, "
             f"{_rate(summary['throughput'])} {self.unit} (rank {self.rank}{ranks})"
         )

@@ -90,14 +90,15 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
 
 def summarise_steps(
     devices: int,
-    per_step: float,
+    per_step: float | Sequence[float],
     rank_step_times_s: Sequence[Sequence[float]],
     *,
     unit: str = "samples/s",
 ) -> dict[str, Any]:
     """Throughput and step-time figures from every rank's step times
     (``rank_step_times_s[rank][step]``), ``per_step`` samples (or tokens) over all ranks in
-    one step.
+    one step (or one such figure per step, for steps that ran different amounts; the result's
+    ``samples_per_step`` is then their mean over the timed steps).
 
     A step ends when its slowest rank ends, so a step's time is the maximum over ranks;
     throughput is the samples of all timed steps over their total time. ``rank_spread`` is
@@ -105,18 +106,30 @@ def summarise_steps(
     (stragglers), ``slowest_rank`` the rank with the largest median. ``step_time_cv`` is the
     coefficient of variation of every rank's every step time (jitter across steps and
     ranks, what a synchronous step's maximum over ranks grows with). Ranks that timed
-    different numbers of steps are compared over the steps all of them timed.
+    different numbers of steps are compared over the steps all of them timed. From one timed
+    step the spread is unknown: ``step_time_cv`` is None.
 
     >>> s = summarise_steps(2, 64, [[0.1, 0.2], [0.1, 0.1, 0.4]])
     >>> s["steps"], round(s["step_time_mean_s"], 6), round(s["throughput"], 3)
     (2, 0.15, 426.667)
+    >>> s = summarise_steps(1, [8, 2], [[0.1, 0.1]])
+    >>> s["samples_per_step"], round(s["throughput"], 6)
+    (5.0, 50.0)
+    >>> summarise_steps(2, 8, [[0.1], [0.2]])["step_time_cv"] is None
+    True
     """
     steps = min(len(row) for row in rank_step_times_s)
     times = np.asarray([list(row)[:steps] for row in rank_step_times_s], dtype=float)
     per_step_s = times.max(axis=0)
     p50 = max(float(np.median(per_step_s)), 1e-9)  # finite even below the timer's resolution
     rank_medians = [statistics.median(row) for row in times.tolist()]
-    throughput = per_step * len(per_step_s) / max(float(per_step_s.sum()), 1e-9)
+    if isinstance(per_step, int | float):
+        total = float(per_step) * len(per_step_s)
+    else:
+        total = float(sum(list(per_step)[:steps]))
+    throughput = total / max(float(per_step_s.sum()), 1e-9)
+    if not isinstance(per_step, int | float):
+        per_step = total / max(steps, 1)
     amount = "tokens_per_step" if unit == "tokens/s" else "samples_per_step"
     return {
         "devices": devices,
@@ -130,7 +143,7 @@ def summarise_steps(
         "step_time_mean_s": float(per_step_s.mean()),
         "rank_spread": (max(rank_medians) - min(rank_medians)) / p50,
         "slowest_rank": int(np.argmax(rank_medians)),
-        "step_time_cv": coefficient_of_variation(times.ravel().tolist()),
+        "step_time_cv": (coefficient_of_variation(times.ravel().tolist()) if steps > 1 else None),
     }
 
 
@@ -146,10 +159,16 @@ def summarise_training(
     their compute-only (``compute[rank][step]``) and communication-only times (``comm``):
     :func:`summarise_steps`, and ``compute_time_s``, ``comm_time_s``, ``exposed_comm_time_s``
     and ``step_overhead_s``, which split the median step as the module's docstring says.
+    The compute is held at the median step where the compute-only pass took longer (noise,
+    or ``no_sync``'s own cost): the three parts add up to the step.
+
+    >>> s = summarise_training(1, 8, [[0.1]], compute=[[0.12]], comm=[[0.0]])
+    >>> s["compute_time_s"], s["exposed_comm_time_s"], s["step_overhead_s"]
+    (0.1, 0.0, 0.0)
     """
     summary = summarise_steps(devices, samples_per_step, rank_step_times_s)
     p50 = summary["step_time_p50_s"]
-    compute_s = _slowest_median(compute)
+    compute_s = min(_slowest_median(compute), p50)
     comm_s = _slowest_median(comm)
     exposed_s = min(comm_s, max(0.0, p50 - compute_s))
     return summary | {

@@ -34,6 +34,7 @@ __all__ = [
     "Resolved",
     "fill_from_runs",
     "needs_throughput",
+    "own_job_commands",
     "predict_with_runs",
     "resolve",
     "run_id_of",
@@ -52,6 +53,21 @@ def run_id_of(measured: str | None) -> str | None:
     if measured is None or not measured.strip().startswith(_RUN):
         return None
     return measured.strip().removeprefix(_RUN).strip()
+
+
+def own_job_commands(run_id: str) -> str:
+    """The commands that take a stored run's own job, for a query that states none:
+    ``dpscale runs show ID --predict`` and ``dpscale fit --run ID --at N``; a ``--script``
+    run states no model, which ``runs show --predict`` refuses, so only the fit. Where the run
+    cannot be read here, both (the error that follows names why)."""
+    fit = f"dpscale fit --run {run_id} --at N"
+    try:
+        config = _stored_run(run_id, "measured").get("config")
+    except Exception:  # a hint only: the run's own error is told where the run is used
+        config = None
+    if isinstance(config, Mapping) and config.get("strategy") == "script":
+        return fit
+    return f"dpscale runs show {run_id} --predict, or {fit}"
 
 
 def _calibrate_run(calibrate: str | None, files: bool) -> str | None:
