@@ -97,7 +97,8 @@ def test_sizes_that_do_not_resolve_the_latency_keep_the_hardwares(
     samples = [Sample("all_reduce", 2, size, time, 1) for size, time in sizes]
     cal = calibration_from_samples(samples, source="test")
     assert not cal.latency_resolved
-    said = f"latency unresolved (the hardware's kept) from {len(sizes)} sizes"
+    plural = "" if len(sizes) == 1 else "s"
+    said = f"latency unresolved (the hardware's kept) from {len(sizes)} size{plural}"
     assert cal.describe().endswith(said)
     stated = scenario()
     calibrated = cal.apply(stated)

@@ -211,7 +211,7 @@ class Calibration:
         return (
             f"{self.source}: {self.op} on {self.devices} devices ({where}), "
             f"bus bandwidth {self.bus_bandwidth / 1e9:.3g} GB/s, latency {latency} from "
-            f"{self.samples} sizes"
+            f"{self.samples} size{'' if self.samples == 1 else 's'}"
         )
 
 
