@@ -99,6 +99,90 @@ def test_the_memory_advice_tries_bf16_parameters(capsys: pytest.CaptureFixture[s
     assert json.loads(run(capsys, job, "--json"))["memory_advice"]["param_dtype"] == "bf16"
 
 
+def test_the_advice_names_no_stated_strategy_and_lists_the_dtype_as_a_change(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Llama 3.1 405B under FSDP on 1,024 H100s without checkpointing: 707 GiB a device; with
+    checkpointing and parameters gathered in bf16, 70.3 GiB. The line had said "with
+    --strategy fsdp and --activation-checkpointing, with --param-dtype bf16" to a job stating
+    --strategy fsdp, and the answer "it fits with --activation-checkpointing, with
+    --param-dtype bf16"."""
+    from dpscale.web.i18n import localizer
+    from dpscale.web.pages.prediction import compute
+    from dpscale.web.pages.prediction_results import present
+
+    job = {"model": "llama3.1-405b", "hardware": "dgx-h100", "strategy": "fsdp",
+           "seq_len": "8192", "micro_batch": "1", "mfu": "40", "devices": "1024",
+           "target_efficiency": "90"}  # fmt: skip
+    lines = run(capsys, job).splitlines()
+    assert next(line for line in lines if "DOES NOT FIT" in line).endswith(
+        "DOES NOT FIT at 1,024 devices: 707 GiB needed, 79.6 GiB there. It would fit at 1,024 "
+        "devices with --activation-checkpointing and --param-dtype bf16."
+    )
+    assert lines[-1] == (
+        "At 1,024 devices (predicted 89.66 %), 90 % needs --grad-accum 2 (which does not fit as "
+        "stated: 707 GiB needed per device, 79.6 GiB there; it fits with "
+        "--activation-checkpointing and --param-dtype bf16: 70.3 GiB) or --micro-batch 2 (which "
+        "does not fit: 1.34 TiB needed per device, 79.6 GiB there)."
+    )
+    data = json.loads(run(capsys, job, "--json"))
+    assert data["memory_advice"]["combined"] == {
+        "strategy": "fsdp", "micro_batch": 1, "no_sync": None, "param_dtype": "bf16",
+    }  # fmt: skip
+    fix = next(note for note in data["note_codes"] if note["code"] == "memory_fix")
+    assert fix["ctx"]["options"] == [
+        {"code": "fit_checkpointing_param_dtype_as_stated", "ctx": {"dtype": "bf16"}}
+    ]
+    page = present(compute(job), localizer("en"))
+    assert (
+        "It would fit at 1,024 devices with activation checkpointing and parameters gathered "
+        "in bf16." in page.notes
+    )
+
+
+def test_a_down_weighted_baseline_point_says_the_fitted_throughput_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Points whose 8-device one the fit down-weights (a fall across nodes the job's facts
+    cannot follow): 100 % at 8 devices is the curve's 81,768 tokens/s (10,221 per device),
+    not the 106,000 measured; the line had said "where 13,250 tokens/s per device was
+    measured" alone. Terminal, JSON and page say the same."""
+    from dpscale.web.i18n import localizer
+    from dpscale.web.pages.prediction import compute
+    from dpscale.web.pages.prediction_results import present
+
+    job = {"measured": "8:106000,16:150000,32:290000,64:560000,128:1080000", "params": "1.3e9",
+           "grad_dtype": "bf16", "hardware": "dgx-a100", "micro_batch": "8", "seq_len": "2048",
+           "unit": "tokens", "devices": "8,16,512"}  # fmt: skip
+    line = (
+        "Efficiency relative to 10,221 tokens/s per device at 8 devices, the fit's (13,250 "
+        "measured; 14,099 on one device by the model)."
+    )
+    assert line in run(capsys, job).splitlines()
+    data = json.loads(run(capsys, job, "--json"))
+    assert data["points"][0]["actual_throughput"] == pytest.approx(81767.6, abs=0.1)
+    assert data["points"][0]["efficiency"] == 1.0
+    assert line in data["notes"]
+    (said,) = (note for note in data["note_codes"] if note["code"] == "baseline_fitted")
+    assert said["ctx"] == {
+        "devices": 8,
+        "throughput": 13250.0,
+        "fitted": pytest.approx(81767.6 / 8, abs=0.01),
+        "unit": "tokens/s",
+        "one": pytest.approx(14099.22, abs=0.01),
+    }
+    notes = present(compute({**job, "unit": "tokens/s"}), localizer("en")).notes
+    assert (
+        "Efficiency is relative to 10,221 tokens/s per device at 8 devices, the fit's (13,250 "
+        "measured there; 14,099 on one device by the model)." in notes
+    )
+    # Where the curve passes through the point, the measured throughput alone is said.
+    through = json.loads(run(capsys, {**job, "measured": "8:108680,16:199650"}, "--json"))
+    assert [n["code"] for n in through["note_codes"] if n["code"].startswith("baseline")] == [
+        "baseline"
+    ]
+
+
 GROUPED = {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": "fsdp",
            "shard_group_size": "16", "mfu": "40", "micro_batch": "1", "grad_accum": "4",
            "devices": "64,256", "compare_strategies": "true"}  # fmt: skip

@@ -11,7 +11,7 @@ import pytest
 
 from dpscale.cli.main import main
 from dpscale.model.calibrate import Calibration
-from dpscale.model.memory import MemoryAdvice
+from dpscale.model.memory import Change, MemoryAdvice
 from dpscale.model.transfer import Difference, Transfer
 from dpscale.said import Either, Said, Wording, english
 from dpscale.spec.prediction import (
@@ -20,6 +20,7 @@ from dpscale.spec.prediction import (
     MEASURED_KEYS,
     TERMINAL_ORDER,
     _calibrated,
+    _change,
     _memory_fix,
     _transfer,
     comparison_notes,
@@ -594,15 +595,16 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
                "mfu": "40", "unit": "tokens", "micro_batch": "1", "devices": "1024"}  # fmt: skip
     for extra in ({"activation_checkpointing": "true"}, {}):
         calibrations.append(lines(compute({**lighter, **extra}).result)["memory_fix"])
+    # The stated FSDP is no change to name, and the dtype is one more item of the list (it
+    # had been "with --strategy fsdp and --activation-checkpointing, with --param-dtype bf16").
     assert [say_terminal(line) for line in calibrations[-2:]] == [
         "It would fit at 1,024 devices with --param-dtype bf16.",
-        "It would fit at 1,024 devices with --strategy fsdp and --activation-checkpointing, "
-        "with --param-dtype bf16.",
+        "It would fit at 1,024 devices with --activation-checkpointing and --param-dtype bf16.",
     ]
     assert [say_page(line, localizer("en")) for line in calibrations[-2:]] == [
         "It would fit at 1,024 devices with parameters gathered in bf16.",
-        "It would fit at 1,024 devices with FSDP (full shard) and activation checkpointing, "
-        "with parameters gathered in bf16.",
+        "It would fit at 1,024 devices with activation checkpointing and parameters gathered in "
+        "bf16.",
     ]
     # ZeRO-2 beside a job with --no-sync runs without it (DeepSpeed refuses it): said.
     synced = {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": "fsdp",
@@ -647,6 +649,102 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     assert "In the fit it counts whole, and the band holds the miss." in (
         say_terminal(calibrations[-1])
     )
+    # The leanest combination with lighter gathered parameters, each way it is worded: the
+    # stated strategy (no strategy named), another, the stated one over all devices or
+    # without no_sync; at the job's micro-batch and below it.
+    lightened = [
+        _memory_fix(MemoryAdvice(1024, None, None, (), combined, "fsdp", grouped=grouped,
+                                 combined_synced=synced, combined_param_dtype="bf16"),
+                    stated, micro_batch)
+        for combined, stated, micro_batch, grouped, synced in (
+            (("fsdp", 2), "fsdp", 4, False, False),
+            (("fsdp", 4), "ddp", 4, False, False),
+            (("fsdp", 2), "ddp", 4, False, False),
+            (("fsdp", 1), "fsdp", 1, True, False),
+            (("fsdp", 1), "fsdp", 2, True, False),
+            (("fsdp", 1), "fsdp", 1, False, True),
+            (("fsdp", 1), "fsdp", 2, False, True),
+        )
+    ]  # fmt: skip
+    assert [say_terminal(line).removeprefix("It would fit at 1,024 devices with ")
+            for line in lightened] == [
+        "--activation-checkpointing, --micro-batch at most 2 and --param-dtype bf16.",
+        "--strategy fsdp, --activation-checkpointing and --param-dtype bf16.",
+        "--strategy fsdp, --activation-checkpointing, --micro-batch at most 2 and --param-dtype "
+        "bf16.",
+        "--strategy fsdp without --shard-group-size, --activation-checkpointing and "
+        "--param-dtype bf16.",
+        "--strategy fsdp without --shard-group-size, --activation-checkpointing, --micro-batch "
+        "at most 1 and --param-dtype bf16.",
+        "--strategy fsdp without --no-sync, --activation-checkpointing and --param-dtype bf16.",
+        "--strategy fsdp without --no-sync, --activation-checkpointing, --micro-batch at most 1 "
+        "and --param-dtype bf16.",
+    ]  # fmt: skip
+    assert say_page(lightened[2], localizer("en")) == (
+        "It would fit at 1,024 devices with FSDP (full shard), activation checkpointing, a "
+        "micro-batch of at most 2 and parameters gathered in bf16."
+    )
+    calibrations += lightened
+    # One change with lighter parameters, as a target's answer tries them (changes_tried).
+    zero3 = _change(
+        Change(strategy="zero3", param_dtype="bf16"), compute(LLAMA_70B).result.scenario
+    )
+    assert say_terminal(zero3) == "--strategy zero3 and --param-dtype bf16"
+    assert say_page(zero3, localizer("en")) == "ZeRO-3 and parameters gathered in bf16"
+    calibrations.append(zero3)
+    # One device: "at 1 device", not "at 1 devices", in the memory line and the target's
+    # answer (Llama 3 70B in groups of 8, on one device: 1.25 TiB).
+    on_one_device = {"model": "llama3-70b", "hardware": "dgx-h100", "strategy": "fsdp",
+           "shard_group_size": "8", "seq_len": "8192", "micro_batch": "1", "mfu": "40",
+           "devices": "1", "target_efficiency": "90"}  # fmt: skip
+    on_one = lines(compute(on_one_device).result)
+    assert [say_terminal(on_one[key]) for key in ("memory_over", "memory_fix", "target")] == [
+        "DOES NOT FIT at 1 device: 1.25 TiB needed, 79.6 GiB there.",
+        "Nothing tried fits at 1 device: not even --micro-batch 1 --activation-checkpointing "
+        "under --strategy fsdp without --shard-group-size.",
+        "At 1 device (predicted 100 %), 90 % is already reached.",
+    ]
+    assert say_terminal(on_one["memory"]).startswith("Memory per device at 1 device: 1.25 TiB")
+    assert say_page(on_one["target"], localizer("en")) == (
+        "90% is already reached at 1 device: nothing needs to change."
+    )
+    calibrations += [on_one[key] for key in ("memory", "memory_over", "memory_fix", "target")]
+    calibrations.append(
+        lines(compute({k: v for k, v in on_one_device.items() if k != "shard_group_size"}).result)[
+            "memory_fix"
+        ]
+    )
+    assert say_page(calibrations[-1], localizer("en")) == (
+        "Nothing tried fits at 1 device: not even micro-batch 1 with activation checkpointing "
+        "under FSDP (full shard)."
+    )
+    fits_on_one = _memory_fix(MemoryAdvice(1, None, 1, (), None), "ddp", 1)
+    assert say_terminal(fits_on_one) == "It would fit at 1 device with --activation-checkpointing."
+    calibrations.append(fits_on_one)
+    # The other answers, moved to one device (where a query itself always reaches its target).
+    for answered in (
+        aimed,
+        compute({**README, "target_efficiency": "99.99", "optimizer": "lamb"}).result,
+    ):
+        assert answered.answers is not None
+        calibrations.append(
+            lines(replace(answered, answers=replace(answered.answers, at_devices=1)))["target"]
+        )
+    assert say_terminal(calibrations[-2]).startswith("At 1 device (predicted 53.9 %), 90 % needs ")
+    assert say_terminal(calibrations[-1]) == (
+        "At 1 device (predicted 52.04 %), neither accumulation nor a larger micro-batch reaches "
+        "99.99 %."
+    )
+    # The fitted throughput at the baseline beside the measured one, where the fit
+    # down-weights the point (tests/cli/test_predict_answers.py has every surface).
+    down = lines(
+        compute({**job, "measured": "8:106000,16:150000,32:290000,64:560000,128:1080000"}).result
+    )
+    assert say_terminal(down["baseline"]) == (
+        "Efficiency relative to 10,221 tokens/s per device at 8 devices, the fit's (13,250 "
+        "measured; 14,099 on one device by the model)."
+    )
+    calibrations.append(down["baseline"])
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):
@@ -937,6 +1035,31 @@ TARGET_MEMORY: dict[str, tuple[str, tuple[dict[str, str], str, str, str], ...]] 
             "micro-batches; as stated they need 82.2 GiB per device, more than the 79.6 GiB "
             "there, but with parameters gathered in bf16 they fit: 70.3 GiB per device. The "
             "global batch would be 2,048 samples.",
+        ),
+    ),
+    # ... and without checkpointing: both changes together, the stated FSDP not named (it had
+    # been "with --strategy fsdp and --activation-checkpointing, with --param-dtype bf16"
+    # above "it fits with --activation-checkpointing, with --param-dtype bf16").
+    "fits with checkpointing and lighter parameters": (
+        "It would fit at 1,024 devices with --activation-checkpointing and --param-dtype bf16.",
+        (
+            {
+                "model": "llama3.1-405b",
+                "hardware": "dgx-h100",
+                "strategy": "fsdp",
+                "seq_len": "8192",
+                "mfu": "40",
+                "micro_batch": "1",
+                "devices": "1024",
+                "target_efficiency": "90",
+            },
+            "grad_accum_needed",
+            "--grad-accum 2 (which does not fit as stated: 707 GiB needed per device, 79.6 GiB "
+            "there; it fits with --activation-checkpointing and --param-dtype bf16: 70.3 GiB)",
+            "2 micro-steps per optimizer step (now 1) would exchange the gradients once per 2 "
+            "micro-batches; as stated they need 707 GiB per device, more than the 79.6 GiB "
+            "there, but with activation checkpointing and parameters gathered in bf16 they fit: "
+            "70.3 GiB per device. The global batch would be 2,048 samples.",
         ),
     ),
     # Llama 3 70B from 900 tokens/s per device on 64: 97.8 % at 2,048 needs micro-batch 4,

@@ -60,9 +60,11 @@ def test_points_without_a_throughput_give_it_and_efficiency_is_relative_to_the_f
     assert at_32["actual_throughput"] == pytest.approx(9800, rel=0.03)
     assert 0 < at_256["efficiency_low"] <= at_256["efficiency"] <= at_256["efficiency_high"] <= 1
     html = unescape(client.get(f"/de/scaling-prediction?{query}&{MEASURED}").text)
+    # The fit passes 339.4 per device at 8 devices, beside 340.2 measured: both are said.
     said = localizer("de").gettext(
-        "Efficiency is relative to %(devices)s devices, where %(throughput)s %(unit)s per "
-        "device was measured (%(one)s on one device by the model).",
+        "Efficiency is relative to %(fitted)s %(unit)s per device at %(devices)s devices, the "
+        "fit's (%(throughput)s measured there; %(one)s on one device by the model).",
+        fitted="|",
         devices="8",
         throughput="|",
         unit="|",

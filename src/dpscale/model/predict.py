@@ -21,7 +21,7 @@ or, with ``measured`` points, from the calibration's fit (:mod:`dpscale.model.me
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 
@@ -446,19 +446,9 @@ def _grad_accum_needed(
     """The fewest accumulation steps reaching ``target`` at ``devices``, and the memory per
     device they take there (under ``no_sync`` more micro-steps keep every unsharded gradient:
     "--grad-accum 6" had been answered where it takes 283 GiB of 179); where that does not
-    fit, the first of ``tried`` with which it does (:func:`~dpscale.model.questions.fits_with`)."""
+    fit, the first of ``tried`` with which it does (:func:`_needed`)."""
     needed = grad_accum_for(scenario, target, devices=devices)
-    used = fixed = None
-    if needed is not None:
-        changed = replace(scenario, grad_accum=needed)
-        used = float(memory(changed, [devices]).total[0])
-        if _over(scenario, used):
-            fixed = fits_with(scenario, target, devices=devices, changes=tried, grad_accum=needed)
-    return {
-        "grad_accum_needed": needed,
-        "grad_accum_needed_memory_bytes": used,
-        "grad_accum_needed_fits_with": fixed,
-    }
+    return _needed("grad_accum", needed, scenario, target, devices, tried)
 
 
 def _micro_batch_needed(
@@ -466,18 +456,48 @@ def _micro_batch_needed(
 ) -> dict[str, Any]:
     """The smallest micro-batch reaching ``target`` (an efficiency against the baseline:
     :func:`~dpscale.model.questions.relative`) at ``devices``, and the memory per device it
-    takes there where the activations are known; where that does not fit, the first of
-    ``tried`` with which it does."""
+    takes there where the activations are known (a sequence length); where that does not
+    fit, the first of ``tried`` with which it does (:func:`_needed`)."""
     needed = micro_batch_for(scenario, target, devices=devices)
+    known = scenario.seq_len is not None
+    return _needed("micro_batch", needed, scenario, target, devices, tried, known=known)
+
+
+def _needed(
+    key: Literal["grad_accum", "micro_batch"],
+    needed: int | None,
+    scenario: Scenario,
+    target: float,
+    devices: int,
+    tried: tuple[Change, ...],
+    *,
+    known: bool = True,
+) -> dict[str, Any]:
+    """An answer's ``key`` (``grad_accum`` or ``micro_batch``) at ``needed`` (None: none
+    reaches ``target``) as :class:`Answers` holds it: ``{key}_needed``, the memory per device
+    it takes at ``devices`` where that is ``known`` (``{key}_needed_memory_bytes``) and, where
+    that does not fit, the first of ``tried`` with which it does and still reaches ``target``
+    (``{key}_needed_fits_with``: :func:`~dpscale.model.questions.fits_with`)."""
     used = fixed = None
-    if needed is not None and scenario.seq_len is not None:
-        used = float(memory(scenario, [devices], micro_batch=needed).total[0])
+    if needed is not None and known:
+        if key == "grad_accum":
+            accum, batch, changed = needed, None, replace(scenario, grad_accum=needed)
+        else:
+            accum, batch, changed = None, needed, replace(scenario, micro_batch=needed)
+        used = float(memory(changed, [devices]).total[0])
         if _over(scenario, used):
-            fixed = fits_with(scenario, target, devices=devices, changes=tried, micro_batch=needed)
+            fixed = fits_with(
+                scenario,
+                target,
+                devices=devices,
+                changes=tried,
+                grad_accum=accum,
+                micro_batch=batch,
+            )
     return {
-        "micro_batch_needed": needed,
-        "micro_batch_needed_memory_bytes": used,
-        "micro_batch_needed_fits_with": fixed,
+        f"{key}_needed": needed,
+        f"{key}_needed_memory_bytes": used,
+        f"{key}_needed_fits_with": fixed,
     }
 
 

@@ -257,10 +257,15 @@ def fits_with(
     ...     memory_capacity=80e9), strategy="fsdp", layers=80, hidden_size=8192, seq_len=8192,
     ...     vocab_size=128256, ffn_hidden_size=28672, mlp="swiglu", tokens_per_sample=8192,
     ...     unit="tokens/s")
-    >>> found = fits_with(sc, 0.5, devices=1024, changes=[Change(checkpointing=True)],
+    >>> found = fits_with(sc, 0.9, devices=1024, changes=[Change(checkpointing=True)],
     ...     micro_batch=2)
     >>> found.change.checkpointing, round(found.memory_bytes / 2**30, 1)
     (True, 46.1)
+    >>> round(float(relative(found.scenario, 1024)), 3)  # 90 % reached
+    0.914
+    >>> fits_with(sc, 0.95, devices=1024, changes=[Change(checkpointing=True)],
+    ...     micro_batch=2) is None  # 95 % is not
+    True
     """
     capacity = scenario.hardware.memory_capacity
     if capacity is None:

@@ -39,7 +39,7 @@ from dpscale.said import (
     Wording,
     number,
 )
-from dpscale.spec.description import N_, Input
+from dpscale.spec.description import N_, Input, as_shown
 from dpscale.spec.scaling import UNIT_INVALID
 from dpscale.validation import FieldIssue, InputError, Rule, names
 
@@ -1292,12 +1292,29 @@ LINES: Mapping[str, Wording] = {
         "Efficiency relative to {devices} devices, where {throughput} {unit} per device was "
         "measured ({one} on one device by the model).",
     ),
+    "baseline_fitted": Wording(
+        N_(
+            "Efficiency is relative to %(fitted)s %(unit)s per device at %(devices)s devices, "
+            "the fit's (%(throughput)s measured there; %(one)s on one device by the model)."
+        ),
+        "Efficiency relative to {fitted} {unit} per device at {devices} devices, the fit's "
+        "({throughput} measured; {one} on one device by the model).",
+    ),
     "memory": Wording(
         N_(
             "Memory per device at %(devices)s devices: %(total)s (model states %(states)s, "
             "communication buffers %(gathered)s, activations %(activations)s) of %(capacity)s."
         ),
         "Memory per device at {devices} devices: {total} (model states {states}, "
+        "communication buffers {gathered}, activations {activations}) of {capacity}.",
+    ),
+    # Each "at N devices" has its words for one device, "at 1 device" ("_one": _at).
+    "memory_one": Wording(
+        N_(
+            "Memory per device at %(devices)s device: %(total)s (model states %(states)s, "
+            "communication buffers %(gathered)s, activations %(activations)s) of %(capacity)s."
+        ),
+        "Memory per device at {devices} device: {total} (model states {states}, "
         "communication buffers {gathered}, activations {activations}) of {capacity}.",
     ),
     "memory_tight": Wording(
@@ -1314,9 +1331,17 @@ LINES: Mapping[str, Wording] = {
         N_("It does not fit at %(devices)s devices: %(total)s needed, %(capacity)s there."),
         "DOES NOT FIT at {devices} devices: {total} needed, {capacity} there.",
     ),
+    "memory_over_one": Wording(
+        N_("It does not fit at %(devices)s device: %(total)s needed, %(capacity)s there."),
+        "DOES NOT FIT at {devices} device: {total} needed, {capacity} there.",
+    ),
     "memory_fix": Wording(
         N_("It would fit at %(devices)s devices with %(options)s."),
         "It would fit at {devices} devices with {options}.",
+    ),
+    "memory_fix_one": Wording(
+        N_("It would fit at %(devices)s device with %(options)s."),
+        "It would fit at {devices} device with {options}.",
     ),
     "memory_no_fix": Wording(
         N_(
@@ -1326,12 +1351,28 @@ LINES: Mapping[str, Wording] = {
         "Nothing tried fits at {devices} devices: not even --micro-batch 1 "
         "--activation-checkpointing under --strategy {strategy}.",
     ),
+    "memory_no_fix_one": Wording(
+        N_(
+            "Nothing tried fits at %(devices)s device: not even micro-batch 1 with activation "
+            "checkpointing under %(strategy)s."
+        ),
+        "Nothing tried fits at {devices} device: not even --micro-batch 1 "
+        "--activation-checkpointing under --strategy {strategy}.",
+    ),
     "memory_no_fix_ungrouped": Wording(
         N_(
             "Nothing tried fits at %(devices)s devices: not even micro-batch 1 with activation "
             "checkpointing under %(strategy)s over all devices."
         ),
         "Nothing tried fits at {devices} devices: not even --micro-batch 1 "
+        "--activation-checkpointing under --strategy {strategy} without --shard-group-size.",
+    ),
+    "memory_no_fix_ungrouped_one": Wording(
+        N_(
+            "Nothing tried fits at %(devices)s device: not even micro-batch 1 with activation "
+            "checkpointing under %(strategy)s over all devices."
+        ),
+        "Nothing tried fits at {devices} device: not even --micro-batch 1 "
         "--activation-checkpointing under --strategy {strategy} without --shard-group-size.",
     ),
     "fit_micro_batch": Wording(
@@ -1390,9 +1431,66 @@ LINES: Mapping[str, Wording] = {
         "--strategy {strategy} without --shard-group-size and with --activation-checkpointing",
     ),
     "fit_param_dtype": Wording(N_("parameters gathered in %(dtype)s"), "--param-dtype {dtype}"),
-    "fit_with_param_dtype": Wording(
-        N_("%(option)s, with parameters gathered in %(dtype)s"),
-        "{option}, with --param-dtype {dtype}",
+    # Lighter gathered parameters as one more item of an option's list (it had been
+    # "--strategy fsdp and --activation-checkpointing, with --param-dtype bf16").
+    "fit_and_param_dtype": Wording(
+        N_("%(option)s and parameters gathered in %(dtype)s"),
+        "{option} and --param-dtype {dtype}",
+    ),
+    "fit_checkpointing_param_dtype": Wording(
+        N_(
+            "activation checkpointing, a micro-batch of at most %(micro_batch)s and parameters "
+            "gathered in %(dtype)s"
+        ),
+        "--activation-checkpointing, --micro-batch at most {micro_batch} and --param-dtype {dtype}",
+    ),
+    "fit_checkpointing_param_dtype_as_stated": Wording(
+        N_("activation checkpointing and parameters gathered in %(dtype)s"),
+        "--activation-checkpointing and --param-dtype {dtype}",
+    ),
+    "fit_combined_param_dtype": Wording(
+        N_(
+            "%(strategy)s, activation checkpointing, a micro-batch of at most %(micro_batch)s "
+            "and parameters gathered in %(dtype)s"
+        ),
+        "--strategy {strategy}, --activation-checkpointing, --micro-batch at most "
+        "{micro_batch} and --param-dtype {dtype}",
+    ),
+    "fit_combined_param_dtype_as_stated": Wording(
+        N_("%(strategy)s, activation checkpointing and parameters gathered in %(dtype)s"),
+        "--strategy {strategy}, --activation-checkpointing and --param-dtype {dtype}",
+    ),
+    "fit_combined_ungrouped_param_dtype": Wording(
+        N_(
+            "%(strategy)s over all devices, activation checkpointing, a micro-batch of at most "
+            "%(micro_batch)s and parameters gathered in %(dtype)s"
+        ),
+        "--strategy {strategy} without --shard-group-size, --activation-checkpointing, "
+        "--micro-batch at most {micro_batch} and --param-dtype {dtype}",
+    ),
+    "fit_combined_ungrouped_param_dtype_as_stated": Wording(
+        N_(
+            "%(strategy)s over all devices, activation checkpointing and parameters gathered "
+            "in %(dtype)s"
+        ),
+        "--strategy {strategy} without --shard-group-size, --activation-checkpointing and "
+        "--param-dtype {dtype}",
+    ),
+    "fit_combined_synced_param_dtype": Wording(
+        N_(
+            "%(strategy)s without “no sync”, activation checkpointing, a micro-batch of at most "
+            "%(micro_batch)s and parameters gathered in %(dtype)s"
+        ),
+        "--strategy {strategy} without --no-sync, --activation-checkpointing, --micro-batch "
+        "at most {micro_batch} and --param-dtype {dtype}",
+    ),
+    "fit_combined_synced_param_dtype_as_stated": Wording(
+        N_(
+            "%(strategy)s without “no sync”, activation checkpointing and parameters gathered "
+            "in %(dtype)s"
+        ),
+        "--strategy {strategy} without --no-sync, --activation-checkpointing and "
+        "--param-dtype {dtype}",
     ),
     "compute": Wording(
         "",
@@ -1548,6 +1646,18 @@ LINES: Mapping[str, Wording] = {
     "target_out_of_reach": Wording(
         "",
         "At {devices} devices (predicted {efficiency}), neither accumulation nor a larger "
+        "micro-batch reaches {target}.",
+    ),
+    "target_reached_one": Wording(
+        N_("%(target)s is already reached at %(devices)s device: nothing needs to change."),
+        "At {devices} device (predicted {efficiency}), {target} is already reached.",
+    ),
+    "target_needs_one": Wording(
+        "", "At {devices} device (predicted {efficiency}), {target} needs {changes}."
+    ),
+    "target_out_of_reach_one": Wording(
+        "",
+        "At {devices} device (predicted {efficiency}), neither accumulation nor a larger "
         "micro-batch reaches {target}.",
     ),
     "grad_accum_needed": Wording(
@@ -2010,18 +2120,7 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             },
         )
     if sc.baseline_devices > 1 and sc.baseline_throughput is not None:
-        said["baseline"] = Said(
-            # An MFU states the throughput there; it was not measured.
-            "baseline" if sc.mfu is None else "baseline_mfu",
-            {
-                "devices": Count(sc.baseline_devices),
-                # Four significant digits, as the terminal writes them (the page had six:
-                # "9,948.16 on one device").
-                "throughput": Number(sc.baseline_throughput, 4),
-                "unit": sc.unit,
-                "one": Number(sc.per_device_throughput, 4),
-            },
-        )
+        said["baseline"] = _baseline(result)
     transformer = sc.seq_len is not None or row(sc.strategy).group != "one"
     # The model states alone more than the device holds: said without activations too (70B
     # under DDP on 80 GB had printed no memory line, its JSON "fits": false).
@@ -2037,14 +2136,14 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             "activations": "-" if activations is None else Quantity(activations, "bytes"),
             "capacity": "?" if capacity is None else Quantity(capacity, "bytes"),
         }
-        said["memory"] = Said("memory", words)
+        said["memory"] = Said(_at("memory", last["devices"]), words)
         if capacity is not None and last.get("fits") is True:
             spare = capacity - last["memory_per_device_bytes"]
             if spare < TIGHT * capacity:
                 said["memory_tight"] = Said("memory_tight", {"spare": Quantity(spare, "bytes")})
         if last.get("fits") is False:
             said["memory_over"] = Said(
-                "memory_over",
+                _at("memory_over", last["devices"]),
                 {key: words[key] for key in ("devices", "total", "capacity")},
             )
             if result.memory_advice is not None:
@@ -2057,7 +2156,7 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             if short:
                 point = short[-1]
                 said["memory_over"] = Said(
-                    "memory_over",
+                    _at("memory_over", point["devices"]),
                     {
                         "devices": Count(point["devices"]),
                         "total": Quantity(point["memory_per_device_bytes"], "bytes"),
@@ -2065,6 +2164,44 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
                     },
                 )
     return said
+
+
+def _at(code: str, devices: int) -> str:
+    """``code``, or its words for one device where ``devices`` is one (``{code}_one``: "at 1
+    device", where "at 1 devices" had been said).
+
+    >>> _at("memory_over", 1), _at("memory_over", 8)
+    ('memory_over_one', 'memory_over')
+    """
+    return f"{code}_one" if devices == 1 else code
+
+
+def _baseline(result: PredictionResult) -> Said:
+    """What the efficiency is relative to, where the baseline is several devices: the
+    throughput per device measured there, or the one a stated MFU gives; where a calibration
+    from measured points puts the curve there elsewhere than the point (a point it
+    down-weights), the fitted throughput the efficiencies are relative to, and the measured
+    one beside it (as ``fit``'s baseline has ``throughput`` and ``measured_throughput``): 100 %
+    at 8 devices is 10,221 tokens/s per device, not the 13,250 measured there, and had been
+    said to be the 13,250."""
+    sc = result.scenario
+    assert sc.baseline_throughput is not None  # _sharded
+    words: dict[str, Value] = {
+        "devices": Count(sc.baseline_devices),
+        # Four significant digits, as the terminal writes them (the page had six: "9,948.16
+        # on one device").
+        "throughput": Number(sc.baseline_throughput, 4),
+        "unit": sc.unit,
+        "one": Number(sc.per_device_throughput, 4),
+    }
+    if sc.mfu is not None:  # An MFU states the throughput there; it was not measured.
+        return Said("baseline_mfu", words)
+    if result.measured_fit is not None:
+        # The calibrated curve at the baseline, per device: what 100 % there is.
+        fitted = result.reference * sc.per_device_throughput
+        if as_shown(fitted, 4) != as_shown(sc.baseline_throughput, 4):
+            return Said("baseline_fitted", {**words, "fitted": Number(fitted, 4)})
+    return Said("baseline", words)
 
 
 def strategy_named(result: PredictionResult) -> Name | Said:
@@ -2077,8 +2214,9 @@ def strategy_named(result: PredictionResult) -> Name | Said:
 
 
 def _memory_fix(advice: MemoryAdvice, strategy: str, micro_batch: int) -> Said:
-    """What would fit where the job does not (at ``micro_batch`` as stated): each single
-    change, or the leanest one."""
+    """What would fit where the job does not (at ``micro_batch`` as stated, under
+    ``strategy``): each single change, or the leanest one (the stated strategy not named as a
+    change, as :func:`_change` words it)."""
     from dpscale.model.strategies import row
 
     devices = Count(advice.devices)
@@ -2106,68 +2244,84 @@ def _memory_fix(advice: MemoryAdvice, strategy: str, micro_batch: int) -> Said:
         options.append(Said(code, {"strategy": Name(name, "strategy")}))
     if advice.combined is not None:
         name, batch = advice.combined
-        code = "fit_combined_ungrouped" if alone(name) else "fit_combined"
+        named: Name | None = Name(name, "strategy")
         if advice.combined_synced:
             code = "fit_combined_synced"
-        option = _with_checkpointing(code, batch, micro_batch, Name(name, "strategy"))
-        options.append(_with_param_dtype(option, advice.combined_param_dtype))
+        elif alone(name):
+            code = "fit_combined_ungrouped"
+        elif name == strategy:
+            # The stated strategy as it is: no change to name ("--strategy fsdp and
+            # --activation-checkpointing, with --param-dtype bf16" had been said to FSDP).
+            code, named = "fit_checkpointing", None
+        else:
+            code = "fit_combined"
+        option = _with_checkpointing(code, batch, micro_batch, named, advice.combined_param_dtype)
+        options.append(option)
     if not options:
         leanest = advice.leanest or strategy
         return Said(
-            "memory_no_fix_ungrouped" if alone(leanest) else "memory_no_fix",
+            _at("memory_no_fix_ungrouped" if alone(leanest) else "memory_no_fix", advice.devices),
             {"devices": devices, "strategy": Name(leanest, "strategy")},
         )
-    return Said("memory_fix", {"devices": devices, "options": Either(tuple(options))})
-
-
-def _with_param_dtype(option: Said, dtype: str | None) -> Said:
-    """``option`` with lighter gathered parameters too, where ``dtype`` says so."""
-    return (
-        option
-        if dtype is None
-        else Said("fit_with_param_dtype", {"option": option, "dtype": dtype})
+    return Said(
+        _at("memory_fix", advice.devices), {"devices": devices, "options": Either(tuple(options))}
     )
 
 
 def _change(change: Change, scenario: Scenario) -> Said:
     """A change with which a target's answer fits (:class:`~dpscale.model.memory.Change`),
     in the words the memory advice has for it (with the micro-batch as the answer gives it:
-    each option "as stated")."""
+    each option "as stated"; lighter gathered parameters one more item of its list)."""
     from dpscale.model.strategies import row
 
-    grouped = scenario.shard_group_size > 0
-    if change.strategy is None:
-        stated = {"strategy": Name(scenario.strategy, "strategy")}
-        if change.checkpointing and change.ungrouped:
-            said: Said | None = Said("fit_combined_ungrouped_as_stated", stated)
-        elif change.checkpointing and change.synced:
-            said = Said("fit_combined_synced_as_stated", stated)
-        elif change.checkpointing:
-            said = Said("fit_checkpointing_as_stated")
-        elif change.ungrouped:
-            said = Said("fit_ungrouped")
-        elif change.synced:
-            said = Said("fit_synced")
+    stated = scenario.micro_batch
+    dtype = change.param_dtype
+    # As _memory_fix words it: a stated group goes with HSDP alone.
+    alone = (
+        change.strategy is not None
+        and scenario.shard_group_size > 0
+        and row(change.strategy).group != "node"
+    )
+    if change.checkpointing:
+        if change.strategy is None:
+            named: Name | None = Name(scenario.strategy, "strategy")
+            if change.ungrouped:
+                code = "fit_combined_ungrouped"
+            elif change.synced:
+                code = "fit_combined_synced"
+            else:
+                code, named = "fit_checkpointing", None
         else:
-            said = None
+            named = Name(change.strategy, "strategy")
+            code = "fit_combined_ungrouped" if alone else "fit_combined"
+        return _with_checkpointing(code, stated, stated, named, dtype)
+    if change.strategy is not None:
+        code = "fit_strategy_ungrouped" if alone else "fit_strategy"
+        said = Said(code, {"strategy": Name(change.strategy, "strategy")})
+    elif change.ungrouped:
+        said = Said("fit_ungrouped")
+    elif change.synced:
+        said = Said("fit_synced")
     else:
-        other = {"strategy": Name(change.strategy, "strategy")}
-        alone = grouped and row(change.strategy).group != "node"  # as _memory_fix words it
-        if change.checkpointing:
-            code = "fit_combined_ungrouped_as_stated" if alone else "fit_combined_as_stated"
-        else:
-            code = "fit_strategy_ungrouped" if alone else "fit_strategy"
-        said = Said(code, other)
-    if said is None:
-        return Said("fit_param_dtype", {"dtype": change.param_dtype or ""})
-    return _with_param_dtype(said, change.param_dtype)
+        return Said("fit_param_dtype", {"dtype": dtype or ""})
+    # One change with lighter parameters, as a target's answer tries them (changes_tried).
+    return said if dtype is None else Said("fit_and_param_dtype", {"option": said, "dtype": dtype})
 
 
-def _with_checkpointing(code: str, batch: int, stated: int, strategy: Name | None = None) -> Said:
-    """An option with activation checkpointing (``code``, and another strategy where given):
-    with the largest micro-batch that fits, or without one where that is the job's own (it
-    had said "--micro-batch at most 1" to a job at micro-batch 1)."""
+def _with_checkpointing(
+    code: str,
+    batch: int,
+    stated: int,
+    strategy: Name | None = None,
+    dtype: str | None = None,
+) -> Said:
+    """An option with activation checkpointing (``code``, and another strategy where given,
+    and lighter gathered parameters where ``dtype`` says so: ``{code}_param_dtype``, the
+    dtype the list's last item): with the largest micro-batch that fits, or without one where
+    that is the job's own (it had said "--micro-batch at most 1" to a job at micro-batch 1)."""
     words: dict[str, Value] = {} if strategy is None else {"strategy": strategy}
+    if dtype is not None:
+        code, words = f"{code}_param_dtype", {**words, "dtype": dtype}
     if batch == stated:
         return Said(f"{code}_as_stated", words)
     return Said(code, {**words, "micro_batch": Count(batch, grouped=False)})
@@ -2348,11 +2502,12 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
         "target": target,
     }
     if reached:
-        said["target"] = Said("target_reached", at)
+        said["target"] = Said(_at("target_reached", a.at_devices), at)
     elif needed:
-        said["target"] = Said("target_needs", {**at, "changes": Either(tuple(needed))})
+        changes = Either(tuple(needed))
+        said["target"] = Said(_at("target_needs", a.at_devices), {**at, "changes": changes})
     else:
-        said["target"] = Said("target_out_of_reach", at)
+        said["target"] = Said(_at("target_out_of_reach", a.at_devices), at)
     if a.best_bucket_bytes is not None:
         said["best_bucket"] = Said(
             "best_bucket",
