@@ -100,6 +100,19 @@ class ScriptInterrupted(KeyboardInterrupt):
         self.payload = payload
 
 
+_LOST = ("gloo", "nccl", "connection closed", "connection reset", "broken pipe", "disterror")
+
+
+def looks_lost(text: str) -> bool:
+    """Whether a failure reads as a peer gone (a consequence of another rank's failure).
+
+    >>> looks_lost("RuntimeError: [gloo/pair.cc:534] Connection closed by peer")
+    True
+    """
+    lowered = text.lower()
+    return any(word in lowered for word in _LOST)
+
+
 def script_command(world_size: int, script: str, args: Sequence[str], log_dir: Path) -> list[str]:
     """torchrun on this machine, one process per rank, no restarts, each rank's output in
     ``log_dir`` (``.../attempt_0/<rank>/stderr.log``), each rank the script run through
@@ -556,8 +569,6 @@ def run_script_at(
         if rank is not None:
             how = f"rank {rank} {_how(code if rank_code is None else rank_code, None)}"
         said = f"its last lines: {tail}" if tail else "it printed nothing"
-        from dpscale.measure.script_across import looks_lost
-
         early = _left_early(timers, ranks, rank) if looks_lost(tail) else None
         if early is not None and rank is not None:
             # A rank that left with status 0 first, and the failed rank's error reads as a

@@ -74,6 +74,7 @@ from dpscale.measure.script import (
     ScriptError,
     check_unit,
     checked_records,
+    looks_lost,
     run_script_at,
     script_payload,
     summarise_script,
@@ -97,13 +98,6 @@ REPORT_S = 15.0
 REBIND_S = 10.0
 """How long node 0 tries to bind the endpoint's port again for a launch."""
 _RUN_ID = re.compile(r"[0-9A-Za-z-]{1,64}")
-_LOST = ("gloo", "nccl", "connection closed", "connection reset", "broken pipe", "disterror")
-
-
-def looks_lost(text: str) -> bool:
-    """Whether a failure reads as a peer gone (a consequence of another rank's failure)."""
-    lowered = text.lower()
-    return any(word in lowered for word in _LOST)
 
 
 def across_sizes(sizes: Sequence[int] | None, shape: ClusterShape) -> tuple[int, ...]:
