@@ -10,16 +10,19 @@ the page's language are refused at the field, never guessed.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from html import unescape
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpscale.fit.data import parse_points
 from dpscale.model.measured import parse_measured
+from dpscale.validation import InputError
 from dpscale.web.context import points_example, points_link_example
 from dpscale.web.i18n import LANGUAGES, localizer
 from dpscale.web.typed_points import AmbiguousPointsError, canonical_points
@@ -503,3 +506,143 @@ def test_typing_german_points_writes_the_canonical_link(
         expect(page.locator('[data-error-for="points"]')).to_contain_text("„8; 7,9“")
     finally:
         context.close()
+
+
+# What a reading costs: Babel's strict parse is counted, never timed.
+
+
+def _parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from dpscale.web import typed_numbers
+
+    calls: list[str] = []
+    parse = getattr(typed_numbers, "parse_decimal")  # noqa: B009 - Babel's, as the module calls it
+
+    def counted(text: str, *args: object, **kwargs: object) -> object:
+        calls.append(text)
+        return parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(typed_numbers, "parse_decimal", counted)
+    typed_numbers._cached_reading.cache_clear()
+    return calls
+
+
+def _groups(count: int, seed: int) -> str:
+    return ",".join(str(100 + (seed * 7919 + i * 104729) % 900) for i in range(count))
+
+
+@pytest.mark.parametrize("locale", ["en", "ja", "de", "fr"])
+def test_a_piece_too_long_for_any_number_is_not_tried_a_split_at_a_time(
+    locale: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between two colons, 17 groups split 16 ways: each split had been two Babel parses (32
+    a line, 500 KB of them 4 s). No side of any split holds a number within the models'
+    limits, so none is parsed; the text is left for the model, which refuses it as before."""
+    calls = _parses(monkeypatch)
+    lines = "\n".join(f"8:{_groups(17, n)}:1" for n in range(200))
+    spaced = lines.replace(",", " ")
+    assert canonical_points(lines, locale) == lines
+    assert canonical_points(spaced, locale) == spaced
+    assert calls == []
+    with pytest.raises(InputError):
+        parse_points(lines)
+
+
+def test_a_piece_read_one_way_costs_a_parse_or_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _parses(monkeypatch)
+    # A grouped throughput, then the next count: read at the space only, as before.
+    text = ":".join(["8", *(f"1,234,567.5 {16 * (n + 1)}" for n in range(100)), "5"])
+    canonical = canonical_points(text, "en")
+    assert canonical.startswith("8:1234567.5, 16:1234567.5, 32:")
+    assert len(calls) <= 200
+    # Tables of grouped cells: each line's two numbers, not every way of joining its cells.
+    calls.clear()
+    table = "\n".join(f"{n + 1},234 5,678,{n % 900 + 100}" for n in range(100))
+    assert _read(canonical_points(table, "en"))[0] == (1234, 5678100.0)
+    assert len(calls) <= 2 * 100
+
+
+@pytest.mark.parametrize(
+    ("text", "locale"),
+    [
+        # Read in English as "1e310000000", whose strict check overflowed: a 500 on the pages.
+        ("8:1e3,10000000", "en"),
+        ("1e3,10000000\n2,5", "en"),
+        ("135.132, 1e3, 10000000", "zh_Hans"),
+    ],
+)
+def test_text_babel_cannot_format_is_no_number_not_an_error(text: str, locale: str) -> None:
+    canonical_points(text, locale)
+
+
+def test_a_split_beyond_the_limits_still_makes_text_ambiguous() -> None:
+    """A split whose count would be beyond the limits is still a reading where it decides the
+    answer: 5,100,000 at 100,000 devices, or 5 at 100,000,100,000 (refused before, and now)."""
+    with pytest.raises(AmbiguousPointsError) as refused:
+        canonical_points("8:5,100,000,100,000:5", "en")
+    assert refused.value.readings[:2] == ("5; 100,000,100,000", "5,100,000; 100,000")
+
+
+# An uploaded file: read as dpscale fit FILE reads it, on every page.
+
+REFUSED_FILES = (
+    # dpscale fit: "item 3: '900' is not a devices:throughput pair" (English had read 1,900,
+    # German and French 1.9).
+    "1:100\n2:1,900\n4:3,600\n8:7,000\n",
+    # dpscale fit: "item 3: '5' is not a devices:throughput pair" (German had read 190.5).
+    "1:100\n2:190,5\n4:360,25\n8:700,5\n",
+)
+
+
+@pytest.fixture
+def app(sqlite_url: str) -> Iterator[TestClient]:
+    """The app in process (the live server's posts are limited per address)."""
+    from dpscale.web.app import create_app
+
+    with TestClient(create_app(), base_url="http://testserver") as client:
+        yield client
+
+
+def _upload(app: httpx.Client, code: str, text: str) -> httpx.Response:
+    return app.post(
+        f"/{code}/{FIT}",
+        data={"at": "64"},
+        files={"file": ("points.csv", text.encode("utf-8"), "text/csv")},
+        headers={"Origin": "http://testserver"},
+        follow_redirects=False,
+    )
+
+
+@pytest.mark.parametrize("code", [language.code for language in LANGUAGES])
+def test_an_uploaded_file_the_cli_refuses_is_refused_on_every_page(
+    app: httpx.Client, code: str
+) -> None:
+    from dpscale.web.forms import issue_message
+    from dpscale.web.pages.fit import CALCULATOR
+
+    loc = localizer(code)
+    for text in REFUSED_FILES:
+        with pytest.raises(InputError) as cli:
+            parse_points(text)
+        reply = _upload(app, code, text)
+        assert reply.status_code == 422, (code, text)
+        said = issue_message(cli.value.issues[0], CALCULATOR, {"points": text}, loc)
+        assert _error(reply.text, "points") == said
+
+
+@pytest.mark.parametrize("code", [language.code for language in LANGUAGES])
+def test_an_uploaded_file_gives_the_cli_s_numbers_on_every_page(
+    app: httpx.Client, code: str
+) -> None:
+    files = [
+        "devices,throughput\n8,735.125\n16,1450.25\n32,2800\n",
+        "devices;throughput\n8;735,5\n16;1450,25\n32;2800",  # a German spreadsheet, as the CLI
+        "8:7900\n16:15500\n32:30000\n",
+        "# measured today\n8 7900.5\n16 15500\n",
+    ]
+    for text in files:
+        meant = _read(text)
+        reply = _upload(app, code, text)
+        assert reply.status_code == 303, (code, text)
+        linked = _linked_points(urlsplit(reply.headers["location"]).query)
+        for other in LOCALES:  # the link, on this page and any other
+            assert _read(canonical_points(linked, other)) == meant, (code, text, other)

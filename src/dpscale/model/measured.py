@@ -1317,7 +1317,8 @@ def _misfit(residual: Any, estimates: Mapping[str, float], floor: float) -> floa
     """
     held = sum(1 for name, value in estimates.items() if _held(name, value))  # (_fit)
     dof = len(residual) - (len(estimates) - held)
-    squares = float(np.sum(np.asarray(residual) ** 2))
+    with np.errstate(over="ignore"):  # a point 1e300 times off: inf, still a miss
+        squares = float(np.sum(np.asarray(residual) ** 2))
     if dof < 1 or squares <= floor**2 * float(stats.chi2.ppf(1 - MISFIT_LEVEL, dof)):
         return 0.0
     return float(np.max(np.abs(residual)))

@@ -27,6 +27,7 @@ __all__ = [
     "FormState",
     "api_errors",
     "issue_message",
+    "page_reading",
     "query_string",
     "read_form",
     "untouched",
@@ -327,8 +328,25 @@ def _give_way(calc: Calculator, query: Mapping[str, str], typed: dict[str, str])
             typed[f.name] = ""
 
 
-def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> FormState:
-    """Compute ``calc`` for the query's inputs; never raises for bad input."""
+def page_reading(calc: Calculator, name: str, text: str, loc: Localizer) -> str:
+    """The text the model reads for ``text`` given as field ``name`` of ``calc`` (in a link or
+    a form): printable, normalised and read in the page's language (:func:`_canonical`, which
+    may raise :class:`AmbiguousPointsError`)."""
+    spec = calc.field(name)
+    typed = _printable(text, lines=spec is not None and spec.rows > 0).strip()
+    return _canonical(spec, _read_as(typed), loc)
+
+
+def read_form(
+    calc: Calculator,
+    query: Mapping[str, str],
+    loc: Localizer,
+    *,
+    as_read: frozenset[str] = frozenset(),
+) -> FormState:
+    """Compute ``calc`` for the query's inputs; never raises for bad input. The fields in
+    ``as_read`` are given to the model as they are, not read in the page's language (an
+    uploaded file's points, read as ``dpscale fit`` reads a file)."""
     typed = _values(calc, query)
     _give_way(calc, query, typed)
     limits = max_lengths(calc)
@@ -337,6 +355,9 @@ def read_form(calc: Calculator, query: Mapping[str, str], loc: Localizer) -> For
     ambiguous: dict[str, str] = {}
     for name, text in values.items():
         try:
+            if name in as_read:
+                canonical[name] = text
+                continue
             canonical[name] = _canonical(calc.field(name), _read_as(text), loc)
         except AmbiguousPointsError as err:  # never guessed: refused, saying how to write it
             canonical[name] = _read_as(text)

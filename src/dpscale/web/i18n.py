@@ -247,6 +247,8 @@ class Localizer:
         >>> localizer("de").number(1.2345678e20), localizer("en").number(1.2345678e20, 4)
         ('1,23457E20', '1.235E20')
         """
+        if not math.isfinite(value):  # never a page's number, but never a 500 either
+            return str(format_decimal(value, locale=self.locale))
         if abs(value) >= 1e16 or 0 < abs(value) < 1e-6:
             # To the digits asked for, as the terminal's "%.*g": a number written as it is
             # (an input as typed) keeps its digits here too.
@@ -268,14 +270,20 @@ class Localizer:
     def percent(self, fraction: float, digits: int = 4) -> str:
         """A fraction as the locale writes a percentage: 0.9 -> '90%'.
 
-        >>> localizer("en").percent(9e-79)
-        '9E-77%'
+        >>> en = localizer("en")
+        >>> en.percent(9e-79), en.percent(3.0244e32, 2), en.percent(float("inf")), en.percent(0)
+        ('9E-77%', '3E34%', '∞%', '0%')
+
+        Huge and non-finite values are written too (a measured point of 1e-30 missed by a
+        model by 3e34 %: Babel cannot round them and a page had answered 500).
         """
         locale = self.locale
-        if 0 < abs(fraction * 100) < 1e-6:  # the locale's pattern around a scientific number
+        hundred_times = float(fraction) * 100
+        if not math.isfinite(hundred_times) or not 1e-6 <= abs(hundred_times) < 1e16:
+            # The locale's pattern around a scientific number (or infinity).
             pattern = str(format_percent(1, locale=locale))
             hundred = str(format_decimal(100, locale=locale))
-            return pattern.replace(hundred, self.number(fraction * 100, digits))
+            return pattern.replace(hundred, self.number(hundred_times, digits))
         hundredths = _significant(float(fraction) * 100, digits)
         symbols = _symbols(self.language.locale)
         fast = _plain(hundredths, symbols) if symbols is not None else None

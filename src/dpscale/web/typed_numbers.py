@@ -31,7 +31,13 @@ from decimal import Decimal, InvalidOperation
 from functools import cache, lru_cache
 
 from babel.core import Locale
-from babel.numbers import NumberFormatError, get_group_symbol, parse_decimal
+from babel.numbers import (
+    NumberFormatError,
+    format_decimal,
+    get_decimal_symbol,
+    get_group_symbol,
+    parse_decimal,
+)
 
 __all__ = [
     "canonical_counts",
@@ -54,20 +60,75 @@ def _parsed(locale: str) -> Locale:
     return Locale.parse(locale)
 
 
-@lru_cache(maxsize=4096)
-def _locale_reading(text: str, locale: str) -> Decimal | None:
-    """Cached: a page reads each of its numbers two or three times, and Babel's strict
-    parsing (which formats what it read to compare) was a tenth of rendering a page."""
+@cache
+def _symbols(locale: str) -> tuple[str, str, frozenset[str], re.Pattern[str] | None]:
+    """The locale's group and decimal symbols, every character its formatted numbers may hold
+    (Babel's strict parsing compares what it read with them, formatted again) and, where it
+    writes them the plain way (groups of three, ``-`` for minus), their form."""
     parsed = _parsed(locale)
-    group = get_group_symbol(parsed)
+    group, decimal = get_group_symbol(parsed), get_decimal_symbol(parsed)
+    written = "".join(str(format_decimal(n, locale=parsed)) for n in (-1234567.5, 1234567.5))
+    pattern = parsed.decimal_formats[None]
+    plain = (
+        pattern.pattern == "#,##0.###"
+        and pattern.grouping == (3, 3)
+        and str(format_decimal(-1234567.5, locale=parsed)) == f"-1{group}234{group}567{decimal}5"
+    )
+    form = (
+        re.compile(
+            rf"-?[0-9]{{1,3}}(?:{re.escape(group)}[0-9]{{3}})*(?:{re.escape(decimal)}[0-9]*)?"
+        )
+        if plain
+        else None
+    )
+    return group, decimal, frozenset("0123456789" + group + decimal + written), form
+
+
+_CACHED_LENGTH = 64
+"""Texts longer than this are read uncached (no number a page takes is that long): a pasted
+half megabyte split many ways would otherwise keep its pieces in the cache."""
+
+
+def _locale_reading(text: str, locale: str) -> Decimal | None:
+    """``text`` read with Babel's strict parsing in ``locale``; None where it refuses.
+
+    Babel's answer without Babel where it is sure: text without the group symbol is only
+    ``Decimal``'s reading (with the locale's decimal symbol), and text with one that holds
+    a character no number of the locale is written with (a space or a semicolon in English),
+    or groups not of three digits where the locale writes them so, is refused. The rest is
+    cached: a page reads each of its numbers two or three times,
+    and Babel's strict parsing (which formats what it read to compare) was a tenth of
+    rendering a page; pasted points try each piece several ways.
+
+    >>> _locale_reading("7.900", "de"), _locale_reading("7 900", "en"), _locale_reading("7,9", "de")
+    (Decimal('7900'), None, Decimal('7.9'))
+    """
+    group, decimal, written, form = _symbols(locale)
     if group in _SPACES:
         for space in _SPACES:
             text = text.replace(space, group)
+    if group not in text:  # what parse_decimal reads then, without its strict check
+        try:
+            value = Decimal(text.replace(decimal, "."))
+        except InvalidOperation:
+            return None
+        return value if value.is_finite() else None
+    if not written.issuperset(text) or (form is not None and not form.fullmatch(text)):
+        return None  # strict parsing compares it with the number formatted: it cannot match
+    if len(text) > _CACHED_LENGTH:
+        return _strict_reading(text, locale)
+    return _cached_reading(text, locale)
+
+
+def _strict_reading(text: str, locale: str) -> Decimal | None:
     try:
-        value = parse_decimal(text, locale=parsed, strict=True)
-    except (NumberFormatError, InvalidOperation):  # strict parsing re-formats what it read,
-        return None  # which fails for some long exponents ("1.0000000000000002e+16" in es)
+        value = parse_decimal(text, locale=_parsed(locale), strict=True)
+    except (NumberFormatError, ArithmeticError):  # strict parsing re-formats what it read,
+        return None  # which fails for long numbers and exponents (decimal.Overflow too)
     return value if value.is_finite() else None
+
+
+_cached_reading = lru_cache(maxsize=4096)(_strict_reading)
 
 
 def _plain_reading(text: str) -> Decimal | None:

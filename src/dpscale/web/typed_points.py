@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 
-from babel.numbers import get_group_symbol
+from babel.numbers import format_decimal, get_group_symbol
 
+from dpscale.calculators.scaling import MAX_DEVICES as MAX_MEASURED_DEVICES
+from dpscale.calculators.scaling import MAX_THROUGHPUT as MAX_MEASURED_THROUGHPUT
+from dpscale.fit.data import MAX_DEVICES, MAX_THROUGHPUT
 from dpscale.web.typed_numbers import (
     _FIXED_DIGITS,
     _SPACES,
@@ -26,7 +30,7 @@ from dpscale.web.typed_numbers import (
     read_number,
 )
 
-__all__ = ["AmbiguousPointsError", "canonical_points"]
+__all__ = ["AmbiguousPointsError", "canonical_points", "pairs_text"]
 
 _POINT_NUMBER = re.compile(r"[+-]?\d+(?:,\d+)(?:[eE][+-]?\d+)?")
 """A spreadsheet cell with a decimal comma, which ``dpscale fit`` reads between semicolons or
@@ -83,17 +87,29 @@ def _separator_runs(space_grouped: bool) -> re.Pattern[str]:
     return re.compile(r"[\s,;]+")
 
 
-def _point_value(
-    text: str, locale: str | None, *, cell: bool = False
-) -> tuple[str, Decimal | None] | None:
+Read = tuple[str, Decimal | None] | None
+"""A number as the canonical text the models read, and its value (None: ``inf`` as typed)."""
+
+
+def _point_value(text: str, locale: str | None, *, cell: bool = False) -> Read:
     """A point's number as the canonical text the models read, and its value: read in
     ``locale`` (None: canonically, as ``dpscale fit`` reads a file), else as Python reads it
     (``1_000``; ``inf`` kept as typed, for the model to refuse); None where nothing reads it.
     ``cell``: a cell between semicolons or tabs, where a decimal comma is read as the CLI
-    reads it."""
+    reads it. Cached (pasted points try a piece several ways), for texts as short as a
+    number's."""
     text = text.strip()
     if not text:
         return None
+    if len(text) > _CACHED_LENGTH:
+        return _read_point(text, locale, cell)
+    return _cached_point(text, locale, cell)
+
+
+_CACHED_LENGTH = 64
+
+
+def _read_point(text: str, locale: str | None, cell: bool) -> Read:
     if _UNGROUPED.fullmatch(text) and not (_dot_grouped(locale) and _DOT_GROUPS.fullmatch(text)):
         value: Decimal | None = Decimal(text)  # what every locale reads (Babel is slower)
     elif locale is not None:
@@ -113,6 +129,9 @@ def _point_value(
     return _write(value), value
 
 
+_cached_point = lru_cache(maxsize=8192)(_read_point)
+
+
 def _count_value(text: str, locale: str | None) -> str | None:
     """A device count: a whole number, in the canonical form."""
     read = _point_value(text, locale)
@@ -120,6 +139,74 @@ def _count_value(text: str, locale: str | None) -> str | None:
         return None
     # Beyond any allowed count, as written (1E+1000000 is not spelt out for the model to refuse).
     return read[0] if read[1].adjusted() > _FIXED_DIGITS else str(int(read[1]))
+
+
+Split = tuple[re.Match[str], str, str]
+"""Where a throughput ends and the next count begins: the run between them, the throughput
+and the count in the canonical form."""
+
+
+@cache
+def _runs_within(locale: str | None) -> tuple[int, int]:
+    """The most separator runs that a throughput and a device count within the models'
+    limits hold inside them, written in ``locale``: the group symbols of the largest whole
+    number of as many digits, as Babel writes it, and a decimal symbol; none read canonically
+    (None), where no number holds a comma, a semicolon or white space.
+
+    >>> _runs_within("en"), _runs_within("fr"), _runs_within(None)
+    ((6, 3), (6, 3), (0, 0))
+    """
+    if locale is None:
+        return 0, 0
+    group = get_group_symbol(_parsed(locale))
+
+    def most(limit: float) -> int:
+        largest = int("9" * len(str(int(limit))))
+        return str(format_decimal(largest, locale=_parsed(locale))).count(group) + 1
+
+    return (
+        most(max(MAX_THROUGHPUT, MAX_MEASURED_THROUGHPUT)),
+        most(max(MAX_DEVICES, MAX_MEASURED_DEVICES)),
+    )
+
+
+def _split_at(middle: str, run: re.Match[str], locale: str | None) -> Split | None:
+    """The split of ``middle`` at ``run``, if both sides read (the count first: it is the
+    shorter, and the one a split inside a number leaves unreadable)."""
+    following = _count_value(middle[run.end() :], locale)
+    if following is None:
+        return None
+    throughput = _point_value(middle[: run.start()], locale)
+    return None if throughput is None else (run, throughput[0], following)
+
+
+def _in_range(split: Split) -> bool:
+    """Whether a split's throughput and count are within every model's limits."""
+    throughput, count = float(split[1]), float(split[2])  # "nan" kept as typed: False
+    return 0 < throughput <= min(MAX_THROUGHPUT, MAX_MEASURED_THROUGHPUT) and 1 <= count <= min(
+        MAX_DEVICES, MAX_MEASURED_DEVICES
+    )
+
+
+def _splits(middle: str, candidates: list[re.Match[str]], locale: str | None) -> list[Split]:
+    """The splits of ``middle`` (a throughput and the next count) at ``candidates`` after
+    which both sides read; every one where it matters, the cheap ones first.
+
+    A side with more runs inside it than a number within the models' limits holds
+    (:func:`_runs_within`) is beyond them if it reads at all: those splits are tried only
+    where they decide the answer, where the others leave one reading within the limits
+    (another one makes the text ambiguous). Elsewhere the text is refused whether they read
+    or not (its number is beyond the limits, or it reads two ways), and the half megabyte
+    that the page takes is not read a split at a time, each a Babel parse."""
+    throughput_runs, count_runs = _runs_within(locale)
+    last = len(candidates) - 1
+    near = [i for i in range(len(candidates)) if i <= throughput_runs and last - i <= count_runs]
+    found = [split for i in near if (split := _split_at(middle, candidates[i], locale))]
+    if len(found) == 1 and _in_range(found[0]):
+        far = (candidates[i] for i in range(len(candidates)) if i not in near)
+        found += [split for run in far if (split := _split_at(middle, run, locale))]
+        found.sort(key=lambda split: split[0].start())
+    return found
 
 
 def _pairs_line(
@@ -143,15 +230,10 @@ def _pairs_line(
     pairs: list[str] = []
     for index, piece in enumerate(pieces[1:-1]):
         middle = piece.strip()
-        found: list[tuple[re.Match[str], str, str]] = []
         candidates = list(runs.finditer(middle))
         if len(candidates) > _MAX_RUNS:
             return None
-        for run in candidates:
-            throughput = _point_value(middle[: run.start()], locale)
-            following = _count_value(middle[run.end() :], locale)
-            if throughput is not None and following is not None:
-                found.append((run, throughput[0], following))
+        found = _splits(middle, candidates, locale)
         if not found:
             return None
         if len(found) > 1:
@@ -245,7 +327,7 @@ def _merged(
         for end in range(first + 1, min(len(cells), first + _MAX_GROUPS) + 1):
             values = [separator.join(cells[:first]), separator.join(cells[first:end])]
             devices = _count_value(values[columns[0]], locale)
-            throughput = _point_value(values[columns[1]], locale)
+            throughput = None if devices is None else _point_value(values[columns[1]], locale)
             if devices is None or throughput is None:
                 continue
             written = [devices, throughput[0]] if columns == (0, 1) else [throughput[0], devices]
@@ -395,3 +477,14 @@ def canonical_points(text: str, locale: str | None) -> str:
         if read_line is not None:
             written[number] = read_line + _ending(lines[number])
     return "".join(written)
+
+
+def pairs_text(points: Iterable[tuple[int, float]]) -> str:
+    """Points as ``devices:throughput`` pairs, one a line, each number in the canonical form:
+    text that ``dpscale fit`` and every page read as these numbers.
+
+    >>> print(pairs_text([(8, 735.125), (16, 1e-300)]))
+    8:735.1250
+    16:1E-300
+    """
+    return "\n".join(f"{devices}:{_write(Decimal(repr(float(t))))}" for devices, t in points)

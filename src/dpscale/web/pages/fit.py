@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import date
 from typing import Any
 
+import numpy as np
 from babel.numbers import format_scientific
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -48,13 +49,13 @@ from dpscale.spec.fit import (
 )
 from dpscale.spec.prediction import NO_RUN
 from dpscale.store.runs import RUN_FAILS_SCHEMA
-from dpscale.validation import FieldIssue, parse
+from dpscale.validation import FieldIssue, InputError, parse
 from dpscale.web.i18n import N_, Localizer, language, localizer
 from dpscale.web.pages import prediction
 from dpscale.web.pages._described import input_fields
 from dpscale.web.pages._said import say
 from dpscale.web.registry import Calculator, Formula, Presentation, ResultItem
-from dpscale.web.typed_points import canonical_points
+from dpscale.web.typed_points import AmbiguousPointsError, canonical_points, pairs_text
 
 __all__ = ["CALCULATOR", "router"]
 
@@ -364,10 +365,10 @@ router = APIRouter(include_in_schema=False)
 @router.post(f"/{{code}}/{SLUG}", response_class=HTMLResponse)
 async def upload(request: Request, code: str) -> Response:
     """The page's form sent with a file (works without JavaScript): the file's text becomes
-    the points (its numbers read as ``dpscale fit`` reads a file, not in the page's language),
-    and the browser is sent to the share link that carries them. The fit and the
-    page are computed off the event loop, under the costly-request budget
-    (:func:`dpscale.web.budget.computed`)."""
+    the points (read as ``dpscale fit FILE`` reads it, not in the page's language), and the
+    browser is sent to the share link that carries them. Only the form's bytes are taken
+    here: the file is decoded and read, the fit and the page computed off the event loop,
+    under the costly-request budget (:func:`dpscale.web.budget.computed`)."""
     from dpscale.web.budget import computed
     from dpscale.web.security import same_origin
 
@@ -382,30 +383,84 @@ async def upload(request: Request, code: str) -> Response:
     async with request.form() as form:  # closes the uploaded file's spooled copy
         values = {f.name: str(form.get(f.name, "")) for f in CALCULATOR.fields if f.name in form}
         file = form.get("file")
-        bad_file = False
+        data = None
         if isinstance(file, UploadFile) and file.filename:
-            text = _decoded(await file.read(MAX_TEXT * 4 + 1))
-            if text is None:
-                bad_file = True
-            else:
-                # A file is read as dpscale fit reads it, whatever the page's language (a
-                # program's 735.125 is not 735,125 on a German page), and passed on in the
-                # canonical form that every page reads the same (a longer one is refused).
-                values["points"] = canonical_points(text, None) if len(text) <= MAX_TEXT else text
-    return await computed(request.scope, _uploaded, request, code, loc, values, bad_file)
+            data = await file.read(MAX_TEXT * 4 + 1)
+    return await computed(request.scope, _uploaded, request, code, loc, values, data)
+
+
+def file_points(text: str, loc: Localizer) -> str:
+    """The points of an uploaded file's ``text`` as its share link carries them: the numbers
+    that ``dpscale fit FILE`` reads in it, which this page (and any other: the canonical form)
+    reads the same. The file as the CLI would write it where that holds (its own form, with
+    each number canonical: a program's 735.125 is not 735,125 on a German page), else as
+    canonical pairs. Raises the CLI's :class:`~dpscale.validation.InputError` for a file it
+    refuses (``1:100\\n2:1,900`` on any page, which English had read as 1,900 and German as
+    1.9).
+
+    >>> de = localizer("de")
+    >>> file_points("devices,throughput\\n8,735.125\\n16,1450.25", de)
+    'devices,throughput\\n8,735.1250\\n16,1450.25'
+    >>> file_points("1:100\\n2:1,900", de)
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: points: item 3: '900' is not a devices:throughput pair ...
+    """
+    from dpscale.web.forms import page_reading
+
+    read = points_data.parse_points(text)
+    written = canonical_points(text, None)
+    for candidate in (
+        written,
+        pairs_text(zip(read.devices.tolist(), read.throughput.tolist(), strict=True)),
+    ):
+        try:
+            if _same(candidate, read) and _same(
+                page_reading(CALCULATOR, "points", candidate, loc), read
+            ):
+                return candidate
+        except (InputError, AmbiguousPointsError):
+            continue
+    raise AssertionError("canonical pairs read as written")  # pragma: no cover
+
+
+def _same(text: str, read: points_data.Points) -> bool:
+    """Whether ``text`` holds the points ``read`` (an InputError where it holds none)."""
+    again = points_data.parse_points(text)
+    return bool(
+        np.array_equal(again.devices, read.devices)
+        and np.array_equal(again.throughput, read.throughput)
+    )
 
 
 def _uploaded(
-    request: Request, code: str, loc: Localizer, values: dict[str, str], bad_file: bool
+    request: Request, code: str, loc: Localizer, values: dict[str, str], data: bytes | None
 ) -> Response:
     """The upload's answer: the share link, or the page itself when the link would be too
     long for proxies (its links then do not carry the points: see ``calculator_context``)."""
     from dpscale.web.context import calculator_context
-    from dpscale.web.forms import query_string, read_form
+    from dpscale.web.forms import issue_message, query_string, read_form
     from dpscale.web.templating import render
 
-    state = read_form(CALCULATOR, values, loc)
-    if bad_file:
+    text = None if data is None else _decoded(data)
+    refused: InputError | None = None
+    if text is not None:
+        try:
+            values["points"] = file_points(text, loc)
+        except InputError as err:  # dpscale fit's refusal, in the page's language
+            values["points"], refused = text, err
+    if refused is not None:
+        state = read_form(CALCULATOR, values, loc, as_read=frozenset({"points"}))
+        state.result, state.presentation = None, None
+        issue = refused.issues[0]
+        message = issue_message(issue, CALCULATOR, state.canonical, loc)
+        if issue.code == points_data.TOO_LONG:  # the box's own limit says it, as for typing
+            state.errors.setdefault("points", message)
+        else:
+            state.errors["points"] = message
+    else:
+        state = read_form(CALCULATOR, values, loc)
+    if data is not None and text is None:
         state.result, state.presentation = None, None
         state.errors["points"] = loc.gettext(
             "The file is not text: upload CSV or JSON saved as UTF-8."
