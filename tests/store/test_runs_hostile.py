@@ -237,7 +237,7 @@ def test_an_old_record_failing_the_schema_is_read_with_a_warning(
         assert said.split(":")[0] in err
         assert "imported-1" in out
     [summary] = list_runs()
-    assert summary["warning"].startswith("fails the run schema: ")
+    assert summary["warning"].startswith("fails the run schema (")
     with pytest.raises(BadRunError) as refused:
         get_run("imported-1")  # what fit --run and predict --measured run:ID read
     # The run, the place and why, and how to use it; never "runs delete", which loses it.

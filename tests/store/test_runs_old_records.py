@@ -160,7 +160,8 @@ def test_a_cell_no_type_reads_is_shown_as_stored(
     assert status == 0
     assert sorted(run["run_id"] for run in json.loads(out)["runs"]) == ["bad", "good"]
     if place in ("created_at", "environment", "results.0"):  # what the list reads
-        assert err.startswith(f"dpscale: warning: run bad fails the run schema: {place}")
+        assert err.startswith(f"dpscale: warning: run bad fails the run schema ({place}")
+        assert err.rstrip().endswith("; listed as stored")  # as runs show words it
     status, out, err = cli(capsys, "runs", "list")
     assert status == 0
     assert "good" in out

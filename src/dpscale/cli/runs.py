@@ -106,7 +106,7 @@ def list_command(as_json: bool) -> None:
     runs = list_runs()
     for run in runs:
         if "warning" in run:
-            _warn(f"run {run['run_id']} {run['warning']}")
+            _warn(f"run {run['run_id']} {run['warning']}; listed as stored")
     if as_json:
         _print_json({"runs": runs})
         return

@@ -1083,5 +1083,5 @@ def _summary(run: StoredRun, results: Any, busbw: list[float]) -> dict[str, Any]
         "error": run.error,
     }
     if problem is not None:
-        summary["warning"] = f"fails the run schema: {problem}"
+        summary["warning"] = f"fails the run schema ({problem})"
     return summary
