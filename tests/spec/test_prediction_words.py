@@ -745,6 +745,15 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "measured; 14,099 on one device by the model)."
     )
     calibrations.append(down["baseline"])
+    # A group of one device shards nothing: no layer is said to move (it had been "fsdp over
+    # groups of 1 devices; each of 32 layers moves 957 MiB per all-gather").
+    alone = {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": "fsdp", "seq_len": "8192",
+             "micro_batch": "1", "mfu": "40", "devices": "1"}  # fmt: skip
+    calibrations.append(lines(compute(alone).result)["gradients"])
+    assert say_terminal(calibrations[-1]) == (
+        "Sharded: 8,030,000,000 parameters, fsdp in groups of one device: no layer is gathered "
+        "or reduce-scattered."
+    )
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):
