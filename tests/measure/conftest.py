@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -143,3 +144,14 @@ def _measured_run(run_id: str, *, error: str | None = None) -> dict[str, Any]:
         ],
     ]
     return payload_from_streams(streams, MeasureConfig(), run_id=run_id, error=error)
+
+
+@pytest.fixture
+def quiet_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary folder and state home of the test's own, so launched ranks leave nothing
+    in the machine's (torchrun's and the log folders)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp

@@ -5,7 +5,6 @@ measured by ``dpscale measure --script`` at 1 and 2 gloo ranks and stored."""
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +25,6 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         main(list(args))
     out, err = capsys.readouterr()
     return int(exited.value.code or 0), out, err
-
-
-@pytest.fixture
-def quiet_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    return tmp
 
 
 @pytest.fixture

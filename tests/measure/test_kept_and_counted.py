@@ -7,13 +7,11 @@ refused, and an HSDP run over groups of one rank is compared as DDP."""
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dpscale.cli.main import main
 from dpscale.measure.script import (
     ScriptError,
     ScriptInterrupted,
@@ -24,21 +22,7 @@ from dpscale.measure.script import (
 from dpscale.measure.steptimer import StepTimer
 from dpscale.store.runs import list_runs
 
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
-
-
-@pytest.fixture
-def quiet_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    return tmp
+from .test_script import run
 
 
 def _script(tmp_path: Path, body: str, name: str = "train.py") -> str:

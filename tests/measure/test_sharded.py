@@ -5,8 +5,6 @@ memory matches the predictor's bytes per parameter (fp32, Adam: 16 B/param, / N 
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -83,14 +81,6 @@ def test_state_bytes_counts_params_grads_and_adam_state() -> None:
     assert counted["param_bytes"] == counted["grad_bytes"] == 4 * params
     assert counted["optimizer_state_bytes"] == 8 * params + 4 * tensors  # + a step counter each
     assert counted["memory_per_device_bytes"] == pytest.approx(BYTES_PER_PARAM * params, rel=1e-3)
-
-
-@pytest.fixture
-def quiet_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
 
 def test_comm_time_is_the_median_step_of_the_collectives_together() -> None:
