@@ -13,12 +13,24 @@ from hypothesis import strategies as st
 
 from dpscale.model.costs import MAX_JITTER
 from dpscale.model.hardware import Hardware
-from dpscale.model.measured import FASTER_THAN_STATED, calibrate_measured, parse_measured
+from dpscale.model.measured import (
+    FASTER_THAN_STATED,
+    MeasuredFit,
+    calibrate_measured,
+    parse_measured,
+)
 from dpscale.model.predict import predict
 from dpscale.model.query import PredictQuery
 from dpscale.model.scenario import Scenario
-from dpscale.said import Count
+from dpscale.said import Count, english
+from dpscale.spec.prediction import CALIBRATION_WORDS
 from dpscale.validation import InputError
+
+
+def notes(fit: MeasuredFit) -> list[str]:
+    """The calibration's statements in the terminal's English."""
+    return [english(said, CALIBRATION_WORDS) for said in fit.said()]
+
 
 LLAMA3_8B = {"model": "llama3-8b", "hardware": "dgx-h100", "unit": "tokens", "micro_batch": 1,
              "seq_len": 8192, "per_device_throughput": 9000}  # fmt: skip
@@ -53,8 +65,8 @@ def test_two_counts_estimate_one_parameter_and_say_what_is_left() -> None:
     fit = calibrate_measured(SC, parse_measured("1:329,8:2456"), source="t")
     assert fit.free == ("step_overhead",)
     assert set(fit.unfittable) == {"network_share", "jitter"}
-    assert fit.notes()[0] == "estimated from the points: the fixed per-step cost"
-    assert "the network share, the jitter" in fit.notes()[1]
+    assert notes(fit)[0] == "Estimated from the points: the fixed per-step cost."
+    assert "the network share, the jitter" in notes(fit)[1]
 
 
 def test_without_a_single_device_point_the_level_holds_the_fixed_cost() -> None:
@@ -132,7 +144,7 @@ def test_a_point_off_the_others_is_flagged_and_named() -> None:
     fit = calibrate_measured(sc, points, source="t")
     assert [flag.devices for flag in fit.flagged] == [48]
     assert fit.flagged[0].weight < 0.5
-    assert any("48 devices" in line and "down-weighted" in line for line in fit.notes())
+    assert any("48 devices" in line and "down-weighted" in line for line in notes(fit))
 
 
 def test_points_the_stated_job_cannot_follow_are_said_to_miss_it() -> None:
@@ -152,9 +164,10 @@ def test_points_the_stated_job_cannot_follow_are_said_to_miss_it() -> None:
         "calibration_misfit",
         "calibration_across_nodes",
     ]
-    assert fit.notes()[-2] == (
-        "the points miss the stated job's step model by up to 18.8 %, beyond their noise: "
-        "the band holds the miss"
+    assert notes(fit)[-2] == (
+        "The points miss the stated job's step model by up to 19 %, beyond their noise: the "
+        "band holds the miss. Check the stated job (network, strategy, throughput), or fit the "
+        "points without its facts."
     )
     # Points it follows (within their 1 % noise) get no such word.
     follows = calibrate_measured(query.scenario(), parse_measured("8:100,16:195"), source="t")
@@ -451,8 +464,8 @@ def test_one_point_typed_wrong_is_down_weighted_as_the_fit_does() -> None:
     assert flag.weight < 1e-3
     assert fit.misfit == 0.0
     assert fit.odd is None
-    assert fit.notes()[-1].startswith(
-        "the point at 8 devices (245.6) lies off the others' fit (2455) beyond its noise: "
+    assert notes(fit)[-1].startswith(
+        "The point at 8 devices (245.6) lies off the others' fit (2,455) beyond its noise: "
         "down-weighted to"
     )
     # What the published points give, within a point of efficiency.
@@ -474,9 +487,9 @@ def test_a_one_device_point_typed_wrong_is_named_not_weighed() -> None:
     assert fit.odd is not None
     assert (fit.odd.devices, fit.odd.miss) == (1, 0.0)
     assert fit.odd.expected == pytest.approx(313, abs=1)
-    assert fit.notes()[-1] == (
-        "without the one-device point (32.9), the others fit the stated job within their "
-        "noise and put it at 312.7: check that point"
+    assert notes(fit)[-1] == (
+        "Without the one-device point (32.9), the others fit the stated job within their "
+        "noise and put it at 312.7: check that point."
     )
     assert fit.said()[-1].code == "calibration_odd_one"
 

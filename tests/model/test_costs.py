@@ -25,6 +25,8 @@ from dpscale.model.step import data_parallel_step
 from dpscale.said import Count
 from dpscale.validation import InputError, parse
 
+from .test_calibrate_measured import notes
+
 HW = Hardware(devices_per_node=8, intra_bandwidth=130e9, inter_bandwidth=50e9)
 RESNET50 = Scenario(
     params=25.6e6,
@@ -563,8 +565,8 @@ def test_a_runs_steps_decide_over_its_own_side_measurements() -> None:
     assert fit.conflict.implied_s > 1.4 * fit.conflict.measured_s
     said = {s.code: s for s in fit.said()}
     assert said["calibration_run_steps"].ctx["devices"] == Count(2)
-    assert fit.notes()[-1].startswith("the run's step on 2 devices (119 ms) is shorter than")
-    assert fit.notes()[-1].endswith("its steps set the network share instead")
+    assert notes(fit)[-1].startswith("The run's step on 2 devices (119 ms) is shorter than")
+    assert notes(fit)[-1].endswith("its steps set the network share instead.")
     p = fit.predict([2, 4])
     for i, (_, measured) in enumerate(pairs[1:]):
         assert float(p.throughput_low[i]) <= measured <= float(p.throughput_high[i])
@@ -625,9 +627,9 @@ def test_a_runs_spread_beyond_the_models_bound_is_held_at_it() -> None:
     assert fit.jitter == MAX_JITTER
     said = {s.code: s for s in fit.said()}
     assert said["calibration_spread_beyond"].ctx["spread"].value == 3.0  # told, not hidden
-    assert fit.notes()[-1] == (
-        "the run's step spread (300 %) is beyond the jitter's 50 % bound, where the normal "
-        "model of step times fails: the calibration takes 50 %"
+    assert notes(fit)[-1] == (
+        "The run's step spread (300 %) is beyond the jitter's 50 % bound, where the normal "
+        "model of step times fails: the calibration takes 50 %."
     )
     p = fit.predict([2, 4])
     for i, (_, measured) in enumerate(pairs[1:]):

@@ -363,7 +363,7 @@ def test_the_facts_predict_takes_shape_the_comm_model_on_the_page(client: httpx.
         "ステップあたりの固定コスト（秒）",
     ):
         assert ja.gettext(message) in html
-    # MeasuredFit.notes() worded in Japanese, the parameters named in a sentence.
+    # MeasuredFit.said() worded in Japanese, the parameters named in a sentence.
     estimated = ja.gettext("Estimated from the points: %(parameters)s.")
     assert estimated.split("%")[0] in html
     assert "ネットワークの割合" in html

@@ -45,7 +45,7 @@ by BVLS, so that an estimate held at its bound is exactly there). With three or 
 beyond the parameters, the worst externally studentized residual is tested at the Bonferroni
 1 % level, the noise floor counted as :data:`SCREEN_PRIOR_WEIGHT` points (as ``dpscale fit``
 does with its assumed noise): a point beyond it is flagged, down-weighted to the edge of what
-the noise explains, and named in :meth:`MeasuredFit.notes`. A point down-weighted to ``w``
+the noise explains, and named in :meth:`MeasuredFit.said`. A point down-weighted to ``w``
 counts as ``w`` of a point in the noise too (its weighted squared miss, times ``w``, over
 ``sum(w)`` less the estimates), so a figure typed wrong neither bends the fit nor widens the
 band.
@@ -112,11 +112,9 @@ from dpscale.model.scenario import (
     evaluate,
     faster_than_stated,
     from_baseline,
-    odd_point_english,
 )
 from dpscale.model.step import Step
-from dpscale.said import Count, Number, Percentage, Quantity, Said, Value, percent
-from dpscale.units import format_duration
+from dpscale.said import Count, Number, Percentage, Quantity, Said, Value
 from dpscale.validation import InputError
 
 __all__ = [
@@ -660,61 +658,6 @@ class MeasuredFit:
             efficiency_high=np.minimum(high / ideal, 1.0),
         )
 
-    def notes(self) -> list[str]:
-        """What the calibration estimated, what it could not, and any point it doubted."""
-        estimated = [LABELS[name] for name in self.free]
-        said = ["estimated from the points: " + (", ".join(estimated) or "nothing")]
-        if self.unfittable:
-            kept = ", ".join(LABELS[name] for name in self.unfittable)
-            said.append(f"not pinned down by these counts, kept within the stated range: {kept}")
-        if self.folded:
-            folded = ", ".join(LABELS[name] for name in self.folded)
-            said.append(
-                f"not told apart from the single-device step (no point on one device), so "
-                f"held in it: {folded}"
-            )
-        # Totals that do not rise (one device's figures typed as totals) are said as that;
-        # a fall across nodes is then no explanation of them.
-        across = None if self._flat() is not None else self.across
-        for flag in self.flagged:
-            if across is not None and flag.devices == across.devices:
-                continue  # no more shown off than the network between nodes: said below
-            said.append(
-                f"the point at {flag.devices:,} devices ({flag.throughput:.4g}) lies off the "
-                f"others' fit ({flag.expected:.4g}) beyond its noise: down-weighted to "
-                f"{flag.weight:.2g}"
-            )
-        if self.misfit:
-            said.append(
-                f"the points miss the stated job's step model by up to {percent(self.misfit, 3)}, "
-                "beyond their noise: the band holds the miss"
-            )
-        if across is not None:
-            said.append(
-                f"from {across.inside:,} devices (one node) to {across.across:,} the throughput "
-                f"per device falls to {percent(across.measured, 3)} of one node's (the step "
-                f"model gives {percent(across.fitted, 3)}): the point at {across.devices:,} "
-                f"devices ({across.throughput:.4g}) is wrong or crossing nodes costs more than "
-                f"stated; it counts as {across.weight:.2g} of a point"
-            )
-        if self.odd is not None and (across is None or self.odd.devices != across.devices):
-            said.append(odd_point_english(self.odd.said()))
-        if self.spread_beyond:
-            said.append(
-                f"the run's step spread ({percent(self.spread_beyond, 3)}) is beyond the "
-                f"jitter's {percent(MAX_JITTER)} bound, where the normal model of step times "
-                f"fails: the calibration takes {percent(MAX_JITTER)}"
-            )
-        if self.conflict is not None:
-            c = self.conflict
-            said.append(
-                f"the run's step on {c.devices:,} devices ({format_duration(c.measured_s)}) is "
-                "shorter than its collective benchmark and step-time spread imply "
-                f"({format_duration(c.implied_s)}), measured under another load: its steps "
-                f"set {' and '.join(LABELS[name] for name in c.side)} instead"
-            )
-        return said
-
     def _flat(self) -> Said | None:
         """The statement that the totals do not rise (:func:`totals_flat`), over the points
         kept: one set aside (down-weighted below half a point) does not make them "not rise"
@@ -725,7 +668,8 @@ class MeasuredFit:
         return None if self.from_run or len(kept) < 2 else totals_flat(kept)
 
     def said(self) -> tuple[Said, ...]:
-        """:meth:`notes` as statements each surface words in its language (codes
+        """What the calibration estimated, what it could not, and any point it doubted, as
+        statements each surface words in its language (codes
         ``calibration_estimated``, ``calibration_kept``, ``calibration_folded``,
         ``calibration_flagged``, ``calibration_misfit``, ``calibration_odd``,
         ``calibration_odd_one``, ``calibration_across_nodes`` (said after the miss, in place of
@@ -741,7 +685,8 @@ class MeasuredFit:
             said.append(Said("calibration_folded", _names(self.folded)))
         # Totals that do not rise (one device's figures typed as totals) are said as that;
         # a fall across nodes is then no explanation of them.
-        across = None if self._flat() is not None else self.across
+        flat = self._flat()
+        across = None if flat is not None else self.across
         for flag in self.flagged:
             if across is not None and flag.devices == across.devices:
                 continue  # no more shown off than the network between nodes: said below
@@ -783,7 +728,6 @@ class MeasuredFit:
                     },
                 )
             )
-        flat = self._flat()
         if flat is not None:
             said.append(flat)
         above = self._above_peak()
@@ -851,19 +795,12 @@ def totals_flat(points: list[tuple[int, float]] | tuple[tuple[int, float], ...])
 
 def _names(names: tuple[str, ...]) -> dict[str, Value]:
     """Parameters named in a sentence: each a statement (``parameter_level``, ...) that each
-    surface words (:data:`LABELS` on the terminal)."""
+    surface words."""
     return {"parameters": tuple(Said("parameter_" + name) for name in names)}
 
 
 ORDER = ("step_overhead", "network_share", "jitter")
 """What a calibration may estimate beyond the level, in the order it takes them."""
-LABELS = {
-    "level": "the single-device step",
-    "nothing": "nothing",
-    "step_overhead": "the fixed per-step cost",
-    "network_share": "the network share",
-    "jitter": "the jitter",
-}
 IDENTIFIABLE = 0.02
 """A parameter is estimated only when its effect on the points is not, within 2 %, a
 combination of the effects already taken: otherwise the points cannot tell them apart."""

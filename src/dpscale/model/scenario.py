@@ -478,7 +478,7 @@ FASTER_THAN_STATED = "faster_than_stated"
 def odd_point_english(odd: Said) -> str:
     """The terminal's English (no capital, no full stop) of a calibration's odd point
     (``calibration_odd``, ``calibration_odd_one``: :class:`~dpscale.model.measured.OddPoint`),
-    in its notes and in the refusal that names it."""
+    in the refusal that names it."""
     devices, throughput, expected = (
         english_value(odd.ctx[key]) for key in ("devices", "throughput", "expected")
     )
