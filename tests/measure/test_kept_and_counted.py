@@ -10,8 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
+from dpscale.cli.measure import _interrupted
 from dpscale.measure.script import (
     ScriptError,
     ScriptInterrupted,
@@ -115,6 +117,33 @@ def test_ctrl_c_keeps_the_world_sizes_measured_and_names_the_log(tmp_path: Path)
     assert message.endswith("world-2/torchrun.log")
     assert Path(message.rsplit("log: ", 1)[1]).exists()
     assert payload["error"] == message
+
+
+@pytest.mark.usefixtures("sqlite_url")
+def test_the_cli_says_what_an_interrupted_measurement_kept(
+    capsys: pytest.CaptureFixture[str], script_run: Any
+) -> None:
+    """The built-in model's Ctrl-C and a script's end in the same words: the world sizes
+    measured before stored as a partial run, or why nothing was."""
+    payload = {**script_run("ctrlc0001", [(1, 100.0)]), "partial": True, "error": "interrupted"}
+
+    def said(message: str, kept: dict[str, Any] | None, **how: bool) -> str:
+        with pytest.raises(click.exceptions.Exit) as exited:
+            _interrupted(message, kept, **how)
+        assert exited.value.exit_code == 130
+        return capsys.readouterr().err
+
+    line = said("interrupted at world size 2", payload, store=True)
+    (run,) = list_runs()
+    assert line == "dpscale: interrupted at world size 2; partial run ctrlc0001 stored\n"
+    assert (run["run_id"], run["partial"]) == ("ctrlc0001", True)
+    assert said("interrupted", payload, store=False) == "dpscale: interrupted; nothing stored\n"
+    assert said("interrupted", None, store=True) == (
+        "dpscale: interrupted; nothing was measured before\n"
+    )
+    # A node that is not the lead leaves the storing to the lead.
+    assert said("interrupted", payload, store=True, lead=False) == "dpscale: interrupted\n"
+    assert len(list_runs()) == 1
 
 
 @pytest.mark.distributed

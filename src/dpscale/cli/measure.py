@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -262,15 +262,13 @@ def measure(
     except RendezvousRefusedError as err:
         fail(f"{err}; no rank started")
     except MeasurementInterrupted as stop:
-        run_id, refused = None, None
         measured = stop.payload.get("results") or stop.payload.get("collectives")
-        if store and stop.payload.get("lead") is not False and measured:
-            run_id, refused = _store(stop.payload)
-        stored = f"; partial run {run_id} stored" if run_id else ""
-        sys.stderr.write(f"dpscale: {stop.payload['error']}{stored}\n")
-        if refused:
-            sys.stderr.write(f"dpscale: error: {refused}\n")
-        raise click.exceptions.Exit(130) from None
+        _interrupted(
+            stop.payload["error"],
+            stop.payload if measured else None,
+            store=store,
+            lead=stop.payload.get("lead") is not False,
+        )
     if payload.get("lead") is False:
         _print_note(payload, as_json=as_json)
         return
@@ -455,17 +453,7 @@ def _measure_script(
     except ScriptError as err:
         fail(str(err))
     except ScriptInterrupted as stop:
-        # As the built-in model's Ctrl-C: the world sizes finished before kept as a partial run.
-        run_id, refused, stored = None, None, "; nothing stored"
-        if stop.payload is None:
-            stored = "; nothing was measured before"
-        elif store:
-            run_id, refused = _store(stop.payload)
-            stored = f"; partial run {run_id} stored" if run_id else ""
-        sys.stderr.write(f"dpscale: {stop.message}{stored}\n")
-        if refused:
-            sys.stderr.write(f"dpscale: error: {refused}\n")
-        raise click.exceptions.Exit(130) from None
+        _interrupted(stop.message, stop.payload, store=store)
     except KeyboardInterrupt:
         sys.stderr.write("dpscale: interrupted; every rank was stopped; nothing stored\n")
         raise click.exceptions.Exit(130) from None
@@ -723,6 +711,26 @@ def _run_with_progress(run: Any, config: Any, total: int, *, keep_logs: bool) ->
         task = progress.add_task("starting", total=total)
         result = run(config, on_event=_progress_handler(progress, task), keep_logs=keep_logs)
     return result
+
+
+def _interrupted(
+    message: str, payload: dict[str, Any] | None, *, store: bool, lead: bool = True
+) -> NoReturn:
+    """Ctrl-C or SIGTERM during a measurement (the built-in model's or a script's): the world
+    sizes finished before (``payload``, None where none was) stored as a partial run, one line
+    saying so, exit 130. On a node that is not the lead only the lead stores."""
+    run_id, refused, stored = None, None, ""
+    if lead and payload is None:
+        stored = "; nothing was measured before"
+    elif lead and not store:
+        stored = "; nothing stored"
+    elif lead and payload is not None:
+        run_id, refused = _store(payload)
+        stored = f"; partial run {run_id} stored" if run_id else ""
+    sys.stderr.write(f"dpscale: {message}{stored}\n")
+    if refused:
+        sys.stderr.write(f"dpscale: error: {refused}\n")
+    raise click.exceptions.Exit(130)
 
 
 def _store(payload: dict[str, Any]) -> tuple[str | None, str | None]:
