@@ -286,6 +286,17 @@ def test_hsdp_without_a_stated_group_runs_on_whole_nodes() -> None:
     assert predict(PredictQuery(**job, strategy="hsdp", devices="1..1024")).points
     assert predict(PredictQuery(**job, strategy="hsdp", shard_group_size=3, devices="3,9")).points
     assert predict(PredictQuery(**job, devices="1-16", compare_strategies=True)).comparison
+    # A count that is not whole nodes is blamed on the input that holds it (the baseline's
+    # had been told as --devices: "12 devices are not whole nodes" of devices 8,16).
+    hsdp = {**job, "strategy": "hsdp", "devices": "8,16"}
+    for where, more in (
+        ("baseline_devices", {"baseline_devices": 12}),
+        ("measured", {"mfu": None, "measured": "8:72000,12:100000"}),
+    ):
+        with pytest.raises(InputError) as caught:
+            predict(PredictQuery(**{**hsdp, **more}))
+        issue = caught.value.issues[0]
+        assert (issue.field, issue.ctx) == (where, {"group": 8, "devices": 12})
 
 
 def test_strategies_compared_run_as_they_do_by_default_but_hsdp_in_the_stated_group() -> None:

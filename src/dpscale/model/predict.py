@@ -779,12 +779,20 @@ def predict(
     taken = points if points is not None else measured.points if measured is not None else ()
     # The job as stated must run at every count asked, measured or taken as the baseline (the
     # strategies compared beside it run as they do by default and are not asked this).
-    check_groups(
-        resolved.strategy,
-        resolved.shard_group_size,
-        resolved.hardware.devices_per_node,
-        [*query.device_counts(), resolved.baseline_devices, *(n for n, _ in taken)],
-    )
+    asked = query.device_counts()
+    try:
+        check_groups(
+            resolved.strategy,
+            resolved.shard_group_size,
+            resolved.hardware.devices_per_node,
+            [*asked, resolved.baseline_devices, *(n for n, _ in taken)],
+        )
+    except InputError as err:
+        issue = err.issues[0]
+        if issue.field == "devices" and issue.value not in asked:  # HSDP's node: whose count
+            where = "baseline_devices" if issue.value == resolved.baseline_devices else "measured"
+            raise InputError([replace(issue, field=where)]) from None
+        raise
     if points is not None:
         measured = calibrate_measured(resolved, points, source=POINTS_SOURCE)
     return predict_scenario(
