@@ -471,6 +471,9 @@ def test_tokens_without_a_sequence_length_say_the_micro_batch_is_in_tokens(
     status, out, err = run(capsys, *job)
     assert (status, err) == (0, "")
     assert line in out.splitlines()
+    # The rate is tokens/s, not "tokens" (the title and the compute line had said "tokens").
+    assert out.splitlines()[0].endswith("(actual throughput in tokens/s)")
+    assert "(1 / 6,000 tokens/s)" in out
     for stated in (("--seq-len", "8192"), ("--unit", "samples/s")):
         status, out, err = run(capsys, *job, *stated)
         assert (status, err) == (0, "")

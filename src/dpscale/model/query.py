@@ -634,7 +634,7 @@ class PredictQuery(InputModel):
             step_overhead=_quantity("step_overhead", overhead, parse_duration, MAX_OVERHEAD, False),
             strategy=self.strategy,
             algorithm=self.algorithm,
-            unit="tokens/s" if tokens and unit.strip() == "tokens" else as_rate(unit),
+            unit="tokens/s" if unit.strip() == "tokens" else as_rate(unit),
             optimizer=self.optimizer,
             jitter=self.jitter,
             known=self.known(),
