@@ -1031,3 +1031,25 @@ def test_a_run_id_typed_with_its_prefix_is_told_to_drop_it(client: httpx.Client)
     # The page's message had listed ":" among an id's characters, then refused "run:abc".
     html = client.get(f"/en/scaling-prediction?{DEFAULTS}&calibrate=run:abc").text
     assert "letters, digits and . _ - (up to 64), without “run:” in front." in html
+
+
+def label(html: str, key: str) -> str:
+    found = re.search(rf'data-result="{key}">\s*<dt>([^<]*)</dt>', html)
+    assert found, f"no result {key}"
+    return unescape(found.group(1))
+
+
+def test_the_answers_at_one_device_say_device(client: httpx.Client) -> None:
+    """At one device the labels and the throughput's sentence say "1 device" (they had said
+    "Efficiency at 1 devices", "... at 1 devices" and "1 devices × 40 ..."); at 8, "devices"."""
+    one = {**DEFAULT, "devices": "1"}
+    html = client.get("/en/scaling-prediction", params=one).text
+    assert label(html, "efficiency") == "Efficiency at 1 device"
+    assert label(html, "grad_accum_needed") == "Gradient accumulation for 90% at 1 device"
+    assert label(html, "micro_batch_needed") == "Micro-batch for 90% at 1 device"
+    assert label(html, "best_bucket") == "Best bucket size at 1 device"
+    assert sentence(html, "actual_throughput").startswith("1 device × 40 samples/s × ")
+    eight = client.get("/en/scaling-prediction", params={**DEFAULT, "devices": "1,8"}).text
+    assert label(eight, "efficiency") == "Efficiency at 8 devices"
+    assert label(eight, "best_bucket") == "Best bucket size at 8 devices"
+    assert sentence(eight, "actual_throughput").startswith("8 devices × 40 samples/s × ")

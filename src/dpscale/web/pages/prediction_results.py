@@ -201,7 +201,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     result = prediction.result
     sc, hw = result.scenario, result.scenario.hardware
     last = result.last_point()
-    devices, unit = num(last["devices"]), loc.unit(sc.unit)
+    unit = loc.unit(sc.unit)
     efficiency, point = loc.percent(last["efficiency"]), last["efficiency"]
     parts = {
         "compute": _ms(loc, last["compute_time_s"]),
@@ -235,7 +235,12 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     items = [
         ResultItem(
             key="efficiency",
-            label=_("Efficiency at %(devices)s devices", devices=devices),
+            label=_at(
+                loc,
+                N_("Efficiency at %(devices)s devices"),
+                N_("Efficiency at %(devices)s device"),
+                last["devices"],
+            ),
             value=efficiency,
             sentence=headline,
             primary=True,
@@ -244,10 +249,17 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             key="actual_throughput",
             label=_("Actual throughput"),
             value=f"{num(last['actual_throughput'], 4)} {unit}",
-            sentence=_(
-                "%(devices)s devices × %(throughput)s %(unit)s × %(efficiency)s = %(actual)s "
-                "%(unit)s, %(speedup)s times one device.",
-                devices=devices,
+            sentence=_at(
+                loc,
+                N_(
+                    "%(devices)s devices × %(throughput)s %(unit)s × %(efficiency)s = "
+                    "%(actual)s %(unit)s, %(speedup)s times one device."
+                ),
+                N_(
+                    "%(devices)s device × %(throughput)s %(unit)s × %(efficiency)s = "
+                    "%(actual)s %(unit)s, %(speedup)s times one device."
+                ),
+                last["devices"],
                 throughput=num(sc.baseline_throughput or sc.per_device_throughput),
                 unit=unit,
                 efficiency=efficiency,
@@ -341,18 +353,38 @@ def _hardware_name(hw: Hardware, loc: Localizer) -> str:
 
 
 _CHANGES = {
-    "grad_accum_needed": N_("Gradient accumulation for %(target)s at %(devices)s devices"),
-    "micro_batch_needed": N_("Micro-batch for %(target)s at %(devices)s devices"),
+    "grad_accum_needed": (
+        N_("Gradient accumulation for %(target)s at %(devices)s devices"),
+        N_("Gradient accumulation for %(target)s at %(devices)s device"),
+    ),
+    "micro_batch_needed": (
+        N_("Micro-batch for %(target)s at %(devices)s devices"),
+        N_("Micro-batch for %(target)s at %(devices)s device"),
+    ),
 }
-"""The label of each change that answers the target (its sentence is the spec's)."""
+"""The labels of each change that answers the target, at several devices and at one (its
+sentence is the spec's)."""
+
+
+def _at(loc: Localizer, many: str, one: str, devices: int, **params: str) -> str:
+    """A label "at N devices", in its words for one device at 1 (as the spec's ``_one`` codes).
+
+    >>> from dpscale.web.i18n import localizer
+    >>> loc = localizer("en")
+    >>> _at(loc, "Best at %(devices)s devices", "Best at %(devices)s device", 1)
+    'Best at 1 device'
+    >>> _at(loc, "Best at %(devices)s devices", "Best at %(devices)s device", 1024)
+    'Best at 1,024 devices'
+    """
+    return loc.gettext(one if devices == 1 else many, devices=loc.number(devices), **params)
 
 
 def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> list[ResultItem]:
-    _, num = loc.gettext, loc.number
+    _ = loc.gettext
     a = prediction.result.answers
     if a is None:
         return []
-    target, at = loc.percent(a.target_efficiency), num(a.at_devices)
+    target = loc.percent(a.target_efficiency)
     most = said["max_devices"]
     items = [
         ResultItem(
@@ -364,7 +396,7 @@ def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> l
             sentence=say(most, LINES, loc),
         )
     ]
-    for key, label in _CHANGES.items():
+    for key, (many, one) in _CHANGES.items():
         change = said[key]
         if change.code == "change_out_of_reach":
             value = _("out of reach")
@@ -375,7 +407,7 @@ def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> l
         items.append(
             ResultItem(
                 key=key,
-                label=_(label, target=target, devices=at),
+                label=_at(loc, many, one, a.at_devices, target=target),
                 value=value,
                 sentence=say(change, LINES, loc),
             )
@@ -384,7 +416,12 @@ def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> l
         items.append(
             ResultItem(
                 key="best_bucket",
-                label=_("Best bucket size at %(devices)s devices", devices=at),
+                label=_at(
+                    loc,
+                    N_("Best bucket size at %(devices)s devices"),
+                    N_("Best bucket size at %(devices)s device"),
+                    a.at_devices,
+                ),
                 value=loc.quantity(format_binary_bytes(a.best_bucket_bytes)),
                 sentence=say(said["best_bucket"], LINES, loc),
             )
