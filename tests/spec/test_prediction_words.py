@@ -120,7 +120,7 @@ CASES = {
     "target out of reach": (
         {**README, "target_efficiency": "99.99", "optimizer": "lamb"},
         {
-            "max_devices": "max_devices",
+            "max_devices": "max_devices_one",
             "target": "target_out_of_reach",
             "grad_accum_needed": "change_out_of_reach",
             "micro_batch_needed": "change_out_of_reach",
@@ -146,6 +146,20 @@ CASES = {
         {**README, "devices": "1,8"},
         {"band": "band_budget", "band_largest": "band_largest"},
     ),
+    # Only one device keeps the target: "Up to 1 device", not "1 devices" (probe s43, #8).
+    "up to one device": (
+        {
+            "hardware": "dgx-h100",
+            "model": "llama3-8b",
+            "grad_dtype": "bf16",
+            "strategy": "ddp",
+            "micro_batch": "8",
+            "per_device_throughput": "40",
+            "devices": "1..256",
+            "target_efficiency": "90",
+        },
+        {"max_devices": "max_devices_one"},
+    ),
 }
 
 
@@ -167,6 +181,21 @@ def test_both_surfaces_word_the_same_codes(capsys: pytest.CaptureFixture[str], c
     for line in words.values():
         if LINES[line.code].page:
             assert say_page(line, localizer("ja")) != say_page(line, localizer("en")), line.code
+
+
+def test_one_device_at_the_target_is_worded_for_one(capsys: pytest.CaptureFixture[str]) -> None:
+    # "Up to 1 devices the predicted efficiency stays at or above 90%" (probe s43, #8).
+    values, _ = CASES["up to one device"]
+    assert (
+        "Up to 1 device the predicted efficiency stays at or above 90% (counts searched up to "
+        "65,536)." in page_sentences(values, "en")
+    )
+    assert not any("1 devices" in line for line in page_sentences(values, "en"))
+    # The terminal names the count alone, after a colon: the same words as for any count.
+    assert (
+        "Largest device count that keeps efficiency >= 90 %: 1 (counts searched up to 65,536)."
+        in terminal(capsys, values)
+    )
 
 
 def test_the_readme_prediction_reads_the_same_on_both_surfaces(
@@ -287,13 +316,14 @@ def test_a_calibrated_prediction(capsys: pytest.CaptureFixture[str], sqlite_url:
         "Calibrated from run cal-1: all_reduce on 2 devices (nodes: 1), bus bandwidth 5 GB/s, "
         "latency 100 us from 3 sizes." in out
     )
+    # The page writes microseconds "µs", the terminal "us".
     assert (
         "Calibrated from run cal-1: all_reduce on 2 devices (nodes: 1), bus bandwidth 5 GB/s, "
-        "latency 100 us from 3 sizes." in page_sentences(values, "en")
+        "latency 100 µs from 3 sizes." in page_sentences(values, "en")
     )
     assert (
         "run cal-1 で補正済み：2 台（ノード数：1）での all_reduce、バス帯域 5 GB/s、レイテンシ "
-        "100 us（3 通りのサイズから）。" in page_sentences(values, "ja")
+        "100 µs（3 通りのサイズから）。" in page_sentences(values, "ja")
     )
     unknown = Calibration("nccl.txt", "all_gather", 16, None, 2.5e10, 2.1e-5, 9)
     line = _calibrated(unknown)

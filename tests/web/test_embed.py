@@ -263,3 +263,20 @@ def test_another_site_may_frame_the_embed_but_not_the_page(
     # shows its error page in the frame, never the page's own form.
     expect(tab.frame_locator("#page").locator("form.calc-form")).to_have_count(0)
     assert not any("/en/pipeline-bubble" in f.url for f in tab.frames)
+
+
+@pytest.mark.browser
+def test_the_snippet_works_in_a_page_opened_from_a_file(
+    client: httpx.Client, tab: Any, tmp_path: Path
+) -> None:
+    # A site owner trying the snippet in a page saved on disk saw an empty box: "frame-ancestors
+    # *" matches only network schemes (probe s43, #4).
+    host = tmp_path / "host.html"
+    host.write_bytes(_host_page(published_snippet(client, "pipeline-bubble")))
+    tab.goto(host.as_uri())
+    frame = _frame_ready(tab)
+    expect(frame.locator("html")).to_have_attribute("lang", "en")
+    # It sizes itself there too: the embed posts its height to any parent.
+    tab.wait_for_function(
+        "() => document.querySelector('iframe[data-dpscale-embed]').style.height !== ''"
+    )

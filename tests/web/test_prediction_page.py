@@ -62,8 +62,10 @@ def test_the_headline_divides_what_the_efficiency_is_relative_to(client: httpx.C
            "&unit=tokens&per_device_throughput=9000&baseline_devices=8&devices=8,64,1024"
            "&activation_checkpointing=true")  # fmt: skip
     said = sentence(client.get(f"/en/scaling-prediction?{job}").text, "efficiency")
+    # The two times to as many digits as make the shown division check: 910.2 / 1,018 is
+    # 89.41 %, 910.22 / 1,017.5 is 89.46 % (probe s43, #10).
     assert said.endswith(
-        "the step at the baseline's 8 devices takes 910.2 ms: 910.2 / 1,018 = 89.46% "
+        "the step at the baseline's 8 devices takes 910.22 ms: 910.22 / 1,017.5 = 89.46% "
         "(band 69.2% to 100%)."
     )
     # Points measured at 8 to 64 devices, exactly ideal: the step is compute, nothing else.
@@ -82,7 +84,7 @@ def test_fresh_page_answers_the_question_of_the_issue(client: httpx.Client) -> N
     assert sentence(html, "efficiency") == (
         "Compute takes 200 ms per step, 153.2 ms of communication is not hidden behind "
         "backward, and waiting for the slowest device and fixed costs take 17.82 ms: "
-        "200 / 371.1 = 53.9% (band 43.9% to 63.9%)."
+        "200 / 371.06 = 53.9% (band 43.9% to 63.9%)."
     )
     assert result_value(html, "actual_throughput") == "5,519 samples/s"
     assert result_value(html, "max_devices") == "8"
@@ -1053,3 +1055,32 @@ def test_the_answers_at_one_device_say_device(client: httpx.Client) -> None:
     assert label(eight, "efficiency") == "Efficiency at 8 devices"
     assert label(eight, "best_bucket") == "Best bucket size at 8 devices"
     assert sentence(eight, "actual_throughput").startswith("8 devices × 40 samples/s × ")
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "fr"])
+def test_the_headline_s_division_checks_with_the_numbers_it_shows(
+    client: httpx.Client, lang: str
+) -> None:
+    # "910.2 / 1,020 = 89.27%": 910.2 / 1,020 is 89.24 % (probe s43, #10); in German
+    # "481,9 / 1.199 = 40,18 %", where 481.9 / 1,199 is 40.19 %.
+    for job in (
+        "model=llama3-8b&hardware=dgx-h100&strategy=fsdp&unit=tokens/s"
+        "&per_device_throughput=9000&micro_batch=1&seq_len=8192&baseline_devices=8"
+        "&devices=8,64,1024&compare_strategies=true",
+        DEFAULTS,
+    ):
+        said = sentence(client.get(f"/{lang}/scaling-prediction?{job}").text, "efficiency")
+        number = r"[\d.,\u202f\u00a0]+"
+        found = re.search(rf"({number}) / ({number}) = ({number})\s?%", said)
+        assert found, said
+        top, bottom, shown = (_read(text, lang) for text in found.groups())
+        digits = re.fullmatch(r"\d+(?:[.,](\d+))?", found.group(3).strip())
+        assert digits, said
+        decimals = len(digits.group(1) or "")
+        assert round(100 * top / bottom, decimals) == pytest.approx(shown), said
+
+
+def _read(text: str, lang: str) -> float:
+    """A number as the page writes it in ``lang``."""
+    group, decimal = {"en": (",", "."), "de": (".", ","), "fr": ("\u202f", ",")}[lang]
+    return float(text.replace(group, "").replace("\u00a0", "").replace(decimal, "."))

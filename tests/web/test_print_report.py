@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from html import unescape
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -71,3 +72,76 @@ def test_the_fsdp_strategy_is_named_in_the_page_s_language(
     html = unescape(client.get(f"/{lang}/scaling-prediction?{JOB}&strategy=fsdp").text)
     assert name in html
     assert "FSDP (full shard)" not in html
+
+
+PROBE = (
+    "model=llama3-8b&hardware=dgx-h100&strategy=fsdp&unit=tokens/s&per_device_throughput=9000"
+    "&micro_batch=1&seq_len=8192&baseline_devices=8&devices=8,64,1024&compare_strategies=true"
+)
+"""The prediction of the probe that found the report's English numbers (s43, #2)."""
+
+
+@pytest.mark.parametrize(
+    ("lang", "typed", "shown"),
+    [
+        (
+            "de",
+            {"inter_node_bandwidth": "37,5GB/s", "params": "8.030.000.000"},
+            {
+                "Modellparameter": "8.030.000.000",
+                "Netzwerkbandbreite pro Knoten": "37,5 GB/s",
+                "Gradienten-Bucket-Größe": "12,5 MiB",
+                "Fester Overhead pro Schritt": "1,5 ms",
+                "Gerätespeicher": "79,5 GiB",
+                # What the preset filled: its numbers in the page's format too.
+                "Intra-Node-Latenz pro Hop": "3,4 µs",
+                "Netzwerklatenz pro Hop": "9,6 µs",
+                "Speicherbandbreite des Geräts": "3,35 TB/s",
+                "Intra-Node-Bandbreite": "350 GB/s",
+                # A list of counts: "8,64" reads as a decimal in German.
+                "Geräteanzahlen": "8, 64, 1.024",
+                "Durchsatz eines Geräts": "9.000",
+            },
+        ),
+        (
+            "fr",
+            {"inter_node_bandwidth": "37,5GB/s", "params": "8 030 000 000"},
+            {
+                "Paramètres du modèle": "8\u202f030\u202f000\u202f000",
+                "Bande passante réseau par nœud": "37,5 GB/s",
+                "Taille des buckets de gradients": "12,5 MiB",
+                "Surcoût fixe par pas": "1,5 ms",
+                "Mémoire de l’accélérateur": "79,5 GiB",
+                "Latence intra-nœud par saut": "3,4 µs",
+                "Bande passante mémoire de l’accélérateur": "3,35 TB/s",
+                "Nombres d’accélérateurs": "8, 64, 1\u202f024",
+            },
+        ),
+        (
+            "en",
+            {"inter_node_bandwidth": "37.5GB/s"},
+            {
+                "Model parameters": "8,030,000,000",
+                "Network bandwidth per node": "37.5 GB/s",
+                "Gradient bucket size": "12.5 MiB",
+                "Fixed overhead per step": "1.5 ms",
+                "Intra-node latency per hop": "3.4 µs",
+                "Device memory bandwidth": "3.35 TB/s",
+                "Device counts": "8, 64, 1024",
+            },
+        ),
+    ],
+)
+def test_the_report_writes_quantities_as_the_page_s_language_does(
+    client: httpx.Client, lang: str, typed: dict[str, str], shown: dict[str, str]
+) -> None:
+    # The probe's repro: German and French reports had printed "8.03B", "3.4 us", "37.5GB/s",
+    # "12.5MiB" and an ungrouped "8030000000" beside "9.000,5" (s43, #2).
+    query = {"bucket_size": "12.5MiB", "step_overhead": "1.5ms", "device_memory": "79.5GiB"}
+    html = client.get(f"/{lang}/scaling-prediction?{PROBE}&{urlencode({**query, **typed})}").text
+    inputs = report(html)
+    assert {label: inputs[label] for label in shown} == shown
+    # No quantity is written as a link carries it: a unit run on to its number, or "us".
+    written = [value for value in inputs.values() if re.fullmatch(r"[\d.,]+ ?[A-Za-z/]+", value)]
+    assert written
+    assert not [value for value in written if re.search(r"\d[A-Za-z]| us$", value)]

@@ -896,7 +896,7 @@ def _answers(result: PredictionResult) -> dict[str, Said]:
             "limit": Count(MAX_DEVICES_SEARCH),
         }
         if a.below_from is None or a.below_to is None:
-            most = Said("max_devices", kept)
+            most = Said(_at("max_devices", a.max_devices), kept)
         elif a.below_from == a.below_to:
             most = Said("max_devices_below_one", {**kept, "below_from": Count(a.below_from)})
         else:

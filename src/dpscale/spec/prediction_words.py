@@ -633,6 +633,15 @@ LINES: Mapping[str, Wording] = {
         "Largest device count that keeps efficiency >= {target}: {devices} (counts searched "
         "up to {limit}).",
     ),
+    "max_devices_one": Wording(
+        N_(
+            "Up to %(devices)s device the predicted efficiency stays at or above %(target)s "
+            "(counts searched up to %(limit)s)."
+        ),
+        # The terminal's line names no unit after the count: the same words for one.
+        "Largest device count that keeps efficiency >= {target}: {devices} (counts searched "
+        "up to {limit}).",
+    ),
     "max_devices_below": Wording(
         N_(
             "%(devices)s devices is the largest count whose predicted efficiency is at or "

@@ -22,6 +22,7 @@ from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 
 from dpscale.store.feedback import MAX_COMMENT_LENGTH
+from dpscale.units import UnitError, parse_count
 from dpscale.web.forms import FormState, query_string, read_form, untouched
 from dpscale.web.i18n import LANGUAGES, N_, Localizer, localizer
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
@@ -82,13 +83,65 @@ _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)")
 
 def _shown(f: InputField, text: str, loc: Localizer) -> str:
     """``text`` as a report shows it: a choice by its label, a plain number in the locale's
-    format (2000 is 2.000 in German), anything else ("25 Gbit/s") as typed."""
+    format (2000 is 2.000 in German), a quantity as the results write one (:func:`_quantity`),
+    a list of counts with the locale's grouping (:func:`_counts`), anything else as typed."""
     labels = dict(f.choices)
     if text in labels:
         return loc.gettext(labels[text])
     if f.kind != "text" and _PLAIN_NUMBER.fullmatch(text) and math.isfinite(float(text)):
         return loc.number(float(text), 12)
+    if f.measure and text:
+        return _quantity(f, text, loc)
+    if f.counts and text:
+        return _counts(text, loc)
     return text
+
+
+def _quantity(f: InputField, text: str, loc: Localizer) -> str:
+    """A quantity's canonical text as the page's results write one: its number in the
+    locale's format (to every digit given) and a space before its unit, microseconds as "µs"
+    (:meth:`Localizer.quantity`); a count in full, as the results write a parameter count
+    ("8.03B" reads as 803 B to a German reader: 8.030.000.000). Text that is no quantity (the
+    field shows its error instead) as it is.
+
+    >>> from dpscale.web.pages.prediction_inputs import FIELDS
+    >>> by_name = {f.name: f for f in FIELDS}
+    >>> de = localizer("de")
+    >>> _quantity(by_name["params"], "8.03B", de), _quantity(by_name["params"], "8030000000", de)
+    ('8.030.000.000', '8.030.000.000')
+    >>> _quantity(by_name["inter_node_bandwidth"], "37.5GB/s", de)
+    '37,5 GB/s'
+    >>> _quantity(by_name["intra_node_latency"], "3.4 us", localizer("fr"))
+    '3,4 µs'
+    """
+    if f.measure == "COUNT":
+        try:
+            count = parse_count(text)
+        except UnitError:
+            return text
+        return loc.number(count, 12)
+    return loc.quantity(text, 12)
+
+
+_COUNT = re.compile(r"\d+", re.ASCII)
+_COUNT_LIST = re.compile(r"[\d\s,.…-]*", re.ASCII)
+
+
+def _counts(text: str, loc: Localizer) -> str:
+    """A list of device counts as the page writes numbers: each count with the locale's
+    grouping where that is not the list's comma, a space after each comma (a German reader
+    reads "8,64" as a decimal). Text with anything else in it as it is.
+
+    >>> _counts("8,64,1024", localizer("de")), _counts("1..256, 2048", localizer("fr"))
+    ('8, 64, 1.024', '1..256, 2\u202f048')
+    >>> _counts("8,64,…,1024", localizer("en"))
+    '8, 64, …, 1024'
+    """
+    if not _COUNT_LIST.fullmatch(text):
+        return text
+    if loc.number(1000) != "1,000":  # a comma inside a count would split it in two
+        text = _COUNT.sub(lambda found: loc.number(int(found.group())), text)
+    return re.sub(r"\s*,\s*", ", ", text)
 
 
 def _suffix(suffix: str, loc: Localizer) -> str:

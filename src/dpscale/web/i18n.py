@@ -316,19 +316,34 @@ class Localizer:
         """
         return self.gettext(text) if text in UNITS else text
 
-    def quantity(self, text: str) -> str:
-        """A quantity as :mod:`dpscale.units` writes it ("2.6 GB", "130 GB/s") with its number
-        in the locale's format ("2,6 GB" in German); the unit stays as it is.
+    def quantity(self, text: str, digits: int = 3) -> str:
+        """A quantity as :mod:`dpscale.units` writes it ("2.6 GB", "130 GB/s") or as a link
+        carries it ("37.5GB/s") with its number in the locale's format, to ``digits``
+        significant digits ("2,6 GB" in German), and a space before its unit; the unit stays
+        as it is, but for microseconds, written "µs" (the terminal's "us").
 
         >>> localizer("en").quantity("26.2 MB"), localizer("en").quantity("1.5e+03 TB")
         ('26.2 MB', '1,500 TB')
+        >>> localizer("de").quantity("37.5GB/s", 12), localizer("fr").quantity("3.4 us")
+        ('37,5 GB/s', '3,4 µs')
         """
-        number, space, unit = text.partition(" ")
-        try:
-            value = float(number)
-        except ValueError:
+        found = _QUANTITY.fullmatch(text.strip())
+        if found is None:
             return text
-        return f"{self.number(value, 3)}{space}{unit}"
+        number = self.number(float(found["number"]), digits)
+        unit = found["unit"]
+        if not unit:
+            return number
+        return f"{number} {_MICRO if unit == 'us' else unit}"
+
+
+_QUANTITY = re.compile(
+    r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>\S.*)?", re.ASCII
+)
+"""A quantity's canonical text: a number as :mod:`dpscale.units` and links write it, then its
+unit, with or without a space."""
+_MICRO = "\u00b5s"
+"""Microseconds as the pages write them: :mod:`dpscale.units` writes (and reads) "us"."""
 
 
 @cache

@@ -8,7 +8,12 @@ So :class:`QueryMiddleware`, outside the cache and the budget, parses the query 
 
 - a query of more than :data:`MAX_FIELDS` fields gets 422 (it was a 500);
 - a parameter given twice gets 422 naming it (HTTP parameter pollution: which one counts
-  differs between readers, proxies and frameworks, so none is chosen);
+  differs between readers, proxies and frameworks, so none is chosen), under ``/api/`` every
+  one; elsewhere only one that the address's page reads (:func:`page_parameters`): a page
+  ignores the others, a campaign tag or a click id that a link shortener repeated
+  (``utm_source=a&utm_source=b``) included, and keeps the first of them. A repeated one that
+  the page reads is not answered here: :func:`repeated_parameters` names it for the page, which
+  refuses it in its own language, at its box (:func:`dpscale.web.views.refuse_repeats`);
 - control characters (U+0000-U+001F, U+007F-U+009F) are removed from names and values, except
   tab and line breaks in values (a box of several lines keeps them; a one-line box drops them,
   :func:`dpscale.web.forms.read_form`);
@@ -20,6 +25,7 @@ values. :func:`query_values` gives them.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from urllib.parse import parse_qsl, urlencode
 
@@ -27,12 +33,22 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dpscale.web.errors import REPEATED, TOO_MANY_FIELDS, detail_bytes
 
-__all__ = ["MAX_FIELDS", "QueryError", "QueryMiddleware", "parse_query", "query_values"]
+__all__ = [
+    "MAX_FIELDS",
+    "PAGE_PARAMETERS",
+    "QueryError",
+    "QueryMiddleware",
+    "page_parameters",
+    "parse_query",
+    "query_values",
+    "repeated_parameters",
+]
 
 MAX_FIELDS = 100
 """Fields a query may have: a page has at most a few dozen inputs."""
 
 _KEY = "dpscale.query"
+_REPEATED = "dpscale.query.repeated"
 _KEEP = frozenset("\t\n\r")
 
 
@@ -67,29 +83,103 @@ def parse_query(raw: bytes | str) -> dict[str, str]:
     ...
     dpscale.web.query.QueryError: a query may have at most 100 fields (got 101)
     """
-    return _parse(raw)[0]
+    _, values, _, repeated = _read(raw)
+    if repeated:
+        raise _repeated_error(repeated[0])
+    return values
 
 
-def _parse(raw: bytes | str) -> tuple[dict[str, str], bool]:
-    """:func:`parse_query`, and whether a control character was removed."""
+def _repeated_error(key: str) -> QueryError:
+    shown = repr(key[:40])
+    return QueryError(key, f"the parameter {shown} is given more than once: give it once", REPEATED)
+
+
+def _read(raw: bytes | str) -> tuple[list[tuple[str, str]], dict[str, str], bool, list[str]]:
+    """The query's pairs and each name's first value, control characters removed; whether one
+    was removed, and the names given more than once, in the order of their second copy;
+    :class:`QueryError` for more than :data:`MAX_FIELDS` fields."""
     text = raw.decode("latin-1") if isinstance(raw, bytes) else raw
     fields = text.count("&") + 1
     if fields > MAX_FIELDS:
         raise QueryError(
             "query", f"a query may have at most {MAX_FIELDS} fields (got {fields})", TOO_MANY_FIELDS
         )
+    pairs: list[tuple[str, str]] = []
     values: dict[str, str] = {}
+    repeated: list[str] = []
     changed = False
     for name, value in parse_qsl(text, keep_blank_values=True):
         key, kept = _clean(name, frozenset()), _clean(value, _KEEP)
         changed = changed or key != name or kept != value
-        if key in values:
-            shown = repr(key[:40])
-            raise QueryError(
-                key, f"the parameter {shown} is given more than once: give it once", REPEATED
-            )
-        values[key] = kept
-    return values, changed
+        pairs.append((key, kept))
+        if key not in values:
+            values[key] = kept
+        elif key not in repeated:
+            repeated.append(key)
+    return pairs, values, changed, repeated
+
+
+PAGE_PARAMETERS = {
+    "": frozenset({"untouched", "feedback"}),
+    "embed/": frozenset({"untouched", "theme"}),
+    "fragment/": frozenset({"untouched"}),
+    "chart/": frozenset({"untouched", "layout", "v"}),
+}
+"""What a calculator's page, embed, fragment and chart (by the first segment of its address)
+read besides its fields: the form's :data:`~dpscale.web.forms.UNTOUCHED`, the feedback form's
+``feedback=sent``, an embed's ``theme``, a chart's ``layout`` and version ``v``
+(:mod:`dpscale.web.views`)."""
+
+_PAGE_PATH = re.compile(r"/(?P<kind>embed/|fragment/|chart/)?[^/]+/(?P<slug>[^/]+)")
+
+
+def page_parameters(path: str) -> frozenset[str]:
+    """The query parameters that the page at ``path`` reads: a calculator's fields and
+    :data:`PAGE_PARAMETERS` for its page, embed, fragment and chart, in any language (one
+    written in other letters is sent on to the right one, query and all), none elsewhere.
+
+    >>> sorted(page_parameters("/de/pipeline-bubble"))
+    ['feedback', 'micro_batches', 'stages', 'untouched', 'virtual_stages']
+    >>> sorted(page_parameters("/chart/DE/data-parallel-scaling.svg") - {"devices", "unit"})
+    ['efficiency', 'layout', 'throughput', 'untouched', 'v']
+    >>> page_parameters("/de/"), page_parameters("/de/no-such-page")
+    (frozenset(), frozenset())
+    """
+    from dpscale.web.registry import calculators
+
+    found = _PAGE_PATH.fullmatch(path)
+    if found is None:
+        return frozenset()
+    kind, slug = found["kind"] or "", found["slug"]
+    if kind == "chart/":
+        slug = slug.removesuffix(".svg")
+    calc = calculators().get(slug)
+    if calc is None:
+        return frozenset()
+    return PAGE_PARAMETERS[kind] | {f.name for f in calc.fields}
+
+
+def _first_copies(pairs: list[tuple[str, str]], keep: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``pairs`` with only the first copy of each name, except the names in ``keep``.
+
+    >>> _first_copies([("a", "1"), ("b", "2"), ("a", "3"), ("b", "4")], keep=("b",))
+    [('a', '1'), ('b', '2'), ('b', '4')]
+    """
+    seen: set[str] = set()
+    kept: list[tuple[str, str]] = []
+    for name, value in pairs:
+        if name in keep or name not in seen:
+            kept.append((name, value))
+            seen.add(name)
+    return kept
+
+
+def repeated_parameters(scope: Scope) -> tuple[str, ...]:
+    """The parameters given more than once that the request's page reads, each with its first
+    value in :func:`query_values` (:class:`QueryMiddleware` answers every other repeat: under
+    ``/api/`` with 422, elsewhere by ignoring it)."""
+    found = scope.get(_REPEATED, ())
+    return found if isinstance(found, tuple) else ()
 
 
 def query_values(scope: Scope) -> dict[str, str]:
@@ -130,11 +220,23 @@ class QueryMiddleware:
             return
         raw = bytes(scope.get("query_string", b""))
         try:
-            values, changed = _parse(raw)
+            pairs, values, changed, repeated = _read(raw)
         except QueryError as err:
             await _refuse(scope, send, err)
             return
+        path = str(scope.get("path", ""))
+        if repeated and path.startswith("/api/"):  # the API's contract: every repeat refused
+            await _refuse(scope, send, _repeated_error(repeated[0]))
+            return
+        if repeated:
+            root = str(scope.get("root_path", ""))
+            read = page_parameters(path[len(root) :] if root and path.startswith(root) else path)
+            kept = tuple(name for name in repeated if name in read)
+            if kept:
+                scope[_REPEATED] = kept
+            if len(kept) < len(repeated):  # the others' later copies dropped: never read
+                changed, pairs = True, _first_copies(pairs, keep=kept)
         scope[_KEY] = values
         if changed:  # every later reader sees the values without the removed characters
-            scope["query_string"] = urlencode(list(values.items())).encode("ascii")
+            scope["query_string"] = urlencode(pairs).encode("ascii")
         await self.app(scope, receive, send)

@@ -82,6 +82,10 @@ class InputField:
     quantity: bool = False
     """A text box for a number with a unit or suffix ("200 Gbit/s", "1.3B"): its number is
     read in the page's language as a number box's is."""
+    measure: str = ""
+    """What a quantity is, by the CLI's name for it (``COUNT``, ``BANDWIDTH``, ``DURATION``,
+    ``SIZE``): the printed report writes a count in full, in the page's format
+    ("8.030.000.000" for "8.03B" in German), and the others with their units."""
     counts: bool = False
     """A text box for a list of device counts ("8, 64, 1.024" on a German page): each count
     is read with the page's grouping (:func:`dpscale.web.typed_numbers.canonical_counts`)."""

@@ -1,7 +1,8 @@
 """Security headers on every response, and the same-origin check for posts.
 
 Every page allows only the app's own scripts, styles and images (no inline script), and refuses
-to be framed, except the embed views (``/embed/...``), which any site may frame.
+to be framed, except the embed views (``/embed/...``), which any site may frame, and any page
+opened from a file (:data:`EMBED_ANCESTORS`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["EMBED_PREFIX", "SecurityHeaders", "content_security_policy", "same_origin"]
+__all__ = [
+    "EMBED_ANCESTORS",
+    "EMBED_PREFIX",
+    "SecurityHeaders",
+    "content_security_policy",
+    "same_origin",
+]
 
 EMBED_PREFIX = "/embed/"
 
@@ -30,9 +37,20 @@ _POLICY = (
 )
 
 
+EMBED_ANCESTORS = "* file:"
+"""Who may frame an embed: any site, and a page opened from a file. A lone ``*`` matches only
+http(s) URLs and the embed's own scheme (CSP Level 3, "Does url match expression in origin with
+redirect count?"), so a site owner who tried the snippet in a page saved on their disk saw an
+empty box (Chromium: "'*' matches only URLs with network schemes"). ``file:`` is a
+scheme-source, which the ``frame-ancestors`` grammar takes (``ancestor-source = scheme-source /
+host-source / "'self'"``); it adds only pages the reader opened on their own machine, where
+``*`` already lets every site frame an embed."""
+
+
 def content_security_policy(*, framable: bool) -> str:
-    """The CSP header value; ``framable`` lets any site frame the response."""
-    ancestors = "frame-ancestors *" if framable else "frame-ancestors 'none'"
+    """The CSP header value; ``framable`` lets any site, or a page opened from a file, frame
+    the response (:data:`EMBED_ANCESTORS`)."""
+    ancestors = f"frame-ancestors {EMBED_ANCESTORS}" if framable else "frame-ancestors 'none'"
     return "; ".join((*_POLICY, ancestors))
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from contextvars import Context, copy_context
 from functools import partial
 from typing import Any
+from urllib.parse import quote, unquote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -25,13 +26,13 @@ from dpscale.web.budget import BusyError, computed, is_costly
 from dpscale.web.context import REGIONS, calculator_context, page_html, site_url
 from dpscale.web.feedback import feedback_message, store_feedback
 from dpscale.web.forms import FormState, query_string, read_form
-from dpscale.web.i18n import LANGUAGES, Localizer, language, localizer, preferred_language
-from dpscale.web.query import QueryError, parse_query, query_values
+from dpscale.web.i18n import LANGUAGES, N_, Localizer, language, localizer, preferred_language
+from dpscale.web.query import QueryError, parse_query, query_values, repeated_parameters
 from dpscale.web.registry import Calculator, calculators
 from dpscale.web.security import same_origin
 from dpscale.web.templating import chart_version, render
 
-__all__ = ["DirectPages", "not_found", "router"]
+__all__ = ["REPEATED_MESSAGE", "DirectPages", "not_found", "refuse_repeats", "router"]
 
 _log = logging.getLogger("dpscale.web")
 
@@ -183,12 +184,49 @@ def _built_route(path: str, build: Builder, *, name: str, **options: Any) -> Non
     _DIRECT.append((route, build))
 
 
+REPEATED_MESSAGE = N_("The address gives “%(name)s” more than once: give it once.")
+"""A parameter the page reads, given more than once in its address (which one counts differs
+between readers, proxies and frameworks: none is chosen)."""
+
+
+def refuse_repeats(request: Request, calc: Calculator, state: FormState, loc: Localizer) -> bool:
+    """Whether the request's address gives a parameter the page reads more than once
+    (:func:`dpscale.web.query.repeated_parameters`): if so, ``state`` has no result and says so
+    at the parameter's box (the first box for one that has none), in the page's language, as
+    it shows any other input it cannot take."""
+    repeated = repeated_parameters(request.scope)
+    if not repeated:
+        return False
+    state.result, state.presentation = None, None
+    fields = {f.name for f in calc.fields}
+    said: set[str] = set()
+    for name in repeated:
+        box = name if name in fields else calc.fields[0].name
+        if box not in said:
+            said.add(box)
+            state.errors[box] = loc.gettext(REPEATED_MESSAGE, name=name)
+    return True
+
+
+def _read(request: Request, calc: Calculator, loc: Localizer) -> tuple[FormState, bool]:
+    """The form's state for the request's query, and whether a repeat refused it
+    (:func:`refuse_repeats`)."""
+    state = read_form(calc, _query(request), loc)
+    return state, refuse_repeats(request, calc, state, loc)
+
+
+_REFUSED = {"Cache-Control": "no-store"}
+"""A page refused for its address (a parameter given twice): 422, as the API answers it."""
+
+
 def _page(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
     loc = localizer(_language(code))
-    state = read_form(calc, _query(request), loc)
+    state, refused = _read(request, calc, loc)
     sent = _query(request).get("feedback") == "sent"
     html = page_html(request, calc, code, state, "calculator.html", feedback_sent=sent)
+    if refused:
+        return HTMLResponse(html, status_code=422, headers=_REFUSED)
     return HTMLResponse(html, headers=_PUBLIC)
 
 
@@ -197,7 +235,7 @@ _built_route("/{code}/{slug}", _page, name="page", response_class=HTMLResponse)
 
 def _embed(request: Request, code: str, slug: str) -> HTMLResponse:
     calc = _calculator(slug)
-    state = read_form(calc, _query(request), localizer(_language(code)))
+    state, refused = _read(request, calc, localizer(_language(code)))
     # The host site's colours: light or dark, else the reader's system setting.
     theme = _query(request).get("theme", "")
     html = page_html(
@@ -209,6 +247,8 @@ def _embed(request: Request, code: str, slug: str) -> HTMLResponse:
         in_embed=True,
         theme=theme if theme in THEMES else "",
     )
+    if refused:
+        return HTMLResponse(html, status_code=422, headers=_REFUSED)
     return HTMLResponse(html, headers=_PUBLIC)
 
 
@@ -218,7 +258,7 @@ _built_route("/embed/{code}/{slug}", _embed, name="embed", response_class=HTMLRe
 def _fragment(request: Request, code: str, slug: str) -> JSONResponse:
     """The parts of a page that depend on its inputs, for the script that updates it live."""
     calc = _calculator(slug)
-    state = read_form(calc, _query(request), localizer(_language(code)))
+    state, _ = _read(request, calc, localizer(_language(code)))
     context = calculator_context(request, calc, code, state)
     regions = {name: render(code, f"regions/{name}.html", **context) for name in REGIONS}
     payload: dict[str, Any] = {
@@ -242,7 +282,7 @@ def chart(request: Request, code: str, slug: str) -> Response:
     layout = next((known for known in LAYOUTS if known == asked), None)
     if calc.chart is None or layout is None:  # no such chart
         raise HTTPException(404)
-    state = read_form(calc, _query(request), loc)
+    state, _ = _read(request, calc, loc)
     if not state.valid:
         return Response(
             _chart_refusal(calc, state, loc),
@@ -406,8 +446,43 @@ def _feedback_answer(
     return RedirectResponse(target, status_code=303)
 
 
-def not_found(request: Request) -> HTMLResponse:
-    """The 404 page, in the language of the address when it names one."""
+_CODES = {lang.code.lower(): lang.code for lang in LANGUAGES}
+_PREFIXES = ("embed", "fragment", "chart")
+"""The first segments of the addresses whose second names the language."""
+
+
+def _recased(request: Request) -> str | None:
+    """The address with its language code as the site writes it, where the address writes an
+    offered one in other letters (``/zh-hans/``, ``/pt-br/pipeline-bubble``, ``/DE/``), the rest
+    of the path and the query kept; None where it writes none (``/xx/``, ``/en-US/``).
+
+    The path is rewritten as it was sent (its percent escapes kept): only the code changes.
+    """
+    raw = request.scope.get("raw_path")
+    path = raw.decode("latin-1") if isinstance(raw, bytes) else quote(request.url.path)
+    path = path.split("?", 1)[0]
+    segments = path.split("/")
+    at = 2 if len(segments) > 2 and segments[1] in _PREFIXES else 1
+    if len(segments) <= at:
+        return None
+    written = unquote(segments[at])
+    code = _CODES.get(written.lower())
+    if code is None or code == written:
+        return None
+    segments[at] = code
+    query = request.scope.get("query_string", b"")
+    target = "/".join(segments)
+    return f"{target}?{query.decode('latin-1')}" if query else target
+
+
+def not_found(request: Request) -> Response:
+    """The 404 page, in the language of the address when it names one; an address that writes
+    an offered language's code in other letters is sent to the one that writes it as the site
+    does (301, as ``/de`` is sent to ``/de/``)."""
+    if request.method in ("GET", "HEAD"):
+        target = _recased(request)
+        if target is not None:
+            return RedirectResponse(target, status_code=301)
     first = request.url.path.strip("/").split("/")[0]
     code = first if language(first) else preferred_language(request.headers.get("accept-language"))
     loc = localizer(code)

@@ -84,6 +84,7 @@ def input_fields(
             advanced=item.advanced,
             rows=item.rows,
             quantity=item.kind == "text" and item.metavar in QUANTITIES,
+            measure=item.metavar if item.kind == "text" and item.metavar in QUANTITIES else "",
             counts=item.kind == "text" and item.name in COUNT_LISTS,
             points=item.kind == "text" and item.name in POINT_LISTS,
         )

@@ -55,7 +55,6 @@ from dpscale.units import (
     format_bandwidth,
     format_binary_bytes,
     format_bytes,
-    format_count,
     format_duration,
 )
 from dpscale.validation import FieldIssue, InputError, is_required, missing_next, parse
@@ -129,7 +128,7 @@ def effective(prediction: Prediction) -> dict[str, str]:
     sc = prediction.result.scenario
     hw = sc.hardware
     values: dict[str, object] = {
-        "params": format_count(sc.params),
+        "params": _whole(sc.params),
         "grad_dtype": sc.grad_dtype,
         "param_dtype": sc.param_dtype or sc.grad_dtype,
         "strategy": sc.strategy,

@@ -25,7 +25,7 @@ from dpscale.spec.prediction import (
     strategy_named,
 )
 from dpscale.units import format_binary_bytes
-from dpscale.web.i18n import N_, Localizer
+from dpscale.web.i18n import N_, Localizer, _significant
 from dpscale.web.pages._said import say, write
 from dpscale.web.registry import Presentation, ResultItem
 
@@ -158,6 +158,29 @@ def _ms(loc: Localizer, seconds: float) -> str:
     return loc.number(seconds * 1e3, 4)
 
 
+def _quotient(
+    loc: Localizer, numerator_s: float, denominator_s: float, shown: str
+) -> tuple[str, str]:
+    """Two step times (in ms) that a sentence divides, to as few significant digits as make the
+    quotient of the numbers shown round to the efficiency ``shown``, and to at least the four
+    of every other time on the page: "910.2 / 1,020 = 89.27%" did not check (910.2 / 1,020 is
+    89.24%); "910.24 / 1,019.6" does. Four where no number of digits makes it check (a
+    prediction fitted to measured points, whose efficiency is not this quotient).
+
+    >>> from dpscale.web.i18n import localizer
+    >>> en = localizer("en")
+    >>> _quotient(en, 0.91024, 1.019617, en.percent(0.91024 / 1.019617))
+    ('910.24', '1,019.6')
+    >>> _quotient(en, 0.5, 1.0, "50%"), _quotient(en, 0.5, 1.0, "40%")
+    (('500', '1,000'), ('500', '1,000'))
+    """
+    for digits in range(4, 11):
+        top, bottom = (_significant(s * 1e3, digits) for s in (numerator_s, denominator_s))
+        if bottom and loc.percent(top / bottom) == shown:
+            return loc.number(numerator_s * 1e3, digits), loc.number(denominator_s * 1e3, digits)
+    return _ms(loc, numerator_s), _ms(loc, denominator_s)
+
+
 def _edge(loc: Localizer, edge: float, point: float, *, high: bool) -> str:
     return loc.percent(edge, edge_digits(edge, point, high=high))
 
@@ -215,16 +238,22 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
     if sc.baseline_devices > 1:
         # Relative to the step at the baseline: compute over the step would be against one
         # device ("840 / 1,018 = 89.46%" had been written where 840 / 1,018 is 82.5 %).
+        base, parts["step"] = _quotient(
+            loc, last["compute_time_s"] / result.reference, last["step_time_s"], efficiency
+        )
         headline = _(
             "Compute takes %(compute)s ms per step, %(exposed)s ms of communication is not "
             "hidden behind backward, and waiting for the slowest device and fixed costs take "
             "%(other)s ms; the step at the baseline's %(baseline)s devices takes %(base)s ms: "
             "%(base)s / %(step)s = %(efficiency)s (band %(low)s to %(high)s).",
             baseline=num(sc.baseline_devices),
-            base=_ms(loc, last["compute_time_s"] / result.reference),
+            base=base,
             **parts,
         )
     else:
+        parts["compute"], parts["step"] = _quotient(
+            loc, last["compute_time_s"], last["step_time_s"], efficiency
+        )
         headline = _(
             "Compute takes %(compute)s ms per step, %(exposed)s ms of communication is not "
             "hidden behind backward, and waiting for the slowest device and fixed costs "
