@@ -210,7 +210,7 @@ def number(value: float, digits: int = 4) -> str:
         return str(value)
     if value == 0:
         return "0"
-    if abs(value) >= 1e15 or abs(value) < 1e-6:
+    if abs(value) >= 1e16 or abs(value) < 1e-6:  # from 1e16, as the pages (web.i18n)
         return f"{value:.{digits}g}"
     magnitude = math.floor(math.log10(abs(value)))
     decimals = max(0, digits - 1 - magnitude)

@@ -91,6 +91,10 @@ percents = st.decimals(min_value=Decimal(0), max_value=Decimal(100), places=4).m
 @example(devices=1_590_876, throughput="175366279.012", efficiency="0.0001")
 @example(devices=9_831_837, throughput="175366279.012", efficiency="0.0001")
 @example(devices=6_379_089, throughput="4345354.772", efficiency="51.0507")
+# A 16-digit product rounded whole, then to the terminal's 15 digits (...365|48 written
+# 1.38614186333366e+15): both surfaces now write products below 1e16 in full.
+@example(devices=3_111_738, throughput="445455839.577", efficiency="0")
+@example(devices=2_244_889, throughput="445456323.231", efficiency="100")
 def test_scaling_sentences_hold_as_written(devices: int, throughput: str, efficiency: str) -> None:
     values = {"devices": str(devices), "throughput": throughput, "efficiency": efficiency}
     for writer in WRITERS.values():

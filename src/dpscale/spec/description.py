@@ -61,7 +61,7 @@ EXACT = 15
 
 def as_shown(value: float | Decimal, digits: int = SHOWN) -> float:
     """``value`` rounded as a result is shown: ``digits`` significant digits, its whole part
-    kept below 1e15 (where the surfaces write whole numbers in full), correctly rounded; a
+    kept below 1e16 (where the surfaces write whole numbers in full), correctly rounded; a
     :class:`~decimal.Decimal` is rounded as it is (a product worked in decimal: a float's
     1,590,876 x 175,366,279.012 is 278,986,004,489,494.5, the product ...494.512).
 
@@ -78,7 +78,7 @@ def as_shown(value: float | Decimal, digits: int = SHOWN) -> float:
     if exact == 0 or not exact.is_finite():
         return float(exact)
     places = digits - 1 - exact.adjusted()
-    if abs(exact) < 1_000_000_000_000_000:
+    if abs(exact) < 10_000_000_000_000_000:
         places = max(0, places)
     return float(round(exact, places))
 
