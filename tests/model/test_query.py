@@ -190,3 +190,25 @@ def test_any_valid_input_gives_finite_output(
     json.dumps(payload, allow_nan=False)
     for point in payload["points"]:
         assert 0 <= point["efficiency"] <= 1
+
+
+@pytest.mark.parametrize(
+    ("field", "typed", "message"),
+    [
+        ("inter_node_bandwidth", "-1", "must be from 1 kB/s to 100 TB/s (got '-1')"),
+        ("bucket_size", "-25", "must be from 1 B to"),
+        ("step_overhead", "-2", "must be from 0 to 1 h (got '-2')"),
+        ("inter_node_bandwidth", "5", "'5' has no unit: write one, as in 5 Gbit/s or 5 GB/s"),
+    ],
+)
+def test_a_negative_quantity_is_told_its_range_not_a_unit(
+    field: str, typed: str, message: str
+) -> None:
+    """'-1' without a unit had been told "write one, as in -1 Gbit/s", itself refused."""
+    job = {"params": 1.3e9, "hardware": "dgx-a100", "micro_batch": 8,
+           "per_device_throughput": 40, "devices": "8"}  # fmt: skip
+    with pytest.raises(InputError) as caught:
+        PredictQuery(**job, **{field: typed}).scenario()
+    (issue,) = caught.value.issues
+    assert issue.field == field
+    assert message in issue.detail

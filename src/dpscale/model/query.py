@@ -717,7 +717,7 @@ _UNIT_EXAMPLES = {parse_bandwidth: ("Gbit/s", "GB/s"), parse_bytes: ("MB", "GB")
 
 def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -> float:
     bare = bare_number(text) if isinstance(text, str) else None
-    if bare:  # 0 is 0 in any unit; any other number without one is a guess
+    if bare and bare > 0:  # 0 is 0 in any unit; any other number without one is a guess
         number = text.strip()
         first, second = (f"{number} {unit}" for unit in _UNIT_EXAMPLES[parser])
         raise InputError.single(
@@ -736,6 +736,8 @@ def _quantity(field: str, text: str, parser: Any, high: float, positive: bool) -
         allowed = f"must be above 0 and at most {shown(high)}"
     else:
         allowed = f"must be from {shown(low) if low else '0'} to {shown(high)}"
+    if bare:  # a negative number: no unit makes it one ("-1 Gbit/s" had been suggested)
+        raise InputError.single(field, f"{allowed} (got {text!r})", text)
     try:
         value = float(parser(text))
     except UnitRangeError:  # read, but negative or past a float: the field's range says why
