@@ -426,3 +426,122 @@ def test_every_missing_input_is_named_at_once() -> None:
         dpscale.predict()
     assert [issue.field for issue in caught.value.issues][:2] == ["micro_batch", "params"]
     assert len(caught.value.issues) == 6
+
+
+@pytest.mark.parametrize(
+    "devices",
+    [list(range(8, 1024, 8)), range(8, 1024, 8), tuple(range(8, 1024, 8)), np.arange(8, 1024, 8)],
+    ids=["list", "range", "tuple", "array"],
+)
+def test_a_list_of_counts_is_held_to_the_counts_the_query_takes_not_to_a_text_length(
+    devices: object,
+) -> None:
+    # 127 counts are 560 characters as text: they had been refused as "a text of at most 400
+    # characters", where docs/predict.md allows 10,000 counts.
+    report = dpscale.predict(**{**PREDICT, "devices": devices})
+    assert [point.devices for point in report.points] == list(range(8, 1024, 8))
+    typed = ",".join(map(str, range(8, 1024, 8)))
+    assert len(typed) > 400
+    with pytest.raises(dpscale.InputError, match=r"^devices must be a text of at most 400 char"):
+        dpscale.predict(**{**PREDICT, "devices": typed})  # text is held as the CLI holds it
+
+
+def test_more_counts_than_the_query_takes_get_the_count_limit_s_message() -> None:
+    assert len(dpscale.predict(**{**PREDICT, "devices": range(1, 10_001)}).points) == 10_000
+    for devices in (list(range(1, 10_002)), range(1, 10_002)):
+        with pytest.raises(dpscale.InputError) as raised:
+            dpscale.predict(**{**PREDICT, "devices": devices})
+        assert str(raised.value) == "devices: at most 10,000 device counts per query"
+    with pytest.raises(dpscale.InputError) as raised:
+        dpscale.fit(points={8: 7900, 16: 15500}, at=range(1_000_000, 1_001_000))
+    assert str(raised.value) == "at: at most 200 device counts are accepted (got 1000)"
+    # Every missing input is still named with a long list of counts, as with a short one.
+    said = []
+    for devices in (range(8, 1024, 8), [8, 64]):
+        with pytest.raises(dpscale.InputError) as missing:
+            dpscale.predict(params=1e9, micro_batch=1, devices=devices)
+        said.append(str(missing.value))
+    assert said[0] == said[1]
+    assert said[0].startswith("devices_per_node: is required")
+
+
+@pytest.mark.parametrize(
+    ("call", "inputs", "message"),
+    [
+        (
+            "calc",
+            {"devices": True, "throughput": 2000, "efficiency": 90},
+            "devices must be a whole number from 1 to 10,000,000 (got True)",
+        ),
+        (
+            "calc",
+            {"devices": 64, "throughput": 2000, "efficiency": True},
+            "efficiency must be a number from 0 to 100 (got True)",
+        ),
+        (
+            "calc",
+            {"devices": b"64", "throughput": 2000, "efficiency": 90},
+            "devices must be a whole number from 1 to 10,000,000 (got b'64')",
+        ),
+        (
+            "calc",
+            {"devices": 64, "throughput": 2000, "efficiency": 90, "unit": 5},
+            "unit: must be text, not int (got 5)",
+        ),
+        (
+            "predict",
+            {**PREDICT, "devices": True},
+            "devices must be a whole number from 1 to 10,000,000 (got True)",
+        ),
+        (
+            "predict",
+            {**PREDICT, "devices": [8, np.True_]},
+            "devices must be a whole number from 1 to 10,000,000 (got True)",
+        ),
+        (
+            "predict",
+            {**PREDICT, "devices": b"64"},  # had been counts 52 and 54, the bytes' values
+            "devices: must be text or a number, not bytes (got b'64')",
+        ),
+        (
+            "predict",
+            {**PREDICT, "micro_batch": True},
+            "micro_batch must be a whole number from 1 to 10,000,000 (got True)",
+        ),
+        (
+            "predict",
+            {**PREDICT, "target_efficiency": True},
+            "target_efficiency must be a number greater than 0 and less than 100 (got True)",
+        ),
+        (
+            "predict",
+            {**PREDICT, "bucket_size": True},
+            "bucket_size: must be text or a number, not bool (got True)",
+        ),
+        ("predict", {**PREDICT, "hardware": 8}, "hardware: must be text, not int (got 8)"),
+        (
+            "fit",
+            {"points": {8: 7900, 16: 15500}, "at": [True]},
+            "at must be a whole number from 1 to 10,000,000 (got True)",
+        ),
+    ],
+)
+def test_a_bool_or_bytes_is_no_number_and_a_number_no_name(
+    call: str, inputs: dict[str, object], message: str
+) -> None:
+    # calc(devices=True) had given 1 device, efficiency=True 1 %, devices=b"64" 64 devices,
+    # and unit=5 the unit "5".
+    with pytest.raises(dpscale.InputError) as raised:
+        getattr(dpscale, call)(**inputs)
+    assert str(raised.value) == message
+
+
+def test_digits_other_than_full_width_ones_are_refused_by_the_library_too() -> None:
+    # dpscale.calc(devices="²") had been 2 devices.
+    for typed in ("²", "10²", "①②"):
+        with pytest.raises(dpscale.InputError) as raised:
+            dpscale.calc(devices=typed, throughput=2000, efficiency=90)
+        assert str(raised.value) == (
+            f"devices must be a whole number from 1 to 10,000,000 (got {typed})"
+        )
+    assert dpscale.calc(devices="６４", throughput="２０００", efficiency="９０％").devices == 64

@@ -8,7 +8,10 @@ from hypothesis import strategies as st
 
 from dpscale.units import (
     UnitError,
+    bare_number,
+    foreign_digit,
     format_bandwidth,
+    normalize_typed,
     parse_bandwidth,
     parse_bytes,
     parse_count,
@@ -64,6 +67,49 @@ def test_counts(text: str, count: float) -> None:
 def test_bad_bandwidths(text: str) -> None:
     with pytest.raises(UnitError):
         parse_bandwidth(text)
+
+
+def test_full_width_quantities_are_read_as_typed_with_an_input_method() -> None:
+    assert parse_bandwidth("２５　Ｇｂｉｔ／ｓ") == parse_bandwidth("25 Gbit/s")
+    assert parse_count("１．３Ｂ") == pytest.approx(1.3e9)
+    assert parse_duration("５ ｍｓ") == pytest.approx(5e-3)
+    # A full-width number alone is bare, so a field that wants a unit says it has none.
+    assert bare_number("２５") == 25.0
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (parse_bandwidth, "10² Gbit/s"),  # NFKC would read it as 102 Gbit/s
+        (parse_bandwidth, "٣ GB/s"),  # \d and float() had read any script's digits: 3 GB/s
+        (parse_bytes, "𝟐𝟓 MB"),
+        (parse_duration, "½ ms"),
+        (parse_count, "①B"),
+        (parse_count, "1.3₂B"),
+    ],
+)
+def test_digits_other_than_ascii_and_full_width_ones_are_refused(
+    parse: Callable[[str], float], text: str
+) -> None:
+    with pytest.raises(UnitError, match=rf"^cannot read '{text}' as a "):
+        parse(text)
+    assert bare_number(text.split()[0]) is None
+
+
+def test_typed_text_is_nfkc_normalised_but_for_digits_that_are_not_full_width() -> None:
+    assert normalize_typed("９０　％") == "90 %"
+    assert normalize_typed("２ 000,5") == "2 000,5"
+    assert normalize_typed("10²") == "10²"
+    assert normalize_typed("①②") == "①②"
+    assert normalize_typed("Ｇｂｉｔ①") == "Gbit①"
+    assert [foreign_digit(t) for t in ("10²", "６４", "١٢", "½", "Ⅻ", "x")] == [
+        "²",
+        None,
+        "١",
+        "½",
+        None,
+        None,
+    ]
 
 
 @pytest.mark.parametrize("text", ["lots", "-1M", "1X"])

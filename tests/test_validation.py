@@ -8,10 +8,12 @@ from pydantic import BaseModel, Field
 
 from dpscale.validation import (
     InputError,
+    InputModel,
     Percent,
     Rule,
     TargetPercent,
     check_array,
+    model_input,
     parse,
     rule_of,
 )
@@ -106,6 +108,94 @@ def test_full_width_numbers_are_read_as_the_page_reads_them() -> None:
     assert parse(Example, {"devices": 1, "share": 1, "name": "６４"}).name == "６４"
     with pytest.raises(InputError, match=r"devices must be a whole number from 1 to 1,000"):
         parse(Example, {"devices": "０", "share": "1"})
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "10²",  # NFKC had read it as 102
+        "6⁴",
+        "6₄",
+        "①②",  # as 12
+        "½",  # as 1⁄2
+        "１０²",  # full-width digits beside a superscript
+        "١٢",  # Arabic-Indic digits
+        "𝟔𝟒",  # mathematical bold digits: NFKC had read them as 64
+    ],
+)
+def test_digits_other_than_full_width_ones_are_refused_not_read(typed: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse(Example, {"devices": typed, "share": "1"})
+    assert [issue.sentence() for issue in caught.value.issues] == [
+        f"devices must be a whole number from 1 to 1,000 (got {typed})"
+    ]
+    with pytest.raises(
+        InputError, match=rf"^value must be a number from 0 to 100 \(got {typed}\)$"
+    ):
+        parse(PercentExample, {"value": typed})
+    # Every other bad field is still named with it, in the model's order.
+    with pytest.raises(InputError) as both:
+        parse(Example, {"devices": typed, "share": "2"})
+    assert [issue.field for issue in both.value.issues] == ["devices", "share"]
+
+
+def test_a_list_of_counts_takes_full_width_digits_and_no_other() -> None:
+    class Counts(BaseModel):
+        devices: str = Field(default="1", max_length=400)
+
+    assert parse(Counts, {"devices": "１，８，２５６"}).devices == "1,8,256"
+    with pytest.raises(InputError) as caught:
+        parse(Counts, {"devices": "8,10²"})
+    assert caught.value.issues[0].sentence() == (
+        "devices: cannot read '8,10²': write counts with the digits 0 to 9 ('²' is none of "
+        "them), like 1,16,128"
+    )
+
+
+@pytest.mark.parametrize("value", [True, False, b"64", bytearray(b"64"), np.bool_(True)])
+def test_a_bool_or_bytes_is_no_number(value: object) -> None:
+    # pydantic reads True as 1 and b"64" as 64: dpscale.calc(devices=True) had given 1 device.
+    shown = repr(value) if isinstance(value, bytes | bytearray) else str(bool(value))
+    with pytest.raises(InputError) as caught:
+        parse(Example, {"devices": value, "share": value})
+    assert [issue.sentence() for issue in caught.value.issues] == [
+        f"devices must be a whole number from 1 to 1,000 (got {shown})",
+        f"share must be a number greater than 0 and at most 1 (got {shown})",
+    ]
+    with pytest.raises(InputError, match=r"^value must be a number from 0 to 100 \(got "):
+        parse(PercentExample, {"value": value})
+    with pytest.raises(InputError, match=r"^devices must be a whole number from 1 to 1,000"):
+        check_array(Example, "devices", value)
+    with pytest.raises(InputError, match=r"^devices must be a whole number from 1 to 1,000"):
+        check_array(Example, "devices", [8, value])
+    with pytest.raises(InputError, match=r"^devices must be a whole number from 1 to 1,000"):
+        JobInput(devices=value)
+    # A yes/no is still read as one.
+    assert parse(WithFlag, {"flag": True}).flag is True
+
+
+class JobInput(InputModel):
+    devices: int = Field(ge=1, le=1000)
+
+
+class WithFlag(BaseModel):
+    flag: bool = False
+
+
+def test_an_input_model_is_given_as_itself_or_a_mapping_of_its_fields() -> None:
+    assert model_input(JobInput, {"devices": 8}) == JobInput(devices=8)
+    same = JobInput(devices=8)
+    assert model_input(JobInput, same) is same
+    for given, shown in ((None, "None"), ([8], "[8]"), ({8: 8}, "{8: 8}"), ("8", "'8'")):
+        with pytest.raises(InputError) as caught:
+            model_input(JobInput, given)
+        assert str(caught.value) == (
+            "inputs: must be a JobInput or a mapping of its fields (devices), not " + shown
+        )
+    with pytest.raises(InputError, match=r"^devics: is not an input of JobInput"):
+        model_input(JobInput, {"devics": 8})
+    with pytest.raises(InputError, match=r"^devices must be a whole number from 1 to 1,000"):
+        model_input(JobInput, {"devices": True})
 
 
 class PercentExample(BaseModel):

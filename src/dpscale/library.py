@@ -10,13 +10,17 @@ The keywords are the fields of the query each command reads (:class:`PredictQuer
 keyword here. Values are read as the command line reads them, with Python's own types too:
 
 - a list, tuple, range or array where the query takes text lists it: ``devices=[8, 64]`` is
-  ``"8,64"``; a dict or a list of pairs gives ``"8:7900,16:15500"`` (``points``, ``measured``);
+  ``"8,64"``; a dict or a list of pairs gives ``"8:7900,16:15500"`` (``points``, ``measured``).
+  A list of counts is held to the number of counts the query takes (10,000 for ``devices``),
+  not to the length of the text a command line takes for it;
 - a number where the query takes a quantity with a unit carries the SI unit the name implies:
   bytes/s for ``*_bandwidth``, bytes for ``*_size``, seconds for ``*_latency``,
   ``*_overhead`` and ``*_cycle`` (``bucket_size=25 * 2**20`` is 25 MiB); text with a unit
   ("25 Gbit/s") is read as on the command line;
 - percentages are numbers as on the command line: ``target_efficiency=90``, ``jitter=1``,
-  ``efficiency=90``.
+  ``efficiency=90``;
+- a bool or bytes is no number (``devices=True`` is refused, not read as 1 device), and a
+  name or a unit (``hardware``, ``model``, ``unit``) is text, not a number.
 
 >>> r = calc(devices=64, throughput=2000, efficiency=90)
 >>> r.actual_throughput, r.speedup
@@ -45,7 +49,10 @@ from dpscale.validation import (
     check_known,
     is_required,
     missing_next,
+    not_a_number,
+    one_line,
     parse,
+    rule_of,
 )
 
 if TYPE_CHECKING:
@@ -136,32 +143,65 @@ COUNT_LISTS = frozenset({"devices", "at"})
 the rule every count keeps, so that ``devices=[-1]`` and ``at=-1`` say the same."""
 
 
+POINT_LISTS = frozenset({"measured", "points"})
+"""Text fields that list measured points: a dict or a list of pairs is written as their text."""
+
+
 def _check_counts(name: str, value: object) -> None:
     """Raise :class:`InputError` for the first number of ``value`` (a number or a list) that
-    is no device count, naming ``name`` and the range; text is left to the query."""
+    is no device count, naming ``name`` and the range (a bool or bytes is none: True had been
+    read as 1 device); text is left to the query."""
     from dpscale.calculators.scaling import MAX_DEVICES, MIN_DEVICES
 
     numbers = [value] if isinstance(value, int | float) else value
-    if not isinstance(numbers, list | tuple | range):
+    if isinstance(numbers, range):  # whole numbers: its ends say it (range(1, 10**9) is long)
+        numbers = [numbers[0], numbers[-1]] if numbers else []
+    if not isinstance(numbers, list | tuple):
         return
     rule = Rule(integer=True, low=MIN_DEVICES, high=MAX_DEVICES)
     for number in numbers:
-        if isinstance(number, bool) or not isinstance(number, int | float):
+        if not_a_number(number):
+            shown = number.item() if getattr(number, "ndim", None) == 0 else number  # numpy's
+            raise InputError([FieldIssue(field=name, rule=rule, value=shown)])
+        if not isinstance(number, int | float):
             continue
         if not (MIN_DEVICES <= number <= MAX_DEVICES and float(number).is_integer()):
             raise InputError([FieldIssue(field=name, rule=rule, value=number)])
 
 
+def _takes_numbers(name: str) -> bool:
+    """Whether the text field ``name`` takes numbers and lists too: device counts, measured
+    points, a quantity (in the SI unit its name implies). The others are names and units
+    (``hardware``, ``model``, ``unit``): a number for them is no name (``unit=5`` had been
+    read as the unit "5")."""
+    return (
+        name in COUNT_LISTS
+        or name in POINT_LISTS
+        or any(name.endswith(end) for end, _ in IMPLIED_UNITS)
+    )
+
+
 def _as_text(name: str, value: object) -> object:
     """``value`` as the query's text field ``name`` reads it; anything else unchanged."""
-    if hasattr(value, "tolist") and not isinstance(value, str):
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):
         value = value.tolist()  # a numpy array or number
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    if value is None or isinstance(value, str):
         return value
-    if isinstance(value, Mapping):
-        return ",".join(f"{_item(k)}:{_item(v)}" for k, v in value.items())
     if name in COUNT_LISTS:
         _check_counts(name, value)
+    if not_a_number(value):  # bytes had been a list of counts: b"64" as 54,52
+        raise InputError.single(
+            name,
+            f"must be text{' or a number' if _takes_numbers(name) else ''}, not "
+            f"{type(value).__name__} (got {_shown(value)})",
+            value,
+        )
+    if not _takes_numbers(name):
+        raise InputError.single(
+            name, f"must be text, not {type(value).__name__} (got {_shown(value)})", value
+        )
+    if isinstance(value, Mapping):
+        return ",".join(f"{_item(k)}:{_item(v)}" for k, v in value.items())
     if isinstance(value, int | float):
         unit = next((unit for end, unit in IMPLIED_UNITS if name.endswith(end)), None)
         return _number_text(value) if unit is None else f"{_number_text(value)} {unit}"
@@ -170,9 +210,58 @@ def _as_text(name: str, value: object) -> object:
     return value
 
 
+def _shown(value: object) -> str:
+    """A value as a message quotes it: on one line, at most 40 characters."""
+    text = one_line(repr(value))
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _read(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
     """``values`` validated into ``model``, lists and numbers written as its text fields."""
-    return parse(model, _written(model, values))
+    written = _written(model, values)
+    counts = _long_counts(model, values, written)
+    return _with_counts(parse(model, written), counts)
+
+
+def _counts_in(name: str, text: str) -> object:
+    """The device counts ``text`` lists, read as the query of field ``name`` reads them
+    (raising its :class:`InputError`: the most counts it takes, a count out of range)."""
+    if name == "at":
+        from dpscale.fit.data import parse_device_counts
+
+        return parse_device_counts(text, name)
+    from dpscale.model.query import parse_devices
+
+    return parse_devices(text)
+
+
+def _long_counts(
+    model: type[BaseModel], given: Mapping[str, Any], written: dict[str, Any]
+) -> dict[str, str]:
+    """The lists of counts given as Python lists (``devices=range(8, 1024, 8)``) whose text is
+    longer than ``model`` takes from a command line, by field: each is read here, as the query
+    reads it (so that more counts than it takes are refused as such), and stands in
+    ``written`` as its first count, for the query read to take the list after it
+    (:func:`_with_counts`). A list of 127 counts had been refused as "a text of at most 400
+    characters", where the query takes 10,000 counts.
+    """
+    long: dict[str, str] = {}
+    for name in sorted(COUNT_LISTS & written.keys() & model.model_fields.keys()):
+        text, limit = written[name], rule_of(model, name).max_length
+        if isinstance(given.get(name), str) or not isinstance(text, str):
+            continue  # text as typed is held to the command line's limit, as there
+        if limit is None or len(text) <= limit:
+            continue
+        _counts_in(name, text)
+        written[name] = text.split(",", 1)[0]
+        long[name] = text
+    return long
+
+
+def _with_counts(query: Any, counts: Mapping[str, str]) -> Any:
+    """``query`` with the lists of counts :func:`_long_counts` read (``model_copy`` does not
+    validate again: they are read, and the query reads them again for its counts)."""
+    return query.model_copy(update=dict(counts)) if counts else query
 
 
 def _written(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:
@@ -267,8 +356,9 @@ def predict(**inputs: Any) -> PredictReport:
         inputs["measured"] = os.fspath(measured)
     given = {k: v for k, v in inputs.items() if k not in in_percent} | percentages
     written = _written(PredictQuery, given)
+    counts = _long_counts(PredictQuery, given, written)
     try:
-        query = parse(PredictQuery, written)
+        query = _with_counts(parse(PredictQuery, written), counts)
     except InputError as err:
         if all(is_required(issue) for issue in err.issues):
             found = list(err.issues)

@@ -22,23 +22,30 @@ exponent, so no input costs more than reading it.
 138000000.0
 >>> format_bandwidth(3.125e9)
 '3.12 GB/s'
+
+A number is read in the digits 0 to 9, and in the full-width ones a Japanese or Chinese input
+method types (:func:`normalize_typed`); no other digit is read as one of them.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import unicodedata
 
 __all__ = [
     "MAX_DIGITS",
     "UnitError",
     "UnitRangeError",
     "bare_number",
+    "foreign_digit",
     "format_bandwidth",
     "format_binary_bytes",
     "format_bytes",
     "format_count",
     "format_duration",
+    "normalize_typed",
     "parse_bandwidth",
     "parse_bytes",
     "parse_count",
@@ -58,9 +65,65 @@ class UnitRangeError(UnitError):
     the field's range, says that instead."""
 
 
+_FULL_WIDTH_DIGITS = frozenset(map(chr, range(0xFF10, 0xFF1A)))
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _digit_form(char: str) -> bool:
+    """Whether ``char`` is a digit, or NFKC makes a digit of it, other than a full-width digit
+    (an ASCII one is never asked about): ² ₂ ① ½ 𝟔 ٣."""
+    return char not in _FULL_WIDTH_DIGITS and any(
+        c.isdigit() for c in unicodedata.normalize("NFKC", char)
+    )
+
+
+def normalize_typed(text: str) -> str:
+    """``text`` NFKC-normalised, as a Japanese or Chinese input method's full-width forms are
+    read ("２５　Ｇｂｉｔ／ｓ" is "25 Gbit/s", "９０％" is "90%"), except that a character that
+    is a digit, or that NFKC makes one of, other than the full-width digits, stays as typed,
+    for the reader to refuse. NFKC reads "10²" as "102", "①②" as "12" and "½" as "1⁄2": a
+    power typed as a superscript had been read as one digit more (10² devices as 102).
+
+    >>> normalize_typed("６４"), normalize_typed("２５　Ｇｂｉｔ／ｓ"), normalize_typed("９０％")
+    ('64', '25 Gbit/s', '90%')
+    >>> normalize_typed("10²"), normalize_typed("①②"), normalize_typed("１０²")
+    ('10²', '①②', '10²')
+    """
+    if text.isascii():
+        return text
+    kept = [found.start() for found in _NON_ASCII.finditer(text) if _digit_form(found.group())]
+    if not kept:
+        return unicodedata.normalize("NFKC", text)
+    pieces: list[str] = []
+    start = 0
+    for index in kept:
+        pieces += [unicodedata.normalize("NFKC", text[start:index]), text[index]]
+        start = index + 1
+    pieces.append(unicodedata.normalize("NFKC", text[start:]))
+    return "".join(pieces)
+
+
+def foreign_digit(text: str) -> str | None:
+    """The first character of ``text`` that is a digit, or that NFKC makes one of, other than
+    the digits 0 to 9 and the full-width ones (which :func:`normalize_typed` reads), or None.
+
+    >>> foreign_digit("10²"), foreign_digit("١٢"), foreign_digit("６４"), foreign_digit("64")
+    ('²', '١', None, None)
+    """
+    if text.isascii():
+        return None
+    return next(
+        (found.group() for found in _NON_ASCII.finditer(text) if _digit_form(found.group())),
+        None,
+    )
+
+
 # The number is matched with bounded repetition only, so the match is linear in the text and
-# a 5,000-digit string is refused by its length, not converted.
-_NUMBER = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d{1,3}))?")
+# a 5,000-digit string is refused by its length, not converted. ASCII digits only: Python's
+# \d and float() read any script's digits ("٣ GB/s" as 3 GB/s) where the other fields refuse
+# them; full-width ones are made ASCII first (normalize_typed).
+_NUMBER = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d{1,3}))?", re.ASCII)
 _PREFIXES = {
     "": 1.0,
     "k": 1e3,
@@ -157,10 +220,10 @@ def _number(text: str) -> tuple[float, str] | None:
 def bare_number(text: str) -> float | None:
     """The number ``text`` is, where it is a number alone (no unit), else None.
 
-    >>> bare_number(" 80 "), bare_number("80 GB"), bare_number("GB")
-    (80.0, None, None)
+    >>> bare_number(" 80 "), bare_number("80 GB"), bare_number("GB"), bare_number("８０")
+    (80.0, None, None, 80.0)
     """
-    stripped = text.strip()
+    stripped = normalize_typed(text).strip()
     read = _number(stripped) if len(stripped) <= MAX_DIGITS + 16 else None
     return read[0] if read is not None and not read[1].strip() else None
 
@@ -176,13 +239,14 @@ def _parse(text: str | float, units: dict[str, float], what: str, example: str) 
     if isinstance(text, int | float):
         value = float(text)
     else:
-        stripped = str(text).strip()
+        typed = str(text).strip()
+        stripped = normalize_typed(typed).strip()
         if not stripped:
             raise UnitError(f"empty {what}")
         read = _number(stripped) if len(stripped) <= MAX_DIGITS + _LONGEST_UNIT + 16 else None
         name = _unit_name(read[1]) if read is not None else None
         if read is None or name is None or (name and name not in units):
-            shown = stripped if len(stripped) <= 40 else stripped[:37] + "..."
+            shown = typed if len(typed) <= 40 else typed[:37] + "..."
             raise UnitError(f"cannot read {shown!r} as a {what} (for example {example})")
         value = read[0] * units[name] if name else read[0]  # a bare number: the default unit
     if not math.isfinite(value) or value < 0:

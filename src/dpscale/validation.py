@@ -26,7 +26,6 @@ import re
 import sys
 import types
 import typing
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -35,7 +34,10 @@ import annotated_types
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
+from dpscale.units import foreign_digit, normalize_typed
+
 __all__ = [
+    "COUNT_TEXTS",
     "INVALID",
     "MISSING",
     "OTHER_NAMES",
@@ -55,7 +57,9 @@ __all__ = [
     "is_required",
     "meant",
     "missing_next",
+    "model_input",
     "names",
+    "not_a_number",
     "one_line",
     "parse",
     "pattern_said",
@@ -515,22 +519,60 @@ class InputModel(BaseModel):
     def __init__(self, /, **data: Any) -> None:
         model = type(self)
         check_known(data, model.model_fields, f"an input of {model.__name__}", OTHER_NAMES)
+        values, refused = _screened(model, data, typed=False)
         try:
-            super().__init__(**data)
+            super().__init__(**values)
         except ValidationError as exc:
-            raise InputError.from_validation_error(exc, model) from None
+            issues = InputError.from_validation_error(exc, model).issues
+            raise InputError(_merged(issues, refused, data)) from None
+        if refused:
+            raise InputError(refused.values())
 
     # pydantic calls a model's own __init__ from model_validate too, unless it is marked as
     # its base one (as pydantic marks BaseModel's and RootModel's): parse() stays as it was.
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
+def model_input(model: type[ModelT], given: object, name: str = "inputs") -> ModelT:
+    """``given`` as ``model``: itself, or a mapping of its fields read as ``model(**given)``
+    reads them (each name and value checked, as :func:`dpscale.calc` checks its keywords);
+    anything else raises :class:`InputError` naming ``name`` and what it must be. A dict or
+    None given to a calculator had raised AttributeError.
+
+    >>> from pydantic import Field
+    >>> class Job(InputModel):
+    ...     devices: int = Field(ge=1, le=64)
+    >>> model_input(Job, {"devices": 8})
+    Job(devices=8)
+    >>> model_input(Job, None)
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: inputs: must be a Job or a mapping of its fields (devices), ...
+    """
+    if isinstance(given, model):
+        return given
+    if isinstance(given, Mapping) and all(isinstance(key, str) for key in given):
+        if issubclass(model, InputModel):
+            return model(**given)
+        return parse(model, given)
+    fields = ", ".join(model.model_fields)
+    raise InputError.single(
+        name,
+        f"must be a {model.__name__} or a mapping of its fields ({fields}), not "
+        f"{_shown(repr(given))}",
+        given,
+    )
+
+
 def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
     """Validate ``data`` into ``model``; raise :class:`InputError` naming each bad field.
 
-    A number typed as text is read NFKC-normalised, as the pages read their boxes: a Japanese
-    or Chinese input method types full-width digits and signs, and the terminal and the API
-    take them as the page does.
+    A number typed as text is read as the pages read their boxes: a Japanese or Chinese input
+    method types full-width digits and signs, and the terminal and the API take them as the
+    page does (:func:`dpscale.units.normalize_typed`). No other digit is read as one: NFKC had
+    read "10²" as 102 and "①②" as 12, and a superscript, a circled digit, a fraction or
+    another script's digit is refused, as is a bool or bytes given for a number (True had been
+    read as 1 device, b"64" as 64), naming the field and its range.
 
     >>> from pydantic import BaseModel
     >>> class M(BaseModel):
@@ -538,19 +580,20 @@ def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
     ...     name: str = ""
     >>> parse(M, {"devices": "\uff16\uff14", "name": "\uff16\uff14"})
     M(devices=64, name='６４')
+    >>> parse(M, {"devices": "10\u00b2"})
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: devices must be a finite whole number (got 10²)
     """
-    numeric = _numeric_fields(model)
-    values = {
-        name: unicodedata.normalize("NFKC", value)
-        if name in numeric and isinstance(value, str) and not value.isascii()
-        else value
-        for name, value in data.items()
-    }
+    values, refused = _screened(model, data, typed=True)
     try:
         parsed = model.model_validate(values)
     except ValidationError as exc:
         err = InputError.from_validation_error(exc, model)
     else:
+        if refused:
+            raise InputError(refused.values())
+        numeric = _numeric_fields(model)
         tiny = [
             FieldIssue(field=name, rule=rule_of(model, name), value=data.get(name))
             for name in sorted(numeric)
@@ -574,12 +617,81 @@ def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
             raise InputError(tiny)
         return parsed
     # Quoted as typed: pydantic holds what a validator made of it ("90%%" read as "90%").
-    raise InputError(
-        dataclasses.replace(issue, value=data[issue.field])
+    raise InputError(_merged(err.issues, refused, data))
+
+
+def _merged(
+    issues: Iterable[FieldIssue], refused: dict[str, FieldIssue], data: Mapping[str, Any]
+) -> list[FieldIssue]:
+    """``issues`` (pydantic's) with each field's value as typed, a refused field's issue in
+    place of pydantic's own, and the refused fields pydantic let by after them."""
+    left = dict(refused)
+    merged = [
+        left.pop(issue.field)
+        if issue.field in left
+        else dataclasses.replace(issue, value=data[issue.field])
         if issue.rule is not None and isinstance(data.get(issue.field), str)
         else issue
-        for issue in err.issues
-    )
+        for issue in issues
+    ]
+    return merged + list(left.values())
+
+
+COUNT_TEXTS = frozenset({"devices", "at"})
+"""Text fields that list device counts (``"1,16,128"``, ``"1..512"``): read as a number field
+is (full-width digits as ASCII ones, no other digit)."""
+
+_REFUSED = "\ufffd"
+"""What the model is given in place of a value refused before it reads it: text that no
+number reads, so pydantic reports the field (and every other) in one pass."""
+
+
+def not_a_number(value: object) -> bool:
+    """Whether ``value`` is a bool or bytes, which pydantic reads as a number (True as 1,
+    b"64" as 64) and no surface types for one; numpy's too.
+
+    >>> not_a_number(True), not_a_number(b"64"), not_a_number(64), not_a_number("64")
+    (True, True, False, False)
+    """
+    if isinstance(value, bool | bytes | bytearray | memoryview):
+        return True
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    return kind in ("b", "S", "V")
+
+
+def _screened(
+    model: type[BaseModel], data: Mapping[str, Any], *, typed: bool
+) -> tuple[dict[str, Any], dict[str, FieldIssue]]:
+    """``data`` as ``model`` is given it, and the issue of each value refused before it reads
+    it: a bool or bytes for a number, and a digit other than 0 to 9 (and, where ``typed``, the
+    full-width ones, read as ASCII) in a number or a list of counts."""
+    numeric = _numeric_fields(model)
+    values: dict[str, Any] = {}
+    refused: dict[str, FieldIssue] = {}
+    for name, value in data.items():
+        counted = name in COUNT_TEXTS and name not in numeric and name in model.model_fields
+        if isinstance(value, str) and (name in numeric or counted):
+            if typed:
+                value = normalize_typed(value)
+            digit = foreign_digit(value)
+            if digit is not None and name in numeric:
+                refused[name] = FieldIssue(field=name, rule=rule_of(model, name), value=data[name])
+                value = _REFUSED
+            elif digit is not None:
+                refused[name] = FieldIssue(
+                    field=name,
+                    rule=None,
+                    value=data[name],
+                    detail=f"cannot read {_shown(data[name])!r}: write counts with the digits 0 "
+                    f"to 9 ({digit!r} is none of them), like 1,16,128",
+                )
+                value = _REFUSED
+        elif name in numeric and not_a_number(value):
+            shown = value.item() if getattr(value, "ndim", None) == 0 else value  # numpy's
+            refused[name] = FieldIssue(field=name, rule=rule_of(model, name), value=shown)
+            value = _REFUSED
+        values[name] = value
+    return values, refused
 
 
 @functools.cache
@@ -683,6 +795,9 @@ def check_array(model: type[BaseModel], field: str, values: Any) -> np.ndarray:
     rule = rule_of(model, field)
     if values is None:  # else read as NaN, and quoted as "got nan"
         raise InputError([FieldIssue(field=field, rule=rule, missing=True)])
+    refused = _not_numbers(values)
+    if refused is not None:  # else True read as 1 device, b"64" as 64
+        raise InputError([FieldIssue(field=field, rule=rule, value=refused)])
     try:
         array = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
@@ -692,6 +807,28 @@ def check_array(model: type[BaseModel], field: str, values: Any) -> np.ndarray:
         first = array[bad].flat[0]
         raise InputError([FieldIssue(field=field, rule=rule, value=float(first))])
     return array
+
+
+def _not_numbers(values: Any) -> object | None:
+    """The first bool or bytes (:func:`not_a_number`) in ``values``, a number, an array or
+    nested lists of them; None where there is none.
+
+    >>> _not_numbers([8, True]), _not_numbers(b"64"), _not_numbers([[1, 2], [3]])
+    (True, b'64', None)
+    """
+    import numpy as np
+
+    if isinstance(values, np.ndarray):
+        if values.size and values.dtype.kind in "bSV":
+            first: object = values.flat[0].item()
+            return first
+        return _not_numbers(values.tolist()) if values.dtype.kind == "O" else None
+    if not_a_number(values):
+        scalar: object = values.item() if isinstance(values, np.generic) else values
+        return scalar
+    if isinstance(values, list | tuple):
+        return next((found for v in values if (found := _not_numbers(v)) is not None), None)
+    return None
 
 
 def names(path: str, kind: Literal["file", "directory", "anything"] = "file") -> bool:

@@ -7,8 +7,16 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from dpscale import BatchInput, BubbleInput, GradAccumInput, ScalingInput, pipeline_bubble
-from dpscale.calculators import ScalingQuery
+from dpscale import (
+    BatchInput,
+    BubbleInput,
+    GradAccumInput,
+    ScalingInput,
+    effective_batch,
+    grad_accum_for,
+    pipeline_bubble,
+)
+from dpscale.calculators import ScalingQuery, scaling_from_query
 from dpscale.validation import InputError, parse
 
 TYPOS = [
@@ -94,3 +102,62 @@ def test_the_surfaces_still_read_their_forms_with_other_keys_beside() -> None:
     assert parse(GradAccumInput, form).target_global_batch == 2048
     with pytest.raises(InputError, match=r"^stages must be a whole number from 1 to 100,000"):
         parse(BubbleInput, {"stages": "0", "micro_batches": "8", "lang": "en"})
+
+
+@pytest.mark.parametrize(
+    ("model", "values", "message"),
+    [
+        (
+            BubbleInput,
+            {"stages": True, "micro_batches": 8},
+            "stages must be a whole number from 1 to 100,000 (got True)",
+        ),
+        (
+            BatchInput,
+            {"micro_batch": b"4", "devices": 8},
+            "micro_batch must be a whole number from 1 to 1,000,000 (got b'4')",
+        ),
+        (
+            ScalingInput,
+            {"devices": 8, "per_device_throughput": 100, "efficiency": True},
+            "efficiency must be a number from 0 to 1 (got True)",
+        ),
+    ],
+)
+def test_a_bool_or_bytes_is_no_number(
+    model: type[BaseModel], values: dict[str, object], message: str
+) -> None:
+    # BubbleInput(stages=True) had been one stage.
+    with pytest.raises(InputError) as raised:
+        model(**values)
+    assert str(raised.value) == message
+
+
+def test_the_calculators_take_their_model_or_a_mapping_of_its_fields() -> None:
+    # A dict or None had raised AttributeError; a dict is read as the model reads keywords.
+    assert effective_batch({"micro_batch": 4, "devices": 8}) == effective_batch(
+        BatchInput(micro_batch=4, devices=8)
+    )
+    assert pipeline_bubble({"stages": 4, "micro_batches": 8}) == pipeline_bubble(
+        BubbleInput(stages=4, micro_batches=8)
+    )
+    target = {"target_global_batch": 2048, "micro_batch": 4, "devices": 128}
+    assert grad_accum_for(target).grad_accum == 4
+    query = {"devices": 64, "throughput": 2000, "efficiency": 90}
+    assert scaling_from_query(query).actual_throughput == 115200.0
+    for call, model, fields in (
+        (effective_batch, "BatchInput", "micro_batch, devices, grad_accum, seq_len"),
+        (pipeline_bubble, "BubbleInput", "stages, micro_batches, virtual_stages"),
+        (grad_accum_for, "GradAccumInput", "target_global_batch, micro_batch, devices"),
+    ):
+        with pytest.raises(InputError) as raised:
+            call(None)  # type: ignore[operator]
+        assert str(raised.value) == (
+            f"inputs: must be a {model} or a mapping of its fields ({fields}), not None"
+        )
+    with pytest.raises(InputError, match=r"^query: must be a ScalingQuery or a mapping"):
+        scaling_from_query([64, 2000, 90])  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"^stage: is not an input of BubbleInput"):
+        pipeline_bubble({"stage": 4, "micro_batches": 8})
+    with pytest.raises(InputError, match=r"^micro_batch must be a whole number from 1 to"):
+        effective_batch({"micro_batch": 0, "devices": 8})

@@ -442,3 +442,26 @@ def test_a_target_that_looks_like_a_fraction_is_said(
     status, out, _ = run(capsys, *job, "--target-efficiency", "90")
     assert status == 0
     assert "is in percent" not in out
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        # NFKC had read "10²" as 102 devices, "10⁵" as 105 and "①②" as 12.
+        ("--devices", "10²", "--devices must be a whole number from 1 to 10,000,000 (got 10²)"),
+        ("--devices", "①②", "--devices must be a whole number from 1 to 10,000,000 (got ①②)"),
+        ("--devices", "١٢", "--devices must be a whole number from 1 to 10,000,000 (got ١٢)"),
+        ("--throughput", "10⁵", "--throughput must be a number from 0 to 1e+15 (got 10⁵)"),
+        ("--efficiency", "½", "--efficiency must be a number from 0 to 100 (got ½)"),
+    ],
+)
+def test_digits_other_than_full_width_ones_are_refused_not_read(
+    capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    status, out, err = run(capsys, *WORKED, option, value)
+    assert (status, out) == (2, "")
+    assert err == f"dpscale: error: {message}\n"
+    # Full-width digits, as an input method types them, are still read.
+    status, out, _ = run(capsys, "calc", "-d", "６４", "-t", "２０００", "-e", "９０％", "--json")
+    assert status == 0
+    assert json.loads(out)["actual_throughput"] == 115200.0

@@ -294,6 +294,54 @@ def test_full_width_numbers_are_read_as_on_the_page(
     assert cli_json(capsys, *cli, "--json") == response.json()
 
 
+@pytest.mark.parametrize(
+    ("field", "typed"),
+    [("devices", "10²"), ("devices", "①②"), ("devices", "١٢"), ("throughput", "10⁵")],
+)
+def test_digits_other_than_full_width_ones_are_refused_as_on_the_cli(
+    client: httpx.Client, field: str, typed: str
+) -> None:
+    # NFKC had read "10²" as 102 devices (200 OK), "10⁵" as 105 and "①②" as 12.
+    query = {"devices": "64", "throughput": "2000", "efficiency": "90", field: typed}
+    response = client.get("/api/v1/calc", params=query)
+    assert response.status_code == 422
+    rule = (
+        "a whole number from 1 to 10,000,000" if field == "devices" else "a number from 0 to 1e+15"
+    )
+    message = f"{field} must be {rule} (got {typed})"
+    assert response.json()["detail"] == [{"field": field, "code": "invalid", "message": message}]
+
+
+def test_a_superscript_in_a_list_of_counts_or_a_quantity_is_refused(client: httpx.Client) -> None:
+    job = {
+        "model": "llama3-8b",
+        "hardware": "dgx-h100",
+        "micro_batch": "1",
+        "unit": "tokens",
+        "per_device_throughput": "9000",
+        "devices": "8,64",
+    }
+    assert client.get("/api/v1/predict", params=job).status_code == 200
+    # Full-width digits and commas, as an input method types them, read as on the page.
+    assert client.get("/api/v1/predict", params={**job, "devices": "８，６４"}).json() == (
+        client.get("/api/v1/predict", params=job).json()
+    )
+    devices = client.get("/api/v1/predict", params={**job, "devices": "8,10²"})
+    assert devices.status_code == 422
+    assert devices.json()["detail"] == [
+        {
+            "field": "devices",
+            "code": "invalid",
+            "message": "devices: cannot read '8,10²': write counts with the digits 0 to 9 ('²' "
+            "is none of them), like 1,16,128",
+        }
+    ]
+    network = client.get("/api/v1/predict", params={**job, "inter_node_bandwidth": "10² Gbit/s"})
+    assert network.status_code == 422
+    assert network.json()["detail"][0]["field"] == "inter_node_bandwidth"
+    assert "cannot read '10² Gbit/s' as a bandwidth" in network.json()["detail"][0]["message"]
+
+
 def test_every_missing_input_is_named_at_once_as_the_cli_names_them(
     client: httpx.Client,
 ) -> None:

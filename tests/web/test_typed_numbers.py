@@ -176,6 +176,35 @@ def test_full_width_digits_read_as_ascii_ones(
     assert 'aria-invalid="true"' not in response.text
 
 
+@pytest.mark.parametrize("typed", ["10²", "①②", "١٢", "𝟔𝟒"])
+def test_digits_other_than_full_width_ones_are_refused_at_their_box(
+    client: httpx.Client, typed: str
+) -> None:
+    # NFKC had read "10²" as 102 devices and "①②" as 12, and the locale's reading "١٢" as
+    # 12, which the CLI and the API refuse.
+    html = client.get(
+        f"/en/{PAGE}", params={"devices": typed, "throughput": "2000", "efficiency": "90"}
+    ).text
+    assert 'aria-invalid="true"' in html
+    assert 'data-result="actual_throughput"' not in html
+    assert "Enter a whole number from 1 to 10,000,000. You entered: " + typed in unescape(html)
+
+
+def test_a_superscript_in_counts_or_a_quantity_is_refused_on_the_page(client: httpx.Client) -> None:
+    job = {
+        "model": "llama3-8b",
+        "hardware": "dgx-h100",
+        "micro_batch": "1",
+        "unit": "tokens",
+        "per_device_throughput": "9000",
+        "devices": "8,64",
+    }
+    assert 'aria-invalid="true"' not in client.get("/en/scaling-prediction", params=job).text
+    for name, typed in (("devices", "8,10²"), ("inter_node_bandwidth", "10² Gbit/s")):
+        html = client.get("/en/scaling-prediction", params={**job, name: typed}).text
+        assert re.search(rf'name="{name}"[^>]*aria-invalid="true"', html), name
+
+
 def test_full_width_text_fields_read_too(client: httpx.Client) -> None:
     html = client.get(
         "/ja/scaling-prediction",

@@ -14,13 +14,15 @@ The inverse asks for k given a target B; it exists only when b * d divides B.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ConfigDict, Field
 
 from dpscale.calculators._result import Result
 from dpscale.calculators.scaling import MAX_DEVICES
-from dpscale.validation import FieldIssue, InputError, InputModel, Rule
+from dpscale.validation import FieldIssue, InputError, InputModel, Rule, model_input
 
 __all__ = [
     "GRAD_ACCUM_CONFLICT",
@@ -73,8 +75,20 @@ class BatchResult(Result):
     tokens_per_step: int | None
 
 
-def effective_batch(inputs: BatchInput) -> BatchResult:
-    """Global batch, samples per device per step and, with a sequence length, tokens per step."""
+def effective_batch(inputs: BatchInput | Mapping[str, Any]) -> BatchResult:
+    """Global batch, samples per device per step and, with a sequence length, tokens per step.
+
+    ``inputs`` is a :class:`BatchInput` or a mapping of its fields; anything else raises
+    :class:`dpscale.InputError`, as a bad field does.
+
+    >>> effective_batch({"micro_batch": 4, "devices": 8}).global_batch_size
+    32
+    >>> effective_batch(None)
+    Traceback (most recent call last):
+    ...
+    dpscale.validation.InputError: inputs: must be a BatchInput or a mapping of its fields ...
+    """
+    inputs = model_input(BatchInput, inputs)
     per_device = inputs.micro_batch * inputs.grad_accum
     global_batch = per_device * inputs.devices
     return BatchResult(
@@ -127,8 +141,9 @@ def not_a_multiple_sentence(ctx: dict[str, int]) -> str:
     )
 
 
-def grad_accum_for(inputs: GradAccumInput) -> GradAccumResult:
-    """The accumulation steps k with b * d * k equal to the target global batch.
+def grad_accum_for(inputs: GradAccumInput | Mapping[str, Any]) -> GradAccumResult:
+    """The accumulation steps k with b * d * k equal to the target global batch; ``inputs``
+    is a :class:`GradAccumInput` or a mapping of its fields.
 
     >>> grad_accum_for(GradAccumInput(target_global_batch=2048, micro_batch=4, devices=128))
     GradAccumResult(target_global_batch=2048, micro_batch=4, devices=128, grad_accum=4, ...)
@@ -137,6 +152,7 @@ def grad_accum_for(inputs: GradAccumInput) -> GradAccumResult:
     ...
     dpscale.validation.InputError: target_global_batch: 1,000 is not a multiple of micro-batch x ...
     """
+    inputs = model_input(GradAccumInput, inputs)
     per_step = inputs.micro_batch * inputs.devices
     reachable = per_step * MAX_GRAD_ACCUM
     if inputs.target_global_batch > reachable:

@@ -15,12 +15,14 @@ GPU Clusters Using Megatron-LM", SC'21, section 2.2):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ConfigDict, Field
 
 from dpscale.calculators._result import Notice, Result
-from dpscale.validation import InputModel
+from dpscale.validation import InputModel, model_input
 
 __all__ = [
     "FEW_MICRO_BATCHES",
@@ -69,8 +71,10 @@ class BubbleResult(Result):
     warnings: tuple[Notice, ...]
 
 
-def pipeline_bubble(inputs: BubbleInput) -> BubbleResult:
-    """Bubble fraction, Megatron-LM bubble ratio, efficiency, and warnings about the schedule.
+def pipeline_bubble(inputs: BubbleInput | Mapping[str, Any]) -> BubbleResult:
+    """Bubble fraction, Megatron-LM bubble ratio, efficiency, and warnings about the schedule;
+    ``inputs`` is a :class:`BubbleInput` or a mapping of its fields (anything else raises
+    :class:`dpscale.InputError`).
 
     Warnings, not errors: m < 4p leaves a large bubble (GPipe, Huang et al. 2019, found the
     bubble negligible from m >= 4p), and Megatron-LM's interleaved schedule needs m to be a
@@ -78,7 +82,10 @@ def pipeline_bubble(inputs: BubbleInput) -> BubbleResult:
 
     >>> [str(w) for w in pipeline_bubble(BubbleInput(stages=4, micro_batches=8)).warnings]
     ['micro-batches (8) < 4 x stages (16): the bubble stays large; GPipe found it ...']
+    >>> round(pipeline_bubble({"stages": 4, "micro_batches": 8}).bubble_fraction, 4)
+    0.2727
     """
+    inputs = model_input(BubbleInput, inputs)
     p, m, v = inputs.stages, inputs.micro_batches, inputs.virtual_stages
     warnings = []
     if p > 1 and m < 4 * p:

@@ -19,6 +19,7 @@ Every function works element-wise on numpy arrays, for sweeps; plain numbers sta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from dpscale.validation import (
     InputModel,
     Percent,
     check_array,
+    model_input,
     parse,
 )
 
@@ -255,8 +257,9 @@ def data_parallel_scaling(
     )
 
 
-def scaling_from_query(query: ScalingQuery) -> ScalingResult:
-    """The result for inputs as typed on a surface (efficiency in percent).
+def scaling_from_query(query: ScalingQuery | Mapping[str, Any]) -> ScalingResult:
+    """The result for inputs as typed on a surface (efficiency in percent); ``query`` is a
+    :class:`ScalingQuery` or a mapping of its fields.
 
     The query's model has checked each scalar already, so this needs no array checks.
 
@@ -264,6 +267,7 @@ def scaling_from_query(query: ScalingQuery) -> ScalingResult:
     >>> scaling_from_query(q) == data_parallel_scaling(64, 2000, 0.9)
     True
     """
+    query = model_input(ScalingQuery, query, "query")
     inputs = query.to_input()
     d, v, e = inputs.devices, inputs.per_device_throughput, inputs.efficiency
     ideal = float(ideal_throughput(d, v))

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from pydantic import TypeAdapter, ValidationError
 
+from dpscale.units import foreign_digit, normalize_typed
 from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, check_lengths, one_line
 from dpscale.web.i18n import N_, Localizer
 from dpscale.web.registry import Calculator, InputField, Presentation
@@ -94,8 +95,10 @@ def _printable(text: str, *, lines: bool) -> str:
 
 def _read_as(text: str) -> str:
     """What the models read for a box's text: NFKC-normalised, since a Japanese or Chinese
-    input method types full-width digits and signs (２０００, １．５, ９０％, ２５　Ｇｂｉｔ)."""
-    return unicodedata.normalize("NFKC", text).strip()
+    input method types full-width digits and signs (２０００, １．５, ９０％, ２５　Ｇｂｉｔ), but
+    no other digit made ASCII: NFKC had read "10²" as 102 and "①②" as 12
+    (:func:`dpscale.units.normalize_typed`, as the CLI and the API read them)."""
+    return normalize_typed(text).strip()
 
 
 _YES_NO = frozenset({"true", "false"})
@@ -156,6 +159,10 @@ def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
         return _option(f, text)
     if f is not None and f.points and text:
         return canonical_points(text, loc.language.locale)
+    if foreign_digit(text) is not None:
+        # As typed, for the model to refuse: the locale's reading takes any script's digits
+        # ("١٢" as 12), which the CLI and the API refuse, as they refuse "10²".
+        return text
     if f is not None and f.quantity and text:
         return _canonical_quantity(text, loc)
     if f is not None and f.counts and text:
