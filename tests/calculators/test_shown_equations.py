@@ -66,6 +66,16 @@ def test_the_tester_s_example_subtracts_as_written(surface: str) -> None:
 
 
 @pytest.mark.parametrize("surface", WRITERS)
+@pytest.mark.parametrize("zero", ["throughput", "efficiency"])
+def test_a_negative_zero_typed_is_zero(surface: str, zero: str) -> None:
+    # "-0" had been written "Actual throughput -0" and "128,000 − -0" on the page.
+    values = {"devices": "64", "throughput": "2000", "efficiency": "90", zero: "-0"}
+    words = shown(SCALING, values, WRITERS[surface])
+    assert not any(word.startswith("-") for word in words.values()), words
+    assert words["actual"] == "0"
+
+
+@pytest.mark.parametrize("surface", WRITERS)
 def test_an_exact_product_is_written_whole(surface: str) -> None:
     words = shown(
         SCALING,

@@ -95,10 +95,12 @@ class ScalingQuery(InputModel):
     unit: str = Field(default="samples/s", pattern=UNIT_PATTERN, description="Throughput unit.")
 
     def to_input(self) -> ScalingInput:
+        # "-0" typed is 0: a negative zero had run through to "Actual throughput -0" on the
+        # page and -0.0 in the API (adding 0.0 turns -0.0 into 0.0 and leaves the rest).
         return ScalingInput(
             devices=self.devices,
-            per_device_throughput=self.throughput,
-            efficiency=self.efficiency / 100,
+            per_device_throughput=self.throughput + 0.0,
+            efficiency=self.efficiency / 100 + 0.0,
             unit=self.unit,
         )
 
