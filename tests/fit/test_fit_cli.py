@@ -333,7 +333,9 @@ def test_a_model_preset_fills_the_facts_as_predict_reads_it(
         assert status == 0
         answers.append(json.loads(out)["predictions"][0])
     assert answers[0] == answers[1]
-    assert round(answers[0]["throughput"]) == 2_208_517
+    # 94.3 % of the calibrated one-device throughput at 256 (95.8 % before each device ran
+    # 1/N of the optimizer step: the points' fall from 8 to 32 is then more communication).
+    assert round(answers[0]["throughput"]) == 2_173_515
     status, _, err = run(capsys, *job, "--model-preset", "gpt-5")
     assert status == 2
     assert err.startswith("dpscale: error: --model-preset: no model named 'gpt-5'; choose one")

@@ -213,17 +213,18 @@ if __name__ == "__main__":
 def test_sharded_llm_series_held_out() -> None:
     # The 36 published FSDP/ZeRO series of data/published_llm_scaling.csv (LLM_SOURCES.md):
     # every count predicted from its series' smallest, nothing estimated from them. As
-    # measured (docs/predict.md): 53 rows, median 1.4 pp, worst 8.6, mean signed +0.4,
-    # 85 % inside the band at 13.3 pp mean width (before the per-layer schedule: worst 66.5;
-    # before both edges came from one budget: 72 % at 10.7 pp).
+    # measured (docs/predict.md): 53 rows, median 1.3 pp, worst 8.4, mean signed +0.6,
+    # 85 % inside the band at 13.2 pp mean width (before the per-layer schedule: worst 66.5;
+    # before both edges came from one budget: 72 % at 10.7 pp; before the optimizer step ran
+    # over each device's shard: median 1.4, worst 8.6, mean signed +0.4, 85 % at 13.3 pp).
     scored, skipped = bench.score_llm(bench.read_rows(bench.LLM_DATA))
     figures = bench.summary(scored)
     assert figures["rows"] == 53
-    assert figures["median_pp"] <= 1.5
-    assert figures["worst_pp"] <= 8.7
+    assert figures["median_pp"] <= 1.4
+    assert figures["worst_pp"] <= 8.5
     assert abs(figures["mean_signed_pp"]) <= 1.5
     assert figures["inside_band"] >= 0.84  # 45 of 53
-    assert figures["mean_band_width_pp"] <= 13.4
+    assert figures["mean_band_width_pp"] <= 13.3
     assert skipped["tensor parallel besides"] == 22
 
 
@@ -232,17 +233,18 @@ def test_independent_fsdp_runs_are_predicted_as_the_validation_rows() -> None:
     # (data/independent_llm_scaling.csv), outside the validation set and checked only after
     # the model was done: as measured (docs/predict.md), 11 rows, median 1.3 pp, worst 22.6 pp
     # (MPT-1B, whose 32-GPU baseline row sits 18 % below its neighbours: 122 % and 120 %
-    # "efficiency" from it); without that series 9 rows, median 1.2 pp, worst 2.6, mean
-    # signed +0.9, 89 % inside at 6.1 pp.
+    # "efficiency" from it); without that series 9 rows, median 1.3 pp, worst 2.7, mean
+    # signed +1.0, 89 % inside at 6.0 pp (before the optimizer step ran over each device's
+    # shard: 1.2, 2.6, +0.9, 89 % at 6.1).
     scored, _ = bench.score_llm(bench.read_rows(bench.INDEPENDENT_DATA))
     assert len(scored) == 11
     kept = bench.summary([s for s in scored if not s.case.endswith("-1b")])
     assert kept["rows"] == 9
     assert kept["median_pp"] <= 1.3
-    assert kept["worst_pp"] <= 2.7
+    assert kept["worst_pp"] <= 2.71  # 2.70: MPT-3B at 128 GPUs (98.9 % for 96.2 % measured)
     assert abs(kept["mean_signed_pp"]) <= 1.0
     assert kept["inside_band"] >= 0.88  # 8 of 9: MPT-760M at 32 (100.1 %) is above the ideal
-    assert kept["mean_band_width_pp"] <= 6.2
+    assert kept["mean_band_width_pp"] <= 6.1
 
 
 def test_the_figures_the_pages_quote_are_the_benchmarks(scored: list[object]) -> None:
@@ -274,7 +276,7 @@ def test_the_setup_spread_from_the_llm_rows_widens_the_band() -> None:
     ]  # fmt: skip
     figures = bench.summary(scored)
     assert figures["inside_band"] == pytest.approx(41 / 53)
-    assert figures["mean_band_width_pp"] == pytest.approx(18.5, abs=0.05)
+    assert figures["mean_band_width_pp"] == pytest.approx(18.4, abs=0.05)
     # Each row's band at the adopted spread is the one predict gives it.
     from dpscale.model.band import SETUP_SPREAD
 

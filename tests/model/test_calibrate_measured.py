@@ -289,7 +289,7 @@ def test_calibration_beats_the_ruler_on_the_shared_series(method: str) -> None:
     assert mine["worst"] < ruler["worst"]
     # The figures docs/predict.md and docs/fit.md report.
     assert round(100 * mine["median"], 1) == 1.2
-    assert round(100 * mine["worst"], 1) == 6.7
+    assert round(100 * mine["worst"], 1) == 6.5  # 6.7 before the sharded optimizer step
     assert (mine["inside"], mine["banded"]) == (15, 16)
     assert round(100 * mine["half_width"], 1) == 5.9
 

@@ -321,7 +321,7 @@ def test_strategies_compared_run_as_they_do_by_default_but_hsdp_in_the_stated_gr
 def test_zero_stated_in_groups_is_compared_with_itself_over_all_devices() -> None:
     """ZeRO-1 sharded within the node (InternEvo's zero1 with a group of 8) was the comparison's
     only "zero1" row: labelled as ZeRO-1, and ZeRO-1 as it runs by default, over all 64
-    devices, was not shown (71.7 % against 94.5 % for Llama 3 8B on DGX H100s)."""
+    devices, was not shown (72.1 % against 94.5 % for Llama 3 8B on DGX H100s)."""
     job = {"model": "llama3-8b", "micro_batch": 1, "per_device_throughput": 9000,
            "unit": "tokens", "hardware": "dgx-h100", "baseline_devices": 8,
            "devices": "8,64"}  # fmt: skip
@@ -340,7 +340,7 @@ def test_zero_stated_in_groups_is_compared_with_itself_over_all_devices() -> Non
     grouped, over_all = (entry["points"][-1] for entry in entries[1:3])
     assert grouped["efficiency"] == compared.to_dict()["points"][-1]["efficiency"]
     assert grouped["efficiency"] == pytest.approx(0.945, abs=0.005)
-    assert over_all["efficiency"] == pytest.approx(0.717, abs=0.005)
+    assert over_all["efficiency"] == pytest.approx(0.721, abs=0.005)
     # Adam's two fp32 moments (8 bytes a parameter; fp32 parameters are their own master
     # copy) over 64 devices, not over 8.
     assert grouped["model_state_bytes"] - over_all["model_state_bytes"] == pytest.approx(
@@ -402,10 +402,21 @@ def test_any_strategy_gives_finite_efficiencies_within_its_band(
         per_device_throughput=1.0, hardware="dgx-h100", seq_len=4096,
         devices=",".join(map(str, devices)), param_dtype="bf16", grad_dtype="fp32",
     )  # fmt: skip
+    one_device_step = grad_accum * 2 / 1.0  # micro-batch 2 at 1 sample/s
     for point in predict(query).to_dict()["points"]:
         values = [point[k] for k in ("efficiency", "efficiency_low", "efficiency_high")]
         assert all(np.isfinite(values))
-        assert 0 <= point["efficiency_low"] <= point["efficiency"] <= point["efficiency_high"] <= 1
+        assert 0 <= point["efficiency_low"] <= point["efficiency"] <= point["efficiency_high"]
+        # Efficiency is not at most 1 for every strategy: one device runs the whole optimizer
+        # step, and each device of a shard group of G that shards the optimizer state runs
+        # 1/G of it (ZeRO, arXiv 1910.02054, sec. 5), so a sharded step may be shorter than
+        # the one-device step (an optimizer step of 0.96 s in a 2 s step: FSDP at 2 devices
+        # 110 %). What holds is that no step is shorter than its compute, and that the upper
+        # edge stops at the ideal or, where the point passes it, at the point.
+        assert point["efficiency"] * point["compute_time_s"] <= one_device_step * (1 + 1e-9)
+        assert point["efficiency_high"] <= max(1.0, point["efficiency"])
+        if not row(strategy).shards_optimizer:
+            assert point["efficiency_high"] <= 1
         assert point["memory_per_device_bytes"] > 0
 
 
@@ -932,9 +943,12 @@ SEVENTY = {"model": "llama3-70b", "hardware": "dgx-h100", "strategy": "fsdp", "s
     ("job", "target", "answers"),
     [
         # The memory line says activation checkpointing makes Llama 3 70B fit on 1,024 H100s
-        # (237 GiB as stated); the answers for 90 % (88.68 % predicted) had said "does not
-        # fit" beneath it.
-        (SEVENTY, 0.9, {"grad_accum": 3, "micro_batch": 2}),
+        # (237 GiB as stated); the answers had said "does not fit" beneath it. 93.51 %
+        # predicted (88.68 % before each device ran 1/1,024 of the optimizer step, when 90 %
+        # needed --grad-accum 3 or --micro-batch 2): 93.6 % needs --micro-batch 2. More
+        # accumulation does not reach it: each micro-step added dilutes the optimizer step
+        # that one device runs whole and FSDP's a 1,024th of (92.18 % at 2 micro-steps).
+        (SEVENTY, 0.936, {"micro_batch": 2}),
         # From 900 tokens/s per device measured on 64: the changed job is solved from that
         # baseline again, as a prediction stated with it is.
         (
@@ -990,16 +1004,29 @@ def test_a_target_answer_that_does_not_fit_says_the_change_it_fits_with(
 
 
 def test_the_fixes_memory_is_what_it_says() -> None:
-    # 29.4 and 46.1 GiB: Llama 3 70B on 1,024 H100s with checkpointing, at 3 micro-steps and
-    # at micro-batch 2 (the activations double: 16.7 GiB to 33.3).
-    questions = predict(PredictQuery(**SEVENTY, target_efficiency=0.9)).to_dict()["questions"]  # type: ignore[arg-type]
-    accum = questions["grad_accum_needed_fits_with"]["memory_per_device_bytes"]
-    batch = questions["micro_batch_needed_fits_with"]["memory_per_device_bytes"]
+    # Llama 3 70B on 1,024 H100s with checkpointing: 29.4 GiB at micro-batch 1 as stated,
+    # 46.1 GiB at micro-batch 2, the answer for 93.6 % (the activations double: 16.7 GiB to
+    # 33.3); at micro-batch 3, 2 micro-steps reach 94.2 % and hold what micro-batch 3 does
+    # with checkpointing, 62.8 GiB (accumulation adds no activations).
+    def memory(**job: object) -> float:
+        point = predict(PredictQuery(**{**SEVENTY, **job})).to_dict()["points"][-1]  # type: ignore[arg-type]
+        return float(point["memory_per_device_bytes"])
+
+    def fixed(key: str, target: float, **job: object) -> float:
+        query = PredictQuery(**{**SEVENTY, **job}, target_efficiency=target)  # type: ignore[arg-type]
+        return float(predict(query).to_dict()["questions"][key]["memory_per_device_bytes"])
+
+    stated = memory(activation_checkpointing=True)
+    batch = fixed("micro_batch_needed_fits_with", 0.936)
+    accum = fixed("grad_accum_needed_fits_with", 0.942, micro_batch=3)
     s, h, layers, f, vocab = 8192, 8192, 80, 28672, 128256
     one = (2 * layers + 16 + 8 * f / h) * s * h + 4 * s * vocab
-    assert batch - accum == pytest.approx(one)
-    assert accum / 2**30 == pytest.approx(29.4, abs=0.05)
+    assert batch - stated == pytest.approx(one)
+    assert accum - stated == pytest.approx(2 * one)
+    assert accum == pytest.approx(memory(micro_batch=3, activation_checkpointing=True))
+    assert stated / 2**30 == pytest.approx(29.4, abs=0.05)
     assert batch / 2**30 == pytest.approx(46.1, abs=0.05)
+    assert accum / 2**30 == pytest.approx(62.8, abs=0.05)
 
 
 def test_a_fix_is_never_a_strategy_that_does_not_run_there() -> None:

@@ -4,7 +4,11 @@ Each is a pure, element-wise function of numpy arrays with its formula and sourc
 
     optimizer step   t_opt = P * bytes_per_param(optimizer) / memory_bandwidth, once per
                      optimizer step (not per micro-step): the update kernels stream every
-                     parameter's state through memory and do a few FLOPs per byte.
+                     parameter's state through memory and do a few FLOPs per byte. This is
+                     the whole model's, as one device runs it; a strategy that shards the
+                     optimizer state (ZeRO-1/2/3, FSDP, HSDP) updates only its shard, so
+                     each device of a shard group of G pays t_opt / G (ZeRO, arXiv
+                     1910.02054, sec. 5; :mod:`dpscale.model.step`).
     stragglers       t_wait = c * T * z(N): the step waits for the slowest of N devices whose
                      step times have mean T and coefficient of variation c; z(N) is the
                      expected maximum of N standard normal variables (order statistics).
@@ -141,7 +145,9 @@ def optimizer_bytes_per_param(optimizer: str, *, mixed_precision: bool) -> float
 def optimizer_step_time(
     params: ArrayLike, bytes_per_param: ArrayLike, memory_bandwidth: ArrayLike
 ) -> Any:
-    """Seconds of one memory-bound optimizer step: ``P * bytes / bandwidth``.
+    """Seconds of one memory-bound optimizer step over ``params`` parameters: ``P * bytes /
+    bandwidth`` (the whole model's; a device of a shard group of G that shards the optimizer
+    state runs it over P / G of them).
 
     >>> round(float(optimizer_step_time(25.6e6, 20, 900e9)) * 1e3, 3)  # ResNet-50, momentum
     0.569

@@ -3,16 +3,19 @@
 ``--measured "1:362.4,8:2722,16:5099"`` gives the total throughput at each device count, with
 the query's micro-batch and accumulation, in the unit of ``--per-device-throughput``. Each
 point is a step time, ``T(N) = N b m / X(N)``. The step model (without the terms only a
-measurement can tell) gives ``T0(N)``, its single-device step ``T0(1)`` and its communication
-time ``C(N)``. The calibrated step is linear in what is estimated:
+measurement can tell) gives ``T0(N)``, its compute ``K0(N)`` (the single-device step
+``T0(1)``, less the share of the optimizer step a sharded strategy leaves to the rest of its
+shard group, ``t_opt (1 - 1 / G)``: :mod:`dpscale.model.step`) and its communication time
+``C(N)``. The calibrated step is linear in what is estimated:
 
-    T(N) = T0(1) + l + o [N > 1] + s (T0(N) - T0(1)) + c t w(m) z(N)
+    T(N) = K0(N) + l + o [N > 1] + s (T0(N) - K0(N)) + c t w(m) z(N)
 
 ``l`` the level (the single-device step beyond the stated one), ``o`` the fixed cost per
 step on more than one device, ``s`` the network share, once the points can tell it (``s = 1``
-otherwise): the share of what the step model adds beyond one device, its exposed
-communication and waits ``T0(N) - T0(1)``, for every strategy (1: as modelled, so points the
-model made give its values back), ``c`` the jitter (coefficient of variation of one device's
+otherwise): the share of what the step model adds beyond its compute, its exposed
+communication and waits ``T0(N) - K0(N)``, for every strategy (1: as modelled, so points the
+model made give its values back; the optimizer step each device runs is compute, not
+scaled), ``c`` the jitter (coefficient of variation of one device's
 micro-step, :mod:`dpscale.model.costs`), ``t = b / v`` one micro-step, ``w(m)`` the
 micro-steps' worth it waits (``sqrt(m)``, or ``m`` where every micro-step ends in a collective:
 :func:`~dpscale.model.costs.waited_micro_steps`) and ``z(N)`` the expected maximum of N
@@ -363,7 +366,7 @@ def _side_conflict(
     kept: Mapping[str, float],
     measured: Any,
     n: Any,
-    single_s: float,
+    single_s: Any,
     noise: float,
 ) -> SideConflict | None:
     """Where a stored run's steps are shorter, beyond twice their own noise, than the step
@@ -377,8 +380,8 @@ def _side_conflict(
     spread gave 9.22 ms of communication and waits alone, and the calibration refused the
     very run it was asked to use. The steps are the measurement asked for, so they decide:
     the network share is estimated from them first, and the jitter too where it alone
-    outlasts them. ``single_s`` is the one-device step where a point measured it (0 where
-    the level is estimated).
+    outlasts them. ``single_s`` is the step model's compute at each point (:func:`_design`)
+    where a point measured the one-device step (0 where the level is estimated).
 
     >>> cols = {"step_overhead": np.array([1.0]), "network_share": np.array([7e-3]),
     ...         "jitter": np.array([0.01])}
@@ -817,14 +820,17 @@ def _base(sc: Scenario) -> Scenario:
 
 
 def _design(sc: Scenario, n: Any) -> tuple[Any, dict[str, Any]]:
-    """The single-device step and each parameter's effect on the step at ``n`` (seconds per
-    unit): the level, the fixed cost (every count above one), the network share (the
-    communication and waits the step model adds beyond one device) and the jitter."""
+    """The step model's compute at ``n`` (the single-device step, less the optimizer step a
+    sharded strategy splits over its group) and each parameter's effect on the step there
+    (seconds per unit): the level, the fixed cost (every count above one), the network share
+    (the communication and waits the step model adds beyond its compute) and the jitter."""
     base = _base(sc)
-    single = float(np.asarray(evaluate(base, devices=[1.0]).step_time)[0])
     one = sc.micro_step_time * float(waited_micro_steps(sc.grad_accum, sc.meets_every_micro_step))
     multi = np.where(n > 1, 1.0, 0.0)
     step = evaluate(base, devices=n)
+    # Each device's share of the optimizer step is compute, not communication: the network
+    # share leaves it as modelled (scaling it had made a share of 2 double what sharding saves).
+    single = np.asarray(step.compute_time, dtype=float)
     physics = np.asarray(step.step_time) - single
     # The share scales what the step model exposes, for every strategy (its overlap of
     # bucketed all-reduces and of per-layer all-gathers and reduce-scatters is checked on the
@@ -1348,7 +1354,7 @@ def _fit(
     columns: dict[str, Any],
     free: list[str],
     kept: dict[str, float],
-    single: float,
+    single: Any,
     measured: Any,
     weight: Any,
     floor: float,

@@ -43,9 +43,16 @@ for the collective (forward prefetch) or the collective for the compute (backwar
 
 Beside communication a step pays (``costs``): the optimizer step, once per optimizer step and
 memory-bound, inside the one-device step ``T1 = m b / v`` (so forward and backward take
-``b / v - t_opt / m`` per micro-step); the wait for the slowest device, ``c (b / v) sqrt(m)
-z(N)`` (``c`` the coefficient of variation of one micro-step, ``m`` independent micro-steps
-per step), ``c (b / v) m z(N)`` where every micro-step ends in a collective all devices join
+``b / v - t_opt / m`` per micro-step). A row that shards the optimizer state
+(``shards_optimizer``: ZeRO-1/2/3, FSDP, HSDP) runs it over its shard only, ``t_opt / G`` on
+each device of a shard group of ``G``: "each data parallel process only updates its
+partition" (Rajbhandari et al. 2020, ZeRO, arXiv 1910.02054, sec. 5); PyTorch FSDP2's
+``fully_shard`` steps the optimizer on each rank's DTensor local shards, DeepSpeed's ZeRO-1/2
+on its flat partition. Such a step computes ``m b / v - t_opt (1 - 1 / G)``, so its efficiency
+against one device, which holds the whole optimizer step, may pass 1 where its communication
+hides. Then the wait for the slowest device, ``c (b / v) sqrt(m) z(N)`` (``c`` the
+coefficient of variation of one micro-step, ``m`` independent micro-steps per step),
+``c (b / v) m z(N)`` where every micro-step ends in a collective all devices join
 (a row that gathers, or reduces every micro-step); Horovod fuses the tensors ready in each
 cycle (``HOROVOD_CYCLE_TIME``, 5 ms before Horovod 0.21, 1 ms since: its v0.21.0 changelog,
 #2468), so its messages are at most the bytes one cycle of backward produces; fixed costs
@@ -62,6 +69,15 @@ Everything here is element-wise over numpy arrays, so one call evaluates any num
 ...     inter_bandwidth=1.5625e9)
 >>> [round(float(e), 3) for e in s.efficiency]
 [1.0, 0.578]
+
+Each device's share of the optimizer step: FSDP's falls as 1 / G, DDP's stays whole.
+
+>>> job = dict(devices=[1, 8, 64], params=1.3e9, bytes_per_value=2, micro_batch=8,
+...     per_device_throughput=20.0, devices_per_node=8, intra_bandwidth=235e9,
+...     inter_bandwidth=25e9, optimizer_time=0.0416, units=24)
+>>> [[round(float(t) * 1e3, 2) for t in data_parallel_step(strategy=strategy,
+...     **job).optimizer_time] for strategy in ("fsdp", "ddp")]
+[[41.6, 5.2, 0.65], [41.6, 41.6, 41.6]]
 """
 
 from __future__ import annotations
@@ -140,6 +156,8 @@ class Step:
     wait_time: Any
     overhead_time: Any
     optimizer_time: Any
+    """Each device's optimizer step, part of ``compute_time``: the whole one where nothing
+    is sharded, ``1 / G`` of it over a shard group of ``G`` that shards the optimizer."""
     step_time: Any
     efficiency: Any
     algorithm: Any
@@ -183,10 +201,12 @@ def data_parallel_step(
 
     ``step_overhead`` (seconds) is added to every step on more than one device; it is zero
     unless a measurement says otherwise. ``optimizer_time`` (seconds) is part of the
-    one-device step; ``bucket_copy_time`` (seconds) is paid on more than one device;
-    ``jitter`` is the coefficient of variation of one micro-step's time. ``fusion_cycle``
-    (seconds, 0: none) is Horovod's cycle: a fused all-reduce holds at most the gradient bytes
-    backward produces in one cycle, and at most ``bucket_bytes``.
+    one-device step, and each device's share of it (``t_opt / G`` where the strategy shards
+    the optimizer state) is :attr:`Step.optimizer_time`; ``bucket_copy_time`` (seconds) is
+    paid on more than one device; ``jitter`` is the coefficient of variation of one
+    micro-step's time. ``fusion_cycle`` (seconds, 0: none) is Horovod's cycle: a fused
+    all-reduce holds at most the gradient bytes backward produces in one cycle, and at most
+    ``bucket_bytes``.
     ``throughput_grad_accum`` (default: ``grad_accum``) is the accumulation at which
     ``per_device_throughput`` was measured: its optimizer step is spread over that many
     micro-steps, so a smaller ``grad_accum`` (a fixed global batch on more devices) pays the
@@ -292,8 +312,12 @@ def data_parallel_step(
     )
 
     multi = topo.devices > 1
-    # m (b / v - t_opt / m_ref) + t_opt: exactly m b / v when v was measured at m.
-    compute = m * micro + t_opt * (1 - m / m_ref)
+    # Each device updates its shard of the parameters, 1 / G of them where the row shards the
+    # optimizer state (module docstring): t_opt where nothing is sharded, and on one device.
+    own = t_opt / np.where(column("shards_optimizer", code), group, 1.0)
+    # m (b / v - t_opt / m_ref) + t_opt / G, written so that it is exactly m b / v when v was
+    # measured at m and nothing is sharded (the one-device step is its own reference).
+    compute = m * micro + t_opt * (1 - m / m_ref) - (t_opt - own)
     fixed = np.asarray(step_overhead, dtype=float) + np.asarray(bucket_copy_time, dtype=float)
     overhead = np.where(multi, fixed, 0.0)
     # All devices meet after every micro-step where each gathers or reduces (costs).
@@ -309,7 +333,7 @@ def data_parallel_step(
         exposed_comm_time=exposed_time,
         wait_time=np.broadcast_to(wait, shape),
         overhead_time=np.broadcast_to(overhead, shape),
-        optimizer_time=np.broadcast_to(t_opt, shape),
+        optimizer_time=np.broadcast_to(own, shape),
         step_time=step_time,
         efficiency=m * micro / step_time,
         # What limits the reduction, and by which algorithm: the shard group's ring
