@@ -18,6 +18,11 @@ counts as a point at the edge of what the noise explains, and the model is refit
 A point whose leverage is 1 (the only one that measures a parameter, such as the one point
 beyond a node) cannot be tested; few points give a wide level, so four points rarely flag.
 
+Under ``auto`` the comm model's test names the point; :func:`predicts` asks each other model
+whether its fit of the other points passes by it, and where none does, the point is set
+aside from the choice and :func:`set_aside` weighs it in the reported fit
+(:mod:`dpscale.fit.selection`).
+
 >>> from dpscale.fit.data import Points
 >>> from dpscale.fit.models import MODELS
 >>> pairs = [(1, 100), (2, 197), (4, 388), (8, 762), (16, 1120), (32, 2950), (64, 5800)]
@@ -45,7 +50,7 @@ from dpscale.fit.intervals import (
 from dpscale.fit.models import ScalingModel
 from dpscale.said import Count, Number, Percentage, Said
 
-__all__ = ["OUTLIER_LEVEL", "Flag", "robust_fit"]
+__all__ = ["OUTLIER_LEVEL", "Flag", "predicts", "robust_fit", "set_aside"]
 
 OUTLIER_LEVEL = 0.01
 """Chance that a clean data set gets a flag (Bonferroni over its points)."""
@@ -123,15 +128,31 @@ def _deleted(fitted: ModelFit, testable: np.ndarray) -> tuple[int, float] | None
             best = (refit.rss, candidate, refit)
     if best is None:
         return None
-    rss, index, refit = best
+    _, index, refit = best
+    return index, _studentized(refit, points, index, dof)
+
+
+def _studentized(refit: ModelFit, points: Points, index: int, dof: int) -> float:
+    """The miss of point ``index`` from ``refit``, the model fitted without it, over
+    ``s_(i) sqrt(1 + g' (J'J)^-1 g)``; ``dof``: the residual degrees of freedom with it."""
     devices = points.devices[index : index + 1]
     fitted_there = refit.model.log_throughput(refit.log_rate, refit.losses, devices)[0]
     miss = float(np.log(points.throughput[index]) - fitted_there)
     jacobian = refit.jacobian(refit.theta)
-    gradient = model.gradient(refit.losses, devices)[0]
+    gradient = refit.model.gradient(refit.losses, devices)[0]
     spread = float(gradient @ np.linalg.pinv(jacobian.T @ jacobian) @ gradient)
-    noise = (SCREEN_PRIOR_WEIGHT * NOISE_PRIOR**2 + rss) / (SCREEN_PRIOR_WEIGHT + dof - 1)
-    return index, miss / math.sqrt(noise * (1 + spread))
+    return miss / math.sqrt(_deleted_noise(refit.rss, dof) * (1 + spread))
+
+
+def _deleted_noise(rss: float, dof: int) -> float:
+    """``s_(i)^2``: the noise the other points leave (their fit's ``rss``), with the
+    screening prior; ``dof``: the residual degrees of freedom with the point."""
+    return (SCREEN_PRIOR_WEIGHT * NOISE_PRIOR**2 + rss) / (SCREEN_PRIOR_WEIGHT + dof - 1)
+
+
+def _threshold(points: Points, dof: int) -> float:
+    """The Bonferroni-corrected level ``c`` that a studentized residual must pass."""
+    return t_quantile(SCREEN_PRIOR_WEIGHT + dof - 1, 1 - OUTLIER_LEVEL / len(points))
 
 
 def _worst(fitted: ModelFit) -> tuple[int, float, float] | None:
@@ -147,7 +168,7 @@ def _worst(fitted: ModelFit) -> tuple[int, float, float] | None:
     testable = leverage < 0.999
     if not np.any(testable):
         return None
-    threshold = t_quantile(SCREEN_PRIOR_WEIGHT + dof - 1, 1 - OUTLIER_LEVEL / n)
+    threshold = _threshold(fitted.points, dof)
     press = np.where(testable, residuals**2 / np.where(testable, 1 - leverage, 1.0), 0.0)
     # RSS without the point, never below 0 (the linearisation can overshoot).
     without = SCREEN_PRIOR_WEIGHT * NOISE_PRIOR**2 + np.maximum(fitted.rss - press, 0.0)
@@ -193,3 +214,70 @@ def robust_fit(model: ScalingModel, points: Points) -> tuple[ModelFit, Flag | No
         weight=weight,
     )
     return refitted, flag
+
+
+def predicts(model: ScalingModel, points: Points, index: int) -> bool | None:
+    """Whether ``model`` fitted to the other points passes by point ``index``: its miss there
+    within the outlier level ``c`` times the noise ``s_(i)`` those points leave (as
+    :func:`robust_fit` estimates it). The fit's own uncertainty there is not counted: a
+    model that reaches the point only within it (USL through three points, extrapolated)
+    would have to bend to it. None where the model cannot test the point: it has no
+    residual degree of freedom, or without the point the others cannot be fitted.
+
+    >>> from dpscale.fit.models import MODELS, comm_model
+    >>> crashed = Points.of([(8, 8000), (16, 8000), (32, 8000), (64, 1)])
+    >>> predicts(MODELS["amdahl"], crashed, 3), predicts(comm_model(None), crashed, 3)
+    (False, False)
+    >>> amdahl = Points.of([(1, 100), (4, 391.8), (16, 1447.9), (256, 9190.3)])
+    >>> predicts(MODELS["amdahl"], amdahl, 3), predicts(comm_model(None), amdahl, 3)
+    (True, False)
+    """
+    dof = len(points) - model.size
+    if dof < 1:
+        return None
+    keep = np.arange(len(points)) != index
+    others = Points(devices=points.devices[keep], throughput=points.throughput[keep])
+    try:
+        refit = fit_model(model, others)
+    except NotIdentifiableError:
+        return None
+    devices = points.devices[index : index + 1]
+    miss = float(np.log(points.throughput[index]) - np.log(refit.throughput(devices)[0]))
+    return abs(miss) <= _threshold(points, dof) * math.sqrt(_deleted_noise(refit.rss, dof))
+
+
+def set_aside(model: ScalingModel, points: Points, index: int) -> tuple[ModelFit, Flag | None]:
+    """``model`` fitted to ``points`` with point ``index``, which no model fitted to the
+    others passes by (:func:`predicts`), down-weighted to ``(c s_(i) / e_i)^2``: its miss
+    ``e_i`` of the model fitted to the others at the edge ``c`` of the noise ``s_(i)`` they
+    leave. The fit's uncertainty there is not counted, as in :func:`predicts`: USL's, far
+    beyond three points, had its own test take a crashed run for a fall it could follow.
+    Where the others cannot be fitted, the model's own test decides (:func:`robust_fit`).
+    """
+    keep = np.arange(len(points)) != index
+    others = Points(devices=points.devices[keep], throughput=points.throughput[keep])
+    try:
+        refit = fit_model(model, others)
+    except NotIdentifiableError:
+        return robust_fit(model, points)
+    dof = max(len(points) - model.size, 0)
+    devices = points.devices[index : index + 1]
+    miss = float(np.log(points.throughput[index]) - np.log(refit.throughput(devices)[0]))
+    standardized = miss / math.sqrt(_deleted_noise(refit.rss, dof))
+    threshold = _threshold(points, dof)
+    if abs(standardized) <= threshold:
+        return robust_fit(model, points)
+    weight = (threshold / standardized) ** 2
+    weights = np.ones(len(points))
+    weights[index] = weight
+    fitted = fit_model(model, points, weights)
+    flag = Flag(
+        index=index,
+        devices=int(points.devices[index]),
+        throughput=float(points.throughput[index]),
+        expected=float(fitted.throughput(devices)[0]),
+        studentized=standardized,
+        threshold=threshold,
+        weight=weight,
+    )
+    return fitted, flag
