@@ -1096,3 +1096,19 @@ def _read(text: str, lang: str) -> float:
     """A number as the page writes it in ``lang``."""
     group, decimal = {"en": (",", "."), "de": (".", ","), "fr": ("\u202f", ",")}[lang]
     return float(text.replace(group, "").replace("\u00a0", "").replace(decimal, "."))
+
+
+def test_the_headline_divides_one_devices_step_where_compute_is_not_it(
+    client: httpx.Client,
+) -> None:
+    """DDP at --grad-accum 4 from a throughput measured at 1: the optimizer step is spread over
+    four micro-steps, so compute over the step is not the efficiency (it had said "198.7 /
+    573.3 = 69.77%", which is 34.7 %); one device's step for the same samples is."""
+    job = {**DEFAULT, "devices": "1,64", "grad_accum": "4", "throughput_grad_accum": "1"}
+    said = sentence(client.get("/en/scaling-prediction", params=job).text, "efficiency")
+    found = re.search(
+        r"one device takes ([\d,.]+) ms for the same samples: \1 / ([\d,.]+) = ([\d.]+)%", said
+    )
+    assert found, said
+    one, step, shown = (float(text.replace(",", "")) for text in found.groups())
+    assert round(one / step * 100, 2) == shown

@@ -730,7 +730,7 @@ def _interrupted(
     sys.stderr.write(f"dpscale: {message}{stored}\n")
     if refused:
         sys.stderr.write(f"dpscale: error: {refused}\n")
-    raise click.exceptions.Exit(130)
+    raise click.exceptions.Exit(130) from None
 
 
 def _store(payload: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -246,6 +246,11 @@ class Localizer:
         ('9E-79', '2.5E20')
         >>> localizer("de").number(1.2345678e20), localizer("en").number(1.2345678e20, 4)
         ('1,23457E20', '1.235E20')
+
+        Zero is 0, never "-0" (a typed "-0" had been listed as it was, beside "0 − 0 = 0"):
+
+        >>> localizer("en").number(-0.0)
+        '0'
         """
         if not math.isfinite(value):  # never a page's number, but never a 500 either
             return str(format_decimal(value, locale=self.locale))
@@ -254,7 +259,7 @@ class Localizer:
             # (an input as typed) keeps its digits here too.
             pattern = "0." + "#" * (digits - 1) + "E0" if digits > 1 else "0E0"
             return str(format_scientific(value, format=pattern, locale=self.locale))
-        rounded = _significant(float(value), digits)
+        rounded = _significant(float(value), digits) + 0.0  # -0.0 + 0.0 is 0.0
         symbols = _symbols(self.language.locale)
         fast = _plain(rounded, symbols) if symbols is not None else None
         if fast is not None:

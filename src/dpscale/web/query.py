@@ -130,7 +130,7 @@ read besides its fields: the form's :data:`~dpscale.web.forms.UNTOUCHED`, the fe
 ``feedback=sent``, an embed's ``theme``, a chart's ``layout`` and version ``v``
 (:mod:`dpscale.web.views`)."""
 
-_PAGE_PATH = re.compile(r"/(?P<kind>embed/|fragment/|chart/)?[^/]+/(?P<slug>[^/]+)")
+_PAGE_PATH = re.compile(r"/(?P<kind>embed/|fragment/|chart/)?[^/]+/(?P<slug>[^/]+)/?")
 
 
 def page_parameters(path: str) -> frozenset[str]:

@@ -257,22 +257,32 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             base=base,
             **parts,
         )
-    elif (
-        last["devices"] > 1
-        and row(sc.strategy).shards_optimizer
-        and not math.isclose(last["compute_time_s"], one_device, rel_tol=1e-9)
-    ):
-        # Compute over the step would leave out the part of the optimizer step that one
-        # device runs and each device here does not: it is not the efficiency.
+    elif not math.isclose(last["compute_time_s"], one_device, rel_tol=1e-9):
+        # Compute over the step is not the efficiency: each device here runs its shard of
+        # the optimizer step where one device runs it whole, or the optimizer step is spread
+        # over another accumulation than the throughput was measured with (DDP at
+        # --grad-accum 4 from a throughput at 1 had said "198.7 / 573.3 = 69.77%").
         one, parts["step"] = _quotient(loc, one_device, last["step_time_s"], efficiency)
-        headline = _(
-            "Compute takes %(compute)s ms per step, %(exposed)s ms of communication is not "
-            "hidden behind backward, and waiting for the slowest device and fixed costs take "
-            "%(other)s ms; one device, which runs the whole optimizer step where each device "
-            "here runs its shard, takes %(one)s ms: %(one)s / %(step)s = %(efficiency)s (band "
-            "%(low)s to %(high)s).",
-            one=one,
-            **parts,
+        sharded = last["devices"] > 1 and row(sc.strategy).shards_optimizer
+        headline = (
+            _(
+                "Compute takes %(compute)s ms per step, %(exposed)s ms of communication is not "
+                "hidden behind backward, and waiting for the slowest device and fixed costs "
+                "take %(other)s ms; one device, which runs the whole optimizer step where each "
+                "device here runs its shard, takes %(one)s ms: %(one)s / %(step)s = "
+                "%(efficiency)s (band %(low)s to %(high)s).",
+                one=one,
+                **parts,
+            )
+            if sharded
+            else _(
+                "Compute takes %(compute)s ms per step, %(exposed)s ms of communication is not "
+                "hidden behind backward, and waiting for the slowest device and fixed costs "
+                "take %(other)s ms; one device takes %(one)s ms for the same samples: "
+                "%(one)s / %(step)s = %(efficiency)s (band %(low)s to %(high)s).",
+                one=one,
+                **parts,
+            )
         )
     else:
         parts["compute"], parts["step"] = _quotient(
