@@ -189,7 +189,14 @@ def test_any_valid_input_gives_finite_output(
     payload = predict(query).to_dict()
     json.dumps(payload, allow_nan=False)
     for point in payload["points"]:
-        assert 0 <= point["efficiency"] <= 1
+        assert point["efficiency"] >= 0
+        if strategy == "ddp":
+            assert point["efficiency"] <= 1
+        else:
+            # Each device runs its shard of the optimizer step, one device the whole: the
+            # step may be shorter than one device's (ZeRO-2 at 3 devices, 1.00000000001), never
+            # than its own compute (tests/model/test_sharded.py).
+            assert point["step_time_s"] >= point["compute_time_s"] * (1 - 1e-12)
 
 
 @pytest.mark.parametrize(

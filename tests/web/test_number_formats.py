@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 from babel.numbers import format_decimal, format_percent
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from dpscale.web.i18n import LANGUAGES, _locale, _significant, localizer
@@ -21,24 +21,29 @@ VALUES = st.one_of(
 
 @pytest.mark.parametrize("code", CODES)
 @given(value=VALUES, digits=st.integers(min_value=1, max_value=8))
+@example(value=-0.0, digits=1)
 def test_numbers_as_babel_writes_them(code: str, value: float, digits: int) -> None:
     loc = localizer(code)
     if 0 < abs(value) < 1e-6:  # scientific notation, Babel's own path
         return
+    # As Babel writes it, but zero is never "-0" (+ 0.0 turns -0.0 into 0.0).
     expected = format_decimal(
-        _significant(value, digits), locale=_locale(loc.language.locale), decimal_quantization=False
+        _significant(value, digits) + 0.0,
+        locale=_locale(loc.language.locale),
+        decimal_quantization=False,
     )
     assert loc.number(value, digits) == expected
 
 
 @pytest.mark.parametrize("code", CODES)
 @given(value=VALUES, digits=st.integers(min_value=1, max_value=8))
+@example(value=-0.0, digits=1)
 def test_percentages_as_babel_writes_them(code: str, value: float, digits: int) -> None:
     loc = localizer(code)
     fraction = value / 100
     if 0 < abs(fraction * 100) < 1e-6:
         return
-    rounded = Decimal(repr(_significant(fraction * 100, digits))) / 100
+    rounded = Decimal(repr(_significant(fraction * 100, digits) + 0.0)) / 100  # never "-0 %"
     expected = format_percent(
         rounded, locale=_locale(loc.language.locale), decimal_quantization=False
     )
