@@ -572,13 +572,13 @@ def test_the_presets_at_80_columns_keep_each_title_on_one_line(
         ) in figures
         # A device's memory and peak: what the memory lines and --mfu read.
         assert " a device · " in lines[lines.index(line) + 2]
-    assert any("│ 79.6 GiB a device · 989 TFLOP/s dense bf16 " in line for line in lines)
+    assert any("│ 79.6 GiB a device · 989 TFLOP/s dense 16-bit " in line for line in lines)
     assert max(len(line) for line in lines) <= 80
     monkeypatch.setenv("COLUMNS", "200")  # room for one line a preset: the full table
     _, out, _ = run(capsys, "predict", "--list-hardware")
     header = next(line for line in out.splitlines() if "Name" in line)
     assert [cell.strip() for cell in header.split("┃")[1:-1]] == [
-        "Name", "Title", "Per node", "Intra-node", "Network", "Transport", "Memory", "Peak bf16"
+        "Name", "Title", "Per node", "Intra-node", "Network", "Transport", "Memory", "Peak 16-bit"
     ]  # fmt: skip
     assert len(out.splitlines()) == len(presets) + 5
     first = next(line for line in out.splitlines() if "│ aws-p5-efa " in line)

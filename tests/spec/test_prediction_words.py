@@ -141,6 +141,12 @@ CASES = {
         {**README, "measured": "1:40,8:290,16:520", "target_efficiency": "80"},
         {"band": "band_measured_points", "target": "target_needs"},
     ),
+    # The points ran one device at 50 samples/s: the stated 40 is not used, and is said not to
+    # be (it had been dropped without a word).
+    "measured beside a stated throughput": (
+        {**README, "measured": "1:50,8:290,16:520"},
+        {"throughput_replaced": "throughput_replaced"},
+    ),
     "one device": ({**README, "devices": "1", "target_efficiency": "80"}, {"band": "band_ranges"}),
     "one node": (
         {**README, "devices": "1,8"},
@@ -159,6 +165,21 @@ CASES = {
             "target_efficiency": "90",
         },
         {"max_devices": "max_devices_one"},
+    ),
+    # A throughput of a 0.054 ms step (MFU 40 % at one token a sample) against the assumed
+    # Adam step of 8.03e9 x 32 B / 8 TB/s = 32.1 ms: the step is all optimizer (probe s43, #7).
+    "optimizer longer than the step": (
+        {
+            "hardware": "dgx-b200",
+            "model": "llama3-8b",
+            "grad_dtype": "bf16",
+            "strategy": "fsdp",
+            "micro_batch": "1",
+            "seq_len": "1",
+            "mfu": "40",
+            "devices": "8,64",
+        },
+        {"optimizer_cut": "optimizer_cut"},
     ),
 }
 
@@ -181,6 +202,38 @@ def test_both_surfaces_word_the_same_codes(capsys: pytest.CaptureFixture[str], c
     for line in words.values():
         if LINES[line.code].page:
             assert say_page(line, localizer("ja")) != say_page(line, localizer("en")), line.code
+
+
+def test_an_assumed_optimizer_longer_than_the_step_is_said(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    values, _ = CASES["optimizer longer than the step"]
+    # 8.03e9 parameters x 32 B (Adam under mixed precision) / 8 TB/s = 32.12 ms, against one
+    # device's step of 1 / 18,679 tokens/s = 0.05354 ms.
+    assert (
+        "The assumed adam step alone takes 32.12 ms at 8 TB/s, more than the one-device step of "
+        "0.05354 ms that the throughput gives" in " ".join(terminal(capsys, values))
+    )
+    # A throughput that leaves room for the optimizer says nothing of it: the same job on
+    # sequences of 8,192 tokens computes for 439 ms a step.
+    assert "optimizer_cut" not in said(README)
+    assert "optimizer_cut" not in said({**values, "seq_len": "8192"})
+
+
+def test_a_stated_throughput_the_points_replace_is_said(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    values, _ = CASES["measured beside a stated throughput"]
+    sentence = (
+        "The measured points set one device's throughput: 50 samples/s, in place of the 40 "
+        "samples/s stated."
+    )
+    assert any(sentence in line for line in terminal(capsys, values))
+    assert sentence in page_sentences(values, "en")
+    # The same throughput typed and measured, or none typed: nothing to say.
+    assert "throughput_replaced" not in said({**values, "per_device_throughput": "50"})
+    without = {key: value for key, value in values.items() if key != "per_device_throughput"}
+    assert "throughput_replaced" not in said(without)
 
 
 def test_one_device_at_the_target_is_worded_for_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -1159,13 +1212,13 @@ TARGET_MEMORY: dict[str, tuple[str, tuple[dict[str, str], str, str, str], ...]] 
                 "target_efficiency": "95",
             },
             "grad_accum_needed",
-            "--grad-accum 43 (fits tightly: 77.9 GiB of 80 GiB per device, 2.12 GiB free: "
+            "--grad-accum 42 (fits tightly: 77.9 GiB of 80 GiB per device, 2.12 GiB free: "
             "measure it before planning on it)",
-            "43 micro-steps per optimizer step (now 1) exchange the gradients once per 43 "
+            "42 micro-steps per optimizer step (now 1) exchange the gradients once per 42 "
             "micro-batches and fit, tightly: 77.9 GiB of 80 GiB per device leaves 2.12 GiB "
             "free, under a tenth of the device, where the framework's workspace and the "
             "allocator's fragmentation, not counted here, commonly take a few GiB; the global "
-            "batch becomes 13,760 samples.",
+            "batch becomes 13,440 samples.",
         ),
         # Llama 3 70B under FSDP on 1,024 H100s at micro-batch 4: 908 GiB a device as stated,
         # 79.4 GiB with checkpointing, which the memory line advises. (Llama 3.1 405B on

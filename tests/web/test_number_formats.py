@@ -9,7 +9,7 @@ from babel.numbers import format_decimal, format_percent
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from dpscale.web.i18n import LANGUAGES, _locale, _significant, localizer
+from dpscale.web.i18n import LANGUAGES, _locale, localizer, significant
 
 CODES = [lang.code for lang in LANGUAGES]
 VALUES = st.one_of(
@@ -28,7 +28,7 @@ def test_numbers_as_babel_writes_them(code: str, value: float, digits: int) -> N
         return
     # As Babel writes it, but zero is never "-0" (+ 0.0 turns -0.0 into 0.0).
     expected = format_decimal(
-        _significant(value, digits) + 0.0,
+        significant(value, digits) + 0.0,
         locale=_locale(loc.language.locale),
         decimal_quantization=False,
     )
@@ -43,7 +43,7 @@ def test_percentages_as_babel_writes_them(code: str, value: float, digits: int) 
     fraction = value / 100
     if 0 < abs(fraction * 100) < 1e-6:
         return
-    rounded = Decimal(repr(_significant(fraction * 100, digits) + 0.0)) / 100  # never "-0 %"
+    rounded = Decimal(repr(significant(fraction * 100, digits) + 0.0)) / 100  # never "-0 %"
     expected = format_percent(
         rounded, locale=_locale(loc.language.locale), decimal_quantization=False
     )

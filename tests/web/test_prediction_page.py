@@ -965,7 +965,7 @@ def test_a_fit_below_the_point_is_refused_in_words_without_a_false_but(
              "measured": "16:23760,32:47000,64:93000", "devices": "16,512"},
             {
                 "en": "The other strategies are not compared: with FSDP (full shard) as stated, "
-                "the communication and waits at 16 devices alone take 7.16 s, longer than the "
+                "the communication and waits at 16 devices alone take 7.14 s, longer than the "
                 "5.52 s step measured there.",
                 "ja": "他の戦略は比較しません。指定どおりの FSDP（フルシャード） では",
             },

@@ -173,10 +173,10 @@ def _print_presets(as_json: bool) -> None:
             ("Network", "right"),
             ("Transport", "left"),
             ("Memory", "right"),
-            ("Peak bf16", "right"),
+            ("Peak 16-bit", "right"),
         ),
         rows,
-        "{} per node · {} intra-node · {} network · {}\n{} a device · {} dense bf16",
+        "{} per node · {} intra-node · {} network · {}\n{} a device · {} dense 16-bit",
     )
 
 

@@ -20,6 +20,7 @@ or, with ``measured`` points, from the calibration's fit (:mod:`dpscale.model.me
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -194,6 +195,10 @@ class PredictionResult:
     memory_advice: MemoryAdvice | None = None
     """Where the job does not fit at the most devices asked: what would
     (:func:`~dpscale.model.memory.memory_advice`)."""
+    replaced_throughput: float | None = None
+    """The per-device throughput the query stated where measured points set their own in its
+    place (:func:`predict`; said under the table, so that a typed figure is not dropped
+    silently)."""
     band_budget: dict[str, Any] = field(default_factory=dict)
     """A stated-input band's budget (:attr:`dpscale.model.band.Band.budget`): each varied
     input's half-width alone at each count; empty for a calibration's band."""
@@ -795,10 +800,19 @@ def predict(
         raise
     if points is not None:
         measured = calibrate_measured(resolved, points, source=POINTS_SOURCE)
-    return predict_scenario(
+    result = predict_scenario(
         resolved,
         query.device_counts(),
         query.target_efficiency,
         measured=measured,
         compare=query.compare_strategies,
     )
+    stated = (query.per_device_throughput, query.mfu, query.achieved_tflops)
+    given = resolved.per_device_throughput
+    if (
+        measured is not None
+        and any(value is not None for value in stated)
+        and not math.isclose(result.scenario.per_device_throughput, given, rel_tol=1e-3)
+    ):
+        result = replace(result, replaced_throughput=given)
+    return result

@@ -556,7 +556,28 @@ LINES: Mapping[str, Wording] = {
         "pays {overhead} ms of fixed costs; the optimizer step ({optimizer}) is "
         "{optimizer_time} ms of the compute.",
     ),
+    "throughput_replaced": Wording(
+        N_(
+            "The measured points set one device's throughput: %(measured)s %(unit)s, in place "
+            "of the %(stated)s %(unit)s stated."
+        ),
+        "The measured points set one device's throughput: {measured} {unit}, in place of the "
+        "{stated} {unit} stated.",
+    ),
     "optimizer_assumed": Wording(N_("assumed: %(optimizer)s"), "assumed {optimizer}"),
+    "optimizer_cut": Wording(
+        N_(
+            "The assumed %(optimizer)s step alone takes %(optimizer_time)s ms at "
+            "%(bandwidth)s, more than the one-device step of %(step)s ms that the throughput "
+            "gives: the step is taken to be all optimizer, with no forward or backward to hide "
+            "communication under. Choose the optimizer the job uses, or check the throughput "
+            "and the device's memory bandwidth."
+        ),
+        "The assumed {optimizer} step alone takes {optimizer_time} ms at {bandwidth}, more "
+        "than the one-device step of {step} ms that the throughput gives: the step is taken "
+        "to be all optimizer, with no forward or backward to hide communication under; give "
+        "--optimizer, or check the throughput and --device-memory-bandwidth.",
+    ),
     "calibrated": Wording(
         N_(
             "Calibrated from %(source)s: %(op)s on %(devices)s devices (nodes: %(nodes)s), bus "
@@ -872,9 +893,9 @@ TERMINAL_ORDER = (
     ("micro_batch_tokens",),
     ("preset_params",),
     ("mfu", "mfu_check", "baseline"),
-    ("wait",),
+    ("wait", "optimizer_cut"),
     ("memory", "memory_tight", "memory_over", "memory_fix"),
-    ("calibration",),
+    ("calibration", "throughput_replaced"),
     ("band", "band_largest"),
     MEASURED_KEYS,
     ("target_fraction",),

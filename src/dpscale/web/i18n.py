@@ -55,6 +55,7 @@ __all__ = [
     "localizer",
     "percent_style",
     "preferred_language",
+    "significant",
 ]
 
 LOCALES_DIR = Path(__file__).parent / "locales"
@@ -119,10 +120,10 @@ def _translations(code: str) -> Translations:
     return Translations(fp=compiled)
 
 
-def _significant(value: float, digits: int) -> float:
+def significant(value: float, digits: int) -> float:
     """``value`` rounded to ``digits`` significant digits, but never within its integer part.
 
-    >>> _significant(57.6123456, 4), _significant(16777216.0, 4), _significant(0.0123456, 3)
+    >>> significant(57.6123456, 4), significant(16777216.0, 4), significant(0.0123456, 3)
     (57.61, 16777216.0, 0.0123)
     """
     if value == 0 or not math.isfinite(value):
@@ -259,7 +260,7 @@ class Localizer:
             # (an input as typed) keeps its digits here too.
             pattern = "0." + "#" * (digits - 1) + "E0" if digits > 1 else "0E0"
             return str(format_scientific(value, format=pattern, locale=self.locale))
-        rounded = _significant(float(value), digits) + 0.0  # -0.0 + 0.0 is 0.0
+        rounded = significant(float(value), digits) + 0.0  # -0.0 + 0.0 is 0.0
         symbols = _symbols(self.language.locale)
         fast = _plain(rounded, symbols) if symbols is not None else None
         if fast is not None:
@@ -289,7 +290,7 @@ class Localizer:
             pattern = str(format_percent(1, locale=locale))
             hundred = str(format_decimal(100, locale=locale))
             return pattern.replace(hundred, self.number(hundred_times, digits))
-        hundredths = _significant(float(fraction) * 100, digits)
+        hundredths = significant(float(fraction) * 100, digits)
         symbols = _symbols(self.language.locale)
         fast = _plain(hundredths, symbols) if symbols is not None else None
         if fast is not None and symbols is not None:

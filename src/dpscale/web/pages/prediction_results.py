@@ -26,7 +26,7 @@ from dpscale.spec.prediction import (
     strategy_named,
 )
 from dpscale.units import format_binary_bytes
-from dpscale.web.i18n import N_, Localizer, _significant
+from dpscale.web.i18n import N_, Localizer, significant
 from dpscale.web.pages._said import say, write
 from dpscale.web.registry import Presentation, ResultItem
 
@@ -176,7 +176,7 @@ def _quotient(
     (('500', '1,000'), ('500', '1,000'))
     """
     for digits in range(4, 11):
-        top, bottom = (_significant(s * 1e3, digits) for s in (numerator_s, denominator_s))
+        top, bottom = (significant(s * 1e3, digits) for s in (numerator_s, denominator_s))
         if bottom and loc.percent(top / bottom) == shown:
             return loc.number(numerator_s * 1e3, digits), loc.number(denominator_s * 1e3, digits)
     return _ms(loc, numerator_s), _ms(loc, denominator_s)
@@ -365,11 +365,13 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "mfu_check",
             "baseline",
             "wait",
+            "optimizer_cut",
             "memory",
             "memory_tight",
             "memory_over",
             "memory_fix",
             "calibration",
+            "throughput_replaced",
             "band",
             "band_largest",
             *MEASURED_KEYS,
