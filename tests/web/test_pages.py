@@ -416,7 +416,7 @@ def test_chart_is_svg_with_translated_labels(client: httpx.Client) -> None:
     assert client.get("/chart/en/pipeline-bubble.svg").status_code == 404
 
 
-_COUNTS = ",".join(str(n) for n in range(1, 80))  # 227 characters: more than a box reads
+_COUNTS = ",".join(str(n) for n in range(1, 130))  # 407 characters: more than a box reads
 _PREDICTION = (
     f"devices={_COUNTS}&params=1e9&micro_batch=8&per_device_throughput=100&hardware=dgx-a100"
 )
@@ -425,14 +425,14 @@ _PREDICTION = (
 @pytest.mark.parametrize(
     ("lang", "message"),
     [
-        ("en", f"Enter at most 200 characters. You entered: {_COUNTS[:40]}"),
-        ("ja", f"200 文字以内で入力してください（入力値：{_COUNTS[:40]}）。"),
+        ("en", f"Enter at most 400 characters. You entered: {_COUNTS[:40]}"),
+        ("ja", f"400 文字以内で入力してください（入力値：{_COUNTS[:40]}）。"),
     ],
 )
 def test_a_text_longer_than_a_box_reads_is_refused_not_cut(
     client: httpx.Client, lang: str, message: str
 ) -> None:
-    # Cut at 200 characters, "...,69,70,7" was read as 70 counts, the last 70, not 79.
+    # Cut at 200 characters, "...,69,70,7" had been read as 70 counts, the last 70, not 79.
     html = client.get(f"/{lang}/scaling-prediction?{_PREDICTION}").text
     assert field_error(html, "devices") == message
     assert "data-result=" not in html
@@ -446,10 +446,22 @@ def test_the_api_refuses_a_text_longer_than_it_reads(client: httpx.Client) -> No
             {
                 "field": "devices",
                 "code": "too_long",
-                "message": "devices must be a text of at most 200 characters (got more than 200)",
+                "message": "devices must be a text of at most 400 characters (got more than 400)",
             }
         ]
     }
+    # What the CLI and the library take, the API takes: 69 counts in 262 characters had been
+    # refused at 200, and measured points up to 4,000 characters.
+    counts = ",".join(str(n) for n in range(8, 553, 8))
+    assert len(counts) == 262
+    taken = client.get(f"/api/v1/predict?{_PREDICTION.replace(_COUNTS, counts)}")
+    assert taken.status_code == 200
+    assert len(taken.json()["points"]) == 69
+    points = ",".join(f"{n}:{100 * n}" for n in range(1, 80))
+    assert 400 < len(points) < 4000
+    few = _PREDICTION.replace(_COUNTS, "1..64")
+    measured = client.get(f"/api/v1/predict?{few}&measured={points}")
+    assert measured.status_code == 200, measured.text
 
 
 def _svg_width_pt(svg: bytes) -> float:

@@ -58,6 +58,22 @@ def test_the_described_calculators_list_their_defaults(client: httpx.Client) -> 
 
 
 @pytest.mark.parametrize(
+    ("lang", "target", "efficiency"), [("en", "80%", "90%"), ("de", "80\u00a0%", "90\u00a0%")]
+)
+def test_the_report_writes_percentages_as_the_results_do_and_empty_choices_alike(
+    client: httpx.Client, lang: str, target: str, efficiency: str
+) -> None:
+    # The report had written "80 %" beside results reading "90%", and an empty select's
+    # option label "-" where every other empty input is "–" (probe s43).
+    fit = report(client.get(f"/{lang}/scaling-fit?points=8:7900,16:15500,32:30200&at=128").text)
+    assert target in fit.values()
+    assert "-" not in fit.values()
+    assert list(fit.values()).count("–") >= 2  # the gradient precision, the strategy, ...
+    calc = client.get(f"/{lang}/data-parallel-scaling?devices=64&throughput=2000&efficiency=90")
+    assert efficiency in report(calc.text).values()
+
+
+@pytest.mark.parametrize(
     ("lang", "name"),
     [
         ("es", "FSDP (fragmentación completa)"),

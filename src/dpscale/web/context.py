@@ -24,7 +24,7 @@ from starlette.requests import Request
 from dpscale.store.feedback import MAX_COMMENT_LENGTH
 from dpscale.units import UnitError, parse_count
 from dpscale.web.forms import FormState, query_string, read_form, untouched
-from dpscale.web.i18n import LANGUAGES, N_, Localizer, localizer
+from dpscale.web.i18n import LANGUAGES, N_, Localizer, localizer, percent_style
 from dpscale.web.registry import Calculator, InputField, ResultItem, calculators
 from dpscale.web.skeleton import Skeleton, hole
 from dpscale.web.templating import chart_version, environment, field_box, mathml, render
@@ -86,10 +86,12 @@ def _shown(f: InputField, text: str, loc: Localizer) -> str:
     format (2000 is 2.000 in German), a quantity as the results write one (:func:`_quantity`),
     a list of counts with the locale's grouping (:func:`_counts`), anything else as typed."""
     labels = dict(f.choices)
-    if text in labels:
+    if text and text in labels:  # an empty choice is no value: "–" as every empty input
         return loc.gettext(labels[text])
     if f.kind != "text" and _PLAIN_NUMBER.fullmatch(text) and math.isfinite(float(text)):
-        return loc.number(float(text), 12)
+        number = loc.number(float(text), 12)
+        # A percentage as the results beside it write one ("90%" in English, "90 %" in German).
+        return percent_style(f"{number} %", loc.language.locale) if f.suffix == "%" else number
     if f.measure and text:
         return _quantity(f, text, loc)
     if f.counts and text:

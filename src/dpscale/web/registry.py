@@ -44,7 +44,9 @@ __all__ = [
 PAGE_MODULES = ("_described", "prediction", "fit")
 
 MAX_VALUE_LENGTH = 200
-"""Longer query values are cut before they reach a model or a page."""
+"""The most characters of a query value whose rule sets no length of its own (a longer one is
+refused); a rule's own (``devices`` 400, ``measured`` 4,000) is the CLI's and the library's
+too, so no surface refuses what another takes."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,7 @@ class InputField:
     advanced: bool = False
     """Folded under "More options" until opened (it opens by itself to show an error)."""
     rows: int = 0
-    """Lines of a multi-line box (a table of points); its rule's ``max_length``, not the
-    one-line cap, bounds what is read."""
+    """Lines of a multi-line box (a table of points)."""
     quantity: bool = False
     """A text box for a number with a unit or suffix ("200 Gbit/s", "1.3B"): its number is
     read in the page's language as a number box's is."""
@@ -103,9 +104,7 @@ class InputField:
     @property
     def max_length(self) -> int:
         """The most characters read from the query (a longer value is refused, naming the limit)."""
-        if self.rows:
-            return self.rule.max_length or MAX_VALUE_LENGTH
-        return MAX_VALUE_LENGTH
+        return self.rule.max_length or MAX_VALUE_LENGTH
 
     @property
     def rule(self) -> Rule:
