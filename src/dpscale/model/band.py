@@ -327,10 +327,16 @@ def band(
         high = with_setup_loss(central, high, loss, above=True)
         names = (*names, "framework_setup")
         budget["framework_setup"] = central * loss
+    # The high end stops where nothing but compute is left: one device's step where nothing
+    # is sharded, more where a shard of the optimizer step is all a device runs, and above 1
+    # relative to a baseline that itself communicated (9 devices on two nodes above 8 on one
+    # had been given no upper half: the edge was held to 1).
+    alone = np.asarray(step.efficiency) * np.asarray(step.step_time) / np.asarray(step.compute_time)
+    ceiling = (alone[..., :-1] / reference_row)[0]
     return Band(
         efficiency=central,
         low=np.clip(low, 0.0, central),
-        high=np.clip(high, central, np.maximum(central, 1.0)),
+        high=np.clip(high, central, np.maximum(central, ceiling)),
         inputs=tuple(PUBLIC_NAMES.get(name, name) for name in names),
         budget={PUBLIC_NAMES.get(name, name): value for name, value in budget.items()},
     )
