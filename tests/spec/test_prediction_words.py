@@ -166,6 +166,22 @@ CASES = {
         },
         {"max_devices": "max_devices_one"},
     ),
+    # fp8 is what FSDP gathers each layer in; DDP holds 16-bit weights: 8.03e9 x (2 + 2 + 12) B
+    # of model states, 120 GiB (it had counted 1-byte weights, 112 GiB, without a word).
+    "fp8 under a strategy that gathers no layer": (
+        {
+            "hardware": "dgx-b200",
+            "model": "llama3-8b",
+            "grad_dtype": "bf16",
+            "param_dtype": "fp8",
+            "strategy": "ddp",
+            "micro_batch": "1",
+            "mfu": "40",
+            "activation_checkpointing": "true",
+            "devices": "64",
+        },
+        {"param_dtype_held": "param_dtype_held", "memory": "memory"},
+    ),
     # A throughput of a 0.054 ms step (MFU 40 % at one token a sample) against the assumed
     # Adam step of 8.03e9 x 32 B / 8 TB/s = 32.1 ms: the step is all optimizer (probe s43, #7).
     "optimizer longer than the step": (

@@ -2,7 +2,8 @@
 
     model states   parameters, gradients and optimizer state as the strategy shards them
                    (:func:`~dpscale.model.strategies.model_state_bytes`: the ZeRO paper's
-                   count, FSDP's fp32 shards); the optimizer's moments from ``--optimizer``
+                   count, FSDP's fp32 shards; weights in 16 bits at least, since fp8 is
+                   only what an all-gather moves); the optimizer's moments from ``--optimizer``
                    (Adam's two when none is given), plus the fp32 master copy under mixed
                    precision where the strategy keeps one: what a device holds at rest,
                    between steps (what ``dpscale measure`` reports)
@@ -13,7 +14,8 @@
                    parameters from forward to backward (all of them); with ``no_sync`` on a
                    strategy that shards gradients, every unsharded gradient from the first
                    micro-step to the last instead; DDP's (and ZeRO-1's beside it) gradient
-                   buckets, a copy of every gradient
+                   buckets, a copy of every gradient; ZeRO-2's one reduce bucket
+                   (``--bucket-size``, DeepSpeed's IPG buffer, at most the gradients)
     activations    :func:`~dpscale.model.llm.activation_bytes` where the sequence length is
                    known (a transformer), else not counted (the result says so)
 
@@ -43,7 +45,7 @@ from numpy.typing import ArrayLike
 
 from dpscale.model.costs import OPTIMIZER_BYTES
 from dpscale.model.llm import CHECKPOINTED_BACKWARD_FRACTION, activation_bytes
-from dpscale.model.scenario import DEFAULT_OPTIMIZER, Scenario
+from dpscale.model.scenario import DEFAULT_OPTIMIZER, HELD_PARAM_BYTES, Scenario
 from dpscale.model.step import BACKWARD_FRACTION, BYTES_PER_VALUE, GradDtype
 from dpscale.model.strategies import (
     STRATEGIES,
@@ -117,8 +119,11 @@ def memory(
     if r.fp32_shards:
         held_param, held_grad, optimizer = 4.0, 4.0, moments
     else:
-        held_param, held_grad = float(sc.param_bytes), float(grad_bytes)
-        optimizer = optimizer_state_bytes(moments, sc.param_bytes)
+        # Weights held in 16 bits at least: fp8 is what an all-gather moves, not what a
+        # device stores (ZeRO-3's shard too; DDP and ZeRO-1/2 gather no unit at all).
+        held = max(sc.param_bytes, HELD_PARAM_BYTES)
+        held_param, held_grad = float(held), float(grad_bytes)
+        optimizer = optimizer_state_bytes(moments, held)
     states = model_state_bytes(
         sc.strategy,
         params=sc.params,
@@ -151,6 +156,14 @@ def memory(
         # DDP's reducer copies the gradients into buckets of their own size in all
         # (``gradient_as_bucket_view=False``, its default), as the step model charges.
         buffers = buffers + np.where(counts > 1, sc.params * grad_bytes, 0.0)
+    if r.holds_reduce_bucket:
+        # ZeRO-2's one reduce bucket, in the gradients' dtype, no larger than the gradients:
+        # DeepSpeed (deepspeedai/DeepSpeed@edaa722) deepspeed/runtime/zero/stage_1_and_2.py
+        # L2502, setup_buckets: ``buf_0 = torch.empty(int(self.reduce_bucket_size), ...)``
+        # (L2511's ``buf_1`` only with overlap_comm, off for stages 1-2: config.py L385);
+        # the after-step all-gather writes in place (runtime/utils.py L1013).
+        bucket = min(float(sc.bucket_bytes), sc.params * grad_bytes)
+        buffers = buffers + np.where(counts > 1, bucket, 0.0)
     batch = sc.micro_batch if micro_batch is None else micro_batch
     activations = None
     if sc.seq_len is not None:

@@ -48,6 +48,7 @@ __all__ = [
     "devices_keeping",
     "fits_with",
     "grad_accum_for",
+    "held_buckets",
     "keeping",
     "max_devices",
     "micro_batch_for",
@@ -315,6 +316,35 @@ class BucketAnswer:
     current_exposed_comm_time_s: float
 
 
+def held_buckets(scenario: Scenario, devices: int, buckets: np.ndarray) -> np.ndarray:
+    """Which ``buckets`` the device has the memory for at ``devices``, where a bucket takes
+    memory (ZeRO-2 holds one reduce bucket: :func:`~dpscale.model.memory.memory`): where the
+    job fits as stated, those with which it still fits; where it does not, those holding no
+    more than the stated bucket (a bigger one only adds to what does not fit). Every one
+    where the device's memory is unknown. Llama 3 70B under ZeRO-2 on 1,000 MI325X at
+    micro-batch 2 (581 GiB of 238 as stated) had been advised buckets of 16 GiB.
+
+    >>> from dpscale.model.hardware import Hardware
+    >>> sc = Scenario(params=8e9, grad_dtype="bf16", micro_batch=1, grad_accum=1,
+    ...     per_device_throughput=1.0, hardware=Hardware(8, 350e9, 400e9,
+    ...     memory_capacity=30e9), strategy="zero2", bucket_bytes=1e9)
+    >>> # 8e9 x (2 + 14 / 64) B = 17.75 GB of model states, plus the bucket (at most 16 GB)
+    >>> held_buckets(sc, 64, np.array([1e9, 8e9, 16e9])).tolist()
+    [True, True, False]
+    >>> held_buckets(replace(sc, strategy="ddp"), 64, np.array([1e9, 16e9])).tolist()
+    [True, True]
+    """
+    capacity = scenario.hardware.memory_capacity
+    if capacity is None:
+        return np.ones(np.shape(buckets), dtype=bool)
+
+    def total(job: Scenario) -> float:
+        return float(np.asarray(memory(job, [devices]).total)[0])
+
+    limit = max(capacity, total(scenario))
+    return np.array([total(replace(scenario, bucket_bytes=float(b))) <= limit for b in buckets])
+
+
 def written_up(n_bytes: float) -> float:
     """``n_bytes`` rounded up to what :func:`~dpscale.units.format_binary_bytes` writes (3
     significant digits in KiB, MiB, GiB, ...): a size at least ``n_bytes`` once typed back.
@@ -329,9 +359,11 @@ def written_up(n_bytes: float) -> float:
 
 
 def best_bucket(scenario: Scenario, *, devices: int) -> BucketAnswer:
-    """The bucket size (64 KiB ... 16 GiB, or all gradients in one) that exposes least."""
-    candidates = np.append(_BUCKETS, scenario.gradient_bytes)
+    """The bucket size (64 KiB ... 16 GiB, all gradients in one, or the job's own) that
+    exposes least, among those the device has the memory for (:func:`held_buckets`)."""
+    candidates = np.append(_BUCKETS, [scenario.gradient_bytes, scenario.bucket_bytes])
     candidates = np.unique(candidates[candidates <= max(scenario.gradient_bytes, _BUCKETS[0])])
+    candidates = candidates[held_buckets(scenario, devices, candidates)]
     step = evaluate(scenario, devices=devices, bucket_bytes=candidates)
     best = int(np.argmin(step.exposed_comm_time))
     current = evaluate(scenario, devices=devices)

@@ -63,6 +63,7 @@ __all__ = [
     "DEFAULT_MEMORY_BANDWIDTH",
     "DEFAULT_OPTIMIZER",
     "FASTER_THAN_STATED",
+    "HELD_PARAM_BYTES",
     "Scenario",
     "as_rate",
     "evaluate",
@@ -109,6 +110,9 @@ DEFAULT_OPTIMIZER = "adam"
 DEFAULT_MEMORY_BANDWIDTH = 1.0e12
 """Bytes/s when neither a preset nor the user gives it: the geometric middle of the stated
 range 0.3-3.35 TB/s (a PCIe card's GDDR to an H100 SXM5's HBM3)."""
+HELD_PARAM_BYTES = 2
+"""The fewest bytes a device holds its weights in (16 bits): fp8 is what an all-gather moves
+(:attr:`Scenario.param_bytes`), never what a device stores."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,8 @@ class Scenario:
     """Also the pass that averages the gradients and, after backward, the fused buffer's
     copies (sourced in :mod:`dpscale.model.costs`; scored, not adopted: docs/predict.md)."""
     param_dtype: GradDtype | None = None
-    """What an all-gather moves per parameter (None: ``grad_dtype``)."""
+    """What an all-gather moves per parameter (None: ``grad_dtype``); fp8 only where the
+    strategy gathers each unit (:attr:`param_bytes`)."""
     layers: int | None = None
     """Wrapped units (transformer blocks); None: estimated from ``params`` (:mod:`llm`)."""
     shard_group_size: int = 0
@@ -216,8 +221,26 @@ class Scenario:
 
     @property
     def param_bytes(self) -> int:
-        """Bytes per parameter an all-gather moves."""
-        return BYTES_PER_VALUE[self.param_dtype or self.grad_dtype]
+        """Bytes per parameter an all-gather moves: ``--param-dtype`` (else the gradients'),
+        but fp8 only where the strategy all-gathers each unit before its forward (FSDP,
+        ZeRO-3, HSDP: FSDP2 with torchao's Float8 all-gather, whose shard stays in its own
+        dtype and only the all-gather and the gathered unit are fp8). A strategy that gathers
+        no unit holds its weights in 16 bits at least, and ZeRO-1/2 all-gather those after
+        the step (DeepSpeed's ``bit16_groups_flat``, ``stage_1_and_2.py``): neither DDP nor
+        DeepSpeed stores fp8 weights. (DDP with ``--param-dtype fp8`` had held 8.03e9 x (1 +
+        2 + 12) B for Llama 3 8B, 112 GiB.)
+
+        >>> from dpscale.model.hardware import Hardware
+        >>> sc = Scenario(params=8e9, grad_dtype="bf16", micro_batch=1, grad_accum=1,
+        ...     per_device_throughput=1.0, hardware=Hardware(8, 350e9, 400e9),
+        ...     param_dtype="fp8")
+        >>> [replace(sc, strategy=s).param_bytes for s in ("ddp", "zero2", "fsdp", "zero3")]
+        [2, 2, 1, 1]
+        """
+        stated = BYTES_PER_VALUE[self.param_dtype or self.grad_dtype]
+        if row(self.strategy).gathers:
+            return stated
+        return max(stated, HELD_PARAM_BYTES)
 
     @property
     def sample_rate(self) -> float:

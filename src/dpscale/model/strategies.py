@@ -28,7 +28,8 @@ group after the optimizer step (ZeRO-1/2: each device updated only its shard).
 
 The bucket, unless ``--bucket-size`` gives one, is DDP's 25 MiB, and (*) DeepSpeed's 5e8
 values for ZeRO-2 (:func:`default_bucket_bytes`). DDP and ZeRO-1 (beside DDP) also copy the
-gradients into DDP's buckets and back (``copies_into_buckets``). Rows that coincide give the
+gradients into DDP's buckets and back (``copies_into_buckets``); ZeRO-2 holds one reduce
+bucket (``holds_reduce_bucket``, DeepSpeed's IPG buffer). Rows that coincide give the
 same step: ZeRO-1 over groups of one device is DDP, HSDP over one group of all devices is FSDP,
 and ZeRO-3 is FSDP.
 
@@ -135,6 +136,20 @@ class StrategyRow:
     orig_dtype)``), so a shard holds an fp32 parameter and gradient, 4 + 4 bytes, and the
     optimizer's moments, with no master copy: 16 bytes per parameter under Adam whatever the
     dtypes. DeepSpeed's ZeRO keeps the ZeRO paper's ``p + g + K``."""
+    holds_reduce_bucket: bool = False
+    """Holds one bucket of gradients beside them while it reduces them, the bucket's bytes
+    (never more than the model's gradients): DeepSpeed's ZeRO-2 copies each gradient into its
+    contiguous IPG buffer of ``reduce_bucket_size`` values and reduces that
+    (``deepspeed/runtime/zero/stage_1_and_2.py``, ``setup_buckets``: ``buf_0 =
+    torch.empty(int(self.reduce_bucket_size), dtype=self.dtype, ...)``, a second ``buf_1``
+    only with ``overlap_comm``, off for stages 1 and 2 by default: ``config.py``,
+    ``overlap_comm_valid``; ``contiguous_gradients`` on by default). The all-gather after the
+    step needs no buffer: it gathers into the flat 16-bit parameters in place
+    (``deepspeed/runtime/utils.py``, ``all_gather_into_tensor_dp_groups``:
+    ``dist.all_gather_into_tensor(group_flat, partitioned_params[partition_id], ...)``;
+    ``allgather_bucket_size`` only splits it where that collective is missing). ZeRO-1 as
+    DeepSpeed runs it holds the same bucket, and beside DDP a copy of every gradient
+    (``copies_into_buckets``), which the row counts: never less than one bucket."""
     takes_no_sync: bool = True
     """Whether the gradients may accumulate unsharded over the micro-steps (``no_sync``).
     DeepSpeed's ZeRO-2 and ZeRO-3 partition the gradients as backward produces them and
@@ -158,7 +173,7 @@ STRATEGY_TABLE: tuple[StrategyRow, ...] = (
     StrategyRow("zero1", "all", False, False, False, True, False, False, False, True,
                 copies_into_buckets=True),
     StrategyRow("zero2", "all", False, False, True, True, False, False, True, True,
-                takes_no_sync=False, bucket_values=5e8),
+                holds_reduce_bucket=True, takes_no_sync=False, bucket_values=5e8),
     StrategyRow("zero3", "all", True, True, True, False, True, True, True, True,
                 takes_no_sync=False),
     StrategyRow("fsdp", "all", True, True, True, False, True, True, True, True,

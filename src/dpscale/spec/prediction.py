@@ -368,6 +368,8 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             },
         )
     said.update(_optimizer_cut(sc))
+    if sc.param_dtype == "fp8" and sc.param_bytes > 1:  # a strategy that gathers no layer
+        said["param_dtype_held"] = Said("param_dtype_held", {"strategy": strategy_named(result)})
     for index, taken in enumerate(result.transfers[:2]):
         said["transfer_2" if index else "transfer"] = _transfer(taken)
     if sc.calibration is not None:

@@ -556,6 +556,16 @@ LINES: Mapping[str, Wording] = {
         "pays {overhead} ms of fixed costs; the optimizer step ({optimizer}) is "
         "{optimizer_time} ms of the compute.",
     ),
+    "param_dtype_held": Wording(
+        N_(
+            "Parameters in fp8 are what FSDP, ZeRO-3 and HSDP gather each layer in; "
+            "%(strategy)s gathers no layer and holds its weights in 16 bits, as its memory "
+            "and its exchanges count them."
+        ),
+        "--param-dtype fp8 is what fsdp, zero3, fsdp-shard-grad-op and hsdp gather each "
+        "layer in; {strategy} gathers no layer and holds its weights in 16 bits, as its "
+        "memory and its exchanges count them.",
+    ),
     "throughput_replaced": Wording(
         N_(
             "The measured points set one device's throughput: %(measured)s %(unit)s, in place "
@@ -894,7 +904,7 @@ TERMINAL_ORDER = (
     ("preset_params",),
     ("mfu", "mfu_check", "baseline"),
     ("wait", "optimizer_cut"),
-    ("memory", "memory_tight", "memory_over", "memory_fix"),
+    ("memory", "memory_tight", "memory_over", "memory_fix", "param_dtype_held"),
     ("calibration", "throughput_replaced"),
     ("band", "band_largest"),
     MEASURED_KEYS,

@@ -370,6 +370,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "memory_tight",
             "memory_over",
             "memory_fix",
+            "param_dtype_held",
             "calibration",
             "throughput_replaced",
             "band",
