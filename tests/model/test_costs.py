@@ -297,16 +297,16 @@ def test_band_is_finite_ordered_and_one_at_one_device(
 
 def test_a_point_above_its_baseline_keeps_an_upper_half_up_to_the_compute_alone() -> None:
     # 1.3B under DDP on MI325X nodes from a throughput measured on one node of 8: across two
-    # nodes NCCL's tree beats the one node's ring, so 9 and 16 devices run 2.4 % above the
-    # baseline per device. The upper edge had been held to 100 %, that is to the point: no
-    # upper half. It stops where nothing but compute is left: 1 / E(8) against one device.
+    # nodes NCCL's tree beats the one node's ring, so 16 devices run 2.4 % above the baseline
+    # per device. The upper edge had been held to 100 %, that is to the point: no upper half.
+    # It stops where nothing but compute is left: 1 / E(8) against one device.
     query = PredictQuery(
         params=1.3e9, hardware="mi325x", strategy="ddp", micro_batch=16, grad_accum=16,
-        per_device_throughput=1000, baseline_devices=8, devices="1,8,9,16,32",
+        per_device_throughput=1000, baseline_devices=8, devices="1,8,16,32",
     )  # fmt: skip
     points = {p["devices"]: p for p in predict(query).to_dict()["points"]}
-    assert points[9]["efficiency"] == pytest.approx(1.0248, abs=1e-4)
-    assert points[9]["efficiency_high"] > points[9]["efficiency"] + 0.03
+    assert points[16]["efficiency"] == pytest.approx(1.0242, abs=1e-4)
+    assert points[16]["efficiency_high"] > points[16]["efficiency"] + 0.05
     # One device has no communication: its efficiency against the baseline is the ceiling.
     ceiling = points[1]["efficiency"]
     assert ceiling == pytest.approx(1.2072, abs=1e-4)

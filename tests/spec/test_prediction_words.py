@@ -166,6 +166,34 @@ CASES = {
         },
         {"max_devices": "max_devices_one"},
     ),
+    # Ranks in order: 100 devices on MI300X nodes of 8 leave 4 on the last node, 4 of its 8
+    # NICs (probe s43, #4); HSDP in groups of 6 on nodes of 8 puts 2 of a group on one node
+    # (#2). Both had been modelled as whole nodes (or NVLink alone), without a word.
+    "a partly filled node": (
+        {
+            "hardware": "mi300x",
+            "model": "llama3-8b",
+            "grad_dtype": "bf16",
+            "strategy": "fsdp",
+            "micro_batch": "2",
+            "mfu": "40",
+            "devices": "1,8,12,100",
+        },
+        {"partial_node": "partial_node"},
+    ),
+    "a shard group across nodes": (
+        {
+            "hardware": "dgx-h100",
+            "model": "llama3-8b",
+            "grad_dtype": "bf16",
+            "strategy": "hsdp",
+            "shard_group_size": "6",
+            "micro_batch": "2",
+            "mfu": "40",
+            "devices": "24,48",
+        },
+        {"group_straddles": "group_straddles"},
+    ),
     # fp8 is what FSDP gathers each layer in; DDP holds 16-bit weights: 8.03e9 x (2 + 2 + 12) B
     # of model states, 120 GiB (it had counted 1-byte weights, 112 GiB, without a word).
     "fp8 under a strategy that gathers no layer": (
@@ -250,6 +278,21 @@ def test_a_stated_throughput_the_points_replace_is_said(
     assert "throughput_replaced" not in said({**values, "per_device_throughput": "50"})
     without = {key: value for key, value in values.items() if key != "per_device_throughput"}
     assert "throughput_replaced" not in said(without)
+
+
+def test_ranks_in_order_across_a_node_boundary_are_said(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    partial = " ".join(terminal(capsys, CASES["a partly filled node"][0]))
+    assert (
+        "100 devices are not whole nodes of 8: with ranks in order the last node holds 4, and "
+        "collectives across nodes run at the network those devices reach (50 % of a node's)."
+    ) in partial
+    straddling = " ".join(terminal(capsys, CASES["a shard group across nodes"][0]))
+    assert "at 48 devices a group has as few as 2 devices on one node" in straddling
+    # Whole nodes and groups that fit them say neither.
+    aligned = said({**CASES["a shard group across nodes"][0], "shard_group_size": "4"})
+    assert not {"partial_node", "group_straddles"} & set(aligned)
 
 
 def test_one_device_at_the_target_is_worded_for_one(capsys: pytest.CaptureFixture[str]) -> None:

@@ -329,7 +329,7 @@ def band(
         budget["framework_setup"] = central * loss
     # The high end stops where nothing but compute is left: one device's step where nothing
     # is sharded, more where a shard of the optimizer step is all a device runs, and above 1
-    # relative to a baseline that itself communicated (9 devices on two nodes above 8 on one
+    # relative to a baseline that itself communicated (16 devices on two nodes above 8 on one
     # had been given no upper half: the edge was held to 1).
     alone = np.asarray(step.efficiency) * np.asarray(step.step_time) / np.asarray(step.compute_time)
     ceiling = (alone[..., :-1] / reference_row)[0]

@@ -43,8 +43,8 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dpscale.model.collectives import bus_factor
-from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S
+from dpscale.model.collectives import bus_factor, nic_share, placement
+from dpscale.model.hardware import NCCL_RING_BASE_LATENCY_S, Hardware
 from dpscale.model.scenario import Scenario
 from dpscale.model.strategies import collective_weights, network_collective_weights
 from dpscale.safejson import JSONInputError, loads
@@ -155,6 +155,23 @@ class Calibration:
             latency_resolved=all(fit.latency_resolved for fit, _ in chosen),
         )
 
+    def nic_share(self, hw: Hardware) -> float:
+        """The share of a node's network the measured collective reached: its devices fill
+        nodes in order, and a last node with ``k`` of them has ``k / g`` of its NICs
+        (:mod:`dpscale.model.collectives`); 1 on whole nodes, or where the nodes stated are not
+        the ones the devices fill. Across nodes the measured bus bandwidth over this share is
+        the node's network.
+
+        >>> cal = Calibration("x", "all_reduce", 12, None, 192e9, 0.0, 1)
+        >>> cal.nic_share(Hardware(8, 300e9, 400e9)), cal.nic_share(Hardware(16, 1, 1))
+        (0.5, 1.0)
+        """
+        g = hw.devices_per_node
+        nodes, fewest = placement(self.devices, g)
+        if float(nodes) <= 1 or self._nodes(g) != int(nodes):
+            return 1.0
+        return float(nic_share(fewest, g, hw.nics_per_node or 0))
+
     def steps(self, devices: int, nodes: int) -> tuple[int, int]:
         """Ring steps of the op, and how many of them cross nodes."""
         if self.op == "all_reduce":
@@ -171,9 +188,10 @@ class Calibration:
         nodes = cal._nodes(hw.devices_per_node)
         steps, inter_steps = cal.steps(cal.devices, nodes)
         per_step = max(0.0, cal.latency_s - NCCL_RING_BASE_LATENCY_S)
+        network = cal.bus_bandwidth / cal.nic_share(hw)
         if not cal.latency_resolved:  # the bandwidth alone was measured: latency as stated
             changed = (
-                replace(hw, inter_bandwidth=cal.bus_bandwidth, inter_efficiency=1.0)
+                replace(hw, inter_bandwidth=network, inter_efficiency=1.0)
                 if nodes > 1
                 else replace(hw, intra_bandwidth=cal.bus_bandwidth)
             )
@@ -183,7 +201,7 @@ class Calibration:
             inter_latency = max(0.0, per_step - intra_part) / max(inter_steps, 1)
             changed = replace(
                 hw,
-                inter_bandwidth=cal.bus_bandwidth,
+                inter_bandwidth=network,
                 inter_efficiency=1.0,
                 inter_latency=inter_latency,
             )

@@ -11,8 +11,8 @@ with ``algbw = S / t`` is comparable with the hardware's link speed:
     broadcast         1
 
 Costs (``B`` bus bandwidth: the intra-node link alone on one node, else the smaller of it and
-the node's achieved network bandwidth; ``a`` per-step latencies; constants from NCCL's tuning
-model, ``src/graph/tuning.cc``):
+the achieved network bandwidth of the node the collective has fewest devices on; ``a`` per-step
+latencies; constants from NCCL's tuning model, ``src/graph/tuning.cc``):
 
     ring          t = L * (a0 + (2(N-1) - 2(n-1)) a_intra + 2(n-1) a_net) + S 2(N-1)/N / (k B)
                   for the cheapest of NCCL's three protocols, as NCCL picks by message size:
@@ -31,6 +31,17 @@ model, ``src/graph/tuning.cc``):
                   (each device using 1/g of the node's network), all-gather inside the node:
                   t = 2(g-1) a_intra + 2(n-1) a_net + S 2(g-1)/g / B_intra + S 2(n-1)/n / B_net
     auto          the cheaper of ring and tree for each message, as NCCL picks by its model.
+
+A node's network is its NICs, each local to some of its devices: one per GPU on every preset
+but the DGX-1 and DGX-2 (one per pair) and the PCIe server (one per node); AWS p5 has four per
+GPU. NCCL builds each channel across nodes on the NICs nearest the communicator's GPUs
+(``src/graph/search.cc``, ``ncclTopoSelectNets``: "Select NETs starting with those close to
+GPU(s)"), and in the rail-optimised layout of NVIDIA's DGX SuperPOD reference architecture each
+GPU's NIC is its own, so ``k`` of a node's ``g`` devices in a collective reach ``ceil(k r / g)``
+of its ``r`` NICs, a share ``k / g`` of its network where ``r = g``. Ranks fill nodes in order
+(:func:`placement`): a job of 12 on nodes of 8 has 4 devices, and 4 NICs, on its second node,
+and a shard group of 6 on nodes of 8 spans two of them with 2 devices on one. A collective over
+several nodes is limited by the node where it has fewest devices.
 
 Every function works element-wise on numpy arrays (message sizes and topologies broadcast).
 
@@ -63,6 +74,8 @@ __all__ = [
     "all_reduce",
     "broadcast",
     "bus_factor",
+    "nic_share",
+    "placement",
     "reduce_scatter",
     "ring_protocols",
 ]
@@ -103,9 +116,80 @@ def bus_factor(op: Op, devices: ArrayLike) -> Any:
     return np.ones_like(n)
 
 
+def placement(
+    devices: ArrayLike, devices_per_node: ArrayLike, group: ArrayLike | None = None
+) -> tuple[Any, Any]:
+    """Nodes and the fewest devices on one of them, for groups of ``group`` consecutive ranks
+    of a job of ``devices`` whose ranks fill nodes of ``devices_per_node`` in order (rank ``i``
+    on node ``i // g``; ``group`` None: the job itself): the most nodes one group spans, and the
+    fewest of a group's devices on one node (the whole group where it spans one). Groups of
+    ``G`` start at ``j G mod g``: where ``G`` neither divides ``g`` nor is a multiple of it, some
+    straddle a node boundary, and once every start occurs (``N >= lcm(G, g)``) the worst has
+    ``gcd(G, g)`` devices on one node and spans ``1 + ceil((G - gcd) / g)`` nodes. The groups
+    are walked, one start at a time up to the period ``g / gcd(G, g)``, rather than assumed;
+    the group spanning most nodes is also one with fewest devices on one (checked by brute
+    force over ``g`` in 4, 8, 16, 72, ``G`` up to ``3 g``, every job up to ``lcm + 2 G``).
+
+    >>> [[float(x) for x in placement(n, 8)] for n in (8, 12, 20)]  # the job: 4 on its last node
+    [[1.0, 8.0], [2.0, 4.0], [3.0, 4.0]]
+    >>> [float(x) for x in placement(576, 72, 64)]  # 64-127: 8 on rack 0, 56 on rack 1
+    [2.0, 8.0]
+    >>> [float(x) for x in placement(24, 8, 6)], [float(x) for x in placement(64, 8, 4)]
+    ([2.0, 2.0], [1.0, 4.0])
+    """
+    n = np.asarray(devices, dtype=float)
+    g = np.asarray(devices_per_node, dtype=float)
+    if group is None:  # one group from rank 0: whole nodes, then the rest
+        nodes = np.ceil(n / g)
+        return nodes, n - g * (nodes - 1)
+    size = np.asarray(group, dtype=float)
+
+    def at(start: Any, size: Any, g: Any) -> tuple[Any, Any]:
+        end = start + size
+        nodes = np.ceil(end / g)
+        last = end - g * (nodes - 1)
+        return nodes, np.where(nodes > 1, np.minimum(g - start, last), size)
+
+    nodes, fewest = at(0.0, size, g)  # the first group; every group where they are aligned
+    straddle = (np.mod(g, size) != 0) & (np.mod(size, g) != 0) & (size < n)
+    if not straddle.any():
+        return nodes, fewest
+    # Walk the starts of the groups that straddle: j G mod g for j < N / G, up to the period.
+    arrays = np.broadcast_arrays(straddle, size, n, g, nodes, fewest)
+    where = arrays[0]
+    size, n, g, nodes, fewest = (np.array(x) for x in arrays[1:])
+    size, n, g = size[where], n[where], g[where]
+    period = g / np.gcd(np.rint(size).astype(np.int64), np.rint(g).astype(np.int64))
+    starts = np.minimum(np.floor(n / size), period)
+    most, few = nodes[where], fewest[where]
+    for j in range(1, int(np.max(starts, initial=1.0))):
+        more = j < starts
+        other, least = at(np.mod(j * size, g), size, g)
+        most = np.where(more, np.maximum(most, other), most)
+        few = np.where(more, np.minimum(few, least), few)
+    nodes[where], fewest[where] = most, few
+    return nodes, fewest
+
+
+def nic_share(devices: ArrayLike, devices_per_node: ArrayLike, nics_per_node: ArrayLike = 0) -> Any:
+    """The share of a node's network ``devices`` of its ``devices_per_node`` reach through the
+    NICs local to them: ``ceil(k r / g) / r`` for ``r`` NICs (0: one per device, ``k / g``).
+
+    >>> float(nic_share(4, 8)), float(nic_share(1, 8, 4)), float(nic_share(3, 8, 1))
+    (0.5, 0.25, 1.0)
+    """
+    k = np.asarray(devices, dtype=float)
+    g = np.asarray(devices_per_node, dtype=float)
+    stated = np.asarray(nics_per_node, dtype=float)
+    nics = np.where(stated > 0, stated, g)
+    return np.ceil(k * nics / g) / nics
+
+
 @dataclass(frozen=True)
 class Topology:
-    """Device counts and links as broadcastable float arrays (bandwidths achieved, SI)."""
+    """Device counts and links as broadcastable float arrays (bandwidths achieved, SI);
+    ``inter_bandwidth`` is the network the collective reaches at the node it has fewest devices
+    on (:func:`nic_share`)."""
 
     devices: np.ndarray
     devices_per_node: np.ndarray
@@ -129,13 +213,27 @@ class Topology:
         intra_latency: ArrayLike,
         inter_latency: ArrayLike,
         ring_plateau: ArrayLike = RING_PLATEAU,
+        nics_per_node: ArrayLike = 0,
+        spread: tuple[ArrayLike, ArrayLike] | None = None,
     ) -> Topology:
-        """``inter_bandwidth`` is what one node's network achieves (after the transport)."""
+        """``inter_bandwidth`` is what one node's network achieves (after the transport), all
+        its ``nics_per_node`` NICs (0: one per device); ``spread`` the nodes the collective
+        spans and the fewest of its devices on one of them (default: ``devices`` filling
+        nodes in order, :func:`placement`). Where it spans several, the network is the share
+        of it the fewest devices reach (:func:`nic_share`).
+
+        >>> topo = Topology.build(devices=[16, 12], devices_per_node=8, intra_bandwidth=300e9,
+        ...     inter_bandwidth=384e9, intra_latency=0, inter_latency=0)
+        >>> [float(b) / 1e9 for b in topo.bandwidth]  # 4 of 8 NICs on the second node
+        [300.0, 192.0]
+        """
         d = np.asarray(devices, dtype=float)
         g = np.asarray(devices_per_node, dtype=float)
         intra = np.asarray(intra_bandwidth, dtype=float)
-        inter = np.asarray(inter_bandwidth, dtype=float)
-        nodes = np.ceil(d / g)
+        nodes, fewest = placement(d, g) if spread is None else spread
+        nodes = np.asarray(nodes, dtype=float)
+        share = np.where(nodes > 1, nic_share(fewest, g, nics_per_node), 1.0)
+        inter = np.asarray(inter_bandwidth, dtype=float) * share
         return cls(
             devices=d,
             devices_per_node=g,

@@ -79,6 +79,10 @@ class Hardware:
     """One device's memory in bytes (what a strategy must fit in), None if unknown."""
     peak_flops: float | None = None
     """One device's dense 16-bit peak FLOP/s (what an MFU is a share of), None if unknown."""
+    nics_per_node: int | None = None
+    """The NICs ``inter_bandwidth`` is the sum of, None: one per device. A collective with
+    ``k`` of a node's devices reaches the NICs local to them (NCCL's channels leave through
+    the NIC nearest each GPU), ``ceil(k r / g)`` of ``r``: :mod:`dpscale.model.collectives`."""
 
     @property
     def transport_efficiency(self) -> float:

@@ -35,8 +35,9 @@ _FIELDS = (
     "transport",
     "device_memory_bandwidth",
 )
-_OPTIONAL = ("device_memory", "device_peak_flops")
-"""Values a preset may leave out (a node whose devices' capacity or peak is not stated)."""
+_OPTIONAL = ("device_memory", "device_peak_flops", "nics_per_node")
+"""Values a preset may leave out (a node whose devices' capacity or peak is not stated; its
+NICs where there is one per device)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def load_preset(name: str) -> Preset:
             parse_bytes(values["device_memory"]) if "device_memory" in values else None
         ),
         peak_flops=(float(values["device_peak_flops"]) if "device_peak_flops" in values else None),
+        nics_per_node=int(values["nics_per_node"]) if "nics_per_node" in values else None,
     )
     return Preset(
         name=name, title=str(data["title"]), values=values, sources=sources, hardware=hardware

@@ -67,8 +67,8 @@ _BUCKETS = 2.0 ** np.arange(16, 35)
 class Keeping:
     """Where a curve over the counts 1, 2, ... keeps a target: the largest count that does,
     and, where efficiency is not monotone (one node's ring can lose more than two nodes'
-    tree), the first run of smaller counts that does not, so that "up to N" is never said of
-    a range with a hole in it."""
+    tree; a partly filled node has only its devices' NICs), the first run of smaller counts
+    that does not, so that "up to N" is never said of a range with a hole in it."""
 
     largest: int | None
     below_from: int | None = None

@@ -407,6 +407,7 @@ def evaluate(
         units=scenario.units if row(scenario.strategy).per_unit else 0,
         shard_group=scenario.shard_group_size,
         reduce_every_micro_step=False if scenario.no_sync else None,
+        nics_per_node=hw.nics_per_node or 0,
         **fields,
     )
 

@@ -94,6 +94,7 @@ from dpscale.model.collectives import (
     Topology,
     all_gather,
     all_reduce,
+    placement,
     reduce_scatter,
 )
 from dpscale.model.costs import straggler_time, waited_micro_steps
@@ -196,6 +197,7 @@ def data_parallel_step(
     units: ArrayLike = 0,
     shard_group: ArrayLike = 0,
     reduce_every_micro_step: ArrayLike | None = None,
+    nics_per_node: ArrayLike = 0,
 ) -> Step:
     """The step time and efficiency at each point (``inter_bandwidth`` as achieved).
 
@@ -217,6 +219,12 @@ def data_parallel_step(
     wrapped units (layers) their collectives go by; ``shard_group`` the devices one shard
     group holds (0: the strategy's own, all devices or one node); ``reduce_every_micro_step``
     (default: the strategy's) False is FSDP's ``no_sync``.
+
+    Ranks fill nodes in order, and ``nics_per_node`` (0: one per device) share each node's
+    network: a node with ``k`` of a collective's devices gives it ``k / g`` of the network
+    (:mod:`~dpscale.model.collectives`). Shard groups are consecutive ranks: a group that
+    straddles a node boundary crosses the network, at the share of its fewest devices on one
+    node, and the slowest group sets the step.
     """
     topo = Topology.build(
         devices=devices,
@@ -226,6 +234,7 @@ def data_parallel_step(
         intra_latency=intra_latency,
         inter_latency=inter_latency,
         ring_plateau=ring_plateau,
+        nics_per_node=nics_per_node,
     )
     params_f = np.asarray(params, dtype=float)
     size = params_f * np.asarray(bytes_per_value, dtype=float)
@@ -258,11 +267,19 @@ def data_parallel_step(
     s = np.where(np.asarray(overlap, dtype=bool), np.asarray(overlap_slowdown, dtype=float), 0.0)
     hide = np.asarray(overlap, dtype=bool)
 
-    # The shard group and the replicas of it: g ranks per node, q of them in one replica
-    # group, so each replica group has q / g of the node's network.
-    group = group_size(code, topo.devices, topo.devices_per_node, shard_group)
+    # The shard group and the replicas of it. A group is G consecutive ranks: the slowest
+    # (most nodes, fewest devices on one: placement) sets the step. A replica group is one
+    # rank of each group, G apart: at least q = floor(g / G) of them on a node where G < g
+    # (every node then holds each rank of a group: the job's nodes), one per node where
+    # G >= g. Collectives that cross a node at once (the groups, the replica groups) share
+    # its network evenly, q / g each for q devices on it, exact where each GPU has its own
+    # NIC; the NICs' count matters where one collective is alone on the node's network
+    # (the job's own: DDP's all-reduce, a group of all devices).
+    g = topo.devices_per_node
+    nics = np.asarray(nics_per_node, dtype=float)
+    group = group_size(code, topo.devices, g, shard_group)
     replicas = topo.devices / group
-    together = np.maximum(1.0, np.floor(topo.devices_per_node / group))
+    together = np.maximum(1.0, np.floor(g / group))
     links = {
         "intra_bandwidth": intra_bandwidth,
         "intra_latency": intra_latency,
@@ -273,12 +290,22 @@ def data_parallel_step(
         devices=group,
         devices_per_node=devices_per_node,
         inter_bandwidth=inter_bandwidth,
+        nics_per_node=np.where(group >= topo.devices, nics, 0.0),
+        spread=placement(topo.devices, g, group),
         **links,
     )
+    # The last node's k devices hold floor(k / G) of a replica group, or one where k < G.
+    last = topo.devices - g * (topo.nodes - 1)
+    inside = group < g
     replica_topo = Topology.build(
         devices=replicas,
         devices_per_node=together,
-        inter_bandwidth=np.asarray(inter_bandwidth, dtype=float) * together / topo.devices_per_node,
+        inter_bandwidth=np.asarray(inter_bandwidth, dtype=float) * together / g,
+        nics_per_node=np.where(group <= 1, nics, 0.0),
+        spread=(
+            np.where(inside, topo.nodes, replicas),
+            np.where(inside, np.minimum(together, np.maximum(1.0, np.floor(last / group))), 1.0),
+        ),
         **links,
     )
     ar = all_reduce(

@@ -259,16 +259,20 @@ def network_collective_weights(
     own, ``zero1 --shard-group-size 8``) keeps its all-gathers and reduce-scatters on the
     node's links, and only the all-reduce of each shard across the replicas reaches the
     network (PyTorch FSDP's HYBRID_SHARD; Zhao et al. 2023 sec. 3.2). A group of all
-    devices, or one spanning nodes, crosses them with its own collectives.
+    devices, or one spanning nodes, crosses them with its own collectives: one larger than a
+    node, or one that does not divide it, as consecutive ranks straddle node boundaries (6 on
+    nodes of 8: ranks 6-11).
 
     >>> network_collective_weights("hsdp", 0, 8), network_collective_weights("zero1", 8, 8)
     ({'all_reduce': 1}, {'all_reduce': 1})
     >>> network_collective_weights("fsdp", 0, 8), network_collective_weights("hsdp", 16, 8)
     ({'all_gather': 2, 'reduce_scatter': 1}, {'all_gather': 2, 'reduce_scatter': 1})
+    >>> network_collective_weights("hsdp", 6, 8)
+    {'all_gather': 2, 'reduce_scatter': 1}
     """
     strategy_row = row(strategy)
     group = shard_group or (devices_per_node if strategy_row.group == "node" else 0)
-    if strategy_row.group != "one" and 0 < group <= devices_per_node:
+    if strategy_row.group != "one" and group > 0 and devices_per_node % group == 0:
         return {"all_reduce": 1}
     return collective_weights(strategy)
 

@@ -30,6 +30,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from dpscale.said import (
     Count,
     Either,
@@ -368,6 +370,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             },
         )
     said.update(_optimizer_cut(sc))
+    said.update(_placement(result))
     if sc.param_dtype == "fp8" and sc.param_bytes > 1:  # a strategy that gathers no layer
         said["param_dtype_held"] = Said("param_dtype_held", {"strategy": strategy_named(result)})
     for index, taken in enumerate(result.transfers[:2]):
@@ -407,6 +410,49 @@ def lines(result: PredictionResult) -> dict[str, Said]:
             said["measured_" + statement.code.removeprefix("calibration_")] = statement
     if result.answers is not None:
         said.update(_answers(result))
+    return said
+
+
+def _placement(result: PredictionResult) -> dict[str, Said]:
+    """Where ranks in order leave a node partly filled, or a shard group across a node
+    boundary, at the largest count asked where that happens: its collectives across nodes run
+    at the network its fewest devices on one node reach (:func:`~dpscale.model.collectives.
+    placement`; a 12-device job on nodes of 8, or HSDP in groups of 6, had been given whole
+    nodes' NICs or NVLink alone, without a word)."""
+    from dpscale.model.collectives import nic_share, placement
+    from dpscale.model.strategies import STRATEGIES, group_size
+
+    sc, per_node = result.scenario, result.scenario.hardware.devices_per_node
+    nics = sc.hardware.nics_per_node or 0
+    said: dict[str, Said] = {}
+    counts = [int(n) for n in np.asarray(result.step.devices).ravel()]
+    partial = [n for n in counts if n > per_node and n % per_node]
+    if partial:
+        last = partial[-1] - per_node * (partial[-1] // per_node)
+        said["partial_node"] = Said(
+            "partial_node",
+            {
+                "devices": Count(partial[-1]),
+                "per_node": Count(per_node),
+                "last": Count(last),
+                "share": Percentage(float(nic_share(last, per_node, nics)), 3),
+            },
+        )
+    code = STRATEGIES.index(sc.strategy)
+    for n in reversed(counts):
+        group = int(group_size(code, n, per_node, sc.shard_group_size))
+        if 1 < group < n and group % per_node and per_node % group:
+            _, fewest = placement(n, per_node, group)
+            said["group_straddles"] = Said(
+                "group_straddles",
+                {
+                    "group": Count(group),
+                    "per_node": Count(per_node),
+                    "fewest": Count(int(fewest)),
+                    "devices": Count(n),
+                },
+            )
+            break
     return said
 
 

@@ -556,6 +556,29 @@ LINES: Mapping[str, Wording] = {
         "pays {overhead} ms of fixed costs; the optimizer step ({optimizer}) is "
         "{optimizer_time} ms of the compute.",
     ),
+    "partial_node": Wording(
+        N_(
+            "%(devices)s devices are not whole nodes of %(per_node)s: with ranks in order the "
+            "last node holds %(last)s, and collectives across nodes run at the network those "
+            "devices reach (%(share)s of a node's)."
+        ),
+        "{devices} devices are not whole nodes of {per_node}: with ranks in order the last "
+        "node holds {last}, and collectives across nodes run at the network those devices "
+        "reach ({share} of a node's).",
+    ),
+    "group_straddles": Wording(
+        N_(
+            "Shard groups of %(group)s devices do not fit whole in nodes of %(per_node)s: with "
+            "ranks in order, at %(devices)s devices a group has as few as %(fewest)s devices "
+            "on one node, so its all-gathers and reduce-scatters cross the network at what "
+            "those reach. A group size that divides %(per_node)s, or is a multiple of it, "
+            "keeps them inside nodes."
+        ),
+        "Shard groups of {group} devices do not fit whole in nodes of {per_node}: with ranks "
+        "in order, at {devices} devices a group has as few as {fewest} devices on one node, "
+        "so its all-gathers and reduce-scatters cross the network at what those reach; a "
+        "group size that divides {per_node}, or is a multiple of it, keeps them inside nodes.",
+    ),
     "param_dtype_held": Wording(
         N_(
             "Parameters in fp8 are what FSDP, ZeRO-3 and HSDP gather each layer in; "
@@ -899,7 +922,7 @@ held in the level and doubted (:data:`CALIBRATION_WORDS`)."""
 TERMINAL_ORDER = (
     ("transfer",),
     ("transfer_2",),
-    ("gradients", "compute", "network"),
+    ("gradients", "compute", "network", "partial_node", "group_straddles"),
     ("micro_batch_tokens",),
     ("preset_params",),
     ("mfu", "mfu_check", "baseline"),

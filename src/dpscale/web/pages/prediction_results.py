@@ -359,6 +359,8 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
         for key in (
             "transfer",
             "transfer_2",
+            "partial_node",
+            "group_straddles",
             "micro_batch_tokens",
             "preset_params",
             "mfu",
