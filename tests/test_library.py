@@ -448,7 +448,7 @@ def test_a_list_of_counts_is_held_to_the_counts_the_query_takes_not_to_a_text_le
 
 def test_more_counts_than_the_query_takes_get_the_count_limit_s_message() -> None:
     assert len(dpscale.predict(**{**PREDICT, "devices": range(1, 10_001)}).points) == 10_000
-    for devices in (list(range(1, 10_002)), range(1, 10_002), range(1, 10**7)):
+    for devices in (list(range(1, 10_002)), range(1, 10_002), range(1, 10**7), range(10**7, 0, -1)):
         with pytest.raises(dpscale.InputError) as raised:
             dpscale.predict(**{**PREDICT, "devices": devices})
         assert str(raised.value) == "devices: at most 10,000 device counts per query"

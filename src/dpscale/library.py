@@ -189,10 +189,10 @@ def _as_text(name: str, value: object) -> object:
         return value
     if name in COUNT_LISTS:
         _check_counts(name, value)
-        if name == "devices" and isinstance(value, range) and value.step == 1 and value:
+        if name == "devices" and isinstance(value, range) and abs(value.step) == 1 and value:
             # The query's own "low-high": range(1, 10**7) had been written out to be refused
             # (14 s); so its limit is told at once.
-            return f"{value.start}-{value.stop - 1}"
+            return f"{min(value)}-{max(value)}"
     if not_a_number(value):  # bytes had been a list of counts: b"64" as 54,52
         raise InputError.single(
             name,

@@ -130,6 +130,9 @@ def test_measured_recovers_a_known_overhead() -> None:
         ("8:nan", "cannot read"),
         ("1:362", "more than one device"),
         ("8:1e400", "above 0"),
+        # Pairs by semicolons: a comma inside one is refused, not read as a decimal comma
+        # (9,000 had been read as 9), and the pair is quoted as typed.
+        ("1:9,000; 8:70,000", "cannot read '1:9,000'"),
     ],
 )
 def test_bad_measured_points_name_the_field(text: str, words: str) -> None:

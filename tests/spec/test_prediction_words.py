@@ -290,9 +290,12 @@ def test_ranks_in_order_across_a_node_boundary_are_said(
     ) in partial
     straddling = " ".join(terminal(capsys, CASES["a shard group across nodes"][0]))
     assert "at 48 devices a group has as few as 2 devices on one node" in straddling
-    # Whole nodes and groups that fit them say neither.
+    # Whole nodes and groups that fit them say neither, nor does a node whose one NIC serves
+    # however few of its devices run (the PCIe server: it had said "100 % of a node's").
     aligned = said({**CASES["a shard group across nodes"][0], "shard_group_size": "4"})
     assert not {"partial_node", "group_straddles"} & set(aligned)
+    one_nic = said({**CASES["a partly filled node"][0], "hardware": "pcie-100gbe"})
+    assert "partial_node" not in one_nic
 
 
 def test_one_device_at_the_target_is_worded_for_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -724,7 +727,7 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         calibrations.append(lines(dips)["max_devices"])
     assert say_terminal(calibrations[-1]) == (
         "Largest device count that keeps efficiency >= 90 %: 8 (counts searched up to 65,536); "
-        "not every smaller count keeps it: 5 to 7 devices fall below."
+        "not every smaller count keeps it: 5 to 7 devices are the first to fall below."
     )
     # A target's answer that does not fit as stated says the change with which it fits (the
     # memory advice's, first), and one that fits with under a tenth of the device free says

@@ -157,7 +157,8 @@ class Calibration:
 
     def nic_share(self, hw: Hardware) -> float:
         """The share of a node's network the measured collective reached: its devices fill
-        nodes in order, and a last node with ``k`` of them has ``k / g`` of its NICs
+        nodes in order, and a last node with ``k`` of them reaches ``ceil(k r / g)`` of its
+        ``r`` NICs, ``k / g`` of its network with one NIC per device
         (:mod:`dpscale.model.collectives`); 1 on whole nodes, or where the nodes stated are not
         the ones the devices fill. Across nodes the measured bus bandwidth over this share is
         the node's network.

@@ -146,8 +146,6 @@ POINTS_SOURCE = "measured points"
 MEASUREMENT_NOISE = 0.01
 """Relative spread of one measured throughput from run to run (stated, not fitted)."""
 _ITEM = re.compile(r"^\s*(\d+)\s*:\s*([0-9.eE+_-]+)\s*$")
-_DECIMAL_COMMA = re.compile(r"(:\s*[+-]?\d+),(\d)")
-"""A throughput's decimal comma, where pairs are separated by semicolons."""
 
 
 def _fail(message: str, value: object = None) -> InputError:
@@ -156,17 +154,15 @@ def _fail(message: str, value: object = None) -> InputError:
 
 def parse_measured(text: str) -> list[tuple[int, float]]:
     """``(devices, total throughput)`` pairs from ``"1:362.4,8:2722"``; repeats are averaged.
-    Pairs may be separated by semicolons or lines instead, as ``dpscale fit --points`` and the
-    page take them; a comma is then a decimal comma (``"1:362,4; 8:2722"``).
+    Pairs may be separated by semicolons or lines instead, as ``dpscale fit --points`` takes
+    them; a comma inside a pair is then refused, not guessed at ("9,000" is nine thousand to
+    an English reader and nine to a German one).
 
-    >>> parse_measured("8:2722, 1:362.4,8:2730"), parse_measured("1:362,4; 8:2722")
-    ([(1, 362.4), (8, 2726.0)], [(1, 362.4), (8, 2722.0)])
+    >>> parse_measured("8:2722, 1:362.4,8:2730"), parse_measured("1:362.4; 8:2722;16:5099")
+    ([(1, 362.4), (8, 2726.0)], [(1, 362.4), (8, 2722.0), (16, 5099.0)])
     """
     text = str(text)
-    if ";" in text or "\n" in text:
-        items = [_DECIMAL_COMMA.sub(r"\1.\2", item) for item in re.split(r"[;\n]", text)]
-    else:
-        items = text.split(",")
+    items = re.split(r"[;\n]", text) if ";" in text or "\n" in text else text.split(",")
     items = [item for item in items if item.strip()]
     if not items:
         raise _fail("give device:throughput pairs such as 1:362.4,8:2722,16:5099", text)

@@ -807,11 +807,11 @@ def predict(
         measured=measured,
         compare=query.compare_strategies,
     )
-    stated = (query.per_device_throughput, query.mfu, query.achieved_tflops)
+    # A throughput typed as one (an MFU or FLOP/s is said in its own terms elsewhere).
     given = resolved.per_device_throughput
     if (
         measured is not None
-        and any(value is not None for value in stated)
+        and query.per_device_throughput is not None
         and not math.isclose(result.scenario.per_device_throughput, given, rel_tol=1e-3)
     ):
         result = replace(result, replaced_throughput=given)

@@ -94,6 +94,7 @@ from dpscale.model.collectives import (
     Topology,
     all_gather,
     all_reduce,
+    nic_share,
     placement,
     reduce_scatter,
 )
@@ -221,8 +222,10 @@ def data_parallel_step(
     (default: the strategy's) False is FSDP's ``no_sync``.
 
     Ranks fill nodes in order, and ``nics_per_node`` (0: one per device) share each node's
-    network: a node with ``k`` of a collective's devices gives it ``k / g`` of the network
-    (:mod:`~dpscale.model.collectives`). Shard groups are consecutive ranks: a group that
+    network: a node with ``k`` of a collective's devices gives it ``ceil(k r / g) / r`` of the
+    network, ``k / g`` with one NIC per device (:mod:`~dpscale.model.collectives`); the replica
+    groups crossing a node at once share what its devices reach. Shard groups are consecutive
+    ranks: a group that
     straddles a node boundary crosses the network, at the share of its fewest devices on one
     node, and the slowest group sets the step.
     """
@@ -294,18 +297,22 @@ def data_parallel_step(
         spread=placement(topo.devices, g, group),
         **links,
     )
-    # The last node's k devices hold floor(k / G) of a replica group, or one where k < G.
+    # Every replica group crosses the network at once: a node with k of the job's devices
+    # holds min(G, k) of them, which share the NICs those k devices reach evenly (k / g of
+    # the node's network where each GPU has its own NIC: q / g for the q ranks of one replica
+    # group on it; the whole of it where a node has one NIC). The node with fewest devices,
+    # the last, or a full one, sets the pace.
     last = topo.devices - g * (topo.nodes - 1)
-    inside = group < g
+
+    def replica_share(k: Any) -> Any:
+        return nic_share(k, g, nics) / np.minimum(group, k)
+
     replica_topo = Topology.build(
         devices=replicas,
         devices_per_node=together,
-        inter_bandwidth=np.asarray(inter_bandwidth, dtype=float) * together / g,
-        nics_per_node=np.where(group <= 1, nics, 0.0),
-        spread=(
-            np.where(inside, topo.nodes, replicas),
-            np.where(inside, np.minimum(together, np.maximum(1.0, np.floor(last / group))), 1.0),
-        ),
+        inter_bandwidth=np.asarray(inter_bandwidth, dtype=float)
+        * np.minimum(replica_share(g), replica_share(last)),
+        spread=(np.where(group < g, topo.nodes, replicas), together),
         **links,
     )
     ar = all_reduce(

@@ -371,7 +371,8 @@ def lines(result: PredictionResult) -> dict[str, Said]:
         )
     said.update(_optimizer_cut(sc))
     said.update(_placement(result))
-    if sc.param_dtype == "fp8" and sc.param_bytes > 1:  # a strategy that gathers no layer
+    # fp8 parameters (stated, or the gradients' dtype taken for them) where no layer is gathered
+    if (sc.param_dtype or sc.grad_dtype) == "fp8" and sc.param_bytes > 1:
         said["param_dtype_held"] = Said("param_dtype_held", {"strategy": strategy_named(result)})
     for index, taken in enumerate(result.transfers[:2]):
         said["transfer_2" if index else "transfer"] = _transfer(taken)
@@ -425,17 +426,21 @@ def _placement(result: PredictionResult) -> dict[str, Said]:
     sc, per_node = result.scenario, result.scenario.hardware.devices_per_node
     nics = sc.hardware.nics_per_node or 0
     said: dict[str, Said] = {}
-    counts = [int(n) for n in np.asarray(result.step.devices).ravel()]
+    # The counts asked and the baseline's, whose partly filled node sets every relative figure.
+    counts = sorted(
+        {*(int(n) for n in np.asarray(result.step.devices).ravel()), sc.baseline_devices}
+    )
     partial = [n for n in counts if n > per_node and n % per_node]
-    if partial:
-        last = partial[-1] - per_node * (partial[-1] // per_node)
+    last = partial[-1] - per_node * (partial[-1] // per_node) if partial else per_node
+    share = float(nic_share(last, per_node, nics))
+    if share < 1:  # a node with one NIC gives its few devices all of it
         said["partial_node"] = Said(
             "partial_node",
             {
                 "devices": Count(partial[-1]),
                 "per_node": Count(per_node),
                 "last": Count(last),
-                "share": Percentage(float(nic_share(last, per_node, nics)), 3),
+                "share": Percentage(share, 3),
             },
         )
     code = STRATEGIES.index(sc.strategy)

@@ -571,23 +571,24 @@ LINES: Mapping[str, Wording] = {
             "Shard groups of %(group)s devices do not fit whole in nodes of %(per_node)s: with "
             "ranks in order, at %(devices)s devices a group has as few as %(fewest)s devices "
             "on one node, so its all-gathers and reduce-scatters cross the network at what "
-            "those reach. A group size that divides %(per_node)s, or is a multiple of it, "
-            "keeps them inside nodes."
+            "those reach. A group size that divides %(per_node)s keeps them inside a node; a "
+            "multiple of it gives each group whole nodes' networks."
         ),
         "Shard groups of {group} devices do not fit whole in nodes of {per_node}: with ranks "
         "in order, at {devices} devices a group has as few as {fewest} devices on one node, "
         "so its all-gathers and reduce-scatters cross the network at what those reach; a "
-        "group size that divides {per_node}, or is a multiple of it, keeps them inside nodes.",
+        "group size that divides {per_node} keeps them inside a node, a multiple of it gives "
+        "each group whole nodes' networks.",
     ),
     "param_dtype_held": Wording(
         N_(
             "Parameters in fp8 are what FSDP, ZeRO-3 and HSDP gather each layer in; "
-            "%(strategy)s gathers no layer and holds its weights in 16 bits, as its memory "
-            "and its exchanges count them."
+            "%(strategy)s gathers no layer and holds its weights in 16 bits, which its memory "
+            "counts."
         ),
         "--param-dtype fp8 is what fsdp, zero3, fsdp-shard-grad-op and hsdp gather each "
-        "layer in; {strategy} gathers no layer and holds its weights in 16 bits, as its "
-        "memory and its exchanges count them.",
+        "layer in; {strategy} gathers no layer and holds its weights in 16 bits, which its "
+        "memory counts.",
     ),
     "throughput_replaced": Wording(
         N_(
@@ -603,13 +604,12 @@ LINES: Mapping[str, Wording] = {
             "The assumed %(optimizer)s step alone takes %(optimizer_time)s ms at "
             "%(bandwidth)s, more than the one-device step of %(step)s ms that the throughput "
             "gives: the step is taken to be all optimizer, with no forward or backward to hide "
-            "communication under. Choose the optimizer the job uses, or check the throughput "
-            "and the device's memory bandwidth."
+            "communication under. Check the throughput and the device's memory bandwidth."
         ),
         "The assumed {optimizer} step alone takes {optimizer_time} ms at {bandwidth}, more "
         "than the one-device step of {step} ms that the throughput gives: the step is taken "
-        "to be all optimizer, with no forward or backward to hide communication under; give "
-        "--optimizer, or check the throughput and --device-memory-bandwidth.",
+        "to be all optimizer, with no forward or backward to hide communication under; check "
+        "the throughput and --device-memory-bandwidth.",
     ),
     "calibrated": Wording(
         N_(
@@ -700,20 +700,21 @@ LINES: Mapping[str, Wording] = {
         N_(
             "%(devices)s devices is the largest count whose predicted efficiency is at or "
             "above %(target)s (counts searched up to %(limit)s), but not every smaller count "
-            "keeps it: from %(below_from)s to %(below_to)s devices it falls below."
+            "keeps it: it first falls below from %(below_from)s to %(below_to)s devices."
         ),
         "Largest device count that keeps efficiency >= {target}: {devices} (counts searched "
         "up to {limit}); not every smaller count keeps it: {below_from} to {below_to} devices "
-        "fall below.",
+        "are the first to fall below.",
     ),
     "max_devices_below_one": Wording(
         N_(
             "%(devices)s devices is the largest count whose predicted efficiency is at or "
             "above %(target)s (counts searched up to %(limit)s), but not every smaller count "
-            "keeps it: at %(below_from)s devices it falls below."
+            "keeps it: it first falls below at %(below_from)s devices."
         ),
         "Largest device count that keeps efficiency >= {target}: {devices} (counts searched "
-        "up to {limit}); not every smaller count keeps it: {below_from} devices fall below.",
+        "up to {limit}); not every smaller count keeps it: {below_from} devices are the first "
+        "to fall below.",
     ),
     "max_devices_none": Wording(
         N_("Even 2 devices fall below %(target)s."),
