@@ -201,6 +201,10 @@ def test_groups_of_64_on_racks_of_72_cross_the_network() -> None:
     (g72,) = points(**job, shard_group_size=72)
     assert g64["limited_by"] == "inter_node_bandwidth"
     assert g72["limited_by"] == "intra_node_bandwidth"
+    # The bus bandwidth reported is the limiting collective's: the straddling group's ring at
+    # 384 GB/s (it had said NVLink's 700 beside "limited by the network").
+    assert g64["bus_bandwidth_bytes_per_s"] == pytest.approx(384e9)
+    assert g72["bus_bandwidth_bytes_per_s"] == pytest.approx(700e9)
     assert g64["efficiency"] < g72["efficiency"]  # had been 48.2 % against 47.7 %
     assert g72["efficiency"] == pytest.approx(0.476795794906, rel=1e-11)  # as before
 

@@ -333,6 +333,8 @@ def band(
     # had been given no upper half: the edge was held to 1).
     alone = np.asarray(step.efficiency) * np.asarray(step.step_time) / np.asarray(step.compute_time)
     ceiling = (alone[..., :-1] / reference_row)[0]
+    # (m b / v) / step x step / compute is 1 up to rounding where compute is m b / v: 1.
+    ceiling = np.where(np.isclose(ceiling, 1.0, rtol=1e-12, atol=0.0), 1.0, ceiling)
     return Band(
         efficiency=central,
         low=np.clip(low, 0.0, central),

@@ -375,6 +375,20 @@ def data_parallel_step(
         # may run as a tree).
         algorithm=np.where(sharded & ~replica_bound, 0, ar.algorithm),
         limited_by=np.where(sharded & ~replica_bound, rs.limited_by, ar.limited_by),
-        bus_bandwidth=np.broadcast_to(np.where(multi, topo.bandwidth, 0.0), shape),
+        # The bus bandwidth of that same collective: the group's ring, the replicas', or the
+        # job's (a group of 64 across racks of 72 had been given NVLink's 700 GB/s beside
+        # "limited by the network" at 384).
+        bus_bandwidth=np.broadcast_to(
+            np.where(
+                multi,
+                np.where(
+                    sharded & ~replica_bound,
+                    group_topo.bandwidth,
+                    np.where(sharded, replica_topo.bandwidth, topo.bandwidth),
+                ),
+                0.0,
+            ),
+            shape,
+        ),
         buckets=np.broadcast_to(buckets, shape),
     )
