@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from numpy.typing import ArrayLike
 
 from dpscale.model.collectives import (
     ALGORITHMS,
@@ -15,7 +16,14 @@ from dpscale.model.collectives import (
 )
 
 
-def topo(devices: object, per_node: int = 8, intra: float = 100e9, inter: float = 10e9) -> Topology:
+def topo(
+    devices: object,
+    per_node: int = 8,
+    intra: float = 100e9,
+    inter: float = 10e9,
+    spread: tuple[ArrayLike, ArrayLike] | None = None,
+) -> Topology:
+    """Links without latency; ``spread`` as :meth:`Topology.build` takes it."""
     return Topology.build(
         devices=devices,
         devices_per_node=per_node,
@@ -23,6 +31,7 @@ def topo(devices: object, per_node: int = 8, intra: float = 100e9, inter: float 
         inter_bandwidth=inter,
         intra_latency=0.0,
         inter_latency=0.0,
+        spread=spread,
     )
 
 

@@ -29,6 +29,8 @@ from dpscale.model.presets import load_preset
 from dpscale.model.scenario import Scenario, evaluate
 from dpscale.validation import parse
 
+from .test_collectives import topo
+
 LLAMA = {"model": "llama3-8b", "grad_dtype": "bf16", "mfu": 0.4}
 
 
@@ -151,15 +153,7 @@ def test_presets_whose_nics_are_not_one_per_gpu(hardware: str, bus: list[float])
 def group_ring(job: int, per_node: int, group: int, *, intra: float, inter: float) -> Topology:
     """The topology of the slowest shard group of ``group`` ranks in a ``job`` on nodes of
     ``per_node``, latencies aside."""
-    return Topology.build(
-        devices=group,
-        devices_per_node=per_node,
-        intra_bandwidth=intra,
-        inter_bandwidth=inter,
-        intra_latency=0.0,
-        inter_latency=0.0,
-        spread=placement(job, per_node, group),
-    )
+    return topo(group, per_node, intra, inter, spread=placement(job, per_node, group))
 
 
 def test_a_calibration_on_a_partly_filled_node_is_the_nodes_network() -> None:

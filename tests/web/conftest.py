@@ -44,6 +44,16 @@ def client(live_server: LiveServer) -> Iterator[httpx.Client]:
         yield http
 
 
+LLAMA_8B_TOKENS = {
+    "model": "llama3-8b",
+    "hardware": "dgx-h100",
+    "micro_batch": "1",
+    "unit": "tokens",
+    "per_device_throughput": "9000",
+    "devices": "8,64",
+}
+"""A prediction the API and the page both answer: Llama 3 8B on DGX H100s in tokens."""
+
 CHROMIUM = Path("/usr/bin/chromium")  # from Debian (scripts/system-deps.sh); never a download
 CHROMIUM_ARGS = [
     "--headless",

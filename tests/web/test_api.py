@@ -9,6 +9,8 @@ import pytest
 
 from dpscale.cli.main import main
 
+from .conftest import LLAMA_8B_TOKENS
+
 
 def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> object:
     with pytest.raises(SystemExit) as exited:
@@ -313,14 +315,7 @@ def test_digits_other_than_full_width_ones_are_refused_as_on_the_cli(
 
 
 def test_a_superscript_in_a_list_of_counts_or_a_quantity_is_refused(client: httpx.Client) -> None:
-    job = {
-        "model": "llama3-8b",
-        "hardware": "dgx-h100",
-        "micro_batch": "1",
-        "unit": "tokens",
-        "per_device_throughput": "9000",
-        "devices": "8,64",
-    }
+    job = dict(LLAMA_8B_TOKENS)
     assert client.get("/api/v1/predict", params=job).status_code == 200
     # Full-width digits and commas, as an input method types them, read as on the page.
     assert client.get("/api/v1/predict", params={**job, "devices": "８，６４"}).json() == (

@@ -16,6 +16,8 @@ import pytest
 from dpscale.web.i18n import localizer
 from dpscale.web.typed_numbers import canonical_number, read_number
 
+from .conftest import LLAMA_8B_TOKENS
+
 NNBSP = "\u202f"
 PAGE = "data-parallel-scaling"
 
@@ -191,14 +193,7 @@ def test_digits_other_than_full_width_ones_are_refused_at_their_box(
 
 
 def test_a_superscript_in_counts_or_a_quantity_is_refused_on_the_page(client: httpx.Client) -> None:
-    job = {
-        "model": "llama3-8b",
-        "hardware": "dgx-h100",
-        "micro_batch": "1",
-        "unit": "tokens",
-        "per_device_throughput": "9000",
-        "devices": "8,64",
-    }
+    job = dict(LLAMA_8B_TOKENS)
     assert 'aria-invalid="true"' not in client.get("/en/scaling-prediction", params=job).text
     for name, typed in (("devices", "8,10²"), ("inter_node_bandwidth", "10² Gbit/s")):
         html = client.get("/en/scaling-prediction", params={**job, name: typed}).text

@@ -302,7 +302,7 @@ def data_parallel_step(
     # the node's network where each GPU has its own NIC: q / g for the q ranks of one replica
     # group on it; the whole of it where a node has one NIC). The node with fewest devices,
     # the last, or a full one, sets the pace.
-    last = topo.devices - g * (topo.nodes - 1)
+    _, last = placement(topo.devices, g)
 
     def replica_share(k: Any) -> Any:
         return nic_share(k, g, nics) / np.minimum(group, k)

@@ -431,7 +431,7 @@ def _placement(result: PredictionResult) -> dict[str, Said]:
         {*(int(n) for n in np.asarray(result.step.devices).ravel()), sc.baseline_devices}
     )
     partial = [n for n in counts if n > per_node and n % per_node]
-    last = partial[-1] - per_node * (partial[-1] // per_node) if partial else per_node
+    last = int(placement(partial[-1], per_node)[1]) if partial else per_node
     share = float(nic_share(last, per_node, nics))
     if share < 1:  # a node with one NIC gives its few devices all of it
         said["partial_node"] = Said(
