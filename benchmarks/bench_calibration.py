@@ -13,8 +13,8 @@ out and predicted from the others by
   calibrate_measured`) with the job stated as well as the model allows: parameters,
   gradient precision (the reduce dtype where stated, else the parameter dtype), micro-batch in
   samples, the per-device throughput in samples/s (tokens/s / sequence length, at the
-  smallest count), the strategy (``fsdp-shard-grad-op`` as zero2, ``zero1-within-node`` as
-  zero1, tensor parallel as the parameters divided by its degree), the optimizer, and the
+  smallest count), the strategy (``zero1-within-node`` as zero1, tensor parallel as the
+  parameters divided by its degree), the optimizer, and the
   hardware preset where the row names one (its devices per node and stated network replace
   the preset's). Series whose hardware nobody states (MaxText's TPUs) have no
   ``--measured`` prediction;
@@ -69,7 +69,7 @@ DDP_FIELDS = (
 _MEASUREMENT = {"case", "devices", "measured_throughput", "measured_efficiency", "notes"}
 STRATEGIES = {
     "fsdp": ("fsdp", 1),
-    "fsdp-shard-grad-op": ("zero2", 1),
+    "fsdp-shard-grad-op": ("fsdp-shard-grad-op", 1),
     "zero1": ("zero1", 1),
     "zero1-within-node": ("zero1", 1),
     "tp2+zero1": ("zero1", 2),

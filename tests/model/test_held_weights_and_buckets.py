@@ -93,12 +93,13 @@ def test_the_best_bucket_does_not_add_to_a_job_that_does_not_fit() -> None:
 
 def test_the_best_bucket_keeps_a_job_that_fits_fitting() -> None:
     # With activation checkpointing it holds 166.6 GiB (132.3 + 0.93 GiB of bucket + 33.3 of
-    # activations). In 238 GiB the answer is 16 GiB; in 170 GiB a 16 GiB bucket (181.7 GiB)
-    # and an 8 GiB one (173.7) would not fit, a 4 GiB one does (169.7).
+    # activations). In 238 GiB the answer is 8 GiB (95.15 %; 16 GiB: 95.08 %, its
+    # reduce-scatters' overlap lost); in 170 GiB an 8 GiB bucket (173.7 GiB) would not fit, a
+    # 4 GiB one does (169.7).
     job = {**LLAMA70_MI325X, "activation_checkpointing": True}
     roomy = predict(PredictQuery(**job)).answers  # type: ignore[arg-type]
     assert roomy is not None
-    assert roomy.best_bucket_bytes == 16 * 2**30
+    assert roomy.best_bucket_bytes == 8 * 2**30
     tight = PredictQuery(**job, device_memory="170 GiB")  # type: ignore[arg-type]
     answers = predict(tight).answers
     assert answers is not None

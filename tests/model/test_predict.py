@@ -105,19 +105,23 @@ ANSWERED = [
      "unit": "tokens", "per_device_throughput": "9000", "baseline_devices": "8",
      "param_dtype": "bf16", "grad_dtype": "bf16", "activation_checkpointing": "true",
      "devices": "1024"},
+    # ZeRO-2 gathers its parameters after the step in one collective (95.6 % at 1,024).
     {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": "zero2", "micro_batch": "1",
      "unit": "tokens", "per_device_throughput": "9000", "baseline_devices": "8",
-     "devices": "1024"},
+     "devices": "1024", "target_efficiency": "0.96"},
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("job", ANSWERED)
 def test_each_answer_is_what_a_prediction_stated_with_it_prints(job: dict[str, str]) -> None:
+    job = {"target_efficiency": "0.9", **job}
+    target = float(job["target_efficiency"])
+
     def at_most(**change: str) -> float:
         query = parse(PredictQuery, {**job, **change})
         return float(predict(query).points()[-1]["efficiency"])
 
-    answers = predict(parse(PredictQuery, {**job, "target_efficiency": "0.9"})).answers
+    answers = predict(parse(PredictQuery, job)).answers
     assert answers is not None
     assert answers.grad_accum_needed is not None
     assert answers.micro_batch_needed is not None
@@ -126,8 +130,8 @@ def test_each_answer_is_what_a_prediction_stated_with_it_prints(job: dict[str, s
         ("micro_batch", answers.micro_batch_needed),
     ):
         assert value > 1, field  # the stated job misses the target
-        assert at_most(**{field: str(value)}) >= 0.9, field
-        assert at_most(**{field: str(value - 1)}) < 0.9, field  # and the smallest that does
+        assert at_most(**{field: str(value)}) >= target, field
+        assert at_most(**{field: str(value - 1)}) < target, field  # and the smallest that does
     if answers.best_bucket_bytes is not None:
         stated = at_most(bucket_size=f"{answers.best_bucket_bytes:.0f} B")
         assert answers.best_bucket_efficiency == pytest.approx(stated, rel=1e-9)

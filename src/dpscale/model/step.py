@@ -35,7 +35,8 @@ DDP's bucketed gradients (ZeRO-1/2):
     accumulation the reduction in every micro-step where gradients are sharded, else (and
                  with FSDP's ``no_sync`` / ``set_requires_gradient_sync(False)``) only in the
                  last micro-step; the all-gathers in every micro-step
-    after step   ZeRO-1/2 all-gather the updated parameters over the group: exposed
+    after step   ZeRO-1/2 all-gather the updated parameters over the group: exposed (ZeRO-1 in
+                 buckets, ZeRO-2 as DeepSpeed does, in one collective)
 
 Both passes use :func:`exposed_after_overlap`: with a unit's collective ``a`` and its compute
 ``c``, ``k`` units expose ``a + (k - 1) max(0, a - c)``, the same whether the compute waits
@@ -334,7 +335,11 @@ def data_parallel_step(
         every = every & np.asarray(reduce_every_micro_step, dtype=bool)
     gather_fwd = np.where(gathers, ag.time, 0.0)
     gather_bwd = np.where(regathers, ag.time, 0.0)
-    after = np.where(column("gathers_after_step", code), buckets * ag.time, 0.0)
+    # After the step: in buckets, or as one collective of the whole parameters (the row's
+    # gathers_at_once: DeepSpeed's all_gather_into_tensor).
+    whole = all_gather(gathered, group_topo).time
+    after_step = np.where(column("gathers_at_once", code), whole, buckets * ag.time)
+    after = np.where(column("gathers_after_step", code), after_step, 0.0)
     synced = exposed(gather_bwd + reduction, backward)
     unsynced = np.where(regathers, exposed(gather_bwd, backward), 0.0)
     forward_exposed = np.where(gathers, exposed(gather_fwd, forward), 0.0)

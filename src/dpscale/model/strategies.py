@@ -150,6 +150,14 @@ class StrategyRow:
     ``allgather_bucket_size`` only splits it where that collective is missing). ZeRO-1 as
     DeepSpeed runs it holds the same bucket, and beside DDP a copy of every gradient
     (``copies_into_buckets``), which the row counts: never less than one bucket."""
+    gathers_at_once: bool = False
+    """Runs the after-step all-gather as one collective over the whole flat parameters, not
+    one per bucket: DeepSpeed's ZeRO-1/2 ``all_gather_dp_groups`` calls
+    ``all_gather_into_tensor_dp_groups`` wherever ``dist.has_all_gather_into_tensor()``
+    (``deepspeed/runtime/utils.py``), one ``dist.all_gather_into_tensor`` per parameter group,
+    and splits by ``allgather_bucket_size`` only where that collective is missing. PyTorch's
+    ``ZeroRedundancyOptimizer`` and InternEvo broadcast each rank's shard in turn, DDP's
+    bucket's order at scale (``bucket_values``), so ZeRO-1 keeps the buckets."""
     takes_no_sync: bool = True
     """Whether the gradients may accumulate unsharded over the micro-steps (``no_sync``).
     DeepSpeed's ZeRO-2 and ZeRO-3 partition the gradients as backward produces them and
@@ -173,7 +181,8 @@ STRATEGY_TABLE: tuple[StrategyRow, ...] = (
     StrategyRow("zero1", "all", False, False, False, True, False, False, False, True,
                 copies_into_buckets=True),
     StrategyRow("zero2", "all", False, False, True, True, False, False, True, True,
-                holds_reduce_bucket=True, takes_no_sync=False, bucket_values=5e8),
+                holds_reduce_bucket=True, gathers_at_once=True, takes_no_sync=False,
+                bucket_values=5e8),
     StrategyRow("zero3", "all", True, True, True, False, True, True, True, True,
                 takes_no_sync=False),
     StrategyRow("fsdp", "all", True, True, True, False, True, True, True, True,
