@@ -650,6 +650,21 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
          "measured": "16:23760,32:47000,64:93000", "devices": "16,512"},
     ):  # fmt: skip
         calibrations += comparison_notes(compute({**job, "compare_strategies": "true"}).result)
+    # fp8 parameters beside strategies that gather no layer: they hold 16 bits (it had been
+    # shown in their memory without a word).
+    fp8 = {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "mfu": "40",
+           "strategy": "fsdp", "param_dtype": "fp8", "devices": "64",
+           "compare_strategies": "true"}  # fmt: skip
+    (held,) = comparison_notes(compute(fp8).result)
+    assert say_terminal(held) == (
+        "--param-dtype fp8 is what fsdp, zero3, fsdp-shard-grad-op and hsdp gather each layer "
+        "in; compared beside them, ddp, zero1, zero2 gather no layer and hold their weights in "
+        "16 bits, which their memory counts."
+    )
+    assert say_page(held, localizer("ja")).startswith("fp8 のパラメータは")
+    calibrations.append(held)
+    # Stated in 16 bits, nothing is said.
+    assert comparison_notes(compute({**fp8, "param_dtype": "bf16"}).result) == []
     # From a baseline of one node, what every strategy's efficiency is relative to.
     node = {"model": "llama3-8b", "hardware": "dgx-h100", "micro_batch": "1", "unit": "tokens",
             "per_device_throughput": "9000", "baseline_devices": "8", "devices": "8,64",

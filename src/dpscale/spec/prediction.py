@@ -955,6 +955,18 @@ def comparison_notes(result: PredictionResult) -> list[Said]:
             notes.append(
                 Said("compared_without_no_sync", {"strategies": Names(synced, "strategy")})
             )
+    # fp8 parameters are gathered per layer; the compared rows that gather none hold 16 bits.
+    held = tuple(
+        dict.fromkeys(
+            other.scenario.strategy
+            for other in result.comparison
+            if not other.stated_in(result)
+            and (other.scenario.param_dtype or other.scenario.grad_dtype) == "fp8"
+            and other.scenario.param_bytes > 1
+        )
+    )
+    if held:
+        notes.append(Said("compared_param_dtype_held", {"strategies": Names(held, "strategy")}))
     for item in result.unreachable:
         words = {
             "strategy": Name(item.strategy, "strategy"),

@@ -878,6 +878,16 @@ LINES: Mapping[str, Wording] = {
         "no_sync and reduce the gradients every micro-step, keeping no unsharded gradients "
         "between them).",
     ),
+    "compared_param_dtype_held": Wording(
+        N_(
+            "Parameters in fp8 are what FSDP, ZeRO-3 and HSDP gather each layer in; compared "
+            "beside them, %(strategies)s gather no layer and hold their weights in 16 bits, "
+            "which their memory counts."
+        ),
+        "--param-dtype fp8 is what fsdp, zero3, fsdp-shard-grad-op and hsdp gather each "
+        "layer in; compared beside them, {strategies} gather no layer and hold their weights "
+        "in 16 bits, which their memory counts.",
+    ),
     "compared_unreachable": Wording(
         N_(
             "The other strategies are not compared: with %(strategy)s as stated, the "
