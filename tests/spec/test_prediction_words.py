@@ -278,6 +278,16 @@ def test_a_stated_throughput_the_points_replace_is_said(
     assert "throughput_replaced" not in said({**values, "per_device_throughput": "50"})
     without = {key: value for key, value in values.items() if key != "per_device_throughput"}
     assert "throughput_replaced" not in said(without)
+    # Points without one device fill the throughput in from the fewest (290 / 8 per device),
+    # which the calibration then replaces: nobody typed it, so nothing is "in place of" it
+    # (it had said "in place of the 36.25 samples/s stated" on every surface).
+    untyped = {**without, "measured": "8:290,16:520,32:1000"}
+    assert not any("in place of" in line for line in terminal(capsys, untyped))
+    assert not any("in place of" in line for line in page_sentences(untyped, "en"))
+    assert any(
+        "in place of the 40 samples/s stated" in line
+        for line in terminal(capsys, {**untyped, "per_device_throughput": "40"})
+    )
 
 
 def test_ranks_in_order_across_a_node_boundary_are_said(

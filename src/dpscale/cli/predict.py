@@ -44,12 +44,17 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def predict(**options: Any) -> None:
-    from dataclasses import replace
 
     from dpscale.model import predict as run_prediction
     from dpscale.model.query import PercentInputs, PredictQuery
     from dpscale.model.strategies import row
-    from dpscale.spec.measured_runs import fill_from_runs, own_job_commands, resolve, run_id_of
+    from dpscale.spec.measured_runs import (
+        fill_from_runs,
+        finished,
+        own_job_commands,
+        resolve,
+        run_id_of,
+    )
     from dpscale.spec.prediction import is_inline
     from dpscale.validation import InputError, one_line, parse
 
@@ -110,8 +115,7 @@ def predict(**options: Any) -> None:
             files=True,
             filled=filled,
         )
-        result = run_prediction(query, resolved.scenario, resolved.fit)
-        result = replace(result, transfers=resolved.transfers)
+        result = finished(run_prediction(query, resolved.scenario, resolved.fit), resolved, filled)
         if plot is not None:
             from dpscale.model.plot import save_plot
 
