@@ -615,6 +615,30 @@ def test_no_strategy_is_compared_where_the_stated_one_cannot_give_the_points(
     assert names == {"fsdp*"}
 
 
+def test_beside_a_calibration_the_stated_strategy_uncalibrated_is_given() -> None:
+    # FSDP measured on 8, 16 and 32 H100s (9,000 tokens/s per device on one node): the
+    # calibration puts 1,024 devices at 72.9 %, while the rows beside it run the stated
+    # inputs, under which FSDP itself gives 89.9 %: HSDP's 94.1 % is 4 points better than FSDP,
+    # not 21. The like-for-like figure is the stated job from that baseline, uncalibrated.
+    job = {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": "fsdp", "seq_len": 8192,
+           "micro_batch": 1, "unit": "tokens", "devices": "8,64,1024"}  # fmt: skip
+    calibrated = predict(
+        PredictQuery(**job, measured="8:72000,16:142000,32:280000", compare_strategies=True)
+    )
+    stated = predict(PredictQuery(**job, per_device_throughput=9000, baseline_devices=8))
+    alone = calibrated.uncalibrated
+    assert alone is not None
+    assert (alone.strategy, alone.devices) == ("fsdp", 1024)
+    assert alone.efficiency == pytest.approx(stated.points()[-1]["efficiency"], rel=1e-12)
+    assert alone.efficiency == pytest.approx(0.8991, abs=5e-5)
+    assert alone.calibrated_efficiency == calibrated.points()[-1]["efficiency"]
+    assert calibrated.to_dict()["stated_uncalibrated"]["efficiency"] == pytest.approx(0.8991, 1e-3)
+    # Without points, or without the comparison, there is nothing to set beside it.
+    assert predict(PredictQuery(**job, per_device_throughput=9000, baseline_devices=8,
+                                compare_strategies=True)).uncalibrated is None  # fmt: skip
+    assert predict(PredictQuery(**job, measured="8:72000,16:142000,32:280000")).uncalibrated is None
+
+
 @pytest.mark.parametrize(("strategy", "noted"), [("fsdp", True), ("hsdp", True), ("zero2", False)])
 def test_a_bucket_size_typed_for_a_strategy_without_buckets_is_said_to_do_nothing(
     capsys: pytest.CaptureFixture[str], strategy: str, noted: bool

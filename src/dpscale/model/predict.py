@@ -124,6 +124,28 @@ class LeftOut:
 
 
 @dataclass(frozen=True)
+class Uncalibrated:
+    """The stated strategy as the compared ones run, where measured points calibrated it:
+    the stated inputs with the one-device throughput the points' baseline gives, not the
+    calibration's estimates. The rows beside a calibration are compared like with like with
+    this, not with the calibrated row (HSDP had looked 21 points better than a calibrated
+    FSDP, 3 of them the strategies')."""
+
+    strategy: Strategy
+    devices: int
+    efficiency: float
+    calibrated_efficiency: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "devices": self.devices,
+            "efficiency": tidy(self.efficiency),
+            "calibrated_efficiency": tidy(self.calibrated_efficiency),
+        }
+
+
+@dataclass(frozen=True)
 class Answers:
     """What to change to reach ``target_efficiency`` at ``at_devices`` (the largest asked)."""
 
@@ -183,6 +205,8 @@ class PredictionResult:
     step measured there."""
     left_out: tuple[LeftOut, ...] = ()
     """The counts at which a compared strategy does not run (its rows leave them out)."""
+    uncalibrated: Uncalibrated | None = None
+    """Beside a calibration, the stated strategy as the compared ones run."""
     point: Any = None
     """The efficiency at each count where it is not the step model's (a calibration's fit:
     its estimates, the network share among them, act on the step the model breaks down)."""
@@ -386,6 +410,8 @@ class PredictionResult:
             payload["strategies_unreachable"] = [item.to_dict() for item in self.unreachable]
         if self.left_out:
             payload["strategies_left_out"] = [item.to_dict() for item in self.left_out]
+        if self.uncalibrated is not None:
+            payload["stated_uncalibrated"] = self.uncalibrated.to_dict()
         return payload
 
 
@@ -635,6 +661,16 @@ def predict_scenario(
             unreachable=tuple(unreachable),
         )
     job = others if others.baseline_devices > 1 else None
+    uncalibrated = None
+    if measured is not None:
+        largest = max(devices)
+        plain = predict_scenario(others, [largest], advise=False, stated_job=job)
+        uncalibrated = Uncalibrated(
+            scenario.strategy,
+            largest,
+            float(plain.points()[-1]["efficiency"]),
+            float(result.points()[-1]["efficiency"]),
+        )
     for name in compared_strategies(scenario.strategy):
         if name == scenario.strategy:
             comparison.append(replace(result, answers=None, memory_advice=None))
@@ -659,6 +695,7 @@ def predict_scenario(
         comparison=tuple(comparison),
         unreachable=tuple(unreachable),
         left_out=tuple(left_out),
+        uncalibrated=uncalibrated,
     )
 
 

@@ -955,6 +955,19 @@ def comparison_notes(result: PredictionResult) -> list[Said]:
             notes.append(
                 Said("compared_without_no_sync", {"strategies": Names(synced, "strategy")})
             )
+    alone = result.uncalibrated
+    if alone is not None:
+        notes.append(
+            Said(
+                "compared_uncalibrated",
+                {
+                    "strategy": strategy_named(result),
+                    "efficiency": Percentage(alone.efficiency),
+                    "devices": Count(alone.devices),
+                    "calibrated": Percentage(alone.calibrated_efficiency),
+                },
+            )
+        )
     # fp8 parameters are gathered per layer; the compared rows that gather none hold 16 bits.
     held = tuple(
         dict.fromkeys(

@@ -878,6 +878,18 @@ LINES: Mapping[str, Wording] = {
         "no_sync and reduce the gradients every micro-step, keeping no unsharded gradients "
         "between them).",
     ),
+    "compared_uncalibrated": Wording(
+        N_(
+            "Only %(strategy)s is calibrated by the measured points; the others run the "
+            "stated inputs from the same baseline. So stated, without the calibration, "
+            "%(strategy)s gives %(efficiency)s at %(devices)s devices (calibrated: "
+            "%(calibrated)s): compare the other strategies with that."
+        ),
+        "Only {strategy} is calibrated by the measured points; the others run the stated "
+        "inputs from the same baseline. So stated, without the calibration, {strategy} gives "
+        "{efficiency} at {devices} devices (calibrated: {calibrated}): compare the other "
+        "strategies with that.",
+    ),
     "compared_param_dtype_held": Wording(
         N_(
             "Parameters in fp8 are what FSDP, ZeRO-3 and HSDP gather each layer in; compared "
