@@ -184,17 +184,29 @@ def test_usl_peak_reported_with_interval() -> None:
 
 
 def test_efficiency_relative_to_one_device_or_the_fewest_measured() -> None:
+    # Relative to the fit there, which is not the measured value: both are said (100 measured
+    # on one device had read "one device (measured)" beside 100 % for the fit's 123.3).
     one = fit(FitQuery(points="1,100\n2,190\n4,360"))
     assert one.baseline.devices == 1
-    assert one.baseline.said() == Said("baseline_one")
-    assert fit_json(one)["baseline"]["description"] == "one device (measured)"
+    assert one.baseline.said().code == "baseline_one"
+    fitted = one.baseline.throughput
+    assert fitted == pytest.approx(100.4, abs=0.05)
+    assert fit_json(one)["baseline"]["description"] == (
+        f"the fit at one device, {fitted:.4g} samples/s (100 samples/s measured)"
+    )
+    assert one.predictions[0].efficiency == pytest.approx(1.0)
     eight = fit(FitQuery(points="8,800\n16,1500\n32,2800", at="8,64"))
     assert eight.baseline.devices == 8
-    assert eight.baseline.said() == Said("baseline_fewest", {"devices": Count(8)})
+    assert eight.baseline.said().ctx["devices"] == Count(8)
     assert fit_json(eight)["baseline"]["description"] == (
-        "8 devices, the fewest measured (one device was not measured)"
+        f"the fit at 8 devices, the fewest measured, {eight.baseline.throughput:.4g} samples/s "
+        "(800 samples/s measured; one device was not measured)"
     )
     assert eight.predictions[0].efficiency == pytest.approx(1.0)
+    linear = fit(FitQuery(points="1:100,2:250,4:600", at="64"))
+    assert fit_json(linear)["baseline"]["description"] == (
+        "the fit at one device, 123.3 samples/s (100 samples/s measured)"
+    )
 
 
 def test_two_points_fit_exactly_with_a_wide_honest_interval() -> None:
@@ -528,3 +540,10 @@ def test_a_loss_the_points_put_at_zero_is_zero(model: str) -> None:
     assert losses
     assert all(value == 0.0 for value in losses.values())
     assert parameters[rate]["value"] == pytest.approx(100.0)
+
+
+def test_a_model_on_the_edge_of_the_interval_is_not_said_to_be_outside_it() -> None:
+    # Superlinear points fit as linear scaling: Amdahl's curve is the interval's top at 512
+    # devices to 1e-10 (63,135.0291 against 63,135.0291), and had been "outside" it.
+    result = fit(FitQuery(points="1:100,2:250,4:600", at="64,512"))
+    assert "disagree" not in [note.code for note in result.notes]

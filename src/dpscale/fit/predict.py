@@ -247,7 +247,11 @@ def _disagreement(
         value = float(other.throughput([target.devices])[0])
         if any(math.isclose(value, seen, rel_tol=1e-4) for seen in named):
             continue  # the same curve again (USL with no contention is Amdahl): said once
-        if not target.throughput_low <= value <= target.throughput_high:
+        # Within rounding of an edge is inside: Amdahl on points that scale linearly sits on
+        # the interval's top (63,135.0291 against 63,135.0291, "outside" it had said).
+        low, high = target.throughput_low, target.throughput_high
+        on_edge = math.isclose(value, low, rel_tol=1e-6) or math.isclose(value, high, rel_tol=1e-6)
+        if not (low <= value <= high or on_edge):
             named.append(value)
             weight = weights.get(other.model.name)
             shown = (

@@ -14,7 +14,7 @@ from dpscale.calculators._result import Result, tidy
 from dpscale.fit.fitting import ModelFit
 from dpscale.fit.intervals import LEVEL, t_quantile
 from dpscale.fit.selection import Selection
-from dpscale.said import Count, Said
+from dpscale.said import Amount, Count, Said
 
 __all__ = ["Baseline", "FitResult", "Prediction", "Target"]
 
@@ -46,10 +46,14 @@ class Baseline(Result):
 
     def said(self) -> Said:
         """What it is, as the caption of the predictions says it: ``baseline_one`` (one
-        device, measured) or ``baseline_fewest`` (the fewest devices measured)."""
+        device, measured) or ``baseline_fewest`` (the fewest devices measured), each with
+        the fitted throughput there, which efficiency divides by, and the measured one (100
+        samples/s measured on one device had read "relative to one device (measured)" where
+        the fit's 123.3 gave "100 %" at 64 devices and 7,892 samples/s)."""
+        there = {"fitted": Amount(self.throughput), "measured": Amount(self.measured_throughput)}
         if self.devices == 1:
-            return Said("baseline_one")
-        return Said("baseline_fewest", {"devices": Count(self.devices)})
+            return Said("baseline_one", there)
+        return Said("baseline_fewest", {"devices": Count(self.devices), **there})
 
 
 @dataclass(frozen=True)

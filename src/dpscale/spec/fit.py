@@ -613,10 +613,17 @@ SAID: Mapping[str, Wording] = {
     ),
     "not_identifiable": Wording(N_("cannot be fitted to these points"), "{detail}"),
     # What efficiency is relative to (FitResult.baseline).
-    "baseline_one": Wording(N_("one device"), "one device (measured)"),
+    "baseline_one": Wording(
+        N_("the fit at one device, %(fitted)s (%(measured)s measured)"),
+        "the fit at one device, {fitted} ({measured} measured)",
+    ),
     "baseline_fewest": Wording(
-        N_("%(devices)s devices, the fewest measured"),
-        "{devices:,} devices, the fewest measured (one device was not measured)",
+        N_(
+            "the fit at %(devices)s devices, the fewest measured, %(fitted)s "
+            "(%(measured)s measured)"
+        ),
+        "the fit at {devices:,} devices, the fewest measured, {fitted} ({measured} measured; one "
+        "device was not measured)",
     ),
     # The notes (FitResult.notes).
     **CALIBRATION_WORDS,
