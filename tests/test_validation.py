@@ -1,5 +1,6 @@
 """Rules read from input models and reported in one shape."""
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -244,3 +245,14 @@ def test_the_value_is_quoted_as_typed_not_as_a_validator_read_it(typed: str, quo
     assert caught.value.issues[0].sentence("--efficiency") == (
         f"--efficiency must be a number from 0 to 100 (got {quoted})"
     )
+
+
+@pytest.mark.parametrize("typed", ["-0", "-0.0", "-0e5", -0.0])
+def test_negative_zero_is_zero(typed: object) -> None:
+    # "-0" for the jitter had come back as "wait_time_s": -0.0 in the prediction's JSON.
+    from dpscale.model.query import PredictQuery
+
+    query = parse(PredictQuery, {"params": "1e9", "per_device_throughput": "10", "micro_batch": 1,
+                                 "jitter": typed})  # fmt: skip
+    assert query.jitter == 0.0
+    assert math.copysign(1.0, query.jitter) == 1.0

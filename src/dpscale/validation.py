@@ -615,7 +615,16 @@ def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
                 )
         if tiny:
             raise InputError(tiny)
-        return parsed
+        # -0 is 0: "-0" typed for the jitter had come back as "wait_time_s": -0.0 in the JSON
+        # and "-0" in the page's share link.
+        signed = {
+            name: 0.0
+            for name in numeric
+            if isinstance(value := getattr(parsed, name, None), float)
+            and value == 0
+            and math.copysign(1.0, value) < 0
+        }
+        return parsed.model_copy(update=signed) if signed else parsed
     # Quoted as typed: pydantic holds what a validator made of it ("90%%" read as "90%").
     raise InputError(_merged(err.issues, refused, data))
 
