@@ -143,6 +143,11 @@ CASES = {
     ),
     # The points ran one device at 50 samples/s: the stated 40 is not used, and is said not to
     # be (it had been dropped without a word).
+    # An all-reduce algorithm where none runs: it had changed nothing without a word.
+    "algorithm without an all-reduce": (
+        {**README, "strategy": "fsdp", "algorithm": "tree"},
+        {"algorithm_unused": "algorithm_unused"},
+    ),
     "measured beside a stated throughput": (
         {**README, "measured": "1:50,8:290,16:520"},
         {"throughput_replaced": "throughput_replaced"},

@@ -371,6 +371,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
         )
     said.update(_optimizer_cut(sc))
     said.update(_placement(result))
+    said.update(_algorithm_unused(result))
     # fp8 parameters (stated, or the gradients' dtype taken for them) where no layer is gathered
     if (sc.param_dtype or sc.grad_dtype) == "fp8" and sc.param_bytes > 1:
         said["param_dtype_held"] = Said("param_dtype_held", {"strategy": strategy_named(result)})
@@ -412,6 +413,26 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     if result.answers is not None:
         said.update(_answers(result))
     return said
+
+
+def _algorithm_unused(result: PredictionResult) -> dict[str, Said]:
+    """A stated all-reduce algorithm where the job runs no all-reduce: a sharded strategy
+    over all its devices at every count asked only all-gathers and reduce-scatters, in rings
+    (``--algorithm tree`` with FSDP had printed ring's figures, "latency, ring", without a
+    word; HSDP's replicas and DDP all-reduce, and take it)."""
+    from dpscale.model.strategies import STRATEGIES, group_size
+
+    sc = result.scenario
+    if sc.algorithm == "auto" or sc.strategy == "ddp":
+        return {}
+    counts = np.asarray(result.step.devices, dtype=float)
+    groups = group_size(
+        STRATEGIES.index(sc.strategy), counts, sc.hardware.devices_per_node, sc.shard_group_size
+    )
+    if np.any(groups < counts):
+        return {}
+    words = {"algorithm": Name(sc.algorithm, "algorithm"), "strategy": strategy_named(result)}
+    return {"algorithm_unused": Said("algorithm_unused", words)}
 
 
 def _placement(result: PredictionResult) -> dict[str, Said]:

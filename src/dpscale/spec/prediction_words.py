@@ -580,6 +580,16 @@ LINES: Mapping[str, Wording] = {
         "group size that divides {per_node} keeps them inside a node, a multiple of it gives "
         "each group whole nodes' networks.",
     ),
+    "algorithm_unused": Wording(
+        N_(
+            "The all-reduce algorithm (%(algorithm)s) changes nothing here: %(strategy)s "
+            "shards over all its devices at every count, so it runs no all-reduce, only "
+            "all-gathers and reduce-scatters, which go in rings."
+        ),
+        "--algorithm {algorithm} changes nothing here: {strategy} shards over all its devices "
+        "at every count, so it runs no all-reduce, only all-gathers and reduce-scatters, which "
+        "go in rings.",
+    ),
     "param_dtype_held": Wording(
         N_(
             "Parameters in fp8 are what FSDP, ZeRO-3 and HSDP gather each layer in; "
@@ -945,7 +955,7 @@ held in the level and doubted (:data:`CALIBRATION_WORDS`)."""
 TERMINAL_ORDER = (
     ("transfer",),
     ("transfer_2",),
-    ("gradients", "compute", "network", "partial_node", "group_straddles"),
+    ("gradients", "compute", "network", "partial_node", "group_straddles", "algorithm_unused"),
     ("micro_batch_tokens",),
     ("preset_params",),
     ("mfu", "mfu_check", "baseline"),

@@ -21,6 +21,7 @@ from dpscale.said import (
 )
 from dpscale.spec.fit import MODEL_TITLES
 from dpscale.spec.prediction import (
+    ALGORITHM_NAMES,
     BAND_INPUT_NAMES,
     OPTIMIZER_NAMES,
     RUN_FIELD_NAMES,
@@ -36,6 +37,7 @@ __all__ = ["NAMES", "say", "write"]
 NAMES: Mapping[str, Mapping[str, str]] = {
     "model": MODEL_TITLES,
     "strategy": STRATEGY_NAMES,
+    "algorithm": ALGORITHM_NAMES,
     "transport": TRANSPORT_NAMES,
     "optimizer": OPTIMIZER_NAMES,
     "band_input": BAND_INPUT_NAMES,

@@ -361,6 +361,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "transfer_2",
             "partial_node",
             "group_straddles",
+            "algorithm_unused",
             "micro_batch_tokens",
             "preset_params",
             "mfu",
