@@ -545,3 +545,26 @@ def test_digits_other_than_full_width_ones_are_refused_by_the_library_too() -> N
             f"devices must be a whole number from 1 to 10,000,000 (got {typed})"
         )
     assert dpscale.calc(devices="６４", throughput="２０００", efficiency="９０％").devices == 64
+
+
+def test_predict_takes_the_nics_per_node_as_the_cli_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 12 devices on nodes of 8: the last node's 4 reach half the network with a NIC each, all
+    # of it through the node's one NIC.
+    job = {**PREDICT, "devices": [8, 12, 16]}
+    default, one = dpscale.predict(**job), dpscale.predict(**job, nics_per_node=1)
+    assert one.to_dict() == _cli_json(
+        capsys, *PREDICT_CLI, "--devices", "8,12,16", "--nics-per-node", "1"
+    )
+    assert one.to_dict()["hardware"]["nics_per_node"] == 1
+    assert default.to_dict()["hardware"]["nics_per_node"] == 8  # dgx-a100: one per GPU
+    e_default, e_one = ([p.efficiency for p in r.points] for r in (default, one))
+    assert e_default[1] < e_one[1]
+    assert (e_default[0], e_default[2]) == (e_one[0], e_one[2])  # whole nodes: no change
+    eight = dpscale.predict(**job, nics_per_node=8.0).to_dict()  # a whole float is a count
+    assert eight["points"] == default.to_dict()["points"]
+    for bad in (0, 1.5, "abc", 4096):
+        with pytest.raises(dpscale.InputError) as raised:
+            dpscale.predict(**job, nics_per_node=bad)
+        assert "nics_per_node must be a whole number from 1 to 1,024" in str(raised.value)

@@ -357,3 +357,46 @@ def test_every_missing_input_is_named_at_once_as_the_cli_names_them(
         "inter_node_bandwidth",
         "per_device_throughput",
     ]
+
+
+@pytest.mark.parametrize("typed", ["0", "-1", "1.5", "abc", "1025", "99999999999999999999"])
+def test_nics_per_node_out_of_range_is_named_with_its_range(
+    client: httpx.Client, typed: str
+) -> None:
+    job = {**LLAMA_8B_TOKENS, "devices": "8,12"}
+    got = client.get("/api/v1/predict", params={**job, "nics_per_node": typed})
+    assert got.status_code == 422
+    assert got.json()["detail"] == [
+        {
+            "field": "nics_per_node",
+            "code": "invalid",
+            "message": f"nics_per_node must be a whole number from 1 to 1,024 (got {typed})",
+        }
+    ]
+
+
+def test_nics_per_node_is_a_parameter_of_the_prediction(
+    client: httpx.Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # DGX H100 has a NIC per GPU: at 12 devices (8 + 4) the last node's 4 reach half its
+    # network; stated as one NIC a node, all of it. AWS p5's 32 EFA cards may be stated too.
+    job = {**LLAMA_8B_TOKENS, "devices": "8,12,16"}
+    default = client.get("/api/v1/predict", params=job).json()
+    one = client.get("/api/v1/predict", params={**job, "nics_per_node": "1"})
+    assert one.status_code == 200
+    cli = ["predict", *(f"--{k.replace('_', '-')}={v}" for k, v in job.items())]
+    assert one.json() == cli_json(capsys, *cli, "--nics-per-node", "1")
+    assert (default["hardware"]["nics_per_node"], one.json()["hardware"]["nics_per_node"]) == (8, 1)
+    e_default, e_one = ([p["efficiency"] for p in r["points"]] for r in (default, one.json()))
+    assert e_default[1] < e_one[1]
+    assert e_default[2] == e_one[2]
+    many = client.get("/api/v1/predict", params={**job, "nics_per_node": "32"})
+    assert many.status_code == 200
+    spec = client.get("/api/openapi.json").json()
+    parameter = next(
+        p
+        for p in spec["paths"]["/api/v1/scaling-prediction"]["get"]["parameters"]
+        if p["name"] == "nics_per_node"
+    )
+    assert parameter["schema"] == {"type": "integer", "minimum": 1, "maximum": 1024}
+    assert parameter["description"].startswith("NICs per node. Network cards")

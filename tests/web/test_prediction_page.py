@@ -488,6 +488,13 @@ def test_calibration_from_a_stored_run(client: httpx.Client, live_server: LiveSe
             "&devices_per_node=4&transport=tcp",
             "NVIDIA DGX A100 with 8x A100 SXM4, except: Devices per node and Network transport",
         ),
+        # One NIC per GPU, stated, is the preset's; so is one per GPU on nodes of another size.
+        ("&nics_per_node=8", "NVIDIA DGX A100 with 8x A100 SXM4"),
+        (
+            "&devices_per_node=4&nics_per_node=4",
+            "NVIDIA DGX A100 with 8x A100 SXM4, except: Devices per node",
+        ),
+        ("&nics_per_node=1", "NVIDIA DGX A100 with 8x A100 SXM4, except: NICs per node"),
     ],
 )
 def test_the_hardware_is_named_by_what_differs_from_its_preset(
@@ -1112,3 +1119,42 @@ def test_the_headline_divides_one_devices_step_where_compute_is_not_it(
     assert found, said
     one, step, shown = (float(text.replace(",", "")) for text in found.groups())
     assert round(one / step * 100, 2) == shown
+
+
+def _report(html: str) -> dict[str, str]:
+    """The printed report's inputs, label to value."""
+    return dict(re.findall(r'<th scope="row">([^<]*)</th><td>([^<]*)</td>', html))
+
+
+def test_nics_per_node_on_the_page_the_share_link_and_the_api(client: httpx.Client) -> None:
+    # 12 devices on nodes of 8: the last node's 4 reach half the network with a NIC each, all
+    # of it through the node's one NIC.
+    job = f"{DEFAULTS.replace('devices=1..256', 'devices=8,12,16')}&nics_per_node=1"
+    html = client.get(f"/en/scaling-prediction?{job}").text
+    box = re.search(r'<input id="in-nics_per_node" name="nics_per_node"[^>]*>', html)
+    assert box is not None
+    assert 'value="1"' in box.group(0)
+    share = re.search(r'value="([^"]*)" data-share-url', html)
+    assert share is not None
+    link = unescape(share.group(1))
+    assert "&nics_per_node=1" in link
+    # The link opens the same prediction, the box still holding the count.
+    again = client.get(link[link.index("/en/scaling-prediction") :]).text
+    assert re.search(r'name="nics_per_node"[^>]*value="1"', again)
+    assert table(again) == table(html)
+    fragment = client.get(f"/fragment/en/scaling-prediction?{job}")
+    assert "nics_per_node=1" in fragment.json()["query"]
+    # The printed report lists the count used: one per device where the box is empty.
+    assert _report(again)["NICs per node"] == "1"
+    assert _report(client.get(f"/en/scaling-prediction?{DEFAULTS}").text)["NICs per node"] == "8"
+    # The API's JSON is the CLI's: the 12-device point crosses at the whole network.
+    given = dict(pair.split("=", 1) for pair in job.replace("+", " ").split("&"))
+    got = client.get(API, params=given)
+    assert got.status_code == 200
+    assert got.json()["hardware"]["nics_per_node"] == 1
+    bus = {p["devices"]: p["bus_bandwidth_bytes_per_s"] for p in got.json()["points"]}
+    assert bus[12] == bus[16]
+    html = client.get(f"/de/scaling-prediction?{DEFAULTS}&nics_per_node=0").text
+    assert field_error(html, "nics_per_node") == (
+        "Geben Sie eine ganze Zahl von 1 bis 1.024 ein. Ihre Eingabe: 0"
+    )

@@ -370,6 +370,7 @@ class PredictionResult:
                 {
                     "name": hw.name,
                     "devices_per_node": hw.devices_per_node,
+                    "nics_per_node": hw.nics_per_node or hw.devices_per_node,
                     "intra_node_bandwidth_bytes_per_s": hw.intra_bandwidth,
                     "intra_node_latency_s": hw.intra_latency,
                     "inter_node_bandwidth_bytes_per_s": hw.inter_bandwidth,

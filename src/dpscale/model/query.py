@@ -113,6 +113,9 @@ MAX_OVERHEAD = 3600.0
 MAX_MEMORY = 1e15
 """Bytes: a petabyte per device is far beyond any device built."""
 MAX_MEASURED_TEXT = 4000
+MAX_NICS_PER_NODE = 1024
+"""NICs one node's network is the sum of: bounded apart from the devices, which it may exceed
+(AWS p5: 32 EFA interfaces for 8 GPUs); 1,024 is far beyond any node built."""
 
 NEEDS_PRESET = "needs_preset"
 """The code of a hardware input left out without a preset to fill it."""
@@ -259,6 +262,13 @@ class PredictQuery(InputModel):
         default=None, max_length=40, description="Hardware preset name (dgx-h100, ...)."
     )
     devices_per_node: int | None = Field(default=None, ge=1, le=1024, description="Per node.")
+    nics_per_node: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_NICS_PER_NODE,
+        description="Network cards inter_node_bandwidth is the sum of (none: the preset's, "
+        "else one per device).",
+    )
     intra_node_bandwidth: str | None = Field(
         default=None,
         max_length=40,
@@ -551,6 +561,7 @@ class PredictQuery(InputModel):
             )
         chosen: dict[str, Any] = {
             "devices_per_node": self.devices_per_node,
+            "nics_per_node": self.nics_per_node,
             "intra_bandwidth": values.get("intra_node_bandwidth"),
             "inter_bandwidth": values.get("inter_node_bandwidth"),
             "transport": self.transport,

@@ -420,6 +420,22 @@ PREDICTION = Prediction(
             preset=True,
         ),
         Input(
+            name="nics_per_node",
+            model=QUERY,
+            terminal_help="Network cards (NICs) --inter-node-bandwidth is the sum of "
+            "(default: the preset's, else one per device); k of a node's g devices reach the "
+            "ceil(k x NICs / g) local to them.",
+            metavar="INT",
+            label=N_("NICs per node"),
+            help=N_(
+                "Network cards the node's bandwidth is shared among; a node the job fills only "
+                "partly reaches those local to its devices. Empty: the preset's, or one per "
+                "device."
+            ),
+            kind="integer",
+            preset=True,
+        ),
+        Input(
             name="transport",
             model=QUERY,
             terminal_help="Network transport: %(choices)s.",

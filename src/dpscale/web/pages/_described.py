@@ -46,6 +46,7 @@ COUNTERS = {
     "devices": N_("counter: devices"),
     "baseline_devices": N_("counter: devices"),
     "devices_per_node": N_("counter: devices"),
+    "nics_per_node": N_("counter: NICs"),
     "shard_group_size": N_("counter: devices"),
     "grad_accum": N_("counter: steps"),
     "throughput_grad_accum": N_("counter: steps"),

@@ -153,6 +153,7 @@ def effective(prediction: Prediction) -> dict[str, str]:
         "devices_per_node": hw.devices_per_node,
         "intra_node_bandwidth": format_bandwidth(hw.intra_bandwidth),
         "inter_node_bandwidth": format_bandwidth(hw.inter_bandwidth),
+        "nics_per_node": hw.nics_per_node or hw.devices_per_node,
         "intra_node_latency": format_duration(hw.intra_latency),
         "inter_node_latency": format_duration(hw.inter_latency),
         "transport": hw.transport,

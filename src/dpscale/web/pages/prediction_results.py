@@ -390,11 +390,21 @@ _HARDWARE_FIELDS = (
     ("devices_per_node", N_("Devices per node")),
     ("intra_bandwidth", N_("Intra-node bandwidth")),
     ("inter_bandwidth", N_("Network bandwidth per node")),
+    ("nics_per_node", N_("NICs per node")),
     ("transport", N_("Network transport")),
     ("intra_latency", N_("Intra-node latency per hop")),
     ("inter_latency", N_("Network latency per hop")),
 )
 """The preset's values a query may replace, each with its field's label."""
+
+
+def _value(hw: Hardware, attribute: str, per_node: int) -> object:
+    """``hw``'s ``attribute``, its NICs counted one per device of ``per_node`` where it states
+    none: 8 NICs stated for a DGX H100 are its own, and one per device stays so on nodes of
+    another size."""
+    if attribute == "nics_per_node":
+        return hw.nics_per_node or per_node
+    return getattr(hw, attribute)
 
 
 def _same(a: object, b: object) -> bool:
@@ -414,7 +424,10 @@ def _hardware_name(hw: Hardware, loc: Localizer) -> str:
     differ = [
         loc.gettext(label)
         for attribute, label in _HARDWARE_FIELDS
-        if not _same(getattr(hw, attribute), getattr(shipped.hardware, attribute))
+        if not _same(
+            _value(hw, attribute, hw.devices_per_node),
+            _value(shipped.hardware, attribute, hw.devices_per_node),
+        )
     ]
     if not differ:
         return title
