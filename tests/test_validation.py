@@ -256,3 +256,20 @@ def test_negative_zero_is_zero(typed: object) -> None:
                                  "jitter": typed})  # fmt: skip
     assert query.jitter == 0.0
     assert math.copysign(1.0, query.jitter) == 1.0
+
+
+@pytest.mark.parametrize(("typed", "read"), [("1e3", 1000), ("6.4e1", 64), ("64", 64)])
+def test_a_whole_number_with_an_exponent_is_a_count(typed: str, read: int) -> None:
+    # "--devices 1e3" was a count for predict and "must be a whole number (got 1e3)" for calc.
+    from dpscale.calculators.scaling import ScalingQuery
+
+    inputs = parse(ScalingQuery, {"devices": typed, "throughput": "2000", "efficiency": "90"})
+    assert inputs.devices == read
+
+
+@pytest.mark.parametrize("typed", ["1.5e0", "1e400", "1e-3"])
+def test_an_exponent_that_is_no_whole_number_is_refused_by_name(typed: str) -> None:
+    from dpscale.calculators.scaling import ScalingQuery
+
+    with pytest.raises(InputError, match=r"^devices must be a whole number from 1 to 10,000,000"):
+        parse(ScalingQuery, {"devices": typed, "throughput": "2000", "efficiency": "90"})

@@ -695,12 +695,33 @@ def _screened(
                     f"to 9 ({digit!r} is none of them), like 1,16,128",
                 )
                 value = _REFUSED
+            elif name in numeric and rule_of(model, name).integer:
+                value = _whole(value)
         elif name in numeric and not_a_number(value):
             shown = value.item() if getattr(value, "ndim", None) == 0 else value  # numpy's
             refused[name] = FieldIssue(field=name, rule=rule_of(model, name), value=shown)
             value = _REFUSED
         values[name] = value
     return values, refused
+
+
+_EXPONENT = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d{1,3}\s*$")
+
+
+def _whole(text: str) -> str:
+    """A whole number written with an exponent, in digits (a count field reads "1e3" as
+    1,000, as ``--devices 1e3`` did where the calculator's ``--devices`` had said "must be a
+    whole number (got 1e3)"); any other text as it is, for the field's own rule.
+
+    >>> _whole("1e3"), _whole("6.4e1"), _whole("1.5e0"), _whole("64"), _whole("1e400")
+    ('1000', '64', '1.5e0', '64', '1e400')
+    """
+    if not _EXPONENT.match(text):
+        return text
+    value = float(text)
+    if not math.isfinite(value) or not value.is_integer() or abs(value) > 2**53:
+        return text
+    return str(int(value))
 
 
 @functools.cache

@@ -181,8 +181,8 @@ def test_points_faster_than_the_stated_job_are_named_at_the_points(
     told = (
         "at 128 devices the measured step takes 128 ms, but the stated job's communication and "
         "waits alone take 3.27 s: check the strategy, the shard group size, the bandwidths, "
-        "the parameters and the throughput's unit, or fit the points without the job's facts "
-        "(dpscale fit)"
+        "the parameters, the layers and the throughput's unit, or fit the points without the "
+        "job's facts (dpscale fit)"
     )
     for command, option in (("fit", "--points"), ("predict", "--measured")):
         with pytest.raises(SystemExit) as exited:

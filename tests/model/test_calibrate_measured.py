@@ -390,8 +390,8 @@ def test_points_faster_than_the_stated_communication_are_told_not_fitted_negativ
     assert issue.sentence("--measured") == (
         "--measured: at 128 devices the measured step takes 128 ms, but the stated job's "
         "communication and waits alone take 3.27 s: check the strategy, the shard group size, "
-        "the bandwidths, the parameters and the throughput's unit, or fit the points without "
-        "the job's facts (dpscale fit)"
+        "the bandwidths, the parameters, the layers and the throughput's unit, or fit the points "
+        "without the job's facts (dpscale fit)"
     )
 
 
@@ -439,7 +439,7 @@ def test_a_fit_that_passes_below_the_point_says_what_refuses_it() -> None:
     assert issue.sentence("--measured") == (
         "--measured: at 2 devices the measured step takes 97.9 ms, but no single-device step "
         "fits these points with the stated job: fitted to them, it would be below zero: check "
-        "the strategy, the shard group size, the bandwidths, the parameters and the "
+        "the strategy, the shard group size, the bandwidths, the parameters, the layers and the "
         "throughput's unit, or fit the points without the job's facts (dpscale fit)"
     )
 

@@ -501,8 +501,8 @@ def test_a_baseline_throughput_no_one_device_throughput_gives_is_told() -> None:
     assert issue.sentence("--per-device-throughput") == (
         "--per-device-throughput: at 8 devices the measured step takes 1e-06 ns, but the stated "
         "job's communication and waits alone take 1.7 s: check that the throughput is one "
-        "device's, the strategy, the shard group size, the bandwidths, the parameters and the "
-        "throughput's unit"
+        "device's, the strategy, the shard group size, the bandwidths, the parameters, the layers "
+        "and the throughput's unit"
     )
     # A measurement the job can give is solved as before.
     assert predict(query.model_copy(update={"per_device_throughput": 0.5})).points

@@ -877,7 +877,7 @@ def test_a_baseline_throughput_the_job_cannot_give_is_a_field_error_not_a_500(
     assert field_error(html, "per_device_throughput") == (
         "At 8 devices the measured step takes 0.000001 ns, but the stated job's communication and "
         "waits alone take 1.7 s. Check that the throughput is one device's, the strategy, the "
-        "shard group size, the bandwidths, the parameters and the throughput's unit."
+        "shard group size, the bandwidths, the parameters, the layers and the throughput's unit."
     )
 
 
@@ -954,8 +954,8 @@ def test_a_fit_below_the_point_is_refused_in_words_without_a_false_but(
     assert unescape(field_error(html, "measured")) == (
         "At 2 devices the measured step takes 97.9 ms, but no single-device step fits these "
         "points with the stated job: fitted to them, it would be below zero. Check the "
-        "strategy, the shard group size, the bandwidths, the parameters and the throughput's "
-        "unit, or fit the points without the job's facts."
+        "strategy, the shard group size, the bandwidths, the parameters, the layers and the "
+        "throughput's unit, or fit the points without the job's facts."
     )
     ja = unescape(field_error(client.get("/ja/scaling-prediction", params=query).text, "measured"))
     assert "指定のジョブではこれらの点に合う 1 台のステップがありません" in ja

@@ -558,12 +558,13 @@ def faster_than_stated(
         # A one-node baseline's total typed as one device's is a step 8 times too short.
         cause = (
             ": check that the throughput is one device's, the strategy, the shard group size, "
-            "the bandwidths, the parameters and the throughput's unit"
+            "the bandwidths, the parameters, the layers and the throughput's unit"
         )
     elif flat is None:  # points: the scaling-law fit takes them as they are
         cause = (
-            ": check the strategy, the shard group size, the bandwidths, the parameters and the "
-            "throughput's unit, or fit the points without the job's facts (dpscale fit)"
+            ": check the strategy, the shard group size, the bandwidths, the parameters, the "
+            "layers and the throughput's unit, or fit the points without the job's facts "
+            "(dpscale fit)"
         )
     else:
         low, high, low_total, high_total = (

@@ -231,12 +231,12 @@ def faster_than_stated(issue: FieldIssue, loc: Localizer) -> str:
     if issue.field == "per_device_throughput":
         return f"{said} " + loc.gettext(
             "Check that the throughput is one device's, the strategy, the shard group size, the "
-            "bandwidths, the parameters and the throughput's unit."
+            "bandwidths, the parameters, the layers and the throughput's unit."
         )
     # Points: the scaling-law fit (the fit page without the job's facts) takes them as they are.
     return f"{said} " + loc.gettext(
-        "Check the strategy, the shard group size, the bandwidths, the parameters and the "
-        "throughput's unit, or fit the points without the job's facts."
+        "Check the strategy, the shard group size, the bandwidths, the parameters, the layers "
+        "and the throughput's unit, or fit the points without the job's facts."
     )
 
 
