@@ -19,6 +19,7 @@ its allowed range in the same words (the web translates them from the same parts
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import enum
 import functools
 import math
@@ -65,6 +66,7 @@ __all__ = [
     "pattern_said",
     "percent_text",
     "rule_of",
+    "whole_digits",
 ]
 
 MISSING = "missing"
@@ -616,7 +618,7 @@ def parse(model: type[ModelT], data: Mapping[str, Any]) -> ModelT:
         if tiny:
             raise InputError(tiny)
         # -0 is 0: "-0" typed for the jitter had come back as "wait_time_s": -0.0 in the JSON
-        # and "-0" in the page's share link.
+        # (quantities such as "-0 ms" are read elsewhere; the JSON's tidy() makes any -0.0 0).
         signed = {
             name: 0.0
             for name in numeric
@@ -696,7 +698,7 @@ def _screened(
                 )
                 value = _REFUSED
             elif name in numeric and rule_of(model, name).integer:
-                value = _whole(value)
+                value = whole_digits(value)
         elif name in numeric and not_a_number(value):
             shown = value.item() if getattr(value, "ndim", None) == 0 else value  # numpy's
             refused[name] = FieldIssue(field=name, rule=rule_of(model, name), value=shown)
@@ -708,18 +710,21 @@ def _screened(
 _EXPONENT = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d{1,3}\s*$")
 
 
-def _whole(text: str) -> str:
+def whole_digits(text: str) -> str:
     """A whole number written with an exponent, in digits (a count field reads "1e3" as
-    1,000, as ``--devices 1e3`` did where the calculator's ``--devices`` had said "must be a
-    whole number (got 1e3)"); any other text as it is, for the field's own rule.
+    1,000, where the calculator's ``--devices`` had said "must be a whole number (got 1e3)");
+    any other text as it is, for the field's own rule. Read exactly: 1.0000000000000001e1 is
+    no whole number, though it is 10 as a float.
 
-    >>> _whole("1e3"), _whole("6.4e1"), _whole("1.5e0"), _whole("64"), _whole("1e400")
-    ('1000', '64', '1.5e0', '64', '1e400')
+    >>> whole_digits("1e3"), whole_digits("6.4e1"), whole_digits("1.5e0"), whole_digits("64")
+    ('1000', '64', '1.5e0', '64')
+    >>> whole_digits("1e400"), whole_digits("1.0000000000000001e1")
+    ('1e400', '1.0000000000000001e1')
     """
     if not _EXPONENT.match(text):
         return text
-    value = float(text)
-    if not math.isfinite(value) or not value.is_integer() or abs(value) > 2**53:
+    value = decimal.Decimal(text.strip())
+    if value != value.to_integral_value() or abs(value) > 2**53:
         return text
     return str(int(value))
 

@@ -637,6 +637,9 @@ def test_beside_a_calibration_the_stated_strategy_uncalibrated_is_given() -> Non
     assert predict(PredictQuery(**job, per_device_throughput=9000, baseline_devices=8,
                                 compare_strategies=True)).uncalibrated is None  # fmt: skip
     assert predict(PredictQuery(**job, measured="8:72000,16:142000,32:280000")).uncalibrated is None
+    # At or below the baseline both are 100 %: nothing to say.
+    at_base = {**job, "devices": "8", "measured": "8:72000,16:142000,32:280000"}
+    assert predict(PredictQuery(**at_base, compare_strategies=True)).uncalibrated is None
 
 
 @pytest.mark.parametrize(("strategy", "noted"), [("fsdp", True), ("hsdp", True), ("zero2", False)])

@@ -295,6 +295,16 @@ def test_a_stated_throughput_the_points_replace_is_said(
     )
 
 
+def test_an_algorithm_beside_compared_strategies_is_not_said_to_change_nothing() -> None:
+    # The compared DDP rows all-reduce and take it (at 1,024 devices DDP's row is 27 % in
+    # rings and 84 % in trees), so "changes nothing here" would be false there.
+    job = {"model": "llama3-8b", "hardware": "dgx-h100", "strategy": "fsdp", "micro_batch": "1",
+           "unit": "tokens", "per_device_throughput": "9000", "devices": "64,1024",
+           "algorithm": "tree"}  # fmt: skip
+    assert "algorithm_unused" in said(job)
+    assert "algorithm_unused" not in said({**job, "compare_strategies": "true"})
+
+
 def test_ranks_in_order_across_a_node_boundary_are_said(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -36,6 +36,7 @@ def _round_array(values: Any) -> list[Any]:
     out[up] = np.round(floats[up] * scale_up) / scale_up
     scale_down = 10.0 ** (-shift[down])
     out[down] = np.round(floats[down] / scale_down) * scale_down
+    out += 0.0  # -0.0 is 0.0
     result: list[Any] = out.tolist()
     for index in np.flatnonzero(nonzero & ~bulk):
         result[index] = float(f"{float(floats[index]):.{_SIGNIFICANT}g}")
@@ -48,8 +49,8 @@ def tidy(value: Any) -> Any:
     Inputs are never that precise, and 115200.00000000001 only hides the answer.
 
     >>> import numpy as np
-    >>> tidy(115200.00000000001), tidy(np.array([0.30000000000000004]))
-    (115200.0, [0.3])
+    >>> tidy(115200.00000000001), tidy(np.array([0.30000000000000004, -0.0])), tidy(-0.0)
+    (115200.0, [0.3, 0.0], 0.0)
     """
     # A numpy value exists only where numpy was imported; scalar results never import it.
     np = sys.modules.get("numpy")
@@ -60,7 +61,7 @@ def tidy(value: Any) -> Any:
     if np is not None and isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float):
-        return float(f"{value:.12g}")
+        return float(f"{value:.12g}") + 0.0  # -0.0 is 0.0: "step_overhead_s": -0.0 from "-0ms"
     if isinstance(value, list | tuple):
         return [tidy(item) for item in value]
     return value

@@ -663,8 +663,8 @@ def predict_scenario(
         )
     job = others if others.baseline_devices > 1 else None
     uncalibrated = None
-    if measured is not None:
-        largest = max(devices)
+    largest = max(devices)
+    if measured is not None and largest > others.baseline_devices:  # else both are 100 %
         plain = predict_scenario(others, [largest], advise=False, stated_job=job)
         uncalibrated = Uncalibrated(
             scenario.strategy,

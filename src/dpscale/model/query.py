@@ -74,6 +74,7 @@ from dpscale.validation import (
     Percent,
     TargetFraction,
     TargetPercent,
+    whole_digits,
 )
 
 __all__ = [
@@ -158,7 +159,7 @@ def parse_devices(text: str) -> list[int]:
     """Sorted distinct device counts from ``"1,16,128"``, ``"1-512"`` or ``"1..512"``."""
     counts: set[int] = set()
     for item in str(text).split(","):
-        match = _ITEM.match(item)
+        match = _ITEM.match(whole_digits(item))  # 1e3 is 1,000 here too
         if not match:
             raise _devices_error(
                 f"cannot read {item.strip()!r}: write counts like 1,16,128 or ranges 1-512 "

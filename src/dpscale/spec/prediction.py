@@ -423,8 +423,8 @@ def _algorithm_unused(result: PredictionResult) -> dict[str, Said]:
     from dpscale.model.strategies import STRATEGIES, group_size
 
     sc = result.scenario
-    if sc.algorithm == "auto" or sc.strategy == "ddp":
-        return {}
+    if sc.algorithm == "auto" or sc.strategy == "ddp" or result.comparison:
+        return {}  # the compared DDP rows all-reduce, and take it
     counts = np.asarray(result.step.devices, dtype=float)
     groups = group_size(
         STRATEGIES.index(sc.strategy), counts, sc.hardware.devices_per_node, sc.shard_group_size
