@@ -400,3 +400,36 @@ def test_a_calibrated_estimate_on_its_bound_reaches_off_it_and_a_measured_rate_h
     assert rate["value"] == 329.0
     assert rate["low"] == pytest.approx(322.5, abs=0.1)
     assert rate["high"] == pytest.approx(335.7, abs=0.1)
+
+
+# What predict takes that the fit does not: the throughput and the counts are the points',
+# the rest predict's alone (its finer hardware and model inputs, its questions).
+NOT_FIT_FACTS = {
+    "achieved_tflops", "algorithm", "backward_fraction", "baseline_devices",
+    "compare_strategies", "device_memory", "device_memory_bandwidth", "devices",
+    "devices_per_node", "flops_per_sample", "fusion_cycle", "hidden_size", "inter_node_latency",
+    "intra_node_latency", "jitter", "measured", "mfu", "model", "overlap", "overlap_slowdown",
+    "per_device_throughput", "step_overhead", "target_efficiency", "throughput_grad_accum",
+    "unit",
+}  # fmt: skip
+
+
+def test_every_input_of_predict_is_a_fact_of_the_fit_or_left_out_on_purpose(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # --nics-per-node had come to predict alone: fit --nics-per-node was "No such option" and
+    # the two commands gave 986 and 1,032 samples/s at 12 devices from the same points.
+    from dpscale.fit.physics import FACTS
+    from dpscale.model.query import PredictQuery
+
+    assert set(PredictQuery.model_fields) - set(FACTS) == NOT_FIT_FACTS
+    job = ["--params", "1e9", "--micro-batch", "8", "--grad-dtype", "bf16",
+           "--devices-per-node", "8", "--intra-node-bandwidth", "100GB/s",
+           "--inter-node-bandwidth", "100Gbit/s", "--nics-per-node", "1"]  # fmt: skip
+    points = "4:400,8:780,12:1000,16:1350,24:1900"
+    fitted = _json(capsys, "fit", "--points", points, "--at", "12", *job)
+    predicted = _json(capsys, "predict", "--measured", points, "--devices", "12", *job)
+    assert fitted["predictions"][0]["throughput"] == pytest.approx(
+        predicted["points"][0]["actual_throughput"], rel=1e-9
+    )
+    assert fitted["predictions"][0]["throughput"] == pytest.approx(1031.9, abs=0.05)

@@ -474,8 +474,8 @@ def test_points_faster_than_the_stated_job_are_told_at_the_points(client: httpx.
     assert unescape(error_at(page, "points")) == (
         "Bei 128 Geräten dauert der gemessene Schritt 128 ms, aber allein die Kommunikation und "
         "die Wartezeiten des angegebenen Jobs dauern 3,27 s. Prüfen Sie die Strategie, die "
-        "Shard-Gruppengröße, die Bandbreiten, die Parameter und die Einheit des Durchsatzes, "
-        "oder passen Sie die Punkte ohne die Angaben zum Job an."
+        "Shard-Gruppengröße, die Bandbreiten, die Parameter, die Schichten und die Einheit des "
+        "Durchsatzes, oder passen Sie die Punkte ohne die Angaben zum Job an."
     )
     api = client.get("/api/v1/scaling-fit", params={"points": "128,1000\n256,1990", **job})
     assert api.status_code == 422

@@ -66,6 +66,7 @@ FACTS = (
     "hardware",
     "intra_node_bandwidth",
     "inter_node_bandwidth",
+    "nics_per_node",
     "transport",
     "optimizer",
     "strategy",

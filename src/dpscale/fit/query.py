@@ -102,6 +102,9 @@ class FitQuery(InputModel):
     inter_node_bandwidth: Annotated[
         Annotated[str, *_RULES["inter_node_bandwidth"]] | None, _ABOUT["inter_node_bandwidth"]
     ] = None
+    nics_per_node: Annotated[
+        Annotated[int, *_RULES["nics_per_node"]] | None, _ABOUT["nics_per_node"]
+    ] = None
     transport: Annotated[Transport | None, _ABOUT["transport"]] = None
     optimizer: Annotated[Optimizer | None, _ABOUT["optimizer"]] = None
     strategy: Annotated[Strategy | None, _ABOUT["strategy"]] = None

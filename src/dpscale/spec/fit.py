@@ -287,6 +287,7 @@ FIT_INPUTS: tuple[Input, ...] = (
     ),
     _fact("intra_node_bandwidth"),
     _fact("inter_node_bandwidth"),
+    _fact("nics_per_node"),
     _fact("transport"),
     _fact("optimizer"),
     _fact("strategy", choices=(("", "-"), *_prediction("strategy").choices)),
