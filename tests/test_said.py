@@ -137,5 +137,6 @@ def test_the_page_names_every_table_a_name_can_name() -> None:
         "band_input",
         "run_field",  # what a stored run of another job states (spec.measured_runs)
         "run_use",  # and what of it the prediction uses
+        "algorithm",  # a stated all-reduce algorithm where none runs
     }
     assert say(ASSUMED, WORDS, localizer("ja")) == "仮定：Adam"
