@@ -123,14 +123,17 @@ class Calibration:
         across nodes, the collectives of its step that cross them
         (:func:`dpscale.model.strategies.network_collective_weights`: HSDP's all-reduce
         across replicas, not the all-gathers inside each node)."""
-        if self._nodes(scenario.hardware.devices_per_node) == 1:
-            return self.for_strategy(scenario.strategy)
+        return self.for_job(
+            scenario.strategy, scenario.shard_group_size, scenario.hardware.devices_per_node
+        )
+
+    def for_job(self, strategy: str, shard_group_size: int, devices_per_node: int) -> Calibration:
+        """:meth:`for_scenario` for a job stated by its strategy, shard group (0: the
+        strategy's own) and devices per node."""
+        if self._nodes(devices_per_node) == 1:
+            return self.for_strategy(strategy)
         return self._weighted(
-            network_collective_weights(
-                scenario.strategy,
-                scenario.shard_group_size,
-                scenario.hardware.devices_per_node,
-            )
+            network_collective_weights(strategy, shard_group_size, devices_per_node)
         )
 
     def _nodes(self, devices_per_node: int) -> int:

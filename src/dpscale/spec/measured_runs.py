@@ -119,7 +119,7 @@ def fill_from_runs(
             )
             name = "inter_node_bandwidth" if nodes > 1 else "intra_node_bandwidth"
             if out.get(name) is None:
-                out[name] = format_bandwidth(cal.bus_bandwidth)
+                out[name] = format_bandwidth(_for_job(cal, out, nodes).bus_bandwidth)
                 filled.add(name)
         if calibrate is None:
             cal = None  # a --measured run's network is resolve()'s to take or leave
@@ -129,6 +129,23 @@ def fill_from_runs(
             out["per_device_throughput"] = one
             filled.add("per_device_throughput")
     return Filled(out, frozenset(filled), cal)
+
+
+def _for_job(cal: Calibration, values: Mapping[str, Any], nodes: int) -> Calibration:
+    """``cal`` of the collectives the stated job runs (:meth:`Calibration.for_job`): an FSDP
+    run's all-gathers and reduce-scatters, not the all-reduce it also measured (the same job
+    from its own run had taken the all-reduce's 1.24 GB/s where its collectives ran at 0.498).
+    A strategy or group that is not one yet is the query's to refuse: ``cal`` as it is."""
+    from dpscale.model.strategies import STRATEGIES
+
+    strategy = values.get("strategy") or "ddp"
+    group = values.get("shard_group_size") or 0
+    per_node = values.get("devices_per_node")
+    if strategy not in STRATEGIES or not isinstance(group, int):
+        return cal
+    return cal.for_job(
+        strategy, group, per_node if isinstance(per_node, int) else cal.devices // nodes or 1
+    )
 
 
 def _one_device(measured: str, run_id: str | None, *, files: bool) -> float | None:
