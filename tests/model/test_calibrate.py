@@ -219,7 +219,8 @@ def test_a_sharded_strategy_is_calibrated_with_the_collectives_it_runs() -> None
     assert fsdp.op == "all_gather/reduce_scatter"
     assert fsdp.bus_bandwidth == pytest.approx(3 / (2 / 1.2e9 + 1 / 0.5e9))
     assert fsdp.latency_s == pytest.approx((2 * 60e-6 + 90e-6) / 3)
-    assert (fsdp.devices, fsdp.samples, fsdp.latency_resolved) == (2, 4, True)
+    # Two sizes, each collective at both ("from 4 sizes" had counted them twice).
+    assert (fsdp.devices, fsdp.samples, fsdp.latency_resolved) == (2, 2, True)
     for ddp in (measured, measured.for_strategy("ddp"), fsdp.for_strategy("ddp")):
         assert (ddp.op, ddp.bus_bandwidth) == ("all_reduce", pytest.approx(1.5e9))
     # Applied, the scenario's strategy chooses (the strategies compared side by side too).

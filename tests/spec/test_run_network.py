@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from dpscale.spec.measured_runs import fill_from_runs
 from dpscale.store.runs import save_run
 
@@ -67,3 +69,58 @@ def test_a_stored_fsdp_run_fills_its_all_gathers_bandwidth_not_its_all_reduces(
     ddp = fill_from_runs({**job, "strategy": "ddp"}, calibrate=None,
                          measured=f"run:{run_id}", files=False)  # fmt: skip
     assert ddp.values["intra_node_bandwidth"] == "1.25 GB/s"
+
+
+def _collectives_only(url: str) -> str:
+    """dpscale measure --no-training: collectives on 3 ranks, and the config's default model,
+    which never ran."""
+    save_run(
+        {
+            "run_id": "net-only",
+            "backend": "gloo",
+            "partial": False,
+            "environment": {"hosts": ["box"]},
+            "config": {
+                "training": False,
+                "model_params": 4_000_000,
+                "layers": 4,
+                "micro_batch": 32,
+                "grad_accum": 1,
+                "precision": "fp32",
+                "strategy": "ddp",
+            },
+            "results": [],
+            "collectives": [{**_collective("all_reduce", size), "devices": 3} for size in SIZES],
+        },
+        url=url,
+    )
+    return "net-only"
+
+
+def test_a_run_of_collectives_only_states_no_job(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its config's 4M model had been taken for the job it measured: a 4M query was refused
+    # ("got no points"), an 8M one took its network, and a 1M one was told "Run ... measured a
+    # 4M-parameter model".
+    from dpscale.cli.main import main
+    from dpscale.model.transfer import run_job
+    from dpscale.store.runs import get_run
+
+    run_id = _collectives_only(sqlite_url)
+    assert not run_job(get_run(run_id, url=sqlite_url)).trained
+    job = ["--params", "4M", "--micro-batch", "32", "--per-device-throughput", "100",
+           "--devices-per-node", "3", "--inter-node-bandwidth", "10Gbit/s",
+           "--devices", "3,6"]  # fmt: skip
+    with pytest.raises(SystemExit) as done:
+        main(["predict", *job, "--measured", f"run:{run_id}"])
+    out = capsys.readouterr().out
+    assert done.value.code in (0, None)
+    assert (
+        "Run net-only measured collectives only; this training query takes only its network "
+        "bandwidth and latency." in out
+    )
+    without = [item for item in job if item not in ("--per-device-throughput", "100")]
+    with pytest.raises(SystemExit):
+        main(["predict", *without, "--measured", f"run:{run_id}"])
+    assert "for the run's own job: none, it timed collectives only" in capsys.readouterr().err

@@ -154,7 +154,9 @@ class Calibration:
             op="/".join(weights),
             bus_bandwidth=1.0 / per_byte,
             latency_s=sum(fit.latency_s * weight for fit, weight in chosen) / total,
-            samples=sum(fit.samples for fit, _ in chosen),
+            # Sizes measured, each collective at the same ones ("from 2 sizes" had said 2 for
+            # FSDP's all-gather and reduce-scatter at one size).
+            samples=max(fit.samples for fit, _ in chosen),
             latency_resolved=all(fit.latency_resolved for fit, _ in chosen),
         )
 

@@ -153,6 +153,9 @@ class RunJob:
     """The per-device throughput at its fewest devices (one node of an imported log)."""
     device: str | None = None
     """What the run ran on: ``"CPU"``, a GPU model (``"H100"``), or None (not stated)."""
+    trained: bool = True
+    """Whether it ran training steps: ``dpscale measure --no-training`` times collectives
+    only, and its config's model is the default that never ran."""
 
 
 _GPU_MODEL = re.compile(r"(GB200|B200|B100|H200|H100|H800|A100|A800|V100|MI3\d\dX?)", re.I)
@@ -195,6 +198,9 @@ def run_job(run: Mapping[str, Any]) -> RunJob:
     config = run.get("config") if isinstance(run.get("config"), Mapping) else {}
     assert isinstance(config, Mapping)
     rows = _rows(run)
+    if config.get("training") is False or not rows:
+        # Collectives only: no job of its own (its config's model never ran), the network.
+        return RunJob(device=_run_device(run), trained=False)
     first = rows[0] if rows else {}
     params = _number(config.get("model_params"))
     precision = config.get("precision")
@@ -257,6 +263,8 @@ def _throughput(value: float, unit: str) -> str:
 def differences(job: RunJob, sc: Scenario, *, typed_throughput: bool) -> tuple[Difference, ...]:
     """Each fact the run states that is not the query's (module docstring)."""
     found: list[Difference] = []
+    if not job.trained:
+        found.append(Difference("training", "collectives only", "training"))
     if job.params is not None and abs(job.params - sc.params) > SAME_PARAMS * sc.params:
         found.append(
             Difference(

@@ -67,6 +67,8 @@ def own_job_commands(run_id: str) -> str:
         config = None
     if isinstance(config, Mapping) and config.get("strategy") == "script":
         return fit
+    if isinstance(config, Mapping) and config.get("training") is False:
+        return "none, it timed collectives only"  # both commands refuse it
     return f"dpscale runs show {run_id} --predict, or {fit}"
 
 

@@ -51,6 +51,7 @@ RUN_FIELD_NAMES = {
     "unit": N_("throughput unit"),
     "throughput": N_("per-device throughput"),
     "hardware": N_("hardware"),
+    "training": N_("training (the run timed collectives only)"),
 }
 """What a stored run's job may differ in from the query's (:mod:`dpscale.model.transfer`)."""
 
