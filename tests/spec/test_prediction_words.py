@@ -950,6 +950,19 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "Sharded: 8,030,000,000 parameters, fsdp in groups of one device: no layer is gathered "
         "or reduce-scattered."
     )
+    # Custom hardware without the device's memory: how to give it ("of ?" had ended the line).
+    custom = {"params": "2M", "strategy": "fsdp", "micro_batch": "32", "layers": "4",
+              "devices_per_node": "2", "intra_node_bandwidth": "1GB/s",
+              "inter_node_bandwidth": "10Gbit/s", "per_device_throughput": "100",
+              "devices": "1,4"}  # fmt: skip
+    unknown = lines(compute(custom).result)["memory"]
+    assert say_terminal(unknown) == (
+        "Memory per device at 4 devices: 13.4 MiB (model states 7.63 MiB, communication buffers "
+        "5.72 MiB, activations -); the device's own memory is not stated (--hardware or "
+        "--device-memory gives it)."
+    )
+    calibrations += [unknown, lines(compute({**custom, "devices": "1"}).result)["memory"]]
+    assert calibrations[-1].code == "memory_unknown_one"
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):

@@ -689,7 +689,9 @@ def _sharded(result: PredictionResult, last: dict[str, Any]) -> dict[str, Said]:
             "activations": "-" if activations is None else Quantity(activations, "bytes"),
             "capacity": "?" if capacity is None else Quantity(capacity, "bytes"),
         }
-        said["memory"] = Said(_at("memory", last["devices"]), words)
+        # Without the device's memory the line says how to give it ("of ?" had ended it).
+        stated = "memory" if capacity is not None else "memory_unknown"
+        said["memory"] = Said(_at(stated, last["devices"]), words)
         if capacity is not None and last.get("fits") is True:
             spare = capacity - last["memory_per_device_bytes"]
             if spare < TIGHT * capacity:

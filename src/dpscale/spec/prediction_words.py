@@ -329,6 +329,26 @@ LINES: Mapping[str, Wording] = {
         "Memory per device at {devices} devices: {total} (model states {states}, "
         "communication buffers {gathered}, activations {activations}) of {capacity}.",
     ),
+    "memory_unknown": Wording(
+        N_(
+            "Memory per device at %(devices)s devices: %(total)s (model states %(states)s, "
+            "communication buffers %(gathered)s, activations %(activations)s); the device's "
+            "own memory is not stated (a hardware preset or the device memory gives it)."
+        ),
+        "Memory per device at {devices} devices: {total} (model states {states}, "
+        "communication buffers {gathered}, activations {activations}); the device's own "
+        "memory is not stated (--hardware or --device-memory gives it).",
+    ),
+    "memory_unknown_one": Wording(
+        N_(
+            "Memory per device at %(devices)s device: %(total)s (model states %(states)s, "
+            "communication buffers %(gathered)s, activations %(activations)s); the device's "
+            "own memory is not stated (a hardware preset or the device memory gives it)."
+        ),
+        "Memory per device at {devices} device: {total} (model states {states}, "
+        "communication buffers {gathered}, activations {activations}); the device's own "
+        "memory is not stated (--hardware or --device-memory gives it).",
+    ),
     # Each "at N devices" has its words for one device, "at 1 device" ("_one": _at).
     "memory_one": Wording(
         N_(
