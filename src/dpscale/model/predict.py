@@ -129,7 +129,7 @@ class Uncalibrated:
     the stated inputs with the one-device throughput the points' baseline gives, not the
     calibration's estimates. The rows beside a calibration are compared like with like with
     this, not with the calibrated row (HSDP had looked 21 points better than a calibrated
-    FSDP, 3 of them the strategies')."""
+    FSDP, 4 of them the strategies')."""
 
     strategy: Strategy
     devices: int

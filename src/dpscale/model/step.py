@@ -336,10 +336,11 @@ def data_parallel_step(
     gather_fwd = np.where(gathers, ag.time, 0.0)
     gather_bwd = np.where(regathers, ag.time, 0.0)
     # After the step: in buckets, or as one collective of the whole parameters (the row's
-    # gathers_at_once: DeepSpeed's all_gather_into_tensor).
-    whole = all_gather(gathered, group_topo).time
-    after_step = np.where(column("gathers_at_once", code), whole, buckets * ag.time)
-    after = np.where(column("gathers_after_step", code), after_step, 0.0)
+    # gathers_at_once: DeepSpeed's all_gather_into_tensor), worked out only where a row has it.
+    after_step = column("gathers_after_step", code)
+    at_once = after_step & column("gathers_at_once", code)
+    whole = all_gather(gathered, group_topo).time if np.any(at_once) else 0.0
+    after = np.where(at_once, whole, np.where(after_step, buckets * ag.time, 0.0))
     synced = exposed(gather_bwd + reduction, backward)
     unsynced = np.where(regathers, exposed(gather_bwd, backward), 0.0)
     forward_exposed = np.where(gathers, exposed(gather_fwd, forward), 0.0)

@@ -372,8 +372,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     said.update(_optimizer_cut(sc))
     said.update(_placement(result))
     said.update(_algorithm_unused(result))
-    # fp8 parameters (stated, or the gradients' dtype taken for them) where no layer is gathered
-    if (sc.param_dtype or sc.grad_dtype) == "fp8" and sc.param_bytes > 1:
+    if _holds_16_bit(sc):
         said["param_dtype_held"] = Said("param_dtype_held", {"strategy": strategy_named(result)})
     for index, taken in enumerate(result.transfers[:2]):
         said["transfer_2" if index else "transfer"] = _transfer(taken)
@@ -413,6 +412,12 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     if result.answers is not None:
         said.update(_answers(result))
     return said
+
+
+def _holds_16_bit(sc: Scenario) -> bool:
+    """Whether fp8 parameters (stated, or the gradients' dtype taken for them) are held in 16
+    bits: a strategy that gathers no layer keeps its weights so (:attr:`Scenario.param_bytes`)."""
+    return (sc.param_dtype or sc.grad_dtype) == "fp8" and sc.param_bytes > 1
 
 
 def _algorithm_unused(result: PredictionResult) -> dict[str, Said]:
@@ -991,14 +996,11 @@ def comparison_notes(result: PredictionResult) -> list[Said]:
                 },
             )
         )
-    # fp8 parameters are gathered per layer; the compared rows that gather none hold 16 bits.
     held = tuple(
         dict.fromkeys(
             other.scenario.strategy
             for other in result.comparison
-            if not other.stated_in(result)
-            and (other.scenario.param_dtype or other.scenario.grad_dtype) == "fp8"
-            and other.scenario.param_bytes > 1
+            if not other.stated_in(result) and _holds_16_bit(other.scenario)
         )
     )
     if held:
