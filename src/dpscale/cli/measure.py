@@ -254,7 +254,11 @@ def measure(
         total = len(measurement_plan(config, planned))
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
         try:
-            payload = _run_with_progress(run, config, total, keep_logs=keep_logs)
+            payload = _with_progress(
+                lambda on_event: run(config, on_event=on_event, keep_logs=keep_logs),
+                total,
+                _progress_handler,
+            )
         finally:
             signal.signal(signal.SIGTERM, previous)
     except InputError as err:
@@ -445,7 +449,7 @@ def _measure_script(
 
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        payload = _script_with_progress(run, len(sizes))
+        payload = _with_progress(run, len(sizes), _script_progress_handler)
     except InputError as err:
         fail("; ".join(issue.sentence(_label(issue.field, OPTION_NAMES)) for issue in err.issues))
     except RendezvousRefusedError as err:
@@ -475,40 +479,19 @@ def _measure_script(
         fail(refused)
 
 
-def _script_with_progress(run: Any, total: int) -> dict[str, Any]:
-    """The script's run, with a progress bar on a terminal (world size and steps seen)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+def _script_progress_handler(progress: Any, task: Any) -> Any:
+    """The bar's handler for a script's run: world size and steps seen."""
 
-    from dpscale.terminal import console as terminal
+    def handle(event: dict[str, Any]) -> None:
+        size = event["world_size"]
+        if event["type"] == "launch":
+            progress.update(task, description=f"starting world size {size}")
+        elif event["type"] == "status":
+            progress.update(task, description=f"world size {size}: step {event['steps']}")
+        elif event["type"] == "measurement":
+            progress.advance(task)
 
-    console = terminal(stderr=True)
-    if not console.is_terminal:
-        result: dict[str, Any] = run(None)
-        return result
-    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn())
-    with Progress(
-        *columns, MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True
-    ) as progress:
-        task = progress.add_task("starting", total=total)
-
-        def handle(event: dict[str, Any]) -> None:
-            size = event["world_size"]
-            if event["type"] == "launch":
-                progress.update(task, description=f"starting world size {size}")
-            elif event["type"] == "status":
-                progress.update(task, description=f"world size {size}: step {event['steps']}")
-            elif event["type"] == "measurement":
-                progress.advance(task)
-
-        result = run(handle)
-    return result
+    return handle
 
 
 def _label(field: str, names: dict[str, str]) -> str:
@@ -688,7 +671,9 @@ def _print_note(note: dict[str, Any], *, as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-def _run_with_progress(run: Any, config: Any, total: int, *, keep_logs: bool) -> dict[str, Any]:
+def _with_progress(run: Any, total: int, handler: Any) -> dict[str, Any]:
+    """``run(on_event)`` with a progress bar of ``total`` measurements on a terminal, the
+    bar's events handled by ``handler(progress, task)``; ``run(None)`` elsewhere."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -702,14 +687,14 @@ def _run_with_progress(run: Any, config: Any, total: int, *, keep_logs: bool) ->
 
     console = terminal(stderr=True)
     if not console.is_terminal:
-        result: dict[str, Any] = run(config, keep_logs=keep_logs)
+        result: dict[str, Any] = run(None)
         return result
     columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn())
     with Progress(
         *columns, MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True
     ) as progress:
         task = progress.add_task("starting", total=total)
-        result = run(config, on_event=_progress_handler(progress, task), keep_logs=keep_logs)
+        result = run(handler(progress, task))
     return result
 
 
