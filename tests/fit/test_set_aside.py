@@ -160,3 +160,25 @@ def test_a_crashed_run_leaves_the_verdict_of_the_others(
     assert result.predictions[0].throughput == pytest.approx(
         without.predictions[0].throughput, rel=0.02
     )
+
+
+FALL = "1:1000,64:6000,128:3500"
+
+
+@pytest.mark.parametrize("points", [FALL, FALL + ",128:3500", "1:1000,32:9000,64:6000,128:3500"])
+def test_a_fall_no_model_could_be_tested_on_is_no_bad_run(points: str) -> None:
+    """6,000 samples/s at 64 devices, 3,500 at 128: the comm model, which cannot fall, took
+    the fall for a bad run against the assumed noise alone (the others, without it, were two
+    counts for its two parameters), down-weighted it to 0.04 and predicted 22,669 at 256.
+    Written twice, the 128 point made it down-weight the 64 point instead (7,032)."""
+    result = fit(FitQuery(points=points, at="256"))
+    assert result.selection.flag is None
+    (prediction,) = result.predictions
+    assert prediction.throughput == pytest.approx(1840, rel=0.03)
+    assert prediction.throughput_high < 3500
+
+
+def test_a_point_measured_twice_is_still_tested_by_its_repeat() -> None:
+    result = fit(FitQuery(points="8:100,8:10000,16:200", at="32"))
+    assert result.selection.flag is not None
+    assert result.selection.flag.throughput == 10000
