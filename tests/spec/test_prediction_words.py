@@ -963,6 +963,20 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     )
     calibrations += [unknown, lines(compute({**custom, "devices": "1"}).result)["memory"]]
     assert calibrations[-1].code == "memory_unknown_one"
+    # FSDP above 100 % from an MFU on one device: the optimizer step it splits, said (111 % at
+    # 8 devices had been printed without a word).
+    split = {"model": "llama3-8b", "hardware": "dgx-a100", "strategy": "fsdp",
+             "param_dtype": "bf16", "grad_dtype": "bf16", "micro_batch": "1", "seq_len": "2048",
+             "mfu": "45", "devices": "1,8,16,64"}  # fmt: skip
+    calibrations.append(lines(compute(split).result)["optimizer_split"])
+    assert say_terminal(calibrations[-1]) == (
+        "Efficiency passes 100 % (111 % at 8 devices): fsdp splits the optimizer step (assumed "
+        "adam) over the devices it shards over, 20.66 ms each there against 165.2 ms in the "
+        "baseline's step. Published efficiencies start from a count that is sharded already: "
+        "give yours with --baseline-devices."
+    )
+    assert "optimizer_split" not in lines(compute({**split, "baseline_devices": "8"}).result)
+    assert "optimizer_split" not in lines(compute({**split, "strategy": "ddp"}).result)
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):

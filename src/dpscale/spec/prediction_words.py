@@ -577,6 +577,19 @@ LINES: Mapping[str, Wording] = {
         "pays {overhead} ms of fixed costs; the optimizer step ({optimizer}) is "
         "{optimizer_time} ms of the compute.",
     ),
+    "optimizer_split": Wording(
+        N_(
+            "Efficiency passes 100 %% (%(efficiency)s at %(devices)s devices): %(strategy)s "
+            "splits the optimizer step (%(optimizer)s) over the devices it shards over, "
+            "%(there)s ms each there against %(baseline)s ms in the baseline's step. Published "
+            "efficiencies start from a count that is sharded already: give yours as the "
+            "baseline."
+        ),
+        "Efficiency passes 100 % ({efficiency} at {devices} devices): {strategy} splits the "
+        "optimizer step ({optimizer}) over the devices it shards over, {there} ms each there "
+        "against {baseline} ms in the baseline's step. Published efficiencies start from a "
+        "count that is sharded already: give yours with --baseline-devices.",
+    ),
     "partial_node": Wording(
         N_(
             "%(devices)s devices are not whole nodes of %(per_node)s: with ranks in order the "
@@ -980,7 +993,7 @@ TERMINAL_ORDER = (
     ("micro_batch_tokens",),
     ("preset_params",),
     ("mfu", "mfu_check", "baseline"),
-    ("wait", "optimizer_cut"),
+    ("wait", "optimizer_cut", "optimizer_split"),
     ("memory", "memory_tight", "memory_over", "memory_fix", "param_dtype_held"),
     ("calibration", "throughput_replaced"),
     ("band", "band_largest"),

@@ -369,6 +369,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "baseline",
             "wait",
             "optimizer_cut",
+            "optimizer_split",
             "memory",
             "memory_tight",
             "memory_over",
