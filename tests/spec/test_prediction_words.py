@@ -780,6 +780,26 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
         "Largest device count that keeps efficiency >= 90 %: 8 (counts searched up to 65,536); "
         "not every smaller count keeps it: 5 to 7 devices are the first to fall below."
     )
+    # The end of the search keeps the target: no largest count is named (10,000,000 devices
+    # at 81 % had been followed by "largest device count that keeps efficiency >= 80 %:
+    # 65,536").
+    from dpscale.model.questions import MAX_DEVICES_SEARCH
+
+    for first, last in ((None, None), (4, 4), (5, 7)):
+        beyond = replace(
+            aimed,
+            answers=replace(
+                aimed.answers, max_devices=MAX_DEVICES_SEARCH, below_from=first, below_to=last
+            ),
+        )
+        calibrations.append(lines(beyond)["max_devices"])
+    assert [say_terminal(line) for line in calibrations[-3:]] == [
+        "Every device count searched keeps efficiency >= 90 % (counts searched up to 65,536).",
+        "Efficiency >= 90 % holds at the end of the search (65,536 devices), but not at every "
+        "smaller count: 4 devices are the first to fall below.",
+        "Efficiency >= 90 % holds at the end of the search (65,536 devices), but not at every "
+        "smaller count: 5 to 7 devices are the first to fall below.",
+    ]
     # A target's answer that does not fit as stated says the change with which it fits (the
     # memory advice's, first), and one that fits with under a tenth of the device free says
     # so, as the memory line does (tests/spec/test_prediction_words.py's own cases below).

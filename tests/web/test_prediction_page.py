@@ -1158,3 +1158,20 @@ def test_nics_per_node_on_the_page_the_share_link_and_the_api(client: httpx.Clie
     assert field_error(html, "nics_per_node") == (
         "Geben Sie eine ganze Zahl von 1 bis 1.024 ein. Ihre Eingabe: 0"
     )
+
+
+def test_a_target_kept_to_the_end_of_the_search_names_no_largest_count(
+    client: httpx.Client,
+) -> None:
+    """10,000,000 devices at 81 % asked, 80 % the target: the search's end (65,536) had been
+    shown as the largest count that keeps it."""
+    query = (
+        "model=llama3-8b&hardware=dgx-h100&micro_batch=1&mfu=40&devices=8,10000000"
+        "&target_efficiency=80"
+    )
+    html = client.get(f"/en/scaling-prediction?{query}").text
+    assert result_value(html, "max_devices") == "at least 65,536"
+    assert sentence(html, "max_devices") == (
+        "The predicted efficiency is at or above 80% at the end of the search, 65,536 devices, "
+        "but not at every smaller count: it first falls below at 17 devices."
+    )

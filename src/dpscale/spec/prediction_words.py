@@ -760,6 +760,31 @@ LINES: Mapping[str, Wording] = {
         "up to {limit}); not every smaller count keeps it: {below_from} devices are the first "
         "to fall below.",
     ),
+    "max_devices_all": Wording(
+        N_(
+            "Every count searched, up to %(limit)s devices, keeps the predicted efficiency at "
+            "or above %(target)s."
+        ),
+        "Every device count searched keeps efficiency >= {target} (counts searched up to {limit}).",
+    ),
+    "max_devices_all_below": Wording(
+        N_(
+            "The predicted efficiency is at or above %(target)s at the end of the search, "
+            "%(limit)s devices, but not at every smaller count: it first falls below from "
+            "%(below_from)s to %(below_to)s devices."
+        ),
+        "Efficiency >= {target} holds at the end of the search ({limit} devices), but not at "
+        "every smaller count: {below_from} to {below_to} devices are the first to fall below.",
+    ),
+    "max_devices_all_below_one": Wording(
+        N_(
+            "The predicted efficiency is at or above %(target)s at the end of the search, "
+            "%(limit)s devices, but not at every smaller count: it first falls below at "
+            "%(below_from)s devices."
+        ),
+        "Efficiency >= {target} holds at the end of the search ({limit} devices), but not at "
+        "every smaller count: {below_from} devices are the first to fall below.",
+    ),
     "max_devices_none": Wording(
         N_("Even 2 devices fall below %(target)s."),
         "No device count keeps {target} (not even 2).",

@@ -475,6 +475,9 @@ def _answers(prediction: Prediction, said: dict[str, Said], loc: Localizer) -> l
             label=_("Largest device count at %(target)s", target=target),
             value=_("none")
             if most.code == "max_devices_none"
+            # The end of the search keeps the target: the largest count lies beyond it.
+            else _("at least %(devices)s", devices=write(most.ctx["devices"], LINES, loc))
+            if most.code.startswith("max_devices_all")
             else write(most.ctx["devices"], LINES, loc),
             sentence=say(most, LINES, loc),
         )
