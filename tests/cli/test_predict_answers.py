@@ -222,3 +222,16 @@ def test_the_comparison_names_hsdp_s_stated_group_and_what_runs_without_no_sync(
     assert "hsdp/8: hsdp in groups of 8." in node
     default = {key: value for key, value in GROUPED.items() if key != "shard_group_size"}
     assert "in groups of" not in run(capsys, {**default, "strategy": "hsdp"})
+
+
+def test_hsdp_on_nodes_of_72_without_devices_runs_whole_nodes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The default counts (1 to 1,024, doubling) had been refused at 128, "not whole nodes of
+    72", an option nobody typed: left out, they go by the node above it."""
+    values = {"model": "llama3-70b", "hardware": "gb200-nvl72", "mfu": "40",
+              "micro_batch": "1", "strategy": "hsdp"}  # fmt: skip
+    data = json.loads(run(capsys, values, "--json"))
+    assert [point["devices"] for point in data["points"]] == [
+        1, 2, 4, 8, 16, 32, 64, 72, 144, 288, 576, 1152
+    ]  # fmt: skip

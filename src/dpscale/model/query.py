@@ -405,7 +405,32 @@ class PredictQuery(InputModel):
         return value
 
     def device_counts(self) -> list[int]:
-        return parse_devices(self.devices)
+        """The counts asked. Left out (1 to 1,024, doubling) where a shard group must divide
+        every count above it (HSDP's node, a stated group): doubling up to the group, then its
+        multiples, doubling, to the first at or past 1,024; HSDP on nodes of 72 had been refused
+        at 128 devices, a count nobody had typed.
+
+        >>> PredictQuery(hardware="gb200-nvl72", strategy="hsdp", micro_batch=1).device_counts()
+        [1, 2, 4, 8, 16, 32, 64, 72, 144, 288, 576, 1152]
+        >>> PredictQuery(hardware="dgx-h100", strategy="hsdp", micro_batch=1).device_counts()[-3:]
+        [256, 512, 1024]
+        """
+        counts = parse_devices(self.devices)
+        if "devices" in self.model_fields_set:
+            return counts
+        from dpscale.model.strategies import whole_groups
+
+        try:
+            per_node = self._hardware().devices_per_node
+        except InputError:
+            return counts  # said where the hardware is read
+        group = whole_groups(self.strategy, self.shard_group_size or 0, per_node)
+        if not group or all(n <= group or n % group == 0 for n in counts):
+            return counts
+        multiples = [group]
+        while multiples[-1] < counts[-1]:
+            multiples.append(multiples[-1] * 2)
+        return [n for n in counts if n < group] + multiples
 
     def throughput_unit(self) -> str:
         """The unit as given; left out, samples/s, or tokens where the throughput is an MFU
