@@ -648,17 +648,24 @@ def test_a_bucket_size_typed_for_a_strategy_without_buckets_is_said_to_do_nothin
 ) -> None:
     from dpscale.cli.main import main
 
+    args = ["predict", "--model", "llama3-8b", "--hardware", "dgx-h100", "--strategy", strategy,
+            "--micro-batch", "1", "--unit", "tokens", "--per-device-throughput", "9000",
+            "--devices", "8,64", "--bucket-size", "1GB"]  # fmt: skip
     with pytest.raises(SystemExit) as done:
-        main(["predict", "--model", "llama3-8b", "--hardware", "dgx-h100", "--strategy", strategy,
-              "--micro-batch", "1", "--unit", "tokens", "--per-device-throughput", "9000",
-              "--devices", "8,64", "--bucket-size", "1GB"])  # fmt: skip
+        main(args)
     out = capsys.readouterr().out
     assert done.value.code in (0, None)
     note = (
-        f"Note: --bucket-size does not apply to {strategy}: it moves one wrapped unit (layer) "
-        "per collective; --layers sets how many."
+        f"--bucket-size does not apply to {strategy}: it moves one wrapped unit (layer) per "
+        "collective; --layers sets how many."
     )
     assert (note in out) == noted
+    # The JSON says it too (it had echoed the size alone, as if it were used).
+    with pytest.raises(SystemExit):
+        main([*args, "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert ("bucket_unused" in [note["code"] for note in data["note_codes"]]) == noted
+    assert (note in data["notes"]) == noted
 
 
 def test_hsdp_compared_at_counts_that_are_not_whole_nodes_is_left_out_there(

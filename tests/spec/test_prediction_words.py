@@ -997,6 +997,12 @@ def test_every_statement_fills_its_placeholders_and_every_code_is_made() -> None
     )
     assert "optimizer_split" not in lines(compute({**split, "baseline_devices": "8"}).result)
     assert "optimizer_split" not in lines(compute({**split, "strategy": "ddp"}).result)
+    # A bucket size typed for a strategy that moves one layer per collective: it does nothing.
+    calibrations.append(lines(compute({**split, "bucket_size": "1GB"}).result)["bucket_unused"])
+    assert say_page(calibrations[-1], localizer("en")) == (
+        "The gradient bucket size changes nothing here: FSDP (full shard) moves one wrapped unit "
+        "(layer) per collective; the number of layers sets how many."
+    )
     codes = set()
     for line in [*made, *calibrations]:
         for nested in (line, *_nested(line)):

@@ -47,7 +47,6 @@ def predict(**options: Any) -> None:
 
     from dpscale.model import predict as run_prediction
     from dpscale.model.query import PercentInputs, PredictQuery
-    from dpscale.model.strategies import row
     from dpscale.spec.measured_runs import (
         fill_from_runs,
         finished,
@@ -128,12 +127,6 @@ def predict(**options: Any) -> None:
         print_json(prediction_json(result))
         return
     _print_result(result, plot)
-    if values.get("bucket_size") is not None and row(result.scenario.strategy).per_unit:
-        # The page hides the field for these strategies; typed here, it is said to do nothing.
-        click.echo(
-            f"Note: --bucket-size does not apply to {result.scenario.strategy}: it moves one "
-            "wrapped unit (layer) per collective; --layers sets how many."
-        )
 
 
 PREDICT = _HelpFromModel(

@@ -366,6 +366,7 @@ def lines(result: PredictionResult) -> dict[str, Said]:
     said.update(_optimizer_split(result))
     said.update(_placement(result))
     said.update(_algorithm_unused(result))
+    said.update(_bucket_unused(result))
     if _holds_16_bit(sc):
         said["param_dtype_held"] = Said("param_dtype_held", {"strategy": strategy_named(result)})
     for index, taken in enumerate(result.transfers[:2]):
@@ -470,6 +471,18 @@ def _algorithm_unused(result: PredictionResult) -> dict[str, Said]:
         return {}
     words = {"algorithm": Name(sc.algorithm, "algorithm"), "strategy": strategy_named(result)}
     return {"algorithm_unused": Said("algorithm_unused", words)}
+
+
+def _bucket_unused(result: PredictionResult) -> dict[str, Said]:
+    """A stated bucket size where the strategy moves one wrapped unit per collective: it does
+    nothing (the terminal had said so after the table, and the JSON not at all, echoing the
+    size as if it were used). Beside compared strategies the bucketed rows take it."""
+    from dpscale.model.strategies import row
+
+    sc = result.scenario
+    if not sc.bucket_stated or not row(sc.strategy).per_unit or result.comparison:
+        return {}
+    return {"bucket_unused": Said("bucket_unused", {"strategy": strategy_named(result)})}
 
 
 def _placement(result: PredictionResult) -> dict[str, Said]:

@@ -624,6 +624,14 @@ LINES: Mapping[str, Wording] = {
         "at every count, so it runs no all-reduce, only all-gathers and reduce-scatters, which "
         "go in rings.",
     ),
+    "bucket_unused": Wording(
+        N_(
+            "The gradient bucket size changes nothing here: %(strategy)s moves one wrapped "
+            "unit (layer) per collective; the number of layers sets how many."
+        ),
+        "--bucket-size does not apply to {strategy}: it moves one wrapped unit (layer) per "
+        "collective; --layers sets how many.",
+    ),
     "param_dtype_held": Wording(
         N_(
             "Parameters in fp8 are what FSDP, ZeRO-3 and HSDP gather each layer in; "
@@ -1014,7 +1022,15 @@ held in the level and doubted (:data:`CALIBRATION_WORDS`)."""
 TERMINAL_ORDER = (
     ("transfer",),
     ("transfer_2",),
-    ("gradients", "compute", "network", "partial_node", "group_straddles", "algorithm_unused"),
+    (
+        "gradients",
+        "compute",
+        "network",
+        "partial_node",
+        "group_straddles",
+        "algorithm_unused",
+        "bucket_unused",
+    ),
     ("micro_batch_tokens",),
     ("preset_params",),
     ("mfu", "mfu_check", "baseline"),

@@ -362,6 +362,7 @@ def present(prediction: Prediction, loc: Localizer) -> Presentation:
             "partial_node",
             "group_straddles",
             "algorithm_unused",
+            "bucket_unused",
             "micro_batch_tokens",
             "preset_params",
             "mfu",
