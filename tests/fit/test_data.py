@@ -280,3 +280,135 @@ def test_pairs_that_read_are_unchanged_by_the_pair_check() -> None:
     points = parse_points("8:7.5,16:15")
     assert points.devices.tolist() == [8, 16]
     assert points.throughput.tolist() == [7.5, 15.0]
+
+
+# --- JSON that had lost data without a word -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # both forms in one object: the columns had been read, the points dropped
+            '{"points": [[8, 7900], [16, 15500], [32, 30200]], "devices": [1, 2], '
+            '"throughput": [1, 2]}',
+            'points.csv: the JSON object holds points in "points" and in its "devices" and '
+            '"throughput" lists: keep one of them',
+        ),
+        (
+            '{"points": [[8, 7900], [16, 15500]], "results": [[1, 1], [2, 2]]}',
+            'points.csv: the JSON object holds points in "points" and in "results": keep one '
+            "of them",
+        ),
+        (  # read last-wins, the point had been at 64 devices
+            '[{"devices": 8, "throughput": 7900, "devices": 64}, '
+            '{"devices": 16, "throughput": 15500}]',
+            "points.csv: the key 'devices' is given twice in one object (one value each)",
+        ),
+        (  # a text had been read as a number; runs import refuses it
+            '[{"devices": 8, "throughput": "7900"}, {"devices": 16, "throughput": 15500}]',
+            "points.csv: item 1, throughput: '7900' is a text, not a number: write the JSON "
+            "number without quotes",
+        ),
+        (
+            '[[8, 7900], ["16", 15500]]',
+            "points.csv: item 2, devices: '16' is a text, not a number: write the JSON number "
+            "without quotes",
+        ),
+        (
+            '{"devices": [8, "16"], "throughput": [7900, 15500]}',
+            "points.csv: item 2, devices: '16' is a text, not a number: write the JSON number "
+            "without quotes",
+        ),
+    ],
+)
+def test_json_that_would_lose_data_is_refused(text: str, expected: str) -> None:
+    assert message(text) == expected
+
+
+def test_json_object_of_a_stored_run_still_reads_its_results() -> None:
+    points = parse_points(
+        '{"run_id": "r", "devices": 2, "results": [{"devices": 1, "throughput": 329}, '
+        '{"devices": 2, "throughput": 620}]}'
+    )
+    assert points.devices.tolist() == [1, 2]
+    assert points.throughput.tolist() == [329.0, 620.0]
+
+
+# --- CSV quoting (RFC 4180), read by the csv module -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"devices","throughput"\n"1","329"\n"2","620"\n"8","2456"\n"16","4896"\n',  # QUOTE_ALL
+        '"devices","throughput"\r\n1,"329"\r\n2,620\r\n8,2456\r\n16,"4896"\r\n',
+        'devices,note,throughput\n1,"two\nlines",329\n2,"a, b",620\n8,"say ""hi""",2456\n'
+        "16,,4896\n",
+        '"devices";"throughput"\n"1";"329,0"\n2;620\n8;2456\n16;4896\n',
+        '"devices"\t"throughput"\n1\t"329"\n2\t620\n8\t2456\n16\t4896\n',
+    ],
+)
+def test_quoted_csv_reads_the_same_points(text: str) -> None:
+    points = parse_points(text)
+    assert points.devices.tolist() == [1, 2, 8, 16]
+    assert points.throughput.tolist() == [329.0, 620.0, 2456.0, 4896.0]
+
+
+def test_csv_module_writes_what_fit_reads() -> None:
+    import csv
+    import io
+
+    stream = io.StringIO()
+    writer = csv.writer(stream, quoting=csv.QUOTE_ALL)
+    writer.writerows([("devices", "note", "throughput"), (8, "first\nrun", 7900), (16, "", 15500)])
+    points = parse_points(stream.getvalue())
+    assert points.devices.tolist() == [8, 16]
+    assert points.throughput.tolist() == [7900.0, 15500.0]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # the quoted number had been split at its comma
+            'devices,throughput\n8,"7,900"\n16,15500\n',
+            "points.csv: line 2, throughput: '7,900' has a comma inside the number, which "
+            "reads as 7900 or 7.9: write the number without it (a decimal point, not a comma)",
+        ),
+        (
+            'devices,throughput\n8,"7,900.5"\n16,15500\n',
+            "points.csv: line 2, throughput: '7,900.5' has a comma inside the number, which "
+            "reads as 7900.5: write the number without it (a decimal point, not a comma)",
+        ),
+        (  # a quoted line break is inside its record: the lines after it keep their numbers
+            'devices,note,throughput\n8,"two\nlines",7900\n16,x,-5\n',
+            "points.csv: line 4, column throughput must be a number greater than 0 and at "
+            "most 1e+15 (got -5)",
+        ),
+        (  # the bad cell stands on the record's second line
+            'devices,note,throughput\n8,"two\nlines",abc\n16,x,15500\n',
+            "points.csv: line 3, throughput: 'abc' is not a number",
+        ),
+        (
+            'devices,throughput\n8,"7900\n16,15500\n',
+            "points.csv: line 2: a quoted cell opened on this line is never closed (a quote "
+            'inside a quoted cell is written twice: "")',
+        ),
+        (
+            'devices,throughput\n8,7900\n"16" x,15500\n',
+            "points.csv: line 3: a quoted cell must end at its closing quote, the separator or "
+            'the line\'s end right after it (as in "8","7900")',
+        ),
+        (  # a repeated column: the first had been used, the second ignored
+            "devices,throughput,devices\n8,7900,64\n16,15500,128\n",
+            "points.csv: line 1: the header names the column devices 2 times (columns 1, 3); "
+            "name each column once",
+        ),
+        (
+            '"Throughput";devices;"throughput"\n1;2;3\n',
+            "points.csv: line 1: the header names the column throughput 2 times (columns 1, "
+            "3); name each column once",
+        ),
+    ],
+)
+def test_quoted_csv_errors_name_the_line(text: str, expected: str) -> None:
+    assert message(text) == expected

@@ -17,17 +17,19 @@ devices,throughput
 
 from __future__ import annotations
 
+import csv
+import itertools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from dpscale.safejson import JSONInputError, loads
+from dpscale.safejson import JSONInputError, KeyTwiceError, loads
 from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, one_line, rule_of
 
 __all__ = [
@@ -170,7 +172,12 @@ def _cut(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
+Row = tuple[str | tuple[str, str], object, object]
+"""A point as read: where it stands (``"line 3"``, ``"item 2"``; a pair of places where its
+two cells stand on different lines, as a quoted line break puts them), devices, throughput."""
+
+
+def _checked(rows: Sequence[Row]) -> Points:
     """Check every row against :class:`Point` and the cross-row rules."""
     if len(rows) > MAX_POINTS:
         raise _issue(
@@ -182,8 +189,9 @@ def _checked(rows: Sequence[tuple[str, object, object]]) -> Points:
     devices = np.empty(len(rows), dtype=np.int64)
     throughput = np.empty(len(rows), dtype=float)
     rules: dict[str, Rule] = {column: rule_of(Point, column) for column in COLUMNS}
-    for index, (where, raw_devices, raw_throughput) in enumerate(rows):
-        for column, raw in zip(COLUMNS, (raw_devices, raw_throughput), strict=True):
+    for index, (place, raw_devices, raw_throughput) in enumerate(rows):
+        places = place if isinstance(place, tuple) else (place, place)
+        for column, raw, where in zip(COLUMNS, (raw_devices, raw_throughput), places, strict=True):
             value = _number(raw, where, column)
             if not rules[column].admits(np.array([value]))[0]:
                 # As typed ("2e15" had been shown as 2000000000000000.0), shortened.
@@ -244,50 +252,162 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _table_rows(text: str) -> list[tuple[str, object, object]]:
+def _records(text: str) -> Iterator[tuple[list[str], list[int]]]:
+    """The records of a CSV or pasted table, each cell with the line it starts on, as the csv
+    module reads them (RFC 4180 quoting: ``"8","7900"``, a quoted cell holding the separator or
+    a line break, a quote inside one doubled); blank lines and lines starting with ``#``
+    outside a quoted cell are skipped. Each record is split at its first line's separator, as
+    :func:`_split` chooses it: a semicolon or tab (a comma between digits then being the
+    decimal point), else a comma, else spaces. Lines are counted as :meth:`str.splitlines`
+    counts them; a quoted line break is inside its record, not the start of another.
+
+    >>> list(_records('"devices","throughput"\\n# note\\n"8","7900"\\n'))
+    [(['devices', 'throughput'], [1, 1]), (['8', '7900'], [3, 3])]
+    >>> list(_records('devices,note,throughput\\n8,"two\\nlines",7900\\n16,x,15500\\n'))[1:]
+    [(['8', 'two\\nlines', '7900'], [2, 2, 3]), (['16', 'x', '15500'], [4, 4, 4])]
+    """
+    lines = iter(enumerate(text.splitlines(keepends=True), start=1))
+    read = 0  # the last line the csv module has taken
+
+    def rest() -> Iterator[str]:
+        nonlocal read
+        for number, line in lines:
+            read = number
+            yield line
+
+    taken = rest()
+    for line in taken:
+        number = read
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        unquoted = re.sub(r'"[^"]*"?', "", line)
+        separator = next((s for s in (";", "\t", ",") if s in unquoted), " ")
+        reader = csv.reader(
+            itertools.chain([line], taken), delimiter=separator, skipinitialspace=True, strict=True
+        )
+        try:
+            raw = next(reader)
+        except csv.Error as err:
+            raise _csv_issue(number, read, str(err)) from None
+        starts = [number + sum(_breaks(cell) for cell in raw[:index]) for index in range(len(raw))]
+        cells = [cell.strip() for cell in raw]
+        if separator == " ":
+            starts = [start for start, cell in zip(starts, cells, strict=True) if cell]
+            cells = [cell for cell in cells if cell]
+        elif separator != ",":
+            cells = [
+                cell.replace(",", ".") if _DECIMAL_COMMA.fullmatch(cell) else cell for cell in cells
+            ]
+        yield cells, starts
+
+
+def _breaks(cell: str) -> int:
+    """The line breaks in ``cell``, counted as :meth:`str.splitlines` counts lines."""
+    return len((cell + ".").splitlines()) - 1
+
+
+def _csv_issue(start: int, last: int, error: str) -> InputError:
+    """A record the csv module cannot read: a quoted cell never closed (named by the line it
+    opens on), or text after a closing quote (by its line)."""
+    if "unexpected end of data" in error:
+        return _issue(
+            f"line {start}",
+            ": a quoted cell opened on this line is never closed (a quote inside a quoted cell "
+            'is written twice: "")',
+            BAD_SHAPE,
+        )
+    if "expected after" in error:
+        return _issue(
+            f"line {last}",
+            ": a quoted cell must end at its closing quote, the separator or the line's end "
+            'right after it (as in "8","7900")',
+            BAD_SHAPE,
+        )
+    if "field larger than field limit" in error:
+        limit = csv.field_size_limit()
+        return _issue(f"line {last}", f": a cell of more than {limit:,} characters", BAD_SHAPE)
+    return _issue(f"line {last}", f": not readable as CSV ({_cut(error)})", BAD_SHAPE)
+
+
+def _table_rows(text: str) -> list[Row]:
     """Rows of a CSV or pasted table; a header naming devices and throughput is optional."""
-    lines = [
+    content = [
         (number, line)
         for number, line in enumerate(text.splitlines(), start=1)
         if line.strip() and not line.lstrip().startswith("#")
     ]
-    if not lines:
+    if not content:
         return []
-    first_number, first = lines[0]
-    if ":" in first:  # pairs: an item that is none is named ("8:7900, 16" had been a header)
-        return _pair_rows(lines)
-    cells = _split(first)
+    if (
+        ":" in content[0][1]
+    ):  # pairs: an item that is none is named ("8:7900, 16" had been a header)
+        return _pair_rows(content)
+    records = _records(text)
+    cells, starts = next(records)
     columns = (0, 1)
+    body: Iterable[tuple[list[str], list[int]]] = itertools.chain([(cells, starts)], records)
     if not all(_is_number(cell) for cell in cells if cell):
+        header = f"line {starts[0]}"
         names = [re.sub(r"[\s\"']", "", cell).lower() for cell in cells]
         missing = [column for column in COLUMNS if column not in names]
         if missing:
             raise _issue(
-                f"line {first_number}",
+                header,
                 f": the header must name the columns devices and throughput "
                 f"(missing {', '.join(missing)}; found {_clipped(', '.join(cells))})",
                 BAD_HEADER,
             )
+        twice = next((column for column in COLUMNS if names.count(column) > 1), None)
+        if twice is not None:
+            found = [str(index) for index, name in enumerate(names, start=1) if name == twice]
+            raise _issue(
+                header,
+                f": the header names the column {twice} {len(found)} times (columns "
+                f"{', '.join(found)}); name each column once",
+                BAD_HEADER,
+            )
         columns = (names.index("devices"), names.index("throughput"))
-        lines = lines[1:]
-    rows: list[tuple[str, object, object]] = []
-    for number, line in lines:
-        cells = _split(line)
-        where = f"line {number}"
+        body = records
+    rows: list[Row] = []
+    for cells, starts in body:
         values: list[object] = []
+        places: list[str] = []
         for column, index in zip(COLUMNS, columns, strict=True):
+            # A quoted cell may hold line breaks: a cell is named by the line it starts on.
+            where = f"line {starts[min(index, len(starts) - 1)]}"
             if index >= len(cells) or not cells[index]:
                 raise _issue(where, f", {column}: missing value", MISSING_VALUE)
-            values.append(cells[index])
-        rows.append((where, values[0], values[1]))
+            values.append(_comma_free(cells[index], where, column))
+            places.append(where)
+        rows.append(((places[0], places[1]), values[0], values[1]))
     return rows
+
+
+def _comma_free(cell: str, where: str, column: str) -> str:
+    """``cell``, refused where it holds a comma: only a quoted cell of a comma-separated file
+    can (``8,"7,900"``), and 7,900 reads as 7900 with a thousands separator, 7.9 with a
+    decimal comma; which was meant the file does not say."""
+    if "," not in cell:
+        return cell
+    readings = [cell.replace(",", "")]
+    if cell.count(",") == 1:
+        readings.append(cell.replace(",", "."))
+    readings = [_plain(float(text)) for text in readings if _is_number(text)]
+    if not readings:
+        return cell  # refused as not a number, as it is
+    raise _issue(
+        where,
+        f", {column}: {_shown(cell)} has a comma inside the number, which reads as "
+        f"{' or '.join(readings)}: write the number without it (a decimal point, not a comma)",
+        NOT_A_NUMBER,
+    )
 
 
 def _pairs_of(line: str) -> list[str]:
     return [cell for cell in _split(re.sub(r"\s*:\s*", ":", line.strip())) if cell]
 
 
-def _pair_rows(lines: Sequence[tuple[int, str]]) -> list[tuple[str, object, object]]:
+def _pair_rows(lines: Sequence[tuple[int, str]]) -> list[Row]:
     """Rows of ``devices:throughput`` pairs, as ``predict --measured`` takes them
     (``1:362.4,8:2722``), several to a line or one per line. An item that is no pair is
     named by its place ("8:7,5,16:15": item 2, ``5``; the header's message had said nothing
@@ -298,7 +418,7 @@ def _pair_rows(lines: Sequence[tuple[int, str]]) -> list[tuple[str, object, obje
     ...
     dpscale.validation.InputError: points: item 2: '5' is not a devices:throughput pair like 8:2722
     """
-    rows: list[tuple[str, object, object]] = []
+    rows: list[Row] = []
     for number, line in lines:
         cells = _pairs_of(line)
         bad = next((index for index, cell in enumerate(cells) if cell.count(":") != 1), None)
@@ -321,11 +441,36 @@ def _pair_rows(lines: Sequence[tuple[int, str]]) -> list[tuple[str, object, obje
     return rows
 
 
-def _json_rows(data: Any) -> list[tuple[str, object, object]]:
+_FORMS = ('"points"', '"results"', 'its "devices" and "throughput" lists')
+
+
+def _json_rows(data: Any) -> list[Row]:
     """Rows of the JSON forms: a list of objects or pairs, ``{"points"|"results": [...]}``,
-    or columns ``{"devices": [...], "throughput": [...]}``."""
+    or columns ``{"devices": [...], "throughput": [...]}``; an object holding two of these
+    forms is refused, naming them (one had been read and the other dropped). A number is a
+    JSON number: ``"7900"``, a text, is refused as ``runs import`` refuses it."""
     if isinstance(data, Mapping):
-        if isinstance(data.get("devices"), list) and isinstance(data.get("throughput"), list):
+        columns = isinstance(data.get("devices"), list) and isinstance(data.get("throughput"), list)
+        forms = [
+            form
+            for form, given in zip(
+                _FORMS,
+                (
+                    isinstance(data.get("points"), list),
+                    isinstance(data.get("results"), list),
+                    columns,
+                ),
+                strict=True,
+            )
+            if given
+        ]
+        if len(forms) > 1:
+            raise _issue(
+                "",
+                f"the JSON object holds points in {' and in '.join(forms)}: keep one of them",
+                BAD_SHAPE,
+            )
+        if columns:
             if len(data["devices"]) != len(data["throughput"]):
                 raise _issue(
                     "", "devices and throughput must be lists of the same length", BAD_SHAPE
@@ -346,7 +491,7 @@ def _json_rows(data: Any) -> list[tuple[str, object, object]]:
             'or an object with a "points" list',
             BAD_SHAPE,
         )
-    rows: list[tuple[str, object, object]] = []
+    rows: list[Row] = []
     for number, item in enumerate(data, start=1):
         where = f"item {number}"
         if isinstance(item, Mapping):
@@ -355,11 +500,19 @@ def _json_rows(data: Any) -> list[tuple[str, object, object]]:
                 if column not in item:
                     raise _issue(where, f", {column}: missing value", MISSING_VALUE)
                 values.append(item[column])
-            rows.append((where, values[0], values[1]))
         elif isinstance(item, list) and len(item) == 2:
-            rows.append((where, item[0], item[1]))
+            values = list(item)
         else:
             raise _issue(where, ': expected {"devices": ..., "throughput": ...}', BAD_SHAPE)
+        for column, value in zip(COLUMNS, values, strict=True):
+            if isinstance(value, str):
+                raise _issue(
+                    where,
+                    f", {column}: {_shown(value)} is a text, not a number: write the JSON "
+                    "number without quotes",
+                    NOT_A_NUMBER,
+                )
+        rows.append((where, values[0], values[1]))
     return rows
 
 
@@ -389,7 +542,16 @@ def parse_points(text: str) -> Points:
     text = text.lstrip("\ufeff")
     if text.lstrip()[:1] in ("[", "{"):
         try:
-            data = loads(text)  # bounded: depth, digits, NaN
+            # bounded: depth, digits, NaN; a key given twice in one object is refused, as
+            # runs import refuses it (read last-wins, {"devices": 8, ..., "devices": 64}
+            # had been 64 without a word)
+            data = loads(text, keys_once=True)
+        except KeyTwiceError as err:
+            raise _issue(
+                "",
+                f"the key {_shown(err.key)} is given twice in one object (one value each)",
+                BAD_JSON,
+            ) from None
         except JSONInputError as err:
             if err.syntax is None:
                 raise _issue("", str(err), BAD_JSON) from None
