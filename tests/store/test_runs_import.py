@@ -446,3 +446,66 @@ def test_a_database_made_before_runs_without_step_times_says_so(
     path.write_text("devices,throughput,step_time_s\n1,100,0.1\n2,190,0.11\n")
     status, out, err = run(capsys, "runs", "import", str(path))
     assert status == 0, err
+
+
+def test_a_quoted_csv_reads_as_the_same_run() -> None:
+    import csv
+    import io
+
+    stream = io.StringIO()
+    writer = csv.writer(stream, quoting=csv.QUOTE_ALL)  # "devices","throughput" / "1","329"
+    writer.writerows([("devices", "throughput", "batch"), (1, 329, 32), (2, 620, 64)])
+    quoted = run_from_csv("# written by csv.writer\n" + stream.getvalue(), "q.csv")
+    plain = run_from_csv("devices,throughput,batch\n1,329,32\n2,620,64\n", "p.csv")
+    fields = ("devices", "throughput", "efficiency", "step_time_p50_s", "batch")
+    assert [[row[key] for key in fields] for row in quoted["results"]] == [
+        [row[key] for key in fields] for row in plain["results"]
+    ]
+    assert [row["batch"] for row in plain["results"]] == [32.0, 64.0]
+    assert quoted["results"][1]["source"] == "q.csv, line 4"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (  # the quoted number had been split at its comma: 3 cells where the header names 2
+            'devices,throughput\n1,"3,290"\n2,6200\n',
+            "q.csv, line 2: throughput '3,290' has a comma inside the number, which reads as "
+            "3290 or 3.29: write the number without it (a decimal point, not a comma)",
+        ),
+        (
+            'devices,throughput\n1,"329\n2,620\n',
+            "q.csv, line 2: a quoted cell opened on this line is never closed",
+        ),
+        (  # batch / throughput is 0.097 s: the 5 s column had been stored, the batch dropped
+            "devices,throughput,batch,step_time_s\n1,329,32,5\n2,620,64,0.1\n",
+            "q.csv, line 2: step_time_s 5 s contradicts batch / throughput (32 / 329 = "
+            "0.0973 s), the step the batch gives: they may differ by 20% (the steps' spread)",
+        ),
+        (
+            "devices,throughput,devices\n1,2,3\n",
+            "q.csv, line 1: a column is named twice in the header: devices",
+        ),
+    ],
+)
+def test_a_quoted_or_contradictory_csv_is_refused(text: str, said: str) -> None:
+    with pytest.raises(ValueError, match=r"^q\.csv") as caught:
+        run_from_csv(text, "q.csv")
+    assert said in str(caught.value)
+
+
+def test_a_step_time_that_agrees_with_the_batch_is_kept_beside_it() -> None:
+    # The median step (0.1 s) within 20 % of batch / throughput (32 / 329 = 0.0973 s): both kept.
+    run = run_from_csv(
+        "devices,throughput,batch,step_time_s\n" + "1,329,32,0.1\n2,620,64,0.105\n",
+        "ok.csv",
+    )
+    rows = run["results"]
+    assert [(row["step_time_p50_s"], row["batch"]) for row in rows] == [(0.1, 32.0), (0.105, 64.0)]
+    check_run(run)
+
+
+def test_a_quoted_line_break_keeps_the_lines_of_the_rows_after_it() -> None:
+    text = 'devices,throughput,step_time_s\n1,329,"0.1\n"\n2,620,-1\n'
+    with pytest.raises(ValueError, match=r"^q\.csv, line 4: step_time_s must be a number above 0"):
+        run_from_csv(text, "q.csv")

@@ -51,6 +51,8 @@ __all__ = [
     "Point",
     "Points",
     "PointsFileError",
+    "comma_readings",
+    "csv_records",
     "parse_device_counts",
     "parse_points",
     "points_from_run",
@@ -252,18 +254,20 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _records(text: str) -> Iterator[tuple[list[str], list[int]]]:
+def csv_records(text: str, separator: str | None = None) -> Iterator[tuple[list[str], list[int]]]:
     """The records of a CSV or pasted table, each cell with the line it starts on, as the csv
     module reads them (RFC 4180 quoting: ``"8","7900"``, a quoted cell holding the separator or
     a line break, a quote inside one doubled); blank lines and lines starting with ``#``
     outside a quoted cell are skipped. Each record is split at its first line's separator, as
     :func:`_split` chooses it: a semicolon or tab (a comma between digits then being the
-    decimal point), else a comma, else spaces. Lines are counted as :meth:`str.splitlines`
-    counts them; a quoted line break is inside its record, not the start of another.
+    decimal point), else a comma, else spaces; or at ``separator`` where it is given. Lines are
+    counted as :meth:`str.splitlines` counts them; a quoted line break is inside its record,
+    not the start of another. A record the csv module cannot read (a quote never closed) is an
+    :class:`InputError` whose detail names its line (``line 2: ...``).
 
-    >>> list(_records('"devices","throughput"\\n# note\\n"8","7900"\\n'))
+    >>> list(csv_records('"devices","throughput"\\n# note\\n"8","7900"\\n'))
     [(['devices', 'throughput'], [1, 1]), (['8', '7900'], [3, 3])]
-    >>> list(_records('devices,note,throughput\\n8,"two\\nlines",7900\\n16,x,15500\\n'))[1:]
+    >>> list(csv_records('devices,note,throughput\\n8,"two\\nlines",7900\\n16,x,15500\\n'))[1:]
     [(['8', 'two\\nlines', '7900'], [2, 2, 3]), (['16', 'x', '15500'], [4, 4, 4])]
     """
     lines = iter(enumerate(text.splitlines(keepends=True), start=1))
@@ -281,9 +285,9 @@ def _records(text: str) -> Iterator[tuple[list[str], list[int]]]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         unquoted = re.sub(r'"[^"]*"?', "", line)
-        separator = next((s for s in (";", "\t", ",") if s in unquoted), " ")
+        split = separator or next((s for s in (";", "\t", ",") if s in unquoted), " ")
         reader = csv.reader(
-            itertools.chain([line], taken), delimiter=separator, skipinitialspace=True, strict=True
+            itertools.chain([line], taken), delimiter=split, skipinitialspace=True, strict=True
         )
         try:
             raw = next(reader)
@@ -291,10 +295,10 @@ def _records(text: str) -> Iterator[tuple[list[str], list[int]]]:
             raise _csv_issue(number, read, str(err)) from None
         starts = [number + sum(_breaks(cell) for cell in raw[:index]) for index in range(len(raw))]
         cells = [cell.strip() for cell in raw]
-        if separator == " ":
+        if split == " ":
             starts = [start for start, cell in zip(starts, cells, strict=True) if cell]
             cells = [cell for cell in cells if cell]
-        elif separator != ",":
+        elif separator is None and split != ",":
             cells = [
                 cell.replace(",", ".") if _DECIMAL_COMMA.fullmatch(cell) else cell for cell in cells
             ]
@@ -342,7 +346,7 @@ def _table_rows(text: str) -> list[Row]:
         ":" in content[0][1]
     ):  # pairs: an item that is none is named ("8:7900, 16" had been a header)
         return _pair_rows(content)
-    records = _records(text)
+    records = csv_records(text)
     cells, starts = next(records)
     columns = (0, 1)
     body: Iterable[tuple[list[str], list[int]]] = itertools.chain([(cells, starts)], records)
@@ -383,16 +387,26 @@ def _table_rows(text: str) -> list[Row]:
     return rows
 
 
+def comma_readings(cell: str) -> list[str]:
+    """The numbers a cell holding a comma may mean: without it (a thousands separator), and
+    with a point for it where there is one (a decimal comma); none where neither is a number.
+
+    >>> comma_readings("7,900"), comma_readings("7,900.5"), comma_readings("a,b")
+    (['7900', '7.9'], ['7900.5'], [])
+    """
+    if "," not in cell:
+        return []
+    readings = [cell.replace(",", "")]
+    if cell.count(",") == 1:
+        readings.append(cell.replace(",", "."))
+    return [_plain(float(text)) for text in readings if _is_number(text)]
+
+
 def _comma_free(cell: str, where: str, column: str) -> str:
     """``cell``, refused where it holds a comma: only a quoted cell of a comma-separated file
     can (``8,"7,900"``), and 7,900 reads as 7900 with a thousands separator, 7.9 with a
     decimal comma; which was meant the file does not say."""
-    if "," not in cell:
-        return cell
-    readings = [cell.replace(",", "")]
-    if cell.count(",") == 1:
-        readings.append(cell.replace(",", "."))
-    readings = [_plain(float(text)) for text in readings if _is_number(text)]
+    readings = comma_readings(cell)
     if not readings:
         return cell  # refused as not a number, as it is
     raise _issue(

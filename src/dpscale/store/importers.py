@@ -11,8 +11,10 @@ Formats (:data:`FORMATS`):
 - ``csv``: a header naming ``devices`` and ``throughput`` (any order), then one row per device
   count. Optional columns: ``step_time_s`` (the median step, seconds), ``step_time_p95_s``,
   and ``batch`` (the work of one optimizer step on all devices, in the throughput's unit times
-  seconds: samples or tokens), from which the step time is ``batch / throughput``. Blank lines
-  and lines starting with ``#`` are skipped.
+  seconds: samples or tokens), from which the step time is ``batch / throughput`` (kept as the
+  result's ``batch``; beside ``step_time_s`` the two steps agree within
+  :data:`STEP_AGREEMENT`). Blank lines and lines starting with ``#`` are skipped; quoting is
+  RFC 4180's, read by the csv module.
 - ``torchtitan``: the log torchtitan's trainer prints (``torchtitan/components/metrics.py``):
   one line per logged step, ``step: 10  loss: ...  memory: ...  tps: 5,123  tflops: ...``,
   where ``tps`` is tokens per second per device (``wps`` in logs before November 2024). One
@@ -136,9 +138,19 @@ def _result(
 
 def _number(cell: str, where: str, column: str, low: float, high: float) -> float:
     """A finite number in (low, high]."""
+    from dpscale.fit.data import comma_readings
+
     try:
         value = float(cell.replace("_", ""))
     except ValueError:
+        readings = comma_readings(cell)  # only a quoted cell holds a comma: 8,"7,900"
+        if readings:
+            raise _fail(
+                where,
+                f"{column} {_shown(cell)} has a comma inside the number, which reads as "
+                f"{' or '.join(readings)}: write the number without it (a decimal point, not "
+                "a comma)",
+            ) from None
         raise _fail(where, f"{column} is not a number (got {_shown(cell)})") from None
     if not math.isfinite(value) or not low < value <= high:
         raise _fail(
@@ -160,59 +172,89 @@ def _step(cell: str, where: str, column: str) -> float:
     return value
 
 
+STEP_AGREEMENT = 0.2
+"""How far a CSV's ``step_time_s`` (the median step) may lie from ``batch / throughput`` (the
+mean step) when a row gives both, relative: the median differs from the mean by the steps'
+spread (5 % in a 2-rank gloo run whose steps spread 33 %); a step 50 times the one the batch
+gives is another measurement's, or another column's."""
+
+
+def _records(text: str, name: str) -> list[tuple[list[str], list[int]]]:
+    """The CSV's records as the csv module reads them (RFC 4180 quoting), each cell with its
+    line: blank lines and ``#`` lines skipped, a quoted line break kept inside its cell."""
+    from dpscale.fit.data import csv_records
+    from dpscale.validation import InputError
+
+    try:
+        return list(csv_records(text, ","))
+    except InputError as err:
+        raise ValueError(f"{name}, {err.issues[0].detail}") from None
+
+
 def run_from_csv(text: str, name: str, *, unit: str = "samples/s") -> dict[str, Any]:
     """A run from a CSV of ``devices,throughput[,step_time_s,step_time_p95_s,batch]``
     (module docstring); ``ValueError`` naming the file and line of the first bad cell."""
-    lines = [
-        (number, line.strip())
-        for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-    if not lines:
+    records = _records(text, name)
+    if not records:
         raise _fail(name, "empty: expected a header line `devices,throughput` and rows")
-    number, header = lines[0]
-    columns = [cell.strip().lower() for cell in header.split(",")]
-    where = f"{name}, line {number}"
+    header, starts = records[0]
+    columns = [cell.strip().lower() for cell in header]
+    where = f"{name}, line {starts[0]}"
+    shown = _shown(",".join(header))
     unknown = [cell for cell in columns if cell not in CSV_COLUMNS]
     if unknown or not {"devices", "throughput"} <= set(columns):
         raise _fail(
             where,
             f"the header must name devices and throughput, and may name "
-            f"{', '.join(CSV_COLUMNS[2:])} (got {_shown(header)})",
+            f"{', '.join(CSV_COLUMNS[2:])} (got {shown})",
         )
-    if len(set(columns)) != len(columns):
-        raise _fail(where, f"a column is named twice in the header (got {_shown(header)})")
-    if len(lines) == 1:
+    twice = next((column for column in columns if columns.count(column) > 1), None)
+    if twice is not None:
+        raise _fail(where, f"a column is named twice in the header: {twice} (got {shown})")
+    if len(records) == 1:
         raise _fail(name, "no rows after the header: one row per device count")
-    if len(lines) - 1 > MAX_RESULTS:
+    if len(records) - 1 > MAX_RESULTS:
         raise _fail(name, f"at most {MAX_RESULTS:,} rows (one per device count; got more)")
     seen: dict[int, int] = {}
     results = []
-    for number, line in lines[1:]:
+    for cells, starts in records[1:]:
+        number = starts[0]
         where = f"{name}, line {number}"
-        cells = [cell.strip() for cell in line.split(",")]
         if len(cells) != len(columns):
             raise _fail(where, f"{len(cells)} cells where the header names {len(columns)}")
         row = dict(zip(columns, cells, strict=True))
-        devices = _number(row["devices"], where, "devices", 0, MAX_DEVICES)
+        # A quoted line break: a cell is named by the line it stands on.
+        at = {column: f"{name}, line {line}" for column, line in zip(columns, starts, strict=True)}
+        devices = _number(row["devices"], at["devices"], "devices", 0, MAX_DEVICES)
         if devices != int(devices):
-            raise _fail(where, f"devices must be a whole number (got {_shown(row['devices'])})")
+            raise _fail(
+                at["devices"], f"devices must be a whole number (got {_shown(row['devices'])})"
+            )
         count = int(devices)
         if count in seen:
             raise _fail(
                 where, f"devices {count} is on line {seen[count]} too: one row per device count"
             )
         seen[count] = number
-        throughput = _number(row["throughput"], where, "throughput", 0, MAX_RATE)
-        p50 = p95 = None
+        throughput = _number(row["throughput"], at["throughput"], "throughput", 0, MAX_RATE)
+        p50 = p95 = batch = None
         if row.get("step_time_s"):
-            p50 = _step(row["step_time_s"], where, "step_time_s")
+            p50 = _step(row["step_time_s"], at["step_time_s"], "step_time_s")
         if row.get("batch"):
-            batch = _number(row["batch"], where, "batch", 0, MAX_BATCH)
+            batch = _number(row["batch"], at["batch"], "batch", 0, MAX_BATCH)
+            implied = batch / throughput
             if p50 is None:
-                p50 = batch / throughput
+                p50 = implied
+            elif abs(p50 - implied) > STEP_AGREEMENT * implied:
+                raise _fail(
+                    where,
+                    f"step_time_s {p50:.6g} s contradicts batch / throughput ({batch:.6g} / "
+                    f"{throughput:.6g} = {implied:.3g} s), the step the batch gives: they may "
+                    f"differ by {STEP_AGREEMENT:.0%} (the steps' spread); give the one that "
+                    "holds, or correct the other",
+                )
         if row.get("step_time_p95_s"):
-            p95 = _step(row["step_time_p95_s"], where, "step_time_p95_s")
+            p95 = _step(row["step_time_p95_s"], at["step_time_p95_s"], "step_time_p95_s")
             if p50 is None or p95 < p50:
                 raise _fail(where, "step_time_p95_s needs step_time_s (or batch) at most it")
         if p50 is not None and not MIN_STEP_S <= p50 <= MAX_SECONDS:
@@ -220,7 +262,10 @@ def run_from_csv(text: str, name: str, *, unit: str = "samples/s") -> dict[str, 
                 where,
                 f"a step of {p50:.3g} s (batch / throughput) is not from 1 ns to 7 days",
             )
-        results.append(_result(count, throughput, unit, (p50, p95), where))
+        result = _result(count, throughput, unit, (p50, p95), where)
+        if batch is not None:
+            result["batch"] = batch  # kept, beside the step time it gave or agrees with
+        results.append(result)
     return _run(results, {"format": "csv", "source": name, "unit": unit})
 
 
