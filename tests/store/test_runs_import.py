@@ -509,3 +509,24 @@ def test_a_quoted_line_break_keeps_the_lines_of_the_rows_after_it() -> None:
     text = 'devices,throughput,step_time_s\n1,329,"0.1\n"\n2,620,-1\n'
     with pytest.raises(ValueError, match=r"^q\.csv, line 4: step_time_s must be a number above 0"):
         run_from_csv(text, "q.csv")
+
+
+def test_devices_that_contradict_a_log_s_mesh_line_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    # Each log states its world size (8, then 16); --devices 16,8 had silently swapped them.
+    eight, sixteen = tmp_path / "fsdp8.log", tmp_path / "fsdp16.log"
+    eight.write_text(log(8, ("8,190", "8,210", "8,200")))
+    sixteen.write_text(log(16, ("8,000", "8,010", "8,020")))
+    status, out, err = run(capsys, "runs", "import", str(eight), str(sixteen), "--devices", "16,8")
+    assert (status, out) == (2, "")
+    assert err.replace(str(tmp_path) + "/", "") == (
+        "dpscale: error: fsdp8.log: the log's `Building device mesh` line gives a world size "
+        "of 8, --devices gives 16: give this log its own size (8) in --devices, which is for "
+        "logs without that line\n"
+    )
+    assert list_runs() == []
+    # --devices that agree with the logs are taken.
+    status, out, err = run(capsys, "runs", "import", str(eight), str(sixteen), "--devices", "8,16")
+    assert status == 0, err
+    assert [row["devices"] for row in get_run(stored_id(out))["results"]] == [8, 16]

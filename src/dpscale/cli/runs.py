@@ -387,7 +387,7 @@ _FORMAT_HELP = (
             ["devices", "--devices"],
             metavar="N[,N...]",
             help="torchtitan: each log's world size, in the logs' order, where a log lacks "
-            "its `Building device mesh` line.",
+            "its `Building device mesh` line (a log that has it must agree).",
         ),
         click.Option(
             ["unit", "--unit"],

@@ -344,6 +344,14 @@ def _one_log(text: str, name: str, devices: int | None) -> tuple[int, dict[str, 
         when = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f") if stamp else None
         ranks.setdefault(rank.group(1) if rank else "", []).append((step, tps, when, number))
     if devices is not None:
+        if world is not None and world != devices:
+            # --devices is for a log that lacks its mesh line; it had silently overridden one
+            raise _fail(
+                name,
+                f"the log's `Building device mesh` line gives a world size of {world:,}, "
+                f"--devices gives {devices:,}: give this log its own size ({world:,}) in "
+                "--devices, which is for logs without that line",
+            )
         world = devices
     if world is None:
         raise _fail(
