@@ -379,3 +379,79 @@ def test_a_collective_whose_nodes_are_null_is_shown() -> None:
     out = io.StringIO()
     print_summary(run, console=Console(file=out, width=200))
     assert "one node" in out.getvalue()
+
+
+# A real run (dpscale measure --nproc 2 --world-sizes 1,2 on gloo, runs export --json), edited
+# as the prober edited it: each figure contradicted another and had been stored, and changed
+# what runs show --predict predicted.
+MEASURED = json.loads((Path(__file__).parent / "data" / "measured-gloo-2.json").read_text())
+
+
+def edited(change: str, **values: Any) -> dict[str, Any]:
+    run = copy.deepcopy(MEASURED)
+    target: Any = run
+    for part in change.split(".") if change != "run" else ():
+        target = target[int(part)] if part.isdigit() else target[part]
+    target.update(values)
+    return run
+
+
+CONTRADICTIONS = [
+    (edited("results.1", compute_time_s=100.0),
+     "results.1.compute_time_s: 100 s is longer than the step it is part of "
+     "(step_time_p95_s 0.0783935 s): compute, exposed communication and overhead split the "
+     "median step"),
+    (edited("results.0", step_overhead_s=0.03),
+     "results.0: compute_time_s + exposed_comm_time_s + step_overhead_s = 0.0412835 s is "
+     "longer than the step they split (step_time_p95_s 0.0365851 s)"),
+    (edited("collectives.0", devices=64),
+     "collectives.0.devices: 64 is not one of the run's world sizes (config.world_sizes 1, 2)"),
+    (edited("results.1", devices=4, throughput=4 * MEASURED["results"][1]["per_device_throughput"]),
+     "results.1.devices: 4 is not one of the run's world sizes (config.world_sizes 1, 2)"),
+    (edited("config", world_sizes=[1, 2, 64]) | {"collectives": [
+        {**MEASURED["collectives"][0], "devices": 64}]},
+     "collectives.0.devices: 64 is more than the run's devices (environment.device_count 2)"),
+    ({**MEASURED, "collectives": [*MEASURED["collectives"], MEASURED["collectives"][3]]},
+     "collectives.32: all_reduce of 262,144 bytes at 2 devices again (as in collectives.3): "
+     "one figure per op, device count and size"),
+    # Unknown keys where the store has no place for them had been dropped without a word.
+    ({**MEASURED, "notes": "hello"}, "'notes': not a key of a stored run, which holds run_id, "
+     "created_at, backend, partial, error, environment, config, results, collectives, timings"),
+    (edited("timings.0", note=1), "timings.0.note: not a key of a raw timing, which holds "
+     "kind, op, devices, bytes, rank_times_s"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("run", "said"), CONTRADICTIONS, ids=[c[1][:40] for c in CONTRADICTIONS])
+def test_figures_of_a_measured_run_that_contradict_each_other_are_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    sqlite_url: str,
+    run: dict[str, Any],
+    said: str,
+) -> None:
+    assert refused(tmp_path, capsys, run).startswith(said)
+
+
+def test_a_measured_run_round_trips_with_its_own_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    # Keys of its own in a result, a collective, the environment and the config are kept.
+    run = edited("results.0", note="warm machine")
+    run["collectives"][0]["note"] = "first"
+    status, out, err = imported(tmp_path, capsys, run)
+    assert (status, err) == (0, ""), err
+    status, out, err = cli(capsys, "runs", "export", MEASURED["run_id"], "--json")
+    assert status == 0, err
+    assert json.loads(out) == run
+
+
+def test_what_measure_adds_to_its_json_imports_and_is_not_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sqlite_url: str
+) -> None:
+    # measure --json --keep-logs adds logs, --compare adds comparison: its own output imports.
+    run = {**MEASURED, "logs": "/tmp/dpscale-logs", "comparison": {"rows": []}}
+    status, out, err = imported(tmp_path, capsys, run)
+    assert (status, err) == (0, ""), err
+    status, out, err = cli(capsys, "runs", "export", MEASURED["run_id"], "--json")
+    assert json.loads(out) == MEASURED

@@ -388,7 +388,9 @@ def check_run(payload: Mapping[str, Any]) -> None:
 
     The schema (also in SECURITY.md): the figures' types (strict: JSON numbers, a JSON
     boolean for ``partial``) and ranges above, also of the figures a result may add (its
-    step split, memory, step counts); figures that agree (:func:`check_results`); an
+    step split, memory, step counts); figures that agree (:func:`check_results`), and with
+    the run (the step split within the step, devices among the world sizes, one collective
+    per op, count and size); no key the store drops (at the top, in a raw timing); an
     ``error`` only in a partial run; at most :data:`MAX_RESULTS` results,
     :data:`MAX_COLLECTIVES` collectives and :data:`MAX_TIMING_VALUES` raw times;
     ``created_at`` ISO 8601 from 2000 to 2199; names of at most :data:`MAX_NAME` characters
@@ -411,8 +413,11 @@ def check_run(payload: Mapping[str, Any]) -> None:
             "error: a run with an error is partial: give partial true, or error null "
             f"(got partial false and error {_shown(run.error)})"
         )
+    _known_keys(payload)
     results = payload["results"]
     check_results(results, [f"results.{index}" for index in range(len(results))])
+    _check_step_split(results)
+    _check_world_sizes(payload)
     count = 0
     for index, timing in enumerate(run.timings or ()):
         for times in timing.rank_times_s:
@@ -423,6 +428,116 @@ def check_run(payload: Mapping[str, Any]) -> None:
                 )
             if any(not 0 <= t <= MAX_SECONDS for t in times):
                 raise ValueError(f"timings.{index}.rank_times_s: times must lie from 0 to 7 days")
+
+
+_RUN_KEYS = ("run_id", "created_at", "backend", "partial", "error", "environment", "config")
+_LISTS = ("results", "collectives", "timings")
+_NOT_STORED = ("logs", "comparison")
+"""What ``dpscale measure --json`` adds to a run and no store keeps: ``logs``, the folder of
+its kept logs on the machine that measured, and ``comparison`` (``--compare``), which ``runs
+show --predict`` works out again. Accepted in a run.json, so that measure's own output
+imports; every other key the store has no place for is refused."""
+
+
+def _known_keys(payload: Mapping[str, Any]) -> None:
+    """Refuse a key the store has no place for: at the top of the run and in a raw timing
+    (columns of their own), where it had been dropped without a word while a result's,
+    a collective's, the environment's and the config's own keys are kept as given (so that
+    ``runs export --json`` of an imported run gives back what was imported). Measure's own
+    additions (:data:`_NOT_STORED`) are accepted and not stored."""
+    known = {*_RUN_KEYS, *_LISTS, *_NOT_STORED}
+    extra = next((str(key) for key in payload if key not in known), None)
+    if extra is not None:
+        raise ValueError(
+            f"{_shown(one_line(extra))}: not a key of a stored run, which holds "
+            f"{', '.join((*_RUN_KEYS, *_LISTS))} (a result, a collective, the environment "
+            "and the config keep keys of their own): remove it, since nothing of it would be "
+            "stored"
+        )
+    for index, timing in enumerate(payload.get("timings") or ()):
+        extra = next((str(key) for key in timing if key not in _Timing.model_fields), None)
+        if extra is not None:
+            raise ValueError(
+                f"timings.{index}.{one_line(extra)}: not a key of a raw timing, which holds "
+                f"{', '.join(_Timing.model_fields)}: remove it, since nothing of it would be "
+                "stored"
+            )
+
+
+_SPLIT = ("compute_time_s", "exposed_comm_time_s", "step_overhead_s")
+"""The parts a measured step splits into (:mod:`dpscale.measure.training`): they add up to
+the median step."""
+
+
+def _check_step_split(results: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse a step split that no step holds: a part, or the parts together, longer than
+    the result's slowest typical step (its 95th percentile; the median where only it is
+    given), beyond :data:`COHERENCE`. ``compute_time_s`` 100 s in a step of 8.4 ms had been
+    stored and then predicted against."""
+    for index, row in enumerate(results):
+        step = row.get("step_time_p95_s") or row.get("step_time_p50_s")
+        if step is None:
+            continue
+        limit = step * (1 + COHERENCE) + 1e-9
+        name = "step_time_p95_s" if row.get("step_time_p95_s") else "step_time_p50_s"
+        parts = [(key, row[key]) for key in _SPLIT if row.get(key) is not None]
+        for key, value in parts:
+            if value > limit:
+                raise ValueError(
+                    f"results.{index}.{key}: {value:.6g} s is longer than the step it is part "
+                    f"of ({name} {step:.6g} s): compute, exposed communication and overhead "
+                    "split the median step"
+                )
+        total = sum(value for _, value in parts)
+        if len(parts) > 1 and total > limit:
+            raise ValueError(
+                f"results.{index}: {' + '.join(key for key, _ in parts)} = {total:.6g} s is "
+                f"longer than the step they split ({name} {step:.6g} s)"
+            )
+
+
+def _whole_numbers(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(
+        isinstance(item, int) and not isinstance(item, bool) for item in value
+    ):
+        return value
+    return None
+
+
+def _check_world_sizes(payload: Mapping[str, Any]) -> None:
+    """Refuse a result or collective at a device count the run did not run: one not among
+    ``config.world_sizes`` (where the config lists them, as measure's does), or more devices
+    than ``environment.device_count`` (the largest world size's ranks); and a collective
+    given twice (one per op, device count and size). A collective at 64 devices in a 2-rank
+    run had been stored, and had set the bandwidth ``runs show --predict`` predicted with."""
+    config = payload.get("config")
+    sizes = _whole_numbers(config.get("world_sizes")) if isinstance(config, Mapping) else None
+    environment = payload.get("environment")
+    count = environment.get("device_count") if isinstance(environment, Mapping) else None
+    ranks = count if isinstance(count, int) and not isinstance(count, bool) and count else None
+    seen: dict[tuple[Any, ...], int] = {}
+    for kind in ("results", "collectives"):
+        for index, row in enumerate(payload.get(kind) or ()):
+            devices = row["devices"]
+            if sizes is not None and devices not in sizes:
+                raise ValueError(
+                    f"{kind}.{index}.devices: {devices:,} is not one of the run's world sizes "
+                    f"(config.world_sizes {', '.join(f'{size:,}' for size in sizes)})"
+                )
+            if ranks is not None and devices > ranks:
+                raise ValueError(
+                    f"{kind}.{index}.devices: {devices:,} is more than the run's devices "
+                    f"(environment.device_count {ranks:,})"
+                )
+            if kind == "collectives":
+                key = (row["op"], devices, row["bytes"])
+                if key in seen:
+                    raise ValueError(
+                        f"collectives.{index}: {row['op']} of {row['bytes']:,} bytes at "
+                        f"{devices:,} devices again (as in collectives.{seen[key]}): one "
+                        "figure per op, device count and size"
+                    )
+                seen[key] = index
 
 
 def check_results(results: Sequence[Mapping[str, Any]], places: Sequence[str]) -> None:
