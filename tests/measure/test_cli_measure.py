@@ -106,6 +106,17 @@ def test_measure_json_is_stored_and_shown(
             ("--no-collectives", "--no-training"),
             "--training: off with --no-collectives leaves nothing to measure (keep one on)",
         ),
+        # The collectives' options had been ignored and recorded in the config as measured.
+        (
+            ("--no-collectives", "--ops", "all_gather", "--sizes", "4KiB", "--iterations", "3"),
+            "--ops, --sizes and --iterations are for the collectives, which --no-collectives "
+            "leaves out: drop them or --no-collectives\n",
+        ),
+        (
+            ("--no-collectives", "--warmup", "1", "--launch-line"),
+            "--warmup is for the collectives, which --no-collectives leaves out: drop it or "
+            "--no-collectives\n",
+        ),
     ],
 )
 def test_bad_input_is_one_line_naming_the_option(

@@ -187,6 +187,19 @@ def measure(
             f"--compare needs the training and the collectives' bandwidth to predict with: "
             f"drop {off}"
         )
+    if script is None and not collectives:
+        # They had been ignored and recorded in the run's config as if measured.
+        unused = [name for name in _COLLECTIVE_OPTIONS if options[name] is not None]
+        if unused:
+            from dpscale.measure.config import OPTION_NAMES
+
+            labels = [_label(name, OPTION_NAMES) for name in unused]
+            listed = ", ".join(labels[:-1]) + f" and {labels[-1]}" if len(labels) > 1 else labels[0]
+            are = "are" if len(labels) > 1 else "is"
+            fail(
+                f"{listed} {are} for the collectives, which --no-collectives leaves out: drop "
+                f"{'them' if len(labels) > 1 else 'it'} or --no-collectives"
+            )
     if store and not (launch_line or sbatch):  # refused before measuring, not after
         from dpscale.store.db import StoreUnavailableError, check_database, require_lasting
 
@@ -324,6 +337,8 @@ def _has_cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
+_COLLECTIVE_OPTIONS = ("ops", "sizes", "iterations", "warmup")
+"""The options of the collectives alone (the timeout is also the training's)."""
 _SCRIPT_OPTIONS = ("nproc", "world_sizes", "backend", "timeout")
 """What --script takes of the measurement options; the rest describe the built-in model."""
 
