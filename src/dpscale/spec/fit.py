@@ -352,8 +352,9 @@ class Table:
 
 PREDICTIONS = Table(
     caption=N_("Predictions with 95 %% prediction intervals"),
-    terminal_caption="Predictions (95 %% prediction intervals, at most the ideal; efficiency "
-    "relative to %(baseline)s)",
+    # Below the baseline fewer devices may well be more efficient: no ideal bounds them.
+    terminal_caption="Predictions (95 %% prediction intervals, at most the ideal from the baseline "
+    "on; efficiency relative to %(baseline)s)",
     columns=(
         Column(("devices",), "count", N_("Devices"), "Devices", mark="extrapolated"),
         Column(("throughput",), "throughput", N_("Throughput (%(unit)s)"), "Throughput (%(unit)s)"),
