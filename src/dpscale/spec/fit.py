@@ -802,6 +802,16 @@ SAID: Mapping[str, Wording] = {
         "which cannot show a step at a node boundary; if these points cross one, give the "
         "number of devices per node.",
     ),
+    "given_misfit": Wording(
+        N_(
+            "%(model)s, the model asked for, misses these points by more than their mean does "
+            "(R² below 0): its predictions and statements describe that model, not these "
+            "points. Let the fit choose the model to follow them."
+        ),
+        "{model}, as asked, misses these points by more than their mean does (R² = "
+        "{r_squared:.4f}): its predictions and statements describe that model, not these "
+        "points; --model auto chooses one that follows them.",
+    ),
     "facts_unused": Wording(
         N_(
             "%(model)s is a scaling law: of the job's facts it takes only the devices per "
