@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import matplotlib
 import pytest
+from matplotlib.figure import Figure
 
 from dpscale import plotting
 from dpscale.fit import FitQuery, fit
@@ -82,3 +83,17 @@ def test_a_file_name_without_a_chart_suffix_is_refused(name: str) -> None:
 @pytest.mark.parametrize(("name", "fmt"), [("a.svg", "svg"), ("a.PNG", "png"), ("b.pdf", "pdf")])
 def test_the_suffix_picks_the_format(name: str, fmt: str) -> None:
     assert plotting.plot_format(name) == fmt
+
+
+@pytest.mark.parametrize("text", ["$$", "$\\undefined$", "$^^$", "$x$", "50% of $5"])
+def test_text_is_drawn_as_given_never_as_mathtext(text: str) -> None:
+    # Every chart, the CLI's --plot files included, is drawn by plotting.render: a label
+    # holding "$...$" had been parsed as matplotlib's mathtext (a ValueError, or maths drawn).
+    def draw() -> Figure:
+        figure = plotting.new_figure(4, 3)
+        figure.add_subplot().set_ylabel(f"Throughput ({text})")
+        return figure
+
+    svg = plotting.render(draw, "svg").decode()
+    assert f">Throughput ({text})</text>" in svg
+    assert plotting.render(draw, "png").startswith(b"\x89PNG")

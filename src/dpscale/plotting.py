@@ -88,6 +88,9 @@ _FONTS = ("DejaVu Sans", "Noto Sans CJK JP", "IPAGothic", "IPAexGothic", "Noto S
 STYLE: dict[str, object] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "dpscale",  # stable element ids: the same input gives the same bytes
+    # Text is drawn as given: a unit typed as "$$" or "$\\undefined$" had been parsed as
+    # mathtext (a 500 where it did not parse, "$x$" drawn as an italic x where it did).
+    "text.parse_math": False,
     "font.size": 11,
     "axes.spines.top": False,
     "axes.spines.right": False,

@@ -416,6 +416,26 @@ def test_chart_is_svg_with_translated_labels(client: httpx.Client) -> None:
     assert client.get("/chart/en/pipeline-bubble.svg").status_code == 404
 
 
+@pytest.mark.parametrize("unit", ["$$", "$\\undefined$", "$^^$", "$x$"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "/chart/en/data-parallel-scaling.svg?devices=64&throughput=2000&efficiency=90",
+        "/chart/en/scaling-fit.svg?points=8:7900,16:15500,32:30200",
+    ],
+)
+def test_a_unit_that_looks_like_mathtext_is_drawn_as_typed(
+    client: httpx.Client, address: str, unit: str
+) -> None:
+    # "$$" and "$\undefined$" had been parsed by matplotlib as maths: a 500 where they did not
+    # parse, and "$x$" drawn as an italic x where it did.
+    response = client.get(f"{address}&{urlencode({'unit': unit})}")
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "image/svg+xml"
+    labels = [unescape(text) for text in re.findall(r"<text[^>]*>([^<]*)</text>", response.text)]
+    assert f"Throughput ({unit})" in labels
+
+
 _COUNTS = ",".join(str(n) for n in range(1, 130))  # 407 characters: more than a box reads
 _PREDICTION = (
     f"devices={_COUNTS}&params=1e9&micro_batch=8&per_device_throughput=100&hardware=dgx-a100"
