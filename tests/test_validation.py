@@ -140,6 +140,19 @@ def test_digits_other_than_full_width_ones_are_refused_not_read(typed: str) -> N
     assert [issue.field for issue in both.value.issues] == ["devices", "share"]
 
 
+@pytest.mark.parametrize("typed", ["6_4", "1_0", "6_4e0", "_64", "64_"])
+def test_a_digit_separator_is_no_number(typed: str) -> None:
+    # pydantic reads text as Python does: "6_4" had been 64 devices, "1_0" a share of 10.
+    with pytest.raises(InputError) as caught:
+        parse(Example, {"devices": typed, "share": "0_5"})
+    assert [issue.sentence() for issue in caught.value.issues] == [
+        f"devices must be a whole number from 1 to 1,000 (got {typed})",
+        "share must be a number greater than 0 and at most 1 (got 0_5)",
+    ]
+    with pytest.raises(InputError, match=r"^value must be a number from 0 to 100 \(got 9_0\)$"):
+        parse(PercentExample, {"value": "9_0"})
+
+
 def test_a_list_of_counts_takes_full_width_digits_and_no_other() -> None:
     class Counts(BaseModel):
         devices: str = Field(default="1", max_length=400)

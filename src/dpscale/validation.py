@@ -674,8 +674,9 @@ def _screened(
     model: type[BaseModel], data: Mapping[str, Any], *, typed: bool
 ) -> tuple[dict[str, Any], dict[str, FieldIssue]]:
     """``data`` as ``model`` is given it, and the issue of each value refused before it reads
-    it: a bool or bytes for a number, and a digit other than 0 to 9 (and, where ``typed``, the
-    full-width ones, read as ASCII) in a number or a list of counts."""
+    it: a bool or bytes for a number, a digit other than 0 to 9 (and, where ``typed``, the
+    full-width ones, read as ASCII) in a number or a list of counts, and a ``_`` in a number
+    (Python's digit separator: "6_4" is no plain number)."""
     numeric = _numeric_fields(model)
     values: dict[str, Any] = {}
     refused: dict[str, FieldIssue] = {}
@@ -685,7 +686,9 @@ def _screened(
             if typed:
                 value = normalize_typed(value)
             digit = foreign_digit(value)
-            if digit is not None and name in numeric:
+            if (digit is not None or "_" in value) and name in numeric:
+                # "_" too: pydantic reads "6_4" as Python does, 64, where every surface reads
+                # plain numbers only (a list of counts refused it, a page's box read it).
                 refused[name] = FieldIssue(field=name, rule=rule_of(model, name), value=data[name])
                 value = _REFUSED
             elif digit is not None:

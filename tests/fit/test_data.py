@@ -161,7 +161,7 @@ def test_points_from_a_stored_run() -> None:
 
 
 def test_device_counts_to_predict_at() -> None:
-    assert parse_device_counts("256, 128 64;1_024") == (64, 128, 256, 1024)
+    assert parse_device_counts("256, 128 64;1024") == (64, 128, 256, 1024)
     assert parse_device_counts("") == ()
     # Ranges as predict --devices writes them: every count, and doubling to the end.
     assert parse_device_counts("64..1000, 30-32") == (30, 31, 32, 64, 128, 256, 512, 1000)
@@ -173,6 +173,8 @@ def test_device_counts_to_predict_at() -> None:
         ),
         ("1-500", "--at: at most 200 device counts are accepted (got 500)"),
         ("1..512,1-199", "--at: at most 200 device counts are accepted (got 201)"),
+        # Python's digit separator is no plain number: float() had read it as 1,024.
+        ("64,1_024", "--at must be a whole number from 1 to 10,000,000 (got 1_024)"),
     ):
         with pytest.raises(InputError) as caught:
             parse_device_counts(text)

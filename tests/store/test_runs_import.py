@@ -243,6 +243,11 @@ HUGE = "devices,throughput\n" + "".join(f"{n},{n * 10}\n" for n in range(1, 1002
             "x.csv, line 2: throughput is not a number (got 'fast')",
         ),
         (
+            "u.csv",
+            "devices,throughput\n1,7_900\n",
+            "u.csv, line 2: throughput is not a number (got '7_900')",  # had been 7,900
+        ),
+        (
             "f.csv",
             "devices,throughput\n2.5,100\n",
             "f.csv, line 2: devices must be a whole number (got '2.5')",

@@ -13,6 +13,7 @@ from html import unescape
 import httpx
 import pytest
 
+from dpscale.cli.main import main
 from dpscale.web.i18n import localizer
 from dpscale.web.typed_numbers import canonical_number, read_number
 
@@ -54,7 +55,17 @@ def test_a_number_is_read_in_the_locale_then_canonically(
 
 
 @pytest.mark.parametrize(
-    ("text", "locale"), [("2,5", "en"), ("2 000", "de"), ("abc", "de"), ("NaN", "de"), ("", "fr")]
+    ("text", "locale"),
+    [
+        ("2,5", "en"),
+        ("2 000", "de"),
+        ("abc", "de"),
+        ("NaN", "de"),
+        ("", "fr"),
+        ("6_4", "en"),  # Python's digit separator: Decimal had read it as 64
+        ("2_000,5", "de"),
+        ("2_000", "fr"),
+    ],
 )
 def test_text_that_is_no_number_is_left_for_the_model(text: str, locale: str) -> None:
     assert read_number(text, locale) is None
@@ -190,6 +201,101 @@ def test_digits_other_than_full_width_ones_are_refused_at_their_box(
     assert 'aria-invalid="true"' in html
     assert 'data-result="actual_throughput"' not in html
     assert "Enter a whole number from 1 to 10,000,000. You entered: " + typed in unescape(html)
+
+
+@pytest.mark.parametrize("code", ["en", "de", "fr"])
+def test_a_digit_separator_is_refused_at_its_box(client: httpx.Client, code: str) -> None:
+    # "6_4" had been read as 64 in every number box (and written "64" into the links).
+    query = {"devices": "6_4", "throughput": "2_000", "efficiency": "9_0"}
+    html = unescape(client.get(f"/{code}/{PAGE}", params=query).text)
+    assert 'data-result="actual_throughput"' not in html
+    for name in query:
+        assert re.search(rf'name="{name}"[^>]*value="{query[name]}"[^>]*aria-invalid="true"', html)
+    for name in query:
+        said = re.search(rf'data-error-for="{name}">([^<]+)</p>', html)
+        assert said, name
+        assert said.group(1).endswith(query[name])  # "... You entered: 6_4", in its language
+    fragment = client.get(f"/fragment/{code}/{PAGE}", params=query).json()
+    assert fragment["valid"] is False
+    assert set(fragment["errors"]) >= set(query)
+    # Measured points too: "8:7_900" had been 7,900.
+    points = client.get(f"/{code}/scaling-fit", params={"points": "8:7_900, 16:15500, 32:30200"})
+    assert re.search(r'name="points"[^>]*aria-invalid="true"', points.text)
+    assert 'data-result="model"' not in points.text
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "field", "message"),
+    [
+        (
+            "calc",
+            {"devices": "6_4", "throughput": "2000", "efficiency": "90"},
+            "devices",
+            "devices must be a whole number from 1 to 10,000,000 (got 6_4)",
+        ),
+        (
+            "calc",
+            {"devices": "64", "throughput": "2_000", "efficiency": "90"},
+            "throughput",
+            "throughput must be a number from 0 to 1e+15 (got 2_000)",
+        ),
+        (
+            "calc",
+            {"devices": "64", "throughput": "2000", "efficiency": "9_0"},
+            "efficiency",
+            "efficiency must be a number from 0 to 100 (got 9_0)",
+        ),
+        (
+            "fit",
+            {"points": "8:7_900,16:15500,32:30200"},
+            "points",
+            "points: item 1, throughput: '7_900' is not a number",
+        ),
+        (
+            "fit",
+            {"points": "8:7900,16:15500,32:30200", "at": "6_4"},
+            "at",
+            "at must be a whole number from 1 to 10,000,000 (got 6_4)",
+        ),
+        (
+            "predict",
+            {**LLAMA_8B_TOKENS, "measured": "8:7_900,16:15000"},
+            "measured",
+            "measured: cannot read '8:7_900': write device:throughput pairs such as "
+            "1:362.4,8:2722,16:5099",
+        ),
+        (
+            "predict",
+            {**LLAMA_8B_TOKENS, "model": "", "params": "1_000_000"},
+            "params",
+            "params must be a number from 1 to 1e+15 (got 1_000_000)",
+        ),
+    ],
+)
+def test_the_api_and_the_cli_refuse_a_digit_separator(
+    client: httpx.Client,
+    capsys: pytest.CaptureFixture[str],
+    path: str,
+    query: dict[str, str],
+    field: str,
+    message: str,
+) -> None:
+    response = client.get(f"/api/v1/{path}", params=query)
+    assert response.status_code == 422
+    assert {"field": field, "code": response.json()["detail"][0]["code"], "message": message} in (
+        response.json()["detail"]
+    )
+    args = [path]
+    for name, value in query.items():
+        if value:
+            args += [f"--{name.replace('_', '-')}", value]
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    option = message.replace(f"{field} must", f"--{field.replace('_', '-')} must").replace(
+        f"{field}: ", f"--{field.replace('_', '-')}: "
+    )
+    assert option in capsys.readouterr().err
 
 
 def test_a_superscript_in_counts_or_a_quantity_is_refused_on_the_page(client: httpx.Client) -> None:

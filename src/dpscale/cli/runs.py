@@ -502,6 +502,8 @@ def _device_counts(text: str) -> list[int]:
     counts = []
     for cell in text.split(","):
         try:
+            if "_" in cell:  # int() reads "6_4" as 64: no plain count
+                raise ValueError(cell)
             count = int(cell.strip())
         except ValueError:
             fail(f"--devices must be whole numbers from 1 to {MAX_DEVICES:,}, comma-separated")

@@ -151,10 +151,12 @@ def _number(text: object, where: str, column: str) -> float:
         raise _issue(where, f", {column}: {_shown(text)} is not a number", NOT_A_NUMBER)
     if isinstance(text, int | float):
         return float(text)
-    cell = str(text).strip().replace("_", "")
+    cell = str(text).strip()
     if not cell:
         raise _issue(where, f", {column}: missing value", MISSING_VALUE)
     try:
+        if "_" in cell:  # Python's digit separator ("7_900"): no plain number
+            raise ValueError(cell)
         return float(cell)
     except ValueError:
         raise _issue(where, f", {column}: {_shown(cell)} is not a number", NOT_A_NUMBER) from None
@@ -247,8 +249,10 @@ def _split(line: str) -> list[str]:
 
 
 def _is_number(cell: str) -> bool:
+    if "_" in cell:
+        return False
     try:
-        float(cell.replace("_", ""))
+        float(cell)
     except ValueError:
         return False
     return True
@@ -687,7 +691,9 @@ def parse_device_counts(text: str, field: str = "at") -> tuple[int, ...]:
             counts.update(_range(cell, field))
             continue
         try:
-            value = float(cell.replace("_", ""))
+            if "_" in cell:  # "6_4" is no plain count (float() reads it as 64)
+                raise ValueError(cell)
+            value = float(cell)
         except ValueError:
             raise InputError([FieldIssue(field=field, rule=rule, value=cell)]) from None
         if not rule.admits(np.array([value]))[0]:

@@ -155,7 +155,7 @@ POINTS_SOURCE = "measured points"
 """The source of points typed as device:throughput pairs (a file or a stored run is named)."""
 MEASUREMENT_NOISE = 0.01
 """Relative spread of one measured throughput from run to run (stated, not fitted)."""
-_ITEM = re.compile(r"^\s*(\d+)\s*:\s*([0-9.eE+_-]+)\s*$")
+_ITEM = re.compile(r"^\s*(\d+)\s*:\s*([0-9.eE+-]+)\s*$")
 
 
 def _fail(message: str, value: object = None) -> InputError:
@@ -189,7 +189,7 @@ def parse_measured(text: str) -> list[tuple[int, float]]:
             )
         devices = int(match.group(1))
         try:
-            throughput = float(match.group(2).replace("_", ""))
+            throughput = float(match.group(2))
         except ValueError:
             raise _fail(f"cannot read the throughput in {item.strip()!r}", text) from None
         if not MIN_DEVICES <= devices <= MAX_DEVICES:

@@ -141,7 +141,9 @@ def _number(cell: str, where: str, column: str, low: float, high: float) -> floa
     from dpscale.fit.data import comma_readings
 
     try:
-        value = float(cell.replace("_", ""))
+        if "_" in cell:  # Python's digit separator ("7_900"): no plain number
+            raise ValueError(cell)
+        value = float(cell)
     except ValueError:
         readings = comma_readings(cell)  # only a quoted cell holds a comma: 8,"7,900"
         if readings:

@@ -104,6 +104,8 @@ def _locale_reading(text: str, locale: str) -> Decimal | None:
     (Decimal('7900'), None, Decimal('7.9'))
     """
     group, decimal, written, form = _symbols(locale)
+    if "_" in text:  # Decimal reads Python's digit separator ("6_4" as 64): no locale writes it
+        return None
     if group in _SPACES:
         for space in _SPACES:
             text = text.replace(space, group)

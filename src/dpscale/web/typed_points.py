@@ -94,7 +94,8 @@ Read = tuple[str, Decimal | None] | None
 def _point_value(text: str, locale: str | None, *, cell: bool = False) -> Read:
     """A point's number as the canonical text the models read, and its value: read in
     ``locale`` (None: canonically, as ``dpscale fit`` reads a file), else as Python reads it
-    (``1_000``; ``inf`` kept as typed, for the model to refuse); None where nothing reads it.
+    (``inf`` kept as typed, for the model to refuse; never ``1_000``: no plain number); None
+    where nothing reads it.
     ``cell``: a cell between semicolons or tabs, where a decimal comma is read as the CLI
     reads it. Cached (pasted points try a piece several ways), for texts as short as a
     number's."""
@@ -119,8 +120,10 @@ def _read_point(text: str, locale: str | None, cell: bool) -> Read:
     if value is None and cell and _POINT_NUMBER.fullmatch(text):
         value = _plain_reading(text.replace(",", "."))
     if value is None:
+        if "_" in text:  # Python's digit separator ("7_900"): no plain number, refused
+            return None
         try:
-            number = float(text.replace("_", ""))
+            number = float(text)
         except ValueError:
             return None
         if not math.isfinite(number):
