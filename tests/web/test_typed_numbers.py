@@ -387,6 +387,35 @@ def test_the_fit_reads_its_counts_to_predict_at_the_page_s_way(client: httpx.Cli
     assert rows[-2:] == ["16*", "1.024*"]  # predicted beyond the points: marked
 
 
+def _predicted_at(html: str) -> list[str]:
+    table = unescape(html)[unescape(html).index("data-fit-table") :].split("</table>")[0]
+    return re.findall(r'<th scope="row"[^>]*>([^<]*)</th>', table)
+
+
+@pytest.mark.parametrize(("code", "typed"), [("en", "64 128"), ("de", "64; 128"), ("ja", "64 128")])
+def test_a_link_to_the_fit_predicts_at_the_same_counts_in_every_language(
+    client: httpx.Client, code: str, typed: str
+) -> None:
+    # "64 128" is two counts to predict at on an English page, and the one count 64,128 on a
+    # French one (its grouping is a space): the links had kept "at=64+128".
+    query = {"points": "8:7900, 16:15500, 32:30200", "at": typed}
+    html = client.get(f"/{code}/scaling-fit", params=query).text
+    assert _predicted_at(html)[-2:] == ["64*", "128*"]
+    share = _share_url(html)
+    assert share.endswith("&at=64%2C+128")
+    french = _switch(html, "fr")
+    assert french.endswith("&at=64%2C+128")
+    fragment = client.get(f"/fragment/{code}/scaling-fit", params=query).json()
+    assert fragment["query"].endswith("&at=64%2C+128")
+    for link in (share.replace(f"/{code}/", "/fr/"), french):
+        opened = client.get(link[link.index("/fr/") :]).text
+        assert _predicted_at(opened)[-2:] == ["64*", "128*"]
+    # Typed on the French page, the same text is the French reading, in every link too.
+    typed_fr = client.get("/fr/scaling-fit", params={**query, "at": "64 128"}).text
+    assert _predicted_at(typed_fr)[-1] == f"64{NNBSP}128*"
+    assert _share_url(typed_fr).endswith("&at=64128")
+
+
 def test_the_counts_example_cannot_be_read_as_a_decimal(client: httpx.Client) -> None:
     # "1,8,64" reads as 1.8 to a German reader: the example has a space after each comma.
     query = {"hardware": "dgx-a100", "params": "1.3e9", "micro_batch": "8", "devices": "1-x"}

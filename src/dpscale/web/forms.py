@@ -148,6 +148,12 @@ def _canonical_quantity(text: str, loc: Localizer) -> str:
     return f"{number}{found['gap']}{found['unit'] or ''}"
 
 
+SPACED_COUNTS = frozenset({"at"})
+"""Lists of counts that also take a space or a semicolon between counts, as the fit's ``--at``
+does (:func:`dpscale.fit.data.parse_device_counts`); the prediction's ``devices`` takes commas
+only, as ``dpscale predict --devices`` does."""
+
+
 def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
     """A number field's text in the canonical form (see :mod:`dpscale.web.typed_numbers`),
     without the unit shown after its box ("90 %" is 90); a quantity's number the same way
@@ -166,7 +172,7 @@ def _canonical(f: InputField | None, text: str, loc: Localizer) -> str:
     if f is not None and f.quantity and text:
         return _canonical_quantity(text, loc)
     if f is not None and f.counts and text:
-        return canonical_counts(text, loc.language.locale)
+        return canonical_counts(text, loc.language.locale, spaced=f.name in SPACED_COUNTS)
     if f is None or f.kind == "text" or not text:
         return text
     number = text.removesuffix(f.suffix).rstrip() if f.suffix else text

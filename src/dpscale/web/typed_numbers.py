@@ -189,10 +189,18 @@ def _grouped_count(locale: str) -> re.Pattern[str] | None:
     return re.compile(rf"(?<!\d)(?<!\d\.)[1-9]\d{{0,2}}(?:{separator}\d{{3}})+(?!\d)(?!\.\d)")
 
 
-def canonical_counts(text: str, locale: str) -> str:
+_SPACED = re.compile(r"(?<=\d)(?:\s*;\s*|\s+)(?=\d)")
+"""A space or a semicolon between two counts, where the list reads them as separators."""
+
+
+def canonical_counts(text: str, locale: str, *, spaced: bool = False) -> str:
     """A list of device counts typed on a page in ``locale``, each count written with the
     locale's grouping in the canonical form: a German page writes 1,024 devices "1.024", and
     "8, 64, 1.024" typed (or copied from its results) had been refused.
+
+    ``spaced``: the list also takes a space or a semicolon between counts (the fit's ``at``,
+    as ``dpscale fit --at`` reads it), written as a comma: a link kept "64 128", two counts on
+    an English page and the one count 64,128 on a French one, whose grouping is a space.
 
     >>> canonical_counts("8, 64, 1.024", "de"), canonical_counts("1..256, 2.048", "de")
     ('8, 64, 1024', '1..256, 2048')
@@ -200,8 +208,12 @@ def canonical_counts(text: str, locale: str) -> str:
     ('64..1024', '8, 1024')
     >>> canonical_counts("1,024", "en"), canonical_counts("2.5", "de")
     ('1,024', '2.5')
+    >>> canonical_counts("64 128", "en", spaced=True), canonical_counts("64 128", "fr", spaced=True)
+    ('64, 128', '64128')
+    >>> canonical_counts("16; 1.024 2048", "de", spaced=True)
+    '16, 1024, 2048'
     """
     pattern = _grouped_count(locale)
-    if pattern is None:
-        return text
-    return pattern.sub(lambda found: re.sub(r"\D", "", found.group(0)), text)
+    if pattern is not None:
+        text = pattern.sub(lambda found: re.sub(r"\D", "", found.group(0)), text)
+    return _SPACED.sub(", ", text) if spaced else text
