@@ -81,7 +81,8 @@ def test_fit_labels_nest_no_parentheses_and_tell_the_ideals_apart(
                 .map(t => t.textContent)"""
         )
         legend = " ".join(texts)  # a long entry is wrapped over two lines
-        assert "Fitted: Communication-aware model (ring all-reduce)" in legend
+        # The fresh page's example spans nodes of 8: the hierarchical ring, as its formula.
+        assert "Fitted: Communication-aware model (hierarchical ring all-reduce)" in legend
         assert "Ideal efficiency: 100%" in texts
         assert "95% prediction interval" in texts
         depth = deepest = 0

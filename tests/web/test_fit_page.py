@@ -14,6 +14,8 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
+from dpscale.cli.main import main
+from dpscale.fit.models import HIERARCHICAL_COMM_TITLE
 from dpscale.web.i18n import LANGUAGES, localizer
 from dpscale.web.pages.fit import MODEL_TITLES
 from dpscale.web.templating import chart_version
@@ -30,12 +32,81 @@ def error_at(html: str, field: str) -> str:
     return found.group(1)
 
 
+FLAT = "X(N) = λN / (1 + b·2(N − 1)/N)"
+HIERARCHICAL = "X(N) = λN / (1 + a·2(m − 1)/m + b·2(n − 1)/n), m = min(N, g), n = ⌈N/g⌉"
+NODE_LEVEL = "X(N) = λ'N / (1 + b'·2(n − 1)/n), n = ⌈N/g⌉ (λ': one device in a full node)"
+
+
+@pytest.mark.parametrize(
+    ("query", "title", "formula"),
+    [
+        # No node stated: one flat ring, which the API had called "hierarchical".
+        (
+            {"points": "8:7900, 16:15500, 32:30200", "at": "64, 128"},
+            "Communication-aware model (ring all-reduce)",
+            FLAT,
+        ),
+        # Nodes of 8: the hierarchical ring, which the page had called "ring all-reduce".
+        (
+            {"points": STEP, "devices_per_node": "8"},
+            "Communication-aware model (hierarchical ring all-reduce)",
+            HIERARCHICAL,
+        ),
+        (
+            {"points": "8:7900, 16:15500, 32:30200", "at": "64, 128", "devices_per_node": "8"},
+            "Communication-aware model (hierarchical ring all-reduce)",
+            NODE_LEVEL,
+        ),
+        # Every point inside one node: a flat ring over its devices.
+        (
+            {"points": "1:329, 2:620, 8:2456", "devices_per_node": "8"},
+            "Communication-aware model (ring all-reduce)",
+            FLAT,
+        ),
+    ],
+)
+def test_the_model_is_titled_as_the_formula_it_was_fitted_with(
+    client: httpx.Client,
+    capsys: pytest.CaptureFixture[str],
+    query: dict[str, str],
+    title: str,
+    formula: str,
+) -> None:
+    api = client.get("/api/v1/fit", params={**query, "model": "comm"}).json()
+    assert (api["model_title"], api["formula"]) == (title, formula)
+    for code in ("en", "ja"):
+        html = client.get(f"/{code}/scaling-fit", params={**query, "model": "comm"}).text
+        assert result_value(html, "model") == localizer(code).gettext(title)
+    assert localizer("ja").gettext(title) != title  # translated, not left in English
+    args = ["fit", "--points", query["points"], "--model", "comm"]
+    if "devices_per_node" in query:
+        args += ["--devices-per-node", query["devices_per_node"]]
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"{title} (comm): {formula}"
+
+
+def test_every_title_a_fit_gives_is_translated() -> None:
+    from dpscale.fit.calibrated import _model
+    from dpscale.fit.models import MODELS, comm_model
+    from dpscale.spec.fit import FITTED_TITLES
+
+    titles = {model.title for model in MODELS.values()}
+    titles |= {comm_model(g, full_nodes=full).title for g in (None, 1, 8) for full in (False, True)}
+    source = Path(_model.__code__.co_filename).read_text(encoding="utf-8")
+    titles |= set(re.findall(r'title="([^"]+)"', source))
+    physics = Path(_model.__code__.co_filename).with_name("physics.py").read_text(encoding="utf-8")
+    titles |= set(re.findall(r'title="([^"]+)"', physics))
+    assert titles == set(FITTED_TITLES)  # each in every catalogue (tests/web/test_catalogues.py)
+
+
 def test_share_link_carries_the_points_and_shows_the_fit(client: httpx.Client) -> None:
     query = urlencode({"points": STEP, "at": "512", "devices_per_node": "8"})
     page = client.get(f"/en/scaling-fit?{query}")
     assert page.status_code == 200
     html = page.text
-    assert "Communication-aware model (ring all-reduce)" in html
+    assert "Communication-aware model (hierarchical ring all-reduce)" in html  # as its formula
     assert "At 512 devices" in html
     assert "37,077 samples/s (71.9%)" in html  # the comm model's plateau, not Amdahl's 8,186
     assert "outside this interval" in html  # Amdahl's disagreement is named
@@ -106,7 +177,9 @@ def test_the_chart_names_the_fitted_model_in_the_page_language(
     for model in ("comm", "amdahl"):
         query = urlencode({"points": STEP, "model": model, "devices_per_node": "8"})
         svg = unescape(client.get(f"/chart/{code}/scaling-fit.svg?{query}").text)
-        title = loc.gettext(MODEL_TITLES[model])
+        # Nodes of 8 below and above a full node: the comm model is the hierarchical ring.
+        fitted = HIERARCHICAL_COMM_TITLE if model == "comm" else MODEL_TITLES[model]
+        title = loc.gettext(fitted)
         # A long legend entry is wrapped over two lines (two <text>s): compared without spaces.
         legend = "".join(re.sub(r"<[^>]+>", "", svg).split())
         assert "".join(loc.gettext("Fitted: {model}").format(model=title).split()) in legend

@@ -39,10 +39,24 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["MODELS", "MODEL_NAMES", "ModelName", "Parameter", "ScalingModel", "comm_model"]
+__all__ = [
+    "COMM_TITLE",
+    "HIERARCHICAL_COMM_TITLE",
+    "MODELS",
+    "MODEL_NAMES",
+    "ModelName",
+    "Parameter",
+    "ScalingModel",
+    "comm_model",
+]
 
 ModelName = Literal["amdahl", "usl", "comm"]
 MODEL_NAMES: tuple[ModelName, ...] = ("amdahl", "usl", "comm")
+
+COMM_TITLE = "Communication-aware model (ring all-reduce)"
+"""The comm model's title where it is one flat ring over the devices (no node stated)."""
+HIERARCHICAL_COMM_TITLE = "Communication-aware model (hierarchical ring all-reduce)"
+"""Its title where a node of ``g`` devices is stated: a ring inside the node and one across."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +185,10 @@ def comm_model(
 
     >>> [p.name for p in comm_model(None, latency=True).losses]
     ['inter_node_cost']
+    >>> print(comm_model(None).title)
+    Communication-aware model (ring all-reduce)
+    >>> print(comm_model(8).title)
+    Communication-aware model (hierarchical ring all-reduce)
     >>> node = comm_model(8, full_nodes=True, latency=True)
     >>> [p.name for p in node.losses], node.terms(np.array([8, 16, 32])).round(2).tolist()
     (['inter_node_cost', 'ring_latency'], [[0.0, 0.0], [1.0, 8.0], [1.5, 24.0]])
@@ -229,7 +247,9 @@ def comm_model(
         formula = f"X(N) = λN / (1 + b·2(N − 1)/N{tail})"
     return ScalingModel(
         name="comm",
-        title="Communication-aware model (hierarchical ring all-reduce)",
+        # As the formula: a flat ring over the devices where no node is stated (or g is 1),
+        # else the hierarchical one (its cost inside a node folded into λ' where unmeasured).
+        title=COMM_TITLE if g == 1 else HIERARCHICAL_COMM_TITLE,
         formula=formula,
         rate=rate,
         losses=((inter, ring) if latency else (inter,)) if flat else (intra, inter),

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXAMPLE",
+    "FITTED_TITLES",
     "FIT_INPUTS",
     "MEASURED_BY",
     "MODEL_TITLES",
@@ -162,6 +163,18 @@ MODEL_TITLES = {
     "amdahl": N_("Amdahl's law"),
     "usl": N_("Universal Scalability Law"),
 }
+FITTED_TITLES = (
+    N_("Amdahl's law"),
+    N_("Universal Scalability Law"),
+    N_("Communication-aware model (ring all-reduce)"),
+    N_("Communication-aware model (hierarchical ring all-reduce)"),
+    N_("Communication-aware model (step time from the stated hardware)"),
+    N_("Calibrated step model (the stated job; the points set what they pin down)"),
+)
+"""Every title a fitted model has (``ScalingModel.title``, the API's ``model_title``), marked
+for the pages to translate: the comm model is titled as the formula it was fitted with (a
+flat ring, the hierarchical one, the stated hardware's step time or the calibrated step), where
+:data:`MODEL_TITLES` names each model in general."""
 
 
 def _prediction(name: str) -> Input:

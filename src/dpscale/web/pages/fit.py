@@ -187,6 +187,13 @@ def _amount(loc: Localizer, value: float) -> str:
     return loc.number(value, 4)
 
 
+def _fitted_title(result: FitResult, loc: Localizer) -> str:
+    """The fitted model's title in the page's language, as the API's ``model_title`` names the
+    formula it was fitted with: a hierarchical ring had been called "ring all-reduce" here
+    (the model's general title) and a flat ring "hierarchical" in the API."""
+    return loc.gettext(result.fitted.model.title)  # each marked in FITTED_TITLES
+
+
 def present(page: FitPage, loc: Localizer) -> Presentation:
     _ = loc.gettext
     result, unit = page.result, loc.unit(page.unit)
@@ -197,7 +204,7 @@ def present(page: FitPage, loc: Localizer) -> Presentation:
         ResultItem(
             key="model",
             label=_("Model"),
-            value=_(MODEL_TITLES[result.model]),
+            value=_fitted_title(result, loc),
             sentence=say(result.selection.reason, SAID, loc, unit),
             primary=True,
         ),
@@ -277,7 +284,11 @@ def chart(page: FitPage, loc: Localizer, layout: ChartLayout) -> str:
         ideal_efficiency=_("Ideal efficiency: {percent}"),
         number=loc.number,
         percent=lambda fraction: loc.percent(fraction, 3),
-        model=lambda name: _(MODEL_TITLES[name]),
+        model=lambda name: (
+            _fitted_title(page.result, loc)
+            if name == page.result.fitted.model.name
+            else _(MODEL_TITLES[name])
+        ),
     )
     return plot_svg(page.result, labels, layout)
 
@@ -495,7 +506,7 @@ CALCULATOR = Calculator(
             r"X(N) = \frac{\lambda N}{1 + \sigma (N - 1) + \kappa N (N - 1)}",
         ),
         Formula(
-            N_("Communication-aware model (ring all-reduce)"),
+            N_("Communication-aware model (hierarchical ring all-reduce)"),
             r"X(N) = \frac{\lambda N}{1 + a \frac{2(m - 1)}{m} + b \frac{2(n - 1)}{n}},\ "
             r"m = \min(N, g),\ n = \lceil N / g \rceil",
         ),
