@@ -13,7 +13,7 @@ from html import unescape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
@@ -155,6 +155,54 @@ def test_default_height_fits_the_example_without_the_script(
     assert content <= EMBED_HEIGHTS[slug]
     # and not so tall that it leaves a large blank box under the results
     assert content >= EMBED_HEIGHTS[slug] * 0.8
+
+
+def _query(url: str) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("slug", SLUGS)
+def test_an_embed_keeps_its_theme_when_it_calculates_again(
+    slug: str, client: httpx.Client, browser: Any, live_server: LiveServer
+) -> None:
+    address = f"/embed/en/{slug}?{QUERIES[slug]}&theme=dark"
+    # The form carries the theme only where one is given (an unknown one is the system's).
+    for theme, carried in (("dark", True), ("light", True), ("purple", False), ("", False)):
+        html = client.get(f"/embed/en/{slug}?{QUERIES[slug]}&theme={theme}").text
+        hidden = f'<input type="hidden" name="theme" value="{theme}">'
+        assert (hidden in html) is carried, theme
+    boxes = dict(parse_qsl(QUERIES[slug]))
+    # Without the script, Calculate sends the form: the theme had been left behind.
+    off = browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    try:
+        page = off.new_page()
+        page.goto(address)
+        name = page.locator("form.calc-form input[type=text]").first.get_attribute("name")
+        value = boxes[name]
+        with page.expect_navigation():
+            page.locator("form.calc-form button[type=submit]").click()
+        assert _query(page.url)["theme"] == "dark"
+        assert _query(page.url)[name] == value
+        assert page.locator("html").get_attribute("data-theme") == "dark"
+    finally:
+        off.close()
+    # With it, the address it writes after an input keeps the theme, so a reload keeps it too;
+    # the link to the full page (which has no theme) carries the inputs alone.
+    on = browser.new_context(base_url=live_server.url)
+    try:
+        page = on.new_page()
+        page.goto(address)
+        page.locator(f"form.calc-form [name='{name}']").fill(value)
+        expect(page.locator("form.calc-form")).to_have_attribute("data-updates", "1")
+        assert _query(page.url)["theme"] == "dark"
+        assert _query(page.url)[name] == value
+        full = page.locator("a[data-full-link]").get_attribute("href")
+        assert "theme" not in _query(full)
+        page.reload()
+        assert page.locator("html").get_attribute("data-theme") == "dark"
+    finally:
+        on.close()
 
 
 @pytest.mark.browser

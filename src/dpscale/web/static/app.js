@@ -74,6 +74,7 @@
 
   function setupCalculator(form) {
     var endpoint = form.getAttribute("data-fragment");
+    var theme = form.querySelector('input[type="hidden"][name="theme"]');
     var pending = null;
     var count = 0;
 
@@ -108,7 +109,13 @@
           });
           markScrollBoxes();
           showErrors(form, data.errors, data.missing || []);
-          history.replaceState(null, "", location.pathname + (data.query ? "?" + data.query : ""));
+          // An embed's theme stays in its own address (a reload had lost it); the links to
+          // the full page, which has no theme, take the inputs alone.
+          var address = data.query || "";
+          if (theme && theme.value) {
+            address += (address ? "&" : "") + "theme=" + encodeURIComponent(theme.value);
+          }
+          history.replaceState(null, "", location.pathname + (address ? "?" + address : ""));
           keepQuery(data.query);
           form.removeAttribute("aria-busy");
           form.setAttribute("data-state", data.valid ? "valid" : "invalid");
