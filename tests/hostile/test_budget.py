@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,46 @@ from dpscale.web.registry import calculators
 from .conftest import InProcess
 
 SLUG = "scaling-prediction"
+
+
+SECURITY = Path(__file__).parents[2] / "SECURITY.md"
+LARGEST = {
+    "model": "llama3.1-405b",
+    "hardware": "dgx1-v100",
+    "micro_batch": "1",
+    "unit": "tokens",
+    "per_device_throughput": "9000",
+    "devices": "1-10000",
+    "strategy": "hsdp",
+    "shard_group_size": "1",
+    "compare_strategies": "true",
+    "jitter": "5",
+    "algorithm": "hierarchical",
+}
+"""The largest prediction found as JSON: every compared strategy at each of the 10,000 counts."""
+
+
+def _stated(pattern: str) -> float:
+    text = " ".join(SECURITY.read_text(encoding="utf-8").split())
+    found = re.search(pattern, text)
+    assert found, pattern
+    return float(found.group(1))
+
+
+def test_the_largest_answers_are_as_security_md_states(app_client: InProcess) -> None:
+    # It had said 7.2 MB for 10,000 counts, where comparing the strategies gave 39 MB.
+    json_mb = _stated(r"The largest answer found .*? is (\d+) MB of JSON")
+    chart_kb = _stated(r"and the largest chart (\d+) kB")
+    api = app_client.get(f"/api/v1/{SLUG}", params=LARGEST)
+    assert api.status_code == 200
+    assert len(api.json()["strategies"]) == 5
+    assert all(len(each["points"]) == 10_000 for each in api.json()["strategies"])
+    assert 0.95 * json_mb * 1e6 <= len(api.content) <= json_mb * 1e6
+    # The largest chart leaves the algorithm to NCCL's choice (816 kB; 774 kB hierarchical).
+    drawn = {name: value for name, value in LARGEST.items() if name != "algorithm"}
+    chart = app_client.get(f"/chart/en/{SLUG}.svg", params=drawn)
+    assert chart.status_code == 200
+    assert 0.95 * chart_kb * 1e3 <= len(chart.content) <= chart_kb * 1e3
 
 
 def test_too_many_device_counts_are_a_422_naming_the_limit(app_client: InProcess) -> None:

@@ -1,5 +1,5 @@
 """The prediction charts kept in memory are bounded in bytes, not only in count (issue 28:
-an SVG grows with the device counts drawn, to 534 kB at the 10,000 allowed)."""
+an SVG grows with the device counts drawn, to 590 kB at the 10,000 allowed)."""
 
 from __future__ import annotations
 
