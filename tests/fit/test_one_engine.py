@@ -93,7 +93,11 @@ def test_the_fit_example_gives_one_answer_with_or_without_the_node_size(
     assert facts["notes"][0] == (
         "Estimated from the points: the single-device step, the network share, the jitter."
     )
-    assert facts["notes"][1].startswith("No point ran on one device, so the fixed per-step cost")
+    assert facts["notes"][1] == (
+        "The points put the communication and waits at 0.665x what the stated network and "
+        "devices give."
+    )
+    assert facts["notes"][2].startswith("No point ran on one device, so the fixed per-step cost")
 
 
 MPT_70B = [

@@ -113,9 +113,9 @@ def test_gather_scatter_broadcast_volumes() -> None:
 
 
 def test_hierarchical_takes_the_fastest_protocol_as_the_ring_does() -> None:
-    """1,024 devices on nodes of 8 (a DGX H100's links), a 25 MiB bucket: the same 254 network steps as the flat
-    ring and 14 NVLink steps in place of 1,792, so it is no slower. It had paid Simple's
-    latencies where the ring took LL128's: 2.76 ms against the ring's 2.37 ms."""
+    """1,024 devices on nodes of 8 (a DGX H100's links), a 25 MiB bucket: the same 254
+    network steps as the flat ring and 14 NVLink steps in place of 1,792, so it is no slower.
+    It had paid Simple's latencies where the ring took LL128's: 2.76 ms against 2.37 ms."""
     many = Topology.build(
         devices=1024,
         devices_per_node=8,

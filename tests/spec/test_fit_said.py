@@ -106,13 +106,19 @@ CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
     "across nodes": (
         {"points": ACROSS, "at": "512", **ACROSS_FACTS},
         "calibrated",
-        ["calibration_estimated", "calibration_folded", "calibration_across_nodes"],
+        [
+            "calibration_estimated",
+            "calibration_network",
+            "calibration_folded",
+            "calibration_across_nodes",
+        ],
     ),
     "across nodes, a slower network": (
         {"points": "8,108680\n16,199650\n32,397110\n64,781840", "at": "512", **ACROSS_FACTS},
         "calibrated",
         [
             "calibration_estimated",
+            "calibration_network",
             "calibration_folded",
             "calibration_misfit",
             "calibration_across_nodes",

@@ -93,6 +93,14 @@ CALIBRATION_WORDS: Mapping[str, Wording] = {
         N_("Estimated from the points: %(parameters)s."),
         "Estimated from the points: {parameters:, }.",
     ),
+    "calibration_network": Wording(
+        N_(
+            "The points put the communication and waits at %(factor)s times what the stated "
+            "network and devices give."
+        ),
+        "The points put the communication and waits at {factor}x what the stated network "
+        "and devices give.",
+    ),
     "calibration_kept": Wording(
         N_(
             "These device counts cannot pin down %(parameters)s: kept within the stated "
@@ -1004,6 +1012,7 @@ statement that surface does not make: the terminal says in one line what to chan
 
 MEASURED_KEYS = (
     "measured_estimated",
+    "measured_network",
     "measured_kept",
     "measured_folded",
     "measured_flagged",
