@@ -346,9 +346,8 @@ def _table_rows(text: str) -> list[Row]:
     ]
     if not content:
         return []
-    if (
-        ":" in content[0][1]
-    ):  # pairs: an item that is none is named ("8:7900, 16" had been a header)
+    # Pairs: an item that is none is named ("8:7900, 16" had been a header).
+    if ":" in content[0][1]:
         return _pair_rows(content)
     records = csv_records(text)
     cells, starts = next(records)
