@@ -65,6 +65,7 @@ __all__ = [
     "parse",
     "pattern_said",
     "percent_text",
+    "plain_float",
     "rule_of",
     "whole_digits",
 ]
@@ -141,6 +142,22 @@ SMALLEST_NORMAL = sys.float_info.min
 """2.2e-308: a float below it (but not 0) is non-normal. No input is that small: a throughput
 of 1e-310 gave NaN efficiencies, "NaN%" on a page, a 500 on the API and a traceback in the
 fit, so every numeric rule refuses it."""
+
+
+def plain_float(text: str) -> float:
+    """``float(text)`` of a plain number: ``ValueError`` also for Python's digit separator,
+    which ``float()`` reads ("6_4" as 64) and which no surface writes or reads.
+
+    >>> plain_float("7900"), plain_float(" 1e3 ")
+    (7900.0, 1000.0)
+    >>> plain_float("6_4")
+    Traceback (most recent call last):
+    ...
+    ValueError: '6_4' is no plain number
+    """
+    if "_" in text:
+        raise ValueError(f"{text!r} is no plain number")
+    return float(text)
 
 
 def non_normal(value: object) -> bool:

@@ -30,7 +30,15 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from dpscale.safejson import JSONInputError, KeyTwiceError, loads
-from dpscale.validation import TOO_LONG, FieldIssue, InputError, Rule, one_line, rule_of
+from dpscale.validation import (
+    TOO_LONG,
+    FieldIssue,
+    InputError,
+    Rule,
+    one_line,
+    plain_float,
+    rule_of,
+)
 
 __all__ = [
     "BAD_HEADER",
@@ -155,9 +163,7 @@ def _number(text: object, where: str, column: str) -> float:
     if not cell:
         raise _issue(where, f", {column}: missing value", MISSING_VALUE)
     try:
-        if "_" in cell:  # Python's digit separator ("7_900"): no plain number
-            raise ValueError(cell)
-        return float(cell)
+        return plain_float(cell)
     except ValueError:
         raise _issue(where, f", {column}: {_shown(cell)} is not a number", NOT_A_NUMBER) from None
 
@@ -249,10 +255,8 @@ def _split(line: str) -> list[str]:
 
 
 def _is_number(cell: str) -> bool:
-    if "_" in cell:
-        return False
     try:
-        float(cell)
+        plain_float(cell)
     except ValueError:
         return False
     return True
@@ -690,9 +694,7 @@ def parse_device_counts(text: str, field: str = "at") -> tuple[int, ...]:
             counts.update(_range(cell, field))
             continue
         try:
-            if "_" in cell:  # "6_4" is no plain count (float() reads it as 64)
-                raise ValueError(cell)
-            value = float(cell)
+            value = plain_float(cell)
         except ValueError:
             raise InputError([FieldIssue(field=field, rule=rule, value=cell)]) from None
         if not rule.admits(np.array([value]))[0]:

@@ -139,11 +139,10 @@ def _result(
 def _number(cell: str, where: str, column: str, low: float, high: float) -> float:
     """A finite number in (low, high]."""
     from dpscale.fit.data import comma_readings
+    from dpscale.validation import plain_float
 
     try:
-        if "_" in cell:  # Python's digit separator ("7_900"): no plain number
-            raise ValueError(cell)
-        value = float(cell)
+        value = plain_float(cell)
     except ValueError:
         readings = comma_readings(cell)  # only a quoted cell holds a comma: 8,"7,900"
         if readings:

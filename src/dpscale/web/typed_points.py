@@ -21,6 +21,7 @@ from babel.numbers import format_decimal, get_group_symbol
 from dpscale.calculators.scaling import MAX_DEVICES as MAX_MEASURED_DEVICES
 from dpscale.calculators.scaling import MAX_THROUGHPUT as MAX_MEASURED_THROUGHPUT
 from dpscale.fit.data import MAX_DEVICES, MAX_THROUGHPUT
+from dpscale.validation import plain_float
 from dpscale.web.typed_numbers import (
     _FIXED_DIGITS,
     _SPACES,
@@ -120,10 +121,8 @@ def _read_point(text: str, locale: str | None, cell: bool) -> Read:
     if value is None and cell and _POINT_NUMBER.fullmatch(text):
         value = _plain_reading(text.replace(",", "."))
     if value is None:
-        if "_" in text:  # Python's digit separator ("7_900"): no plain number, refused
-            return None
         try:
-            number = float(text)
+            number = plain_float(text)  # never "7_900": no plain number, refused
         except ValueError:
             return None
         if not math.isfinite(number):
